@@ -1,0 +1,187 @@
+//! The command line: raw flags (clap) become a validated [`Job`] before any work starts.
+
+pub mod table;
+
+use crate::report;
+use crate::runner::{run_study, RunOptions};
+use crate::scenario::{parse_assignment, Override, Scenario, ScenarioError};
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// retrystorm: simulate retry storms and compare retry policies.
+#[derive(Debug, Parser)]
+#[command(name = "retrystorm", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a scenario (its variants, or the scenario itself) and write results.
+    Run(RunArgs),
+    /// Run variants on common random numbers: the scenario's own, or one per jitter strategy.
+    Compare(CompareArgs),
+    /// Check a scenario: errors and invariant warnings; touches nothing.
+    Validate {
+        /// Scenario file (TOML).
+        scenario: String,
+        /// Override a field, e.g. --set policy.client.jitter=full (repeatable).
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        set: Vec<String>,
+    },
+    /// Size a retry budget against a provider window and an idempotency TTL.
+    Budget(crate::cli::budget_args::BudgetArgs),
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// Scenario file (TOML).
+    scenario: String,
+    /// Master seed (overrides the file's).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Replications per variant (overrides the file's).
+    #[arg(long)]
+    replications: Option<u32>,
+    /// Override a field, e.g. --set hop.api.workers=4 (repeatable).
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    set: Vec<String>,
+    /// Output directory (default: output/<scenario name>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Worker threads (default: one per core). Results do not depend on it.
+    #[arg(long)]
+    threads: Option<usize>,
+    /// No progress bar and no table on stdout.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Debug, Args)]
+struct CompareArgs {
+    #[command(flatten)]
+    run: RunArgs,
+    /// Jitter strategies to compare (default: the scenario's variants, else
+    /// none,exponential,full,equal,decorrelated).
+    #[arg(long, value_delimiter = ',')]
+    jitter: Vec<String>,
+}
+
+/// What went wrong, and which exit code it maps to.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// Bad scenario, argument or output directory: exit code 2.
+    #[error("{0}")]
+    BadInput(String),
+    /// Anything else: exit code 1.
+    #[error("{0}")]
+    Failure(String),
+}
+
+impl From<ScenarioError> for CliError {
+    fn from(e: ScenarioError) -> Self {
+        CliError::BadInput(e.to_string())
+    }
+}
+
+impl CliError {
+    /// The process exit code.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            CliError::BadInput(_) => 2,
+            CliError::Failure(_) => 1,
+        }
+    }
+}
+
+/// Default jitter strategies of `compare`.
+pub const DEFAULT_JITTERS: [&str; 5] = ["none", "exponential", "full", "equal", "decorrelated"];
+
+/// Parses `std::env::args` and runs the command.
+pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<(), CliError> {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) if e.use_stderr() => return Err(CliError::BadInput(e.to_string().trim_end().to_string())),
+        Err(e) => {
+            print!("{e}");
+            return Ok(());
+        }
+    };
+    match cli.command {
+        Command::Run(args) => run(args, None),
+        Command::Compare(args) => {
+            let jitters = if args.jitter.is_empty() { None } else { Some(args.jitter) };
+            run(args.run, Some(jitters))
+        }
+        Command::Validate { scenario, set } => validate(&scenario, &set),
+        Command::Budget(args) => crate::cli::budget_args::run(args),
+    }
+}
+
+fn overrides(args: &RunArgs) -> Result<Vec<Override>, CliError> {
+    let mut list: Vec<Override> =
+        args.set.iter().map(|s| parse_assignment(s).map_err(CliError::BadInput)).collect::<Result<_, _>>()?;
+    if let Some(seed) = args.seed {
+        list.push(Override { path: "seed".into(), value: toml::Value::Integer(seed.min(i64::MAX as u64) as i64) });
+    }
+    if let Some(r) = args.replications {
+        list.push(Override { path: "replications".into(), value: toml::Value::Integer(i64::from(r)) });
+    }
+    Ok(list)
+}
+
+/// `run` (compare = None) and `compare` (Some(jitters), None meaning the defaults).
+fn run(args: RunArgs, compare: Option<Option<Vec<String>>>) -> Result<(), CliError> {
+    if args.threads == Some(0) {
+        return Err(CliError::BadInput("--threads 0: give at least 1 thread, or leave it out for one per core".into()));
+    }
+    let scenario = Scenario::load(&args.scenario, &overrides(&args)?)?;
+    let variants = match compare {
+        None => scenario.run_variants(),
+        Some(None) if !scenario.variants.is_empty() => scenario.variants.clone(),
+        Some(None) => scenario.jitter_variants(&DEFAULT_JITTERS.map(String::from))?,
+        Some(Some(jitters)) => scenario.jitter_variants(&jitters)?,
+    };
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("output").join(&scenario.name));
+    report::files::prepare_dir(&out).map_err(|e| CliError::BadInput(format!("{e}; choose another --out")))?;
+    for w in &scenario.warnings {
+        eprintln!("warning: {w}");
+    }
+    let options = RunOptions { threads: args.threads, progress: !args.quiet };
+    let study = run_study(&scenario, &variants, &options);
+    for v in &study.variants {
+        for t in &v.truncated {
+            eprintln!("warning: variant `{}` {t}: its results are partial", v.name);
+        }
+    }
+    let written = report::write_study(&out, &study).map_err(|e| CliError::BadInput(e.to_string()))?;
+    if !args.quiet {
+        print!("{}", table::summary_table(&study));
+        println!("wrote {} files to {}", written.len(), out.display());
+    }
+    Ok(())
+}
+
+fn validate(path: &str, set: &[String]) -> Result<(), CliError> {
+    let list: Vec<Override> =
+        set.iter().map(|s| parse_assignment(s).map_err(CliError::BadInput)).collect::<Result<_, _>>()?;
+    let scenario = Scenario::load(path, &list)?;
+    for w in &scenario.warnings {
+        println!("warning: {w}");
+    }
+    let s = &scenario.base;
+    println!(
+        "ok: `{}`: {} tenant(s), {} hop(s), {} fault(s), {} variant(s), {} replication(s), seed {}",
+        scenario.name,
+        s.tenants.len(),
+        s.hops.len(),
+        s.faults.len(),
+        scenario.variants.len(),
+        scenario.replications,
+        scenario.seed
+    );
+    Ok(())
+}
+
+pub mod budget_args;

@@ -1,0 +1,71 @@
+//! The compact table `run` and `compare` print: one row per variant, key metrics with CIs.
+
+use crate::metrics::stats::Stat;
+use crate::runner::{StatRow, Study};
+use std::fmt::Write;
+
+const COLUMNS: [(&str, &str); 8] = [
+    ("attempts", "attempts"),
+    ("amplification", "amplif."),
+    ("peak_over_capacity", "peak/cap"),
+    ("success_ratio", "success"),
+    ("dlq", "dlq"),
+    ("latency_s_p99", "p99 s"),
+    ("completion_time_s", "done s"),
+    ("recovery_time_s", "recovery s"),
+];
+
+fn find<'a>(row: &'a StatRow, name: &str) -> Option<&'a Stat> {
+    row.iter().find(|(n, _)| n == name).map(|(_, s)| s)
+}
+
+/// Formats a mean with its CI half-width, `—` when absent.
+pub fn cell(stat: Option<&Stat>) -> String {
+    let Some(stat) = stat else { return "—".into() };
+    match (stat.mean, stat.ci95) {
+        (Some(m), Some([lo, hi])) if hi > lo => format!("{} ±{}", short(m), short((hi - lo) / 2.0)),
+        (Some(m), _) => short(m),
+        (None, _) => "null".into(),
+    }
+}
+
+/// Three significant digits, without exponent clutter for ordinary magnitudes.
+pub fn short(x: f64) -> String {
+    if x == 0.0 {
+        return "0".into();
+    }
+    let mag = x.abs();
+    if mag >= 1e6 {
+        format!("{:.3e}", x)
+    } else if mag >= 100.0 {
+        format!("{x:.0}")
+    } else if mag >= 1.0 {
+        format!("{x:.3}").trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// The table as text.
+pub fn summary_table(study: &Study) -> String {
+    let mut rows: Vec<Vec<String>> =
+        vec![std::iter::once("variant".to_string()).chain(COLUMNS.iter().map(|c| c.1.to_string())).collect()];
+    for v in &study.variants {
+        let mut row = vec![v.name.clone()];
+        row.extend(COLUMNS.iter().map(|(m, _)| cell(find(&v.metrics, m))));
+        rows.push(row);
+    }
+    let widths: Vec<usize> =
+        (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}: {} replication(s), seed {}, mean ±95% CI half-width",
+        study.scenario, study.replications, study.seed
+    );
+    for row in rows {
+        let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:>w$}")).collect();
+        let _ = writeln!(out, "{}", line.join("  "));
+    }
+    out
+}

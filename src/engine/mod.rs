@@ -1,0 +1,14 @@
+//! The simulation engine: virtual clock, pending-event queue and seeded random streams.
+//!
+//! This layer knows nothing about retries, hops or clients: it orders events in virtual time
+//! and hands out deterministic random numbers.
+
+pub mod queue;
+pub mod rng;
+pub mod slab;
+pub mod time;
+
+pub use queue::EventQueue;
+pub use rng::{stream, StreamKind};
+pub use slab::{Handle, Slab};
+pub use time::{secs_to_ns, Nanos, NS_PER_MS, NS_PER_S};

@@ -1,0 +1,169 @@
+//! Metrics: what a run records (pure data), the scalar metrics derived from it, and statistics
+//! across replications.
+
+pub mod recovery;
+pub mod stats;
+pub mod summary;
+
+use crate::engine::Nanos;
+use hdrhistogram::Histogram;
+
+/// Why a logical request went to the dead-letter queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DlqReason {
+    /// `max_attempts` used up.
+    Attempts,
+    /// The deadline (from the event timestamp) would pass before the next retry.
+    Deadline,
+}
+
+/// Counters of one hop over a run.
+#[derive(Clone, Debug, Default)]
+pub struct HopCounters {
+    /// Attempts that reached the hop's caller-side accounting (sent to this hop).
+    pub attempts: u64,
+    /// First tries.
+    pub first_attempts: u64,
+    /// Retries (attempt 2 and later).
+    pub retries: u64,
+    /// Replies with a success.
+    pub ok_replies: u64,
+    /// Attempts refused because the queue was full.
+    pub overflow: u64,
+    /// Service time spent on attempts whose caller had already given up.
+    pub wasted_work_ns: u64,
+    /// Side effects executed (effect hops only).
+    pub executions: u64,
+    /// Re-executions after the idempotency key expired.
+    pub duplicates_ttl_expired: u64,
+    /// Re-executions at a hop without an idempotency store.
+    pub duplicates_no_key: u64,
+    /// Deliveries acknowledged without a side effect because the key was live.
+    pub deduplicated: u64,
+    /// Service time spent in total.
+    pub busy_ns: u64,
+    /// Services started (for the mean queue wait).
+    pub services_started: u64,
+    /// Sum of queue waits of started services.
+    pub queue_wait_ns_sum: u128,
+}
+
+/// Counters of one tenant over a run.
+#[derive(Debug)]
+pub struct TenantCounters {
+    /// Logical requests created.
+    pub requests: u64,
+    /// Terminal: succeeded.
+    pub succeeded: u64,
+    /// Terminal: non-retryable answer.
+    pub rejected: u64,
+    /// Terminal: dead-lettered (attempts or deadline exhausted).
+    pub dlq: u64,
+    /// Of `dlq`, those whose deadline ran out.
+    pub dlq_deadline: u64,
+    /// Attempts sent by the tenant's clients (to hop 0).
+    pub attempts: u64,
+    /// Retries sent by the tenant's clients.
+    pub retries: u64,
+    /// Duplicated side effects of this tenant's requests (ttl_expired, no_key).
+    pub duplicates_ttl_expired: u64,
+    /// See `duplicates_ttl_expired`.
+    pub duplicates_no_key: u64,
+    /// Deliveries deduplicated.
+    pub deduplicated: u64,
+    /// Event timestamp → success, in microseconds.
+    pub latency_us: Histogram<u64>,
+}
+
+impl Default for TenantCounters {
+    fn default() -> Self {
+        TenantCounters {
+            requests: 0,
+            succeeded: 0,
+            rejected: 0,
+            dlq: 0,
+            dlq_deadline: 0,
+            attempts: 0,
+            retries: 0,
+            duplicates_ttl_expired: 0,
+            duplicates_no_key: 0,
+            deduplicated: 0,
+            latency_us: new_latency_histogram(),
+        }
+    }
+}
+
+/// A histogram for latencies in microseconds, 3 significant digits, growing as needed.
+pub fn new_latency_histogram() -> Histogram<u64> {
+    Histogram::new(3).expect("3 significant digits is valid")
+}
+
+/// One time-series bucket of a hop.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HopBucket {
+    /// Attempts arriving at the hop's caller side in the bucket.
+    pub attempts: u32,
+    /// Of which first tries.
+    pub first_attempts: u32,
+    /// Of which retries.
+    pub retries: u32,
+    /// Success replies sent.
+    pub successes: u32,
+    /// Failure replies sent (5xx, 429, 4xx, overflow).
+    pub failures: u32,
+    /// Largest queue length seen.
+    pub queue_len_max: u32,
+    /// Largest number of attempts inside the hop (queued + in service + waiting downstream).
+    pub in_flight_max: u32,
+    /// Longest queue wait among services started in the bucket.
+    pub queue_wait_max_ns: u64,
+}
+
+/// One time-series bucket of a tenant.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TenantBucket {
+    /// Logical requests created in the bucket.
+    pub arrivals: u32,
+    /// Attempts sent to hop 0.
+    pub attempts: u32,
+    /// Of which first tries.
+    pub first_attempts: u32,
+    /// Of which retries.
+    pub retries: u32,
+    /// Requests that succeeded in the bucket.
+    pub successes: u32,
+    /// Requests that ended rejected or dead-lettered in the bucket.
+    pub failures: u32,
+    /// Requests not yet terminal at the end of the bucket.
+    pub in_flight: u32,
+}
+
+/// Everything one replication of one variant recorded.
+#[derive(Debug)]
+pub struct RunRecord {
+    /// Per hop, in chain order.
+    pub hops: Vec<HopCounters>,
+    /// Per tenant, in file order.
+    pub tenants: Vec<TenantCounters>,
+    /// Per hop, per bucket.
+    pub hop_series: Vec<Vec<HopBucket>>,
+    /// Per tenant, per bucket.
+    pub tenant_series: Vec<Vec<TenantBucket>>,
+    /// Time of the last terminal state.
+    pub completion_time_ns: Nanos,
+    /// Requests still in flight when the run stopped, per tenant.
+    pub in_flight: Vec<u64>,
+    /// Events processed.
+    pub events: u64,
+    /// Why the run stopped early, if it did (`max_events`, drain limit).
+    pub truncated: Option<String>,
+    /// p99 of hop 0's queue wait before the first fault (None without data).
+    pub prefault_wait_p99_ns: Option<u64>,
+    /// Delays drawn before retry k at hop 0, for k = 1..=16 (delay histograms per strategy).
+    pub retry_delays_ns: Vec<Vec<u64>>,
+}
+
+/// How many retry-delay samples per retry number a run keeps for the delay charts.
+pub const RETRY_DELAY_SAMPLES_MAX: usize = 20_000;
+/// Retry numbers for which delays are sampled.
+pub const RETRY_DELAY_RETRIES: usize = 16;

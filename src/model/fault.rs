@@ -1,0 +1,66 @@
+//! Faults injected at a hop during a time window `[from, to)`.
+
+use crate::engine::Nanos;
+
+/// What a fault does while active.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FaultKind {
+    /// Fail fast with 503.
+    Outage,
+    /// Never answer: the caller's attempt timeout fires.
+    Hang,
+    /// Answer 429 with a Retry-After.
+    Throttle {
+        /// The server's Retry-After.
+        retry_after: Nanos,
+    },
+    /// Answer 503 with probability `p`.
+    ErrorRate {
+        /// Probability of a 503, in [0, 1].
+        p: f64,
+    },
+    /// Multiply service times by `factor`.
+    Slow {
+        /// Slow-down factor (> 0).
+        factor: f64,
+    },
+    /// Only `workers` workers serve.
+    Capacity {
+        /// Workers available during the fault.
+        workers: u32,
+    },
+}
+
+impl FaultKind {
+    /// The scenario-file name of this fault kind.
+    pub fn name(&self) -> &'static str {
+        match self {
+            FaultKind::Outage => "outage",
+            FaultKind::Hang => "hang",
+            FaultKind::Throttle { .. } => "throttle",
+            FaultKind::ErrorRate { .. } => "error_rate",
+            FaultKind::Slow { .. } => "slow",
+            FaultKind::Capacity { .. } => "capacity",
+        }
+    }
+}
+
+/// A validated fault on hop `hop` over `[from, to)`.
+#[derive(Clone, Debug)]
+pub struct Fault {
+    /// Index of the hop.
+    pub hop: usize,
+    /// What it does.
+    pub kind: FaultKind,
+    /// Start (inclusive).
+    pub from: Nanos,
+    /// End (exclusive).
+    pub to: Nanos,
+}
+
+impl Fault {
+    /// True while the fault is active at `now`.
+    pub fn active_at(&self, now: Nanos) -> bool {
+        self.from <= now && now < self.to
+    }
+}

@@ -1,0 +1,13 @@
+//! The retry-storm model: tenants and clients, hops, faults, retry policies and one run.
+
+pub mod arrivals;
+pub mod dist;
+pub mod fault;
+pub mod policy;
+pub mod sim;
+pub mod spec;
+
+pub use dist::Dist;
+pub use fault::{Fault, FaultKind};
+pub use policy::{Jitter, JitterState, RetryPolicy};
+pub use spec::{Arrival, HopSpec, IdempotencySpec, SimSpec, TenantSpec};

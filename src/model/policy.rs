@@ -1,0 +1,241 @@
+//! Retry policies: attempt limits, deadlines, timeouts and the jitter family of MODEL.md.
+
+use crate::engine::Nanos;
+use rand::Rng;
+
+/// How the delay before retry k is drawn.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Jitter {
+    /// Immediate retry (no backoff at all).
+    None,
+    /// exp(k), no jitter.
+    Exponential,
+    /// U(0, exp(k)).
+    Full,
+    /// exp(k)/2 + U(0, exp(k)/2).
+    Equal,
+    /// AWS: s₀ = base; s_k = min(cap, U(base, 3·s_{k−1})).
+    Decorrelated,
+    /// Polly v8: see [`decorrelated_v2_step`].
+    DecorrelatedV2,
+    /// exp(k) × U(1−r, 1+r).
+    Proportional {
+        /// Half-width of the multiplicative band, in (0, 1].
+        ratio: f64,
+    },
+    /// A fixed table of delays: retry k waits `delays[k-1]` (the last entry repeats).
+    Schedule {
+        /// Delays before retry 1, 2, …
+        delays: Vec<Nanos>,
+    },
+}
+
+impl Jitter {
+    /// The scenario-file name of this strategy.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Jitter::None => "none",
+            Jitter::Exponential => "exponential",
+            Jitter::Full => "full",
+            Jitter::Equal => "equal",
+            Jitter::Decorrelated => "decorrelated",
+            Jitter::DecorrelatedV2 => "decorrelated_v2",
+            Jitter::Proportional { .. } => "proportional",
+            Jitter::Schedule { .. } => "schedule",
+        }
+    }
+}
+
+/// A validated retry policy (see MODEL.md "Retry policy").
+#[derive(Clone, Debug)]
+pub struct RetryPolicy {
+    /// Scenario name of the policy.
+    pub name: String,
+    /// Delay strategy.
+    pub jitter: Jitter,
+    /// Un-jittered first delay.
+    pub base: Nanos,
+    /// Growth factor per retry (≥ 1).
+    pub multiplier: f64,
+    /// Largest delay (≥ base).
+    pub cap: Nanos,
+    /// Attempts including the first try (≥ 1).
+    pub attempts_max: u32,
+    /// Total time budget from the event timestamp.
+    pub deadline: Option<Nanos>,
+    /// Per-attempt timeout.
+    pub attempt_timeout: Option<Nanos>,
+    /// Wait at least the server's Retry-After.
+    pub honor_retry_after: bool,
+}
+
+/// Per-call state some strategies carry between retries.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct JitterState {
+    /// Decorrelated: the previous sleep (0 = none yet, use base).
+    pub sleep_prev: Nanos,
+    /// Decorrelated v2: the previous `next` value.
+    pub v2_prev: f64,
+}
+
+impl RetryPolicy {
+    /// exp(k) = min(cap, base × multiplier^(k−1)); saturates, never overflows (k ≥ 1).
+    pub fn exp_delay(&self, retry: u32) -> Nanos {
+        debug_assert!(retry >= 1);
+        let factor = self.multiplier.powi(retry.saturating_sub(1).min(i32::MAX as u32) as i32);
+        let raw = self.base as f64 * factor;
+        if !raw.is_finite() || raw >= self.cap as f64 {
+            self.cap
+        } else {
+            raw as Nanos
+        }
+    }
+
+    /// The delay before retry `retry` (k ≥ 1), advancing `state` for the stateful strategies.
+    pub fn delay_before_retry<R: Rng>(&self, retry: u32, state: &mut JitterState, rng: &mut R) -> Nanos {
+        match &self.jitter {
+            Jitter::None => 0,
+            Jitter::Exponential => self.exp_delay(retry),
+            Jitter::Full => uniform_ns(rng, 0, self.exp_delay(retry)),
+            Jitter::Equal => {
+                let e = self.exp_delay(retry);
+                e / 2 + uniform_ns(rng, 0, e - e / 2)
+            }
+            Jitter::Decorrelated => {
+                let prev = if state.sleep_prev == 0 { self.base } else { state.sleep_prev };
+                let upper = prev.saturating_mul(3).max(self.base);
+                let sleep = uniform_ns(rng, self.base, upper).min(self.cap);
+                state.sleep_prev = sleep;
+                sleep
+            }
+            Jitter::DecorrelatedV2 => {
+                let delay = decorrelated_v2_step(retry, rng.gen::<f64>(), &mut state.v2_prev, self.base);
+                delay.min(self.cap as f64) as Nanos
+            }
+            Jitter::Proportional { ratio } => {
+                let e = self.exp_delay(retry) as f64;
+                let u: f64 = rng.gen();
+                let scaled = e * (1.0 - ratio + 2.0 * ratio * u);
+                if scaled >= u64::MAX as f64 {
+                    u64::MAX
+                } else {
+                    scaled as Nanos
+                }
+            }
+            Jitter::Schedule { delays } => {
+                let i = (retry as usize - 1).min(delays.len().saturating_sub(1));
+                delays.get(i).copied().unwrap_or(0)
+            }
+        }
+    }
+
+    /// Worst-case time from the event timestamp to the last attempt's end: un-jittered delays
+    /// (the upper end of every strategy's range) plus one attempt timeout per attempt, capped by
+    /// the deadline. `None` when attempts are unbounded in time (no timeout and no deadline).
+    pub fn horizon_worst_case(&self) -> Option<Nanos> {
+        let timeout = self.attempt_timeout;
+        let mut total: Nanos = 0;
+        for retry in 1..self.attempts_max {
+            total = total.saturating_add(self.delay_upper_bound(retry));
+        }
+        let attempts = u64::from(self.attempts_max);
+        let with_timeouts = timeout.map(|t| total.saturating_add(t.saturating_mul(attempts)));
+        match (with_timeouts, self.deadline) {
+            (Some(h), Some(d)) => Some(h.min(d)),
+            (Some(h), None) => Some(h),
+            (None, Some(d)) => Some(d),
+            (None, None) => None,
+        }
+    }
+
+    /// The largest delay the strategy can draw before retry `retry`.
+    pub fn delay_upper_bound(&self, retry: u32) -> Nanos {
+        match &self.jitter {
+            Jitter::None => 0,
+            Jitter::Exponential | Jitter::Full | Jitter::Equal => self.exp_delay(retry),
+            Jitter::Decorrelated | Jitter::DecorrelatedV2 => self.cap,
+            Jitter::Proportional { ratio } => {
+                let upper = self.exp_delay(retry) as f64 * (1.0 + ratio);
+                upper.min(u64::MAX as f64) as Nanos
+            }
+            Jitter::Schedule { delays } => {
+                let i = (retry as usize - 1).min(delays.len().saturating_sub(1));
+                delays.get(i).copied().unwrap_or(0)
+            }
+        }
+    }
+}
+
+/// Uniform integer nanoseconds in [lo, hi] (hi ≥ lo), via one f64 draw: lo + ⌊u·(hi−lo)⌋.
+pub fn uniform_ns<R: Rng>(rng: &mut R, lo: Nanos, hi: Nanos) -> Nanos {
+    debug_assert!(hi >= lo);
+    let u: f64 = rng.gen();
+    lo + (u * (hi - lo) as f64) as Nanos
+}
+
+/// One step of Polly v8's decorrelated jitter v2 (Tim Skillman's "AWS-style" refinement).
+///
+/// t = (k−1) + u; next = 2^t · tanh(√(4t)); delay = (next − prev) · base / 1.4; prev = next.
+/// Returned in nanoseconds as f64 (before the cap). `u` is a uniform draw in [0, 1).
+pub fn decorrelated_v2_step(retry: u32, u: f64, prev: &mut f64, base: Nanos) -> f64 {
+    const P_FACTOR: f64 = 4.0;
+    const RP_SCALING_FACTOR: f64 = 1.0 / 1.4;
+    let t = f64::from(retry - 1) + u;
+    let next = t.exp2() * (P_FACTOR * t).sqrt().tanh();
+    let delay = (next - *prev) * RP_SCALING_FACTOR * base as f64;
+    *prev = next;
+    if delay.is_finite() {
+        delay.max(0.0)
+    } else {
+        f64::MAX
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{NS_PER_MS, NS_PER_S};
+
+    fn policy(jitter: Jitter) -> RetryPolicy {
+        RetryPolicy {
+            name: "p".into(),
+            jitter,
+            base: 100 * NS_PER_MS,
+            multiplier: 2.0,
+            cap: 10 * NS_PER_S,
+            attempts_max: 10,
+            deadline: None,
+            attempt_timeout: None,
+            honor_retry_after: false,
+        }
+    }
+
+    #[test]
+    fn exp_delay_doubles_then_caps_and_never_overflows() {
+        let p = policy(Jitter::Exponential);
+        let ms: Vec<u64> = (1..=9).map(|k| p.exp_delay(k) / NS_PER_MS).collect();
+        assert_eq!(ms, vec![100, 200, 400, 800, 1600, 3200, 6400, 10_000, 10_000]);
+        assert_eq!(p.exp_delay(64), p.cap);
+        assert_eq!(p.exp_delay(u32::MAX), p.cap);
+    }
+
+    #[test]
+    fn schedule_repeats_its_last_entry() {
+        let p = policy(Jitter::Schedule { delays: vec![0, 5, 300] });
+        let mut s = JitterState::default();
+        let mut rng = crate::engine::stream(1, 0, crate::engine::StreamKind::Aux, 0);
+        let got: Vec<u64> = (1..=5).map(|k| p.delay_before_retry(k, &mut s, &mut rng)).collect();
+        assert_eq!(got, vec![0, 5, 300, 300, 300]);
+    }
+
+    #[test]
+    fn worst_case_horizon_adds_timeouts() {
+        let mut p = policy(Jitter::Full);
+        p.attempts_max = 3;
+        p.attempt_timeout = Some(NS_PER_S);
+        // 100 ms + 200 ms of delays + 3 × 1 s of timeouts.
+        assert_eq!(p.horizon_worst_case(), Some(3_300 * NS_PER_MS));
+        p.deadline = Some(2 * NS_PER_S);
+        assert_eq!(p.horizon_worst_case(), Some(2 * NS_PER_S));
+    }
+}

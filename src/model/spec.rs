@@ -1,0 +1,137 @@
+//! The validated description of one simulation: what `scenario` produces and `sim` consumes.
+
+use super::dist::Dist;
+use super::fault::Fault;
+use super::policy::RetryPolicy;
+use crate::engine::Nanos;
+
+/// How a tenant's clients generate logical requests.
+#[derive(Clone, Debug)]
+pub enum Arrival {
+    /// Each client sends `requests_per_client` requests, the first at U(start, start+spread),
+    /// each next one as soon as the previous reached a terminal state.
+    Herd {
+        /// Earliest first request.
+        start: Nanos,
+        /// Width of the window of first requests.
+        spread: Nanos,
+        /// Requests per client (≥ 1).
+        requests_per_client: u32,
+    },
+    /// Open loop, Poisson process at `rate_per_s` for the whole tenant.
+    Poisson {
+        /// Requests per second (> 0).
+        rate_per_s: f64,
+    },
+    /// Each client sends its next request `think` after the previous one ends.
+    Closed {
+        /// First request at U(start, start+spread).
+        start: Nanos,
+        /// Width of the window of first requests.
+        spread: Nanos,
+        /// Pause between a terminal state and the next request.
+        think: Nanos,
+    },
+    /// Piecewise-constant Poisson rate: `(from, rate_per_s)` steps sorted by `from`, first at 0.
+    Profile {
+        /// Steps of the rate.
+        steps: Vec<(Nanos, f64)>,
+    },
+}
+
+/// A population of clients sharing arrivals, a retry policy and a payload mix.
+#[derive(Clone, Debug)]
+pub struct TenantSpec {
+    /// Scenario name.
+    pub name: String,
+    /// Number of clients (≥ 1).
+    pub clients: u32,
+    /// Arrival pattern.
+    pub arrival: Arrival,
+    /// Index into [`SimSpec::policies`].
+    pub policy: usize,
+    /// Share of requests answered with a non-retryable 4xx.
+    pub invalid_fraction: f64,
+    /// Share of requests that always fail with a retryable 5xx at the effect hop.
+    pub poison_fraction: f64,
+}
+
+/// An idempotency store at a hop.
+#[derive(Clone, Debug)]
+pub struct IdempotencySpec {
+    /// How long a key lives after the effect commits.
+    pub ttl: Nanos,
+}
+
+/// A service in the chain.
+#[derive(Clone, Debug)]
+pub struct HopSpec {
+    /// Scenario name.
+    pub name: String,
+    /// Concurrency (≥ 1).
+    pub workers: u32,
+    /// Waiting room; a full queue answers 503 at once.
+    pub queue_limit: u32,
+    /// Service time.
+    pub service: Dist,
+    /// One-way network delay to reach the hop (the reply takes another draw).
+    pub network: Dist,
+    /// Policy this hop uses to call the next hop (index into [`SimSpec::policies`]).
+    pub downstream_policy: Option<usize>,
+    /// Idempotency store, if any.
+    pub idempotency: Option<IdempotencySpec>,
+    /// True when the hop's service commits a side effect (counted for duplicates).
+    pub effect: bool,
+}
+
+/// Everything a run needs, validated: nothing here can fail at run time.
+#[derive(Clone, Debug)]
+pub struct SimSpec {
+    /// Scenario name.
+    pub name: String,
+    /// No new arrivals at or after this instant.
+    pub horizon: Nanos,
+    /// The run stops here even if requests are still in flight (2 × horizon by default).
+    pub drain_limit: Nanos,
+    /// Width of a time-series bucket.
+    pub bucket: Nanos,
+    /// Hard limit on processed events; hitting it marks the run truncated.
+    pub max_events: u64,
+    /// How long calm must hold before the system counts as recovered.
+    pub recovery_hold: Nanos,
+    /// Tenants, in file order.
+    pub tenants: Vec<TenantSpec>,
+    /// Hops, in chain order (hop 0 receives client requests).
+    pub hops: Vec<HopSpec>,
+    /// Retry policies referenced by tenants and hops.
+    pub policies: Vec<RetryPolicy>,
+    /// Faults, sorted by start.
+    pub faults: Vec<Fault>,
+}
+
+impl SimSpec {
+    /// Index of the tenant named `name`.
+    pub fn tenant_index(&self, name: &str) -> Option<usize> {
+        self.tenants.iter().position(|t| t.name == name)
+    }
+
+    /// Index of the hop named `name`.
+    pub fn hop_index(&self, name: &str) -> Option<usize> {
+        self.hops.iter().position(|h| h.name == name)
+    }
+
+    /// End of the last fault window (0 without faults).
+    pub fn last_fault_end(&self) -> Nanos {
+        self.faults.iter().map(|f| f.to).max().unwrap_or(0)
+    }
+
+    /// Start of the first fault window, if any.
+    pub fn first_fault_start(&self) -> Option<Nanos> {
+        self.faults.iter().map(|f| f.from).min()
+    }
+
+    /// Number of time-series buckets covering `[0, drain_limit]`.
+    pub fn bucket_count(&self) -> usize {
+        (self.drain_limit / self.bucket) as usize + 1
+    }
+}

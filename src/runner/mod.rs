@@ -1,0 +1,255 @@
+//! Runs variants × replications in parallel (rayon) and aggregates them into a [`Study`].
+//!
+//! Every (variant, replication) pair is an independent task with its own seeded streams; results
+//! are collected in task order, so the outcome does not depend on the thread count.
+
+use crate::engine::Nanos;
+use crate::metrics::stats::Stat;
+use crate::metrics::summary::{scalars, MetricRow, Scalars};
+use crate::metrics::{HopBucket, RunRecord, TenantBucket};
+use crate::model::sim;
+use crate::scenario::{Scenario, Variant};
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+use std::io::IsTerminal;
+use std::time::Instant;
+
+/// How to execute (not what to simulate: that is the scenario).
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Worker threads (None: rayon's default, one per core).
+    pub threads: Option<usize>,
+    /// Show a progress bar on stderr (only if stderr is a terminal).
+    pub progress: bool,
+}
+
+/// A metric summarised over replications, by name.
+pub type StatRow = Vec<(String, Stat)>;
+
+/// Mean time series of one scope (hop or tenant) of one variant.
+#[derive(Clone, Debug)]
+pub struct MeanSeries {
+    /// Hop or tenant name.
+    pub name: String,
+    /// Per bucket, mean over replications of each column of [`SERIES_COLUMNS`].
+    pub rows: Vec<[f64; SERIES_COLUMNS.len()]>,
+}
+
+/// Columns of the hop time series (tenant series fill the ones that apply, others are 0).
+pub const SERIES_COLUMNS: [&str; 8] = [
+    "attempts",
+    "first_attempts",
+    "retries",
+    "successes",
+    "failures",
+    "queue_len_max",
+    "in_flight",
+    "queue_wait_max_s",
+];
+
+/// The results of one variant.
+#[derive(Clone, Debug)]
+pub struct VariantResult {
+    /// Variant name.
+    pub name: String,
+    /// The simulated configuration.
+    pub spec: crate::model::SimSpec,
+    /// Whole-system metrics.
+    pub metrics: StatRow,
+    /// Per hop: name and metrics.
+    pub hops: Vec<(String, StatRow)>,
+    /// Per tenant: name and metrics.
+    pub tenants: Vec<(String, StatRow)>,
+    /// Mean series per hop.
+    pub hop_series: Vec<MeanSeries>,
+    /// Mean series per tenant.
+    pub tenant_series: Vec<MeanSeries>,
+    /// Retry-delay samples at hop 0 from all replications, per retry number (1-based index − 1).
+    pub retry_delays_ns: Vec<Vec<u64>>,
+    /// Latency samples (µs) for CDFs: the merged histogram's iterated values (value, count).
+    pub latency_us: Vec<(u64, u64)>,
+    /// Why replications stopped early, if any did (`replication N: reason`).
+    pub truncated: Vec<String>,
+    /// Per-replication scalars (kept for paired differences).
+    pub per_replication: Vec<Scalars>,
+}
+
+/// Everything a command produced: what `report` writes.
+#[derive(Clone, Debug)]
+pub struct Study {
+    /// Scenario name.
+    pub scenario: String,
+    /// Master seed.
+    pub seed: u64,
+    /// Replications per variant.
+    pub replications: u32,
+    /// Width of a series bucket.
+    pub bucket: Nanos,
+    /// Results per variant, in order.
+    pub variants: Vec<VariantResult>,
+    /// Invariant warnings.
+    pub warnings: Vec<String>,
+    /// Events processed across all tasks.
+    pub events: u64,
+    /// Wall-clock seconds the simulation took (not part of the determinism contract).
+    pub wall_s: f64,
+    /// Threads used.
+    pub threads: usize,
+}
+
+/// Simulates `variants` of `scenario` for its replications.
+pub fn run_study(scenario: &Scenario, variants: &[Variant], options: &RunOptions) -> Study {
+    let replications = scenario.replications as usize;
+    let tasks = variants.len() * replications;
+    let started = Instant::now();
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(options.threads.unwrap_or(0)).build().expect("thread pool");
+    let bar = progress_bar(options.progress, tasks as u64);
+    let records: Vec<RunRecord> = pool.install(|| {
+        (0..tasks)
+            .into_par_iter()
+            .map(|task| {
+                let variant = &variants[task / replications];
+                let record = sim::run(&variant.spec, scenario.seed, (task % replications) as u64);
+                bar.inc(1);
+                record
+            })
+            .collect()
+    });
+    bar.finish_and_clear();
+    let wall_s = started.elapsed().as_secs_f64();
+    let events = records.iter().map(|r| r.events).sum();
+    let mut chunks = records.chunks(replications);
+    let results = variants.iter().map(|v| aggregate(v, chunks.next().expect("one chunk per variant"))).collect();
+    Study {
+        scenario: scenario.name.clone(),
+        seed: scenario.seed,
+        replications: scenario.replications,
+        bucket: scenario.base.bucket,
+        variants: results,
+        warnings: scenario.warnings.clone(),
+        events,
+        wall_s,
+        threads: pool.current_num_threads(),
+    }
+}
+
+fn progress_bar(wanted: bool, tasks: u64) -> ProgressBar {
+    if !wanted || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(tasks);
+    let style = ProgressStyle::with_template("{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} runs, eta {eta}")
+        .expect("valid template")
+        .progress_chars("=> ");
+    bar.set_style(style);
+    bar
+}
+
+fn stat_row(rows: &[&MetricRow]) -> StatRow {
+    rows[0]
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _))| (name.to_string(), Stat::from_values(rows.iter().map(|r| r[i].1).collect())))
+        .collect()
+}
+
+fn aggregate(variant: &Variant, records: &[RunRecord]) -> VariantResult {
+    let spec = &variant.spec;
+    let per_replication: Vec<Scalars> = records.iter().map(|r| scalars(r, spec)).collect();
+    let globals: Vec<&MetricRow> = per_replication.iter().map(|s| &s.global).collect();
+    let scope = |pick: &dyn Fn(&Scalars) -> &MetricRow| stat_row(&per_replication.iter().map(pick).collect::<Vec<_>>());
+    let hops = spec.hops.iter().enumerate().map(|(h, hop)| (hop.name.clone(), scope(&|s| &s.hops[h]))).collect();
+    let tenants =
+        spec.tenants.iter().enumerate().map(|(t, ten)| (ten.name.clone(), scope(&|s| &s.tenants[t]))).collect();
+    let hop_series = spec
+        .hops
+        .iter()
+        .enumerate()
+        .map(|(h, hop)| MeanSeries {
+            name: hop.name.clone(),
+            rows: mean_rows(records, |r, b| hop_columns(&r.hop_series[h][b])),
+        })
+        .collect();
+    let tenant_series = spec
+        .tenants
+        .iter()
+        .enumerate()
+        .map(|(t, ten)| MeanSeries {
+            name: ten.name.clone(),
+            rows: mean_rows(records, |r, b| tenant_columns(&r.tenant_series[t][b])),
+        })
+        .collect();
+    let mut retry_delays_ns = vec![Vec::new(); crate::metrics::RETRY_DELAY_RETRIES];
+    for r in records {
+        for (k, samples) in r.retry_delays_ns.iter().enumerate() {
+            retry_delays_ns[k].extend_from_slice(samples);
+        }
+    }
+    let mut latency = crate::metrics::new_latency_histogram();
+    for r in records {
+        for t in &r.tenants {
+            latency.add(&t.latency_us).expect("same configuration");
+        }
+    }
+    let latency_us = latency.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
+    let truncated = records
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.truncated.as_ref().map(|why| format!("replication {i}: {why}")))
+        .collect();
+    VariantResult {
+        name: variant.name.clone(),
+        spec: spec.clone(),
+        metrics: stat_row(&globals),
+        hops,
+        tenants,
+        hop_series,
+        tenant_series,
+        retry_delays_ns,
+        latency_us,
+        truncated,
+        per_replication,
+    }
+}
+
+fn hop_columns(b: &HopBucket) -> [f64; 8] {
+    [
+        f64::from(b.attempts),
+        f64::from(b.first_attempts),
+        f64::from(b.retries),
+        f64::from(b.successes),
+        f64::from(b.failures),
+        f64::from(b.queue_len_max),
+        f64::from(b.in_flight_max),
+        b.queue_wait_max_ns as f64 / 1e9,
+    ]
+}
+
+fn tenant_columns(b: &TenantBucket) -> [f64; 8] {
+    [
+        f64::from(b.attempts),
+        f64::from(b.first_attempts),
+        f64::from(b.retries),
+        f64::from(b.successes),
+        f64::from(b.failures),
+        0.0,
+        f64::from(b.in_flight),
+        0.0,
+    ]
+}
+
+fn mean_rows(records: &[RunRecord], columns: impl Fn(&RunRecord, usize) -> [f64; 8]) -> Vec<[f64; 8]> {
+    let buckets = records[0].hop_series[0].len();
+    let n = records.len() as f64;
+    (0..buckets)
+        .map(|b| {
+            let mut sum = [0.0; 8];
+            for r in records {
+                for (s, v) in sum.iter_mut().zip(columns(r, b)) {
+                    *s += v;
+                }
+            }
+            sum.map(|s| s / n)
+        })
+        .collect()
+}

@@ -1,0 +1,109 @@
+//! Scenario errors: one message naming the file, line and column, the field, the bad value and
+//! the fix.
+
+use std::fmt;
+
+/// A problem in a scenario file or its overrides. Always user error: exit code 2.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScenarioError {
+    /// The file (or `--set` for an override).
+    pub file: String,
+    /// 1-based line and column, when known.
+    pub location: Option<(usize, usize)>,
+    /// The field's path as `--set` spells it (`hop.api.workers`), when known.
+    pub field: Option<String>,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some((line, col)) = self.location {
+            write!(f, ":{line}:{col}")?;
+        }
+        write!(f, ": ")?;
+        if let Some(field) = &self.field {
+            write!(f, "`{field}`: ")?;
+        }
+        write!(f, "{}", self.message)
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// A semantic problem found by validation, before it is placed in the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Invalid {
+    /// Path of the field (`["hop", "api", "workers"]`).
+    pub path: Vec<String>,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl Invalid {
+    /// An error at `path` (dot-separated) with `message`.
+    pub fn at(path: &str, message: impl Into<String>) -> Invalid {
+        Invalid { path: path.split('.').map(str::to_string).collect(), message: message.into() }
+    }
+}
+
+/// 1-based (line, column) of byte offset `offset` in `source`.
+pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
+    let before = &source[..offset.min(source.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rfind('\n').map_or(before.chars().count(), |nl| before[nl + 1..].chars().count()) + 1;
+    (line, col)
+}
+
+/// The candidate closest to `word` by edit distance, if it is close enough to be a likely typo.
+pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let limit = (word.chars().count() / 3).max(2);
+    candidates.into_iter().map(|c| (edit_distance(word, c), c)).filter(|&(d, _)| d <= limit).min().map(|(_, c)| c)
+}
+
+/// Levenshtein distance over chars.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (diag + usize::from(ca != cb)).min(row[j] + 1).min(row[j + 1] + 1);
+            diag = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+/// Adds "did you mean …?" to serde's "unknown field `x`, expected one of `a`, `b`" and
+/// "unknown variant" messages.
+pub fn with_suggestion(message: &str) -> String {
+    let Some(rest) = message.strip_prefix("unknown field `").or_else(|| message.strip_prefix("unknown variant `"))
+    else {
+        return message.to_string();
+    };
+    let Some((word, tail)) = rest.split_once('`') else { return message.to_string() };
+    let expected: Vec<&str> = tail.split('`').skip(1).step_by(2).collect();
+    match closest(word, expected) {
+        Some(best) => format!("{message}; did you mean `{best}`?"),
+        None => message.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions_and_positions() {
+        assert_eq!(edit_distance("jiter", "jitter"), 1);
+        assert_eq!(closest("fulll", ["none", "full", "equal"]), Some("full"));
+        assert_eq!(closest("zzzzzz", ["none", "full"]), None);
+        let m = with_suggestion("unknown field `jiter`, expected one of `jitter`, `base`");
+        assert!(m.ends_with("did you mean `jitter`?"), "{m}");
+        assert_eq!(line_col("a\nbc\nd", 3), (2, 2));
+    }
+}

@@ -1,0 +1,178 @@
+//! The scenario file as written: serde structs that mirror the TOML, before validation.
+//!
+//! Every table refuses unknown keys. Counts are read as signed integers and rates as floats so
+//! that validation, not serde, explains a negative or absurd value.
+
+use serde::{Deserialize, Deserializer};
+use std::collections::BTreeMap;
+
+/// A duration written as a human string ("100ms", "10s", "72h"), in nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dur(pub u64);
+
+impl<'de> Deserialize<'de> for Dur {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = DurText::deserialize(deserializer)?;
+        parse_duration(&text.0).map(Dur).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A duration string kept as text (for values such as `ttl = "window+6h"`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DurText(pub String);
+
+impl<'de> Deserialize<'de> for DurText {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = DurText;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a duration string such as \"100ms\", \"10s\" or \"72h\"")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<DurText, E> {
+                Ok(DurText(v.to_string()))
+            }
+        }
+        deserializer.deserialize_str(Visitor)
+    }
+}
+
+/// Parses "100ms", "1m 30s", "72h" into nanoseconds, with a message that says what is allowed.
+pub fn parse_duration(text: &str) -> Result<u64, String> {
+    let trimmed = text.trim();
+    if trimmed.starts_with('-') {
+        return Err(format!("invalid duration `{text}`: durations cannot be negative"));
+    }
+    let parsed = humantime::parse_duration(trimmed)
+        .map_err(|e| format!("invalid duration `{text}` ({e}); write e.g. \"250ms\", \"10s\", \"5m\" or \"72h\""))?;
+    u64::try_from(parsed.as_nanos())
+        .map_err(|_| format!("duration `{text}` is longer than the ~584 years a u64 of nanoseconds holds"))
+}
+
+/// The whole file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawScenario {
+    pub name: String,
+    pub seed: Option<i64>,
+    pub horizon: Dur,
+    pub bucket: Option<Dur>,
+    pub replications: Option<i64>,
+    pub max_events: Option<i64>,
+    pub drain_limit: Option<Dur>,
+    pub recovery_hold: Option<Dur>,
+    #[serde(default)]
+    pub tenant: Vec<RawTenant>,
+    #[serde(default)]
+    pub policy: BTreeMap<String, RawPolicy>,
+    #[serde(default)]
+    pub hop: Vec<RawHop>,
+    #[serde(default)]
+    pub fault: Vec<RawFault>,
+    #[serde(default)]
+    pub variant: Vec<RawVariant>,
+}
+
+/// `[[tenant]]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTenant {
+    pub name: String,
+    pub clients: i64,
+    pub arrival: RawArrival,
+    pub policy: String,
+    pub invalid_fraction: Option<f64>,
+    pub poison_fraction: Option<f64>,
+}
+
+/// `arrival = { kind = "…", … }`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawArrival {
+    pub kind: String,
+    pub start: Option<Dur>,
+    pub spread: Option<Dur>,
+    pub requests_per_client: Option<i64>,
+    pub rate_per_s: Option<f64>,
+    pub think: Option<Dur>,
+    pub steps: Option<Vec<RawStep>>,
+}
+
+/// One step of a `profile` arrival.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawStep {
+    pub from: Dur,
+    pub rate_per_s: f64,
+}
+
+/// `[policy.NAME]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPolicy {
+    pub jitter: Option<String>,
+    pub base: Option<Dur>,
+    pub multiplier: Option<f64>,
+    pub cap: Option<Dur>,
+    pub max_attempts: Option<i64>,
+    pub deadline: Option<Dur>,
+    pub attempt_timeout: Option<Dur>,
+    pub honor_retry_after: Option<bool>,
+    pub ratio: Option<f64>,
+    pub schedule: Option<Vec<Dur>>,
+}
+
+/// A distribution table: `{ dist = "constant", mean = "1ms" }`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDist {
+    pub dist: String,
+    pub mean: Option<Dur>,
+    pub sd: Option<Dur>,
+    pub base: Option<Dur>,
+    pub per_inflight: Option<Dur>,
+}
+
+/// `idempotency = { ttl = "78h" }` or `{ ttl = "window+6h" }`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawIdempotency {
+    pub ttl: DurText,
+}
+
+/// `[[hop]]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHop {
+    pub name: String,
+    pub workers: Option<i64>,
+    pub queue_limit: Option<i64>,
+    pub service: RawDist,
+    pub network: Option<RawDist>,
+    pub downstream_policy: Option<String>,
+    pub idempotency: Option<RawIdempotency>,
+    pub effect: Option<bool>,
+}
+
+/// `[[fault]]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFault {
+    pub hop: String,
+    pub kind: String,
+    pub from: Dur,
+    pub to: Dur,
+    pub retry_after: Option<Dur>,
+    pub p: Option<f64>,
+    pub factor: Option<f64>,
+    pub workers: Option<i64>,
+}
+
+/// `[[variant]]`: a name and overrides applied on top of the base scenario.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawVariant {
+    pub name: String,
+    #[serde(default)]
+    pub set: BTreeMap<String, toml::Value>,
+}

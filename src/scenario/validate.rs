@@ -1,0 +1,527 @@
+//! Validation: a [`RawScenario`] becomes a [`SimSpec`] whose every value is in range, or an
+//! [`Invalid`] naming the field, the value and the fix.
+
+use super::error::{closest, Invalid};
+use super::raw::{parse_duration, Dur, RawArrival, RawDist, RawFault, RawHop, RawPolicy, RawScenario, RawTenant};
+use crate::engine::{Nanos, NS_PER_MS, NS_PER_S};
+use crate::model::{
+    Arrival, Dist, Fault, FaultKind, HopSpec, IdempotencySpec, Jitter, RetryPolicy, SimSpec, TenantSpec,
+};
+
+/// Clients above this many are refused before anything is allocated.
+pub const CLIENTS_MAX: i64 = 50_000_000;
+/// Bytes of memory a client costs at most (arrival slot, request counter, call and attempt).
+pub const BYTES_PER_CLIENT_MAX: u64 = 400;
+/// Time-series buckets above this many are refused.
+pub const BUCKETS_MAX: u64 = 2_000_000;
+
+/// Top-level values that are not part of the simulated system.
+#[derive(Clone, Debug)]
+pub struct Meta {
+    /// Master seed.
+    pub seed: u64,
+    /// Independent replications.
+    pub replications: u32,
+}
+
+type V<T> = Result<T, Invalid>;
+
+/// Validates the whole file; warnings are invariant violations that do not stop a run.
+pub fn validate(raw: &RawScenario) -> V<(Meta, SimSpec, Vec<String>)> {
+    if raw.name.trim().is_empty() {
+        return Err(Invalid::at("name", "is empty; give the scenario a name, e.g. name = \"outage-herd\""));
+    }
+    let seed = raw.seed.unwrap_or(1);
+    let seed =
+        u64::try_from(seed).map_err(|_| Invalid::at("seed", format!("is {seed}; use a non-negative integer")))?;
+    let replications = count(raw.replications.unwrap_or(1), "replications", 1, 10_000)? as u32;
+    let horizon = positive(raw.horizon, "horizon")?;
+    let bucket = raw.bucket.map_or(Ok(default_bucket(horizon)), |b| positive(b, "bucket"))?;
+    let drain_limit = match raw.drain_limit {
+        Some(Dur(d)) if d < horizon => {
+            return Err(Invalid::at("drain_limit", format!("is {} but must be ≥ horizon ({})", show(d), show(horizon))))
+        }
+        Some(Dur(d)) => d,
+        None => horizon.saturating_mul(2),
+    };
+    if drain_limit / bucket > BUCKETS_MAX {
+        return Err(Invalid::at(
+            "bucket",
+            format!(
+                "{} gives {} time-series buckets over the {} run (at most {BUCKETS_MAX}); use a wider bucket",
+                show(bucket),
+                drain_limit / bucket,
+                show(drain_limit)
+            ),
+        ));
+    }
+    let max_events = count(raw.max_events.unwrap_or(2_000_000_000), "max_events", 1, i64::MAX)? as u64;
+    let recovery_hold = raw.recovery_hold.map_or(5 * NS_PER_S, |d| d.0);
+    let policy_names: Vec<&str> = raw.policy.keys().map(String::as_str).collect();
+    let policies = raw.policy.iter().map(|(name, p)| policy(name, p)).collect::<V<Vec<_>>>()?;
+    let tenants = tenants(raw, &policy_names)?;
+    let hops = hops(raw, &policy_names, &policies, &tenants)?;
+    let faults = faults(&raw.fault, &hops)?;
+    let spec = SimSpec {
+        name: raw.name.clone(),
+        horizon,
+        drain_limit,
+        bucket,
+        max_events,
+        recovery_hold,
+        tenants,
+        hops,
+        policies,
+        faults,
+    };
+    let warnings = super::invariants::warnings(&spec);
+    Ok((Meta { seed, replications }, spec, warnings))
+}
+
+fn default_bucket(horizon: Nanos) -> Nanos {
+    (horizon / 1_000).max(NS_PER_MS)
+}
+
+/// Human form of a duration for messages.
+pub fn show(ns: Nanos) -> String {
+    humantime::format_duration(std::time::Duration::from_nanos(ns)).to_string()
+}
+
+fn positive(d: Dur, path: &str) -> V<Nanos> {
+    if d.0 == 0 {
+        return Err(Invalid::at(path, "is 0; it must be a positive duration such as \"100ms\""));
+    }
+    Ok(d.0)
+}
+
+fn count(value: i64, path: &str, min: i64, max: i64) -> V<i64> {
+    if value < min || value > max {
+        return Err(Invalid::at(path, format!("is {value}; it must be between {min} and {max}")));
+    }
+    Ok(value)
+}
+
+fn probability(value: Option<f64>, path: &str) -> V<f64> {
+    let p = value.unwrap_or(0.0);
+    if !(0.0..=1.0).contains(&p) {
+        return Err(Invalid::at(path, format!("is {p}; a probability must be within [0, 1]")));
+    }
+    Ok(p)
+}
+
+fn finite_at_least(value: f64, min: f64, path: &str, what: &str) -> V<f64> {
+    if !value.is_finite() || value < min {
+        return Err(Invalid::at(path, format!("is {value}; {what}")));
+    }
+    Ok(value)
+}
+
+fn unknown(path: &str, kind: &str, value: &str, allowed: &[&str]) -> Invalid {
+    let hint = closest(value, allowed.iter().copied()).map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default();
+    Invalid::at(path, format!("unknown {kind} `{value}`; allowed: {}{hint}", allowed.join(", ")))
+}
+
+const JITTERS: [&str; 8] =
+    ["none", "exponential", "full", "equal", "decorrelated", "decorrelated_v2", "proportional", "schedule"];
+
+fn policy(name: &str, raw: &RawPolicy) -> V<RetryPolicy> {
+    let at = |field: &str| format!("policy.{name}.{field}");
+    let jitter_name = raw.jitter.as_deref().ok_or_else(|| {
+        Invalid::at(&format!("policy.{name}"), format!("has no `jitter`; add one of: {}", JITTERS.join(", ")))
+    })?;
+    let base = raw.base.map_or(100 * NS_PER_MS, |d| d.0);
+    let cap = raw.cap.map_or(base.max(20 * NS_PER_S), |d| d.0);
+    if cap < base {
+        return Err(Invalid::at(
+            &at("cap"),
+            format!("is {} but base is {}; cap must be ≥ base", show(cap), show(base)),
+        ));
+    }
+    let multiplier =
+        finite_at_least(raw.multiplier.unwrap_or(2.0), 1.0, &at("multiplier"), "it must be a finite number ≥ 1")?;
+    let attempts_max = count(raw.max_attempts.unwrap_or(3), &at("max_attempts"), 1, 10_000)? as u32;
+    if raw.ratio.is_some() && jitter_name != "proportional" {
+        return Err(Invalid::at(&at("ratio"), "is only used by jitter = \"proportional\"; remove it"));
+    }
+    if raw.schedule.is_some() && jitter_name != "schedule" {
+        return Err(Invalid::at(&at("schedule"), "is only used by jitter = \"schedule\"; remove it"));
+    }
+    let jitter = match jitter_name {
+        "none" => Jitter::None,
+        "exponential" => Jitter::Exponential,
+        "full" => Jitter::Full,
+        "equal" => Jitter::Equal,
+        "decorrelated" => Jitter::Decorrelated,
+        "decorrelated_v2" => Jitter::DecorrelatedV2,
+        "proportional" => {
+            let ratio = raw.ratio.unwrap_or(0.2);
+            if !(ratio > 0.0 && ratio <= 1.0) {
+                return Err(Invalid::at(&at("ratio"), format!("is {ratio}; it must be within (0, 1] (gRPC uses 0.2)")));
+            }
+            Jitter::Proportional { ratio }
+        }
+        "schedule" => {
+            let delays: Vec<Nanos> = raw.schedule.as_ref().map(|s| s.iter().map(|d| d.0).collect()).unwrap_or_default();
+            if delays.is_empty() {
+                return Err(Invalid::at(
+                    &at("schedule"),
+                    "is missing or empty; list the delays, e.g. [\"5s\", \"5m\", \"30m\"]",
+                ));
+            }
+            Jitter::Schedule { delays }
+        }
+        other => return Err(unknown(&at("jitter"), "jitter", other, &JITTERS)),
+    };
+    let nonzero = |d: Option<Dur>, field: &str| match d {
+        Some(Dur(0)) => Err(Invalid::at(&at(field), "is 0; use a positive duration or leave it out")),
+        other => Ok(other.map(|d| d.0)),
+    };
+    Ok(RetryPolicy {
+        name: name.to_string(),
+        jitter,
+        base,
+        multiplier,
+        cap,
+        attempts_max,
+        deadline: nonzero(raw.deadline, "deadline")?,
+        attempt_timeout: nonzero(raw.attempt_timeout, "attempt_timeout")?,
+        honor_retry_after: raw.honor_retry_after.unwrap_or(false),
+    })
+}
+
+fn tenants(raw: &RawScenario, policy_names: &[&str]) -> V<Vec<TenantSpec>> {
+    if raw.tenant.is_empty() {
+        return Err(Invalid::at("tenant", "no [[tenant]] is defined; add one with name, clients, arrival and policy"));
+    }
+    let total: i64 = raw.tenant.iter().map(|t| t.clients.max(0)).fold(0, i64::saturating_add);
+    if total > CLIENTS_MAX {
+        let gib = total as f64 * BYTES_PER_CLIENT_MAX as f64 / (1u64 << 30) as f64;
+        return Err(Invalid::at(
+            &format!("tenant.{}.clients", raw.tenant[0].name),
+            format!("{total} clients in all would need up to {gib:.1} GiB; at most {CLIENTS_MAX} are simulated"),
+        ));
+    }
+    let mut out = Vec::new();
+    for (i, t) in raw.tenant.iter().enumerate() {
+        if raw.tenant[..i].iter().any(|o| o.name == t.name) {
+            return Err(Invalid::at(&format!("tenant.{}", t.name), "is defined twice; tenant names must be unique"));
+        }
+        out.push(tenant(t, policy_names)?);
+    }
+    Ok(out)
+}
+
+fn tenant(t: &RawTenant, policy_names: &[&str]) -> V<TenantSpec> {
+    let at = |field: &str| format!("tenant.{}.{field}", t.name);
+    let clients = count(t.clients, &at("clients"), 1, CLIENTS_MAX)? as u32;
+    let policy = policy_names
+        .iter()
+        .position(|p| *p == t.policy)
+        .ok_or_else(|| unknown(&at("policy"), "policy", &t.policy, policy_names))?;
+    let invalid_fraction = probability(t.invalid_fraction, &at("invalid_fraction"))?;
+    let poison_fraction = probability(t.poison_fraction, &at("poison_fraction"))?;
+    if invalid_fraction + poison_fraction > 1.0 {
+        return Err(Invalid::at(
+            &at("poison_fraction"),
+            "invalid_fraction + poison_fraction exceed 1; lower one of them",
+        ));
+    }
+    let arrival = arrival(&t.arrival, &at("arrival"))?;
+    Ok(TenantSpec { name: t.name.clone(), clients, arrival, policy, invalid_fraction, poison_fraction })
+}
+
+fn arrival(a: &RawArrival, at: &str) -> V<Arrival> {
+    let field = |f: &str| format!("{at}.{f}");
+    let forbid = |present: bool, f: &str| {
+        if present {
+            Err(Invalid::at(&field(f), format!("is not used by arrival kind `{}`; remove it", a.kind)))
+        } else {
+            Ok(())
+        }
+    };
+    let start = a.start.map_or(0, |d| d.0);
+    let spread = a.spread.map_or(0, |d| d.0);
+    match a.kind.as_str() {
+        "herd" => {
+            forbid(a.rate_per_s.is_some(), "rate_per_s")?;
+            forbid(a.think.is_some(), "think")?;
+            forbid(a.steps.is_some(), "steps")?;
+            let requests_per_client =
+                count(a.requests_per_client.unwrap_or(1), &field("requests_per_client"), 1, 1_000_000)? as u32;
+            Ok(Arrival::Herd { start, spread, requests_per_client })
+        }
+        "poisson" => {
+            forbid(a.start.is_some(), "start")?;
+            forbid(a.spread.is_some(), "spread")?;
+            forbid(a.think.is_some(), "think")?;
+            forbid(a.steps.is_some(), "steps")?;
+            forbid(a.requests_per_client.is_some(), "requests_per_client")?;
+            let rate = a.rate_per_s.ok_or_else(|| Invalid::at(at, "kind `poisson` needs rate_per_s, e.g. 40.0"))?;
+            let rate_per_s = rate_value(rate, &field("rate_per_s"))?;
+            if rate_per_s == 0.0 {
+                return Err(Invalid::at(&field("rate_per_s"), "is 0; a Poisson tenant needs a positive rate"));
+            }
+            Ok(Arrival::Poisson { rate_per_s })
+        }
+        "closed" => {
+            forbid(a.rate_per_s.is_some(), "rate_per_s")?;
+            forbid(a.steps.is_some(), "steps")?;
+            forbid(a.requests_per_client.is_some(), "requests_per_client")?;
+            Ok(Arrival::Closed { start, spread, think: a.think.map_or(0, |d| d.0) })
+        }
+        "profile" => {
+            forbid(a.start.is_some(), "start")?;
+            forbid(a.spread.is_some(), "spread")?;
+            forbid(a.rate_per_s.is_some(), "rate_per_s")?;
+            forbid(a.requests_per_client.is_some(), "requests_per_client")?;
+            let steps = a.steps.as_ref().filter(|s| !s.is_empty()).ok_or_else(|| {
+                Invalid::at(at, "kind `profile` needs steps, e.g. [{ from = \"0s\", rate_per_s = 40.0 }]")
+            })?;
+            if steps[0].from.0 != 0 {
+                return Err(Invalid::at(&field("steps"), "the first step must start at \"0s\""));
+            }
+            let mut out = Vec::with_capacity(steps.len());
+            for (i, s) in steps.iter().enumerate() {
+                if i > 0 && s.from.0 <= steps[i - 1].from.0 {
+                    return Err(Invalid::at(
+                        &field("steps"),
+                        format!(
+                            "step {i} starts at {} which is not after the previous step; sort the steps by `from`",
+                            show(s.from.0)
+                        ),
+                    ));
+                }
+                out.push((s.from.0, rate_value(s.rate_per_s, &field("steps"))?));
+            }
+            Ok(Arrival::Profile { steps: out })
+        }
+        other => Err(unknown(&field("kind"), "arrival kind", other, &["herd", "poisson", "closed", "profile"])),
+    }
+}
+
+fn rate_value(rate: f64, path: &str) -> V<f64> {
+    finite_at_least(rate, 0.0, path, "a rate must be a finite number ≥ 0 (requests per second)")?;
+    if rate > 1e9 {
+        return Err(Invalid::at(path, format!("is {rate}; at most 1e9 requests per second are simulated")));
+    }
+    Ok(rate)
+}
+
+fn dist(d: &RawDist, at: &str) -> V<Dist> {
+    let field = |f: &str| format!("{at}.{f}");
+    let need = |v: Option<Dur>, f: &str| {
+        v.map(|d| d.0).ok_or_else(|| Invalid::at(at, format!("dist `{}` needs `{f}`", d.dist)))
+    };
+    let forbid = |present: bool, f: &str| {
+        if present {
+            Err(Invalid::at(&field(f), format!("is not used by dist `{}`; remove it", d.dist)))
+        } else {
+            Ok(())
+        }
+    };
+    match d.dist.as_str() {
+        "constant" | "exponential" => {
+            forbid(d.sd.is_some(), "sd")?;
+            forbid(d.base.is_some(), "base")?;
+            forbid(d.per_inflight.is_some(), "per_inflight")?;
+            let mean = need(d.mean, "mean")?;
+            Ok(if d.dist == "constant" { Dist::Constant { mean } } else { Dist::Exponential { mean } })
+        }
+        "lognormal" | "normal_abs" => {
+            forbid(d.base.is_some(), "base")?;
+            forbid(d.per_inflight.is_some(), "per_inflight")?;
+            let (mean, sd) = (need(d.mean, "mean")?, need(d.sd, "sd")?);
+            if d.dist == "lognormal" {
+                if mean == 0 {
+                    return Err(Invalid::at(&field("mean"), "is 0; a log-normal needs a positive mean"));
+                }
+                Ok(Dist::LogNormal { mean, sd })
+            } else {
+                Ok(Dist::NormalAbs { mean, sd })
+            }
+        }
+        "load" => {
+            forbid(d.mean.is_some(), "mean")?;
+            forbid(d.sd.is_some(), "sd")?;
+            Ok(Dist::Load { base: need(d.base, "base")?, per_inflight: need(d.per_inflight, "per_inflight")? })
+        }
+        other => {
+            Err(unknown(&field("dist"), "dist", other, &["constant", "exponential", "lognormal", "normal_abs", "load"]))
+        }
+    }
+}
+
+fn hops(raw: &RawScenario, policy_names: &[&str], policies: &[RetryPolicy], tenants: &[TenantSpec]) -> V<Vec<HopSpec>> {
+    if raw.hop.is_empty() {
+        return Err(Invalid::at("hop", "no [[hop]] is defined; add one with name, workers and service"));
+    }
+    let mut out: Vec<HopSpec> = Vec::new();
+    for (i, h) in raw.hop.iter().enumerate() {
+        if raw.hop[..i].iter().any(|o| o.name == h.name) {
+            return Err(Invalid::at(&format!("hop.{}", h.name), "is defined twice; hop names must be unique"));
+        }
+        let is_last = i + 1 == raw.hop.len();
+        let caller_deadline = if i == 0 {
+            tenants.iter().filter_map(|t| policies[t.policy].deadline).max()
+        } else {
+            out[i - 1].downstream_policy.and_then(|p| policies[p].deadline)
+        };
+        out.push(hop(h, is_last, raw.hop.get(i + 1), policy_names, caller_deadline)?);
+    }
+    if !out.iter().any(|h| h.effect) {
+        out.last_mut().expect("at least one hop").effect = true;
+    }
+    Ok(out)
+}
+
+fn hop(
+    h: &RawHop,
+    is_last: bool,
+    next: Option<&RawHop>,
+    policy_names: &[&str],
+    caller_deadline: Option<Nanos>,
+) -> V<HopSpec> {
+    let at = |field: &str| format!("hop.{}.{field}", h.name);
+    let workers = count(h.workers.unwrap_or(1), &at("workers"), 1, 10_000_000)? as u32;
+    let queue_limit = count(h.queue_limit.unwrap_or(u32::MAX as i64), &at("queue_limit"), 0, u32::MAX as i64)? as u32;
+    let service = dist(&h.service, &at("service"))?;
+    let network = h.network.as_ref().map_or(Ok(Dist::Constant { mean: 0 }), |n| dist(n, &at("network")))?;
+    let downstream_policy = match (&h.downstream_policy, next) {
+        (Some(p), Some(_)) => Some(
+            policy_names
+                .iter()
+                .position(|n| n == p)
+                .ok_or_else(|| unknown(&at("downstream_policy"), "policy", p, policy_names))?,
+        ),
+        (Some(_), None) => {
+            return Err(Invalid::at(&at("downstream_policy"), "is set on the last hop, which calls nothing; remove it"))
+        }
+        (None, Some(n)) => {
+            return Err(Invalid::at(
+                &format!("hop.{}", h.name),
+                format!("calls hop `{}` next but has no downstream_policy; name the policy it retries with", n.name),
+            ))
+        }
+        (None, None) => None,
+    };
+    debug_assert!(downstream_policy.is_none() || !is_last);
+    let idempotency = match &h.idempotency {
+        None => None,
+        Some(store) => Some(IdempotencySpec { ttl: ttl(&store.ttl.0, &at("idempotency.ttl"), caller_deadline)? }),
+    };
+    let effect = h.effect.unwrap_or(idempotency.is_some());
+    Ok(HopSpec { name: h.name.clone(), workers, queue_limit, service, network, downstream_policy, idempotency, effect })
+}
+
+/// `"78h"` or `"window+6h"` (the caller policy's deadline plus a margin, never jittered).
+fn ttl(text: &str, at: &str, window: Option<Nanos>) -> V<Nanos> {
+    let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let ttl = if let Some(rest) = compact.strip_prefix("window") {
+        let window = window.ok_or_else(|| {
+            Invalid::at(at, format!("`{text}` derives the TTL from the window, but the policy calling this hop has no deadline; set one or give the TTL directly"))
+        })?;
+        let margin = match rest.strip_prefix('+') {
+            Some(m) => parse_duration(m).map_err(|e| Invalid::at(at, e))?,
+            None if rest.is_empty() => 0,
+            None => return Err(Invalid::at(at, format!("`{text}`: write \"window\" or \"window+6h\""))),
+        };
+        window.saturating_add(margin)
+    } else {
+        parse_duration(text).map_err(|e| Invalid::at(at, e))?
+    };
+    if ttl == 0 {
+        return Err(Invalid::at(at, "is 0; an idempotency key must live for a positive time"));
+    }
+    Ok(ttl)
+}
+
+const FAULT_KINDS: [&str; 6] = ["outage", "hang", "throttle", "error_rate", "slow", "capacity"];
+
+fn faults(raw: &[RawFault], hops: &[HopSpec]) -> V<Vec<Fault>> {
+    let hop_names: Vec<&str> = hops.iter().map(|h| h.name.as_str()).collect();
+    let mut out: Vec<Fault> = Vec::new();
+    for (i, f) in raw.iter().enumerate() {
+        let at = |field: &str| format!("fault.{i}.{field}");
+        let hop =
+            hop_names.iter().position(|n| *n == f.hop).ok_or_else(|| unknown(&at("hop"), "hop", &f.hop, &hop_names))?;
+        if f.to.0 <= f.from.0 {
+            return Err(Invalid::at(
+                &at("to"),
+                format!("is {} but from is {}; a fault window needs from < to", show(f.to.0), show(f.from.0)),
+            ));
+        }
+        let forbid_all_but = |keep: &str| -> V<()> {
+            let present = [
+                ("retry_after", f.retry_after.is_some()),
+                ("p", f.p.is_some()),
+                ("factor", f.factor.is_some()),
+                ("workers", f.workers.is_some()),
+            ];
+            match present.iter().find(|(name, set)| *set && *name != keep) {
+                Some((name, _)) => {
+                    Err(Invalid::at(&at(name), format!("is not used by fault kind `{}`; remove it", f.kind)))
+                }
+                None => Ok(()),
+            }
+        };
+        let kind = match f.kind.as_str() {
+            "outage" | "hang" => {
+                forbid_all_but("")?;
+                if f.kind == "outage" {
+                    FaultKind::Outage
+                } else {
+                    FaultKind::Hang
+                }
+            }
+            "throttle" => {
+                forbid_all_but("retry_after")?;
+                let retry_after = f.retry_after.ok_or_else(|| {
+                    Invalid::at(&format!("fault.{i}"), "kind `throttle` needs retry_after, e.g. \"1s\"")
+                })?;
+                FaultKind::Throttle { retry_after: retry_after.0 }
+            }
+            "error_rate" => {
+                forbid_all_but("p")?;
+                let p = f.p.ok_or_else(|| Invalid::at(&format!("fault.{i}"), "kind `error_rate` needs p, e.g. 0.1"))?;
+                FaultKind::ErrorRate { p: probability(Some(p), &at("p"))? }
+            }
+            "slow" => {
+                forbid_all_but("factor")?;
+                let factor = f
+                    .factor
+                    .ok_or_else(|| Invalid::at(&format!("fault.{i}"), "kind `slow` needs factor, e.g. 10.0"))?;
+                if !(factor.is_finite() && factor > 0.0 && factor <= 1e6) {
+                    return Err(Invalid::at(
+                        &at("factor"),
+                        format!("is {factor}; it must be a finite number in (0, 1e6]"),
+                    ));
+                }
+                FaultKind::Slow { factor }
+            }
+            "capacity" => {
+                forbid_all_but("workers")?;
+                let w = f
+                    .workers
+                    .ok_or_else(|| Invalid::at(&format!("fault.{i}"), "kind `capacity` needs workers, e.g. 2"))?;
+                FaultKind::Capacity { workers: count(w, &at("workers"), 0, 10_000_000)? as u32 }
+            }
+            other => return Err(unknown(&at("kind"), "fault kind", other, &FAULT_KINDS)),
+        };
+        let fault = Fault { hop, kind, from: f.from.0, to: f.to.0 };
+        if let Some(other) = out
+            .iter()
+            .position(|o| o.hop == hop && o.kind.name() == fault.kind.name() && o.from < fault.to && fault.from < o.to)
+        {
+            return Err(Invalid::at(
+                &at("from"),
+                format!(
+                    "this `{}` window on hop `{}` overlaps fault {other}; merge them or make them disjoint",
+                    f.kind, f.hop
+                ),
+            ));
+        }
+        out.push(fault);
+    }
+    out.sort_by_key(|f| (f.from, f.to, f.hop));
+    Ok(out)
+}
