@@ -32,30 +32,37 @@ enum Command {
     },
     /// Size a retry budget against a provider window and an idempotency TTL.
     Budget(crate::cli::budget_args::BudgetArgs),
+    /// Run a grid of parameter values (each cell with CIs); shardable with --shard K/N.
+    Sweep(crate::cli::sweep::SweepArgs),
+    /// Join sweep shard directories into output identical to the unsharded sweep.
+    Merge(crate::cli::sweep::MergeArgs),
+    /// Re-render all charts and the report from a finished run's files, without simulating.
+    Plot(crate::cli::plot::PlotArgs),
 }
 
+/// Options shared by `run`, `compare` and `sweep`.
 #[derive(Debug, Args)]
-struct RunArgs {
+pub struct RunArgs {
     /// Scenario file (TOML).
     scenario: String,
     /// Master seed (overrides the file's).
     #[arg(long)]
-    seed: Option<u64>,
+    pub seed: Option<u64>,
     /// Replications per variant (overrides the file's).
     #[arg(long)]
-    replications: Option<u32>,
+    pub replications: Option<u32>,
     /// Override a field, e.g. --set hop.api.workers=4 (repeatable).
     #[arg(long = "set", value_name = "PATH=VALUE")]
     set: Vec<String>,
     /// Output directory (default: output/<scenario name>).
     #[arg(long)]
-    out: Option<PathBuf>,
+    pub out: Option<PathBuf>,
     /// Worker threads (default: one per core). Results do not depend on it.
     #[arg(long)]
-    threads: Option<usize>,
+    pub threads: Option<usize>,
     /// No progress bar and no table on stdout.
     #[arg(long)]
-    quiet: bool,
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]
@@ -116,10 +123,14 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Res
         }
         Command::Validate { scenario, set } => validate(&scenario, &set),
         Command::Budget(args) => crate::cli::budget_args::run(args),
+        Command::Sweep(args) => crate::cli::sweep::run(args),
+        Command::Merge(args) => crate::cli::sweep::merge(args),
+        Command::Plot(args) => crate::cli::plot::run(args),
     }
 }
 
-fn overrides(args: &RunArgs) -> Result<Vec<Override>, CliError> {
+/// The `--set`, `--seed` and `--replications` overrides of `args`.
+pub fn overrides(args: &RunArgs) -> Result<Vec<Override>, CliError> {
     let mut list: Vec<Override> =
         args.set.iter().map(|s| parse_assignment(s).map_err(CliError::BadInput)).collect::<Result<_, _>>()?;
     if let Some(seed) = args.seed {
@@ -185,3 +196,5 @@ fn validate(path: &str, set: &[String]) -> Result<(), CliError> {
 }
 
 pub mod budget_args;
+pub mod plot;
+pub mod sweep;
