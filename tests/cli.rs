@@ -1,0 +1,49 @@
+//! Command-line behaviour: exit codes and messages of `run` and `validate`.
+
+use std::process::Command;
+
+fn retrystorm(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_retrystorm")).args(args).output().expect("binary runs")
+}
+
+#[test]
+fn a_wrong_field_is_refused_with_exit_code_2_naming_it() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let path = tmp.path().join("typo.toml");
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/outage-herd.toml"))
+        .expect("bundled")
+        .replace("max_attempts = 10", "max_attempt = 10");
+    std::fs::write(&path, text).expect("write");
+    let out = tmp.path().join("out");
+    let output = retrystorm(&["run", path.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("unknown field `max_attempt`"), "{stderr}");
+    assert!(stderr.contains("did you mean `max_attempts`?"), "{stderr}");
+    assert!(stderr.contains("typo.toml:"), "{stderr}");
+    assert!(!out.exists(), "nothing may be written for a bad scenario");
+}
+
+#[test]
+fn a_bad_value_names_field_value_and_fix() {
+    let output = retrystorm(&[
+        "validate",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/outage-herd.toml"),
+        "--set",
+        "policy.client.multiplier=0.5",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("`policy.client.multiplier`: is 0.5; it must be a finite number ≥ 1"), "{stderr}");
+}
+
+#[test]
+fn validate_accepts_every_bundled_scenario() {
+    for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios")).expect("dir") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let output = retrystorm(&["validate", path.to_str().unwrap()]);
+            assert!(output.status.success(), "{}: {}", path.display(), String::from_utf8_lossy(&output.stderr));
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! Helpers shared by the integration tests: load a bundled scenario, run it, read metrics.
+#![allow(dead_code)]
+
+use retrystorm::metrics::stats::Stat;
+use retrystorm::runner::{run_study, RunOptions, Study, VariantResult};
+use retrystorm::scenario::{parse_assignment, Override, Scenario};
+
+/// Loads `scenarios/<name>.toml` with `sets` (PATH=VALUE) applied.
+pub fn scenario(name: &str, sets: &[&str]) -> Scenario {
+    let overrides: Vec<Override> = sets.iter().map(|s| parse_assignment(s).expect("valid --set")).collect();
+    let path = format!("{}/scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+    Scenario::load(&path, &overrides).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs the scenario's `run` variants on `threads` threads.
+pub fn study(name: &str, sets: &[&str]) -> Study {
+    let s = scenario(name, sets);
+    run_study(&s, &s.run_variants(), &RunOptions { threads: Some(2), progress: false })
+}
+
+/// The system-wide metric `metric` of variant `v`.
+pub fn metric<'a>(v: &'a VariantResult, metric: &str) -> &'a Stat {
+    v.metrics.iter().find(|(n, _)| n == metric).map(|(_, s)| s).unwrap_or_else(|| panic!("no metric {metric}"))
+}
+
+/// The metric `metric` of hop `hop` of variant `v`.
+pub fn hop_metric<'a>(v: &'a VariantResult, hop: &str, metric: &str) -> &'a Stat {
+    let (_, row) = v.hops.iter().find(|(n, _)| n == hop).unwrap_or_else(|| panic!("no hop {hop}"));
+    row.iter().find(|(n, _)| n == metric).map(|(_, s)| s).unwrap_or_else(|| panic!("no hop metric {metric}"))
+}
+
+/// The metric `metric` of tenant `tenant` of variant `v`.
+pub fn tenant_metric<'a>(v: &'a VariantResult, tenant: &str, metric: &str) -> &'a Stat {
+    let (_, row) = v.tenants.iter().find(|(n, _)| n == tenant).unwrap_or_else(|| panic!("no tenant {tenant}"));
+    row.iter().find(|(n, _)| n == metric).map(|(_, s)| s).unwrap_or_else(|| panic!("no tenant metric {metric}"))
+}
+
+/// Per-replication values (all present).
+pub fn values(stat: &Stat) -> Vec<f64> {
+    stat.values.iter().map(|v| v.expect("metric present in every replication")).collect()
+}
+
+/// Two-sided Student-t confidence interval of the mean of `xs` at `level`.
+pub fn t_interval(xs: &[f64], level: f64) -> (f64, f64) {
+    let (mean, sd) = retrystorm::metrics::stats::mean_sd(xs);
+    let half = retrystorm::metrics::stats::ci_half_width(sd, xs.len(), level);
+    (mean - half, mean + half)
+}
+
+/// Kolmogorov–Smirnov statistic of `samples` against `cdf`.
+pub fn ks_statistic(samples: &mut [f64], cdf: impl Fn(f64) -> f64) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    let n = samples.len() as f64;
+    samples.iter().enumerate().fold(0.0, |d, (i, &x)| {
+        let f = cdf(x);
+        d.max((f - i as f64 / n).abs()).max(((i + 1) as f64 / n - f).abs())
+    })
+}
+
+/// Critical value of the one-sample KS statistic at significance `alpha` for `n` samples
+/// (asymptotic Kolmogorov distribution: c(α) = √(−ln(α/2)/2), accurate for n in the thousands).
+pub fn ks_critical(n: usize, alpha: f64) -> f64 {
+    (-(alpha / 2.0).ln() / 2.0).sqrt() / (n as f64).sqrt()
+}

@@ -1,0 +1,169 @@
+//! Each jitter strategy's delays against the formula of MODEL.md: Kolmogorov–Smirnov tests
+//! against statrs CDFs, decorrelated jitter through its recurrence, exact values where the
+//! strategy is deterministic.
+//!
+//! Significance α = 0.001 per test with n = 20,000 draws from fixed seeds: a correct sampler
+//! passes with probability 99.9% for a random seed, and deterministically for these seeds; a
+//! sampler off by 2% in its range is rejected (critical D ≈ 0.0138).
+
+mod common;
+use common::{ks_critical, ks_statistic};
+use rand_chacha::ChaCha8Rng;
+use retrystorm::engine::{stream, StreamKind, NS_PER_MS, NS_PER_S};
+use retrystorm::model::policy::{decorrelated_v2_step, JitterState};
+use retrystorm::model::{Jitter, RetryPolicy};
+use statrs::distribution::{ContinuousCDF, Uniform};
+
+const N: usize = 20_000;
+const ALPHA: f64 = 0.001;
+
+fn policy(jitter: Jitter) -> RetryPolicy {
+    RetryPolicy {
+        name: "test".into(),
+        jitter,
+        base: 100 * NS_PER_MS,
+        multiplier: 2.0,
+        cap: 10 * NS_PER_S,
+        attempts_max: 20,
+        deadline: None,
+        attempt_timeout: None,
+        honor_retry_after: false,
+    }
+}
+
+fn rng(index: u32) -> ChaCha8Rng {
+    stream(2024, 0, StreamKind::Aux, index)
+}
+
+/// `N` independent draws of the delay before retry `k` (fresh per-request state each time).
+fn draws(p: &RetryPolicy, k: u32, index: u32) -> Vec<f64> {
+    let mut r = rng(index);
+    (0..N)
+        .map(|_| {
+            let mut state = JitterState::default();
+            p.delay_before_retry(k, &mut state, &mut r) as f64
+        })
+        .collect()
+}
+
+fn assert_uniform(samples: &mut [f64], lo: f64, hi: f64, what: &str) {
+    let u = Uniform::new(lo, hi).expect("lo < hi");
+    let d = ks_statistic(samples, |x| u.cdf(x));
+    let crit = ks_critical(samples.len(), ALPHA);
+    assert!(d < crit, "{what}: KS D = {d:.5} ≥ critical {crit:.5} for U({lo}, {hi})");
+}
+
+#[test]
+fn full_jitter_is_uniform_on_zero_to_exp() {
+    for k in [1, 3, 8] {
+        let p = policy(Jitter::Full);
+        let e = p.exp_delay(k) as f64;
+        assert_uniform(&mut draws(&p, k, k), 0.0, e, &format!("full, retry {k}"));
+    }
+}
+
+#[test]
+fn equal_jitter_is_uniform_on_half_to_exp() {
+    for k in [1, 4, 9] {
+        let p = policy(Jitter::Equal);
+        let e = p.exp_delay(k) as f64;
+        assert_uniform(&mut draws(&p, k, 10 + k), e / 2.0, e, &format!("equal, retry {k}"));
+    }
+}
+
+#[test]
+fn proportional_jitter_is_uniform_around_exp() {
+    for ratio in [0.2, 0.5] {
+        let p = policy(Jitter::Proportional { ratio });
+        let e = p.exp_delay(3) as f64;
+        assert_uniform(&mut draws(&p, 3, 20), e * (1.0 - ratio), e * (1.0 + ratio), &format!("proportional {ratio}"));
+    }
+}
+
+#[test]
+fn exponential_none_and_schedule_are_exact() {
+    let mut r = rng(30);
+    let mut s = JitterState::default();
+    let p = policy(Jitter::Exponential);
+    let got: Vec<u64> = (1..=10).map(|k| p.delay_before_retry(k, &mut s, &mut r) / NS_PER_MS).collect();
+    assert_eq!(got, [100, 200, 400, 800, 1600, 3200, 6400, 10_000, 10_000, 10_000]);
+    let p = policy(Jitter::None);
+    assert!((1..=10).all(|k| p.delay_before_retry(k, &mut s, &mut r) == 0));
+    let svix = [0, 5, 300, 1800, 7200, 18_000, 36_000, 36_000].map(|s| s * NS_PER_S);
+    let p = policy(Jitter::Schedule { delays: svix.to_vec() });
+    let got: Vec<u64> = (1..=8).map(|k| p.delay_before_retry(k, &mut s, &mut r)).collect();
+    assert_eq!(got, svix);
+}
+
+#[test]
+fn decorrelated_follows_its_recurrence() {
+    // s_k = min(cap, U(base, 3·s_{k−1})), s_0 = base. Given s_{k−1}, an uncapped draw has CDF
+    // (x − base)/(3·s_{k−1} − base): the probability-integral transform of every step whose
+    // upper end is below the cap must be U(0, 1). Steps that can reach the cap land on it with
+    // probability (upper − cap)/(upper − base); the count at the cap is checked against that
+    // binomial mean within 4 standard deviations.
+    let p = policy(Jitter::Decorrelated);
+    let (base, cap) = (p.base as f64, p.cap as f64);
+    let mut r = rng(40);
+    let mut pit = Vec::new();
+    let (mut at_cap, mut expected_at_cap, mut var_at_cap) = (0.0, 0.0, 0.0);
+    while pit.len() < N {
+        let mut state = JitterState::default();
+        let mut prev = base;
+        for k in 1..=12 {
+            let s = p.delay_before_retry(k, &mut state, &mut r) as f64;
+            let upper = 3.0 * prev;
+            assert!(s >= base && s <= cap.min(upper), "retry {k}: {s} outside [{base}, min(cap, {upper})]");
+            if upper <= cap {
+                pit.push((s - base) / (upper - base));
+            } else {
+                let q = (upper - cap) / (upper - base);
+                expected_at_cap += q;
+                var_at_cap += q * (1.0 - q);
+                at_cap += f64::from(u8::from(s == cap));
+            }
+            prev = s;
+        }
+    }
+    assert_uniform(&mut pit, 0.0, 1.0, "decorrelated PIT");
+    let sd = var_at_cap.sqrt();
+    assert!((at_cap - expected_at_cap).abs() < 4.0 * sd, "at cap {at_cap} vs expected {expected_at_cap} ± {sd}");
+}
+
+#[test]
+fn decorrelated_v2_cumulative_delay_matches_its_formula() {
+    // With prev starting at 0 the delays telescope: the sum of the delays through retry k is
+    // g(t)·base/1.4 with g(t) = 2^t·tanh(√(4t)) and t = (k − 1) + U, so (before the cap)
+    // P(sum ≤ x) = g⁻¹(1.4·x/base) − (k − 1). g is increasing, so g⁻¹ is found by bisection.
+    let mut p = policy(Jitter::DecorrelatedV2);
+    p.cap = u64::MAX;
+    let base = p.base as f64;
+    let g = |t: f64| t.exp2() * (4.0 * t).sqrt().tanh();
+    let g_inv = |y: f64| {
+        let (mut lo, mut hi) = (0.0, 64.0);
+        for _ in 0..200 {
+            let mid = (lo + hi) / 2.0;
+            if g(mid) < y {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    };
+    for k in [1u32, 3, 6] {
+        let mut r = rng(50 + k);
+        let mut sums: Vec<f64> = (0..N)
+            .map(|_| {
+                let mut state = JitterState::default();
+                (1..=k).map(|j| p.delay_before_retry(j, &mut state, &mut r) as f64).sum()
+            })
+            .collect();
+        let cdf = |x: f64| (g_inv(1.4 * x / base) - f64::from(k - 1)).clamp(0.0, 1.0);
+        let d = ks_statistic(&mut sums, cdf);
+        assert!(d < ks_critical(N, ALPHA), "decorrelated_v2 retry {k}: KS D = {d}");
+    }
+    // And the step function itself: u = 0 at retry 1 gives g(0) = 0, no delay.
+    let mut prev = 0.0;
+    assert_eq!(decorrelated_v2_step(1, 0.0, &mut prev, 1_000), 0.0);
+}
