@@ -1,4 +1,5 @@
 //! retrystorm: a discrete-event simulator for retry storms.
+pub mod budget;
 pub mod cli;
 pub mod engine;
 pub mod metrics;

@@ -1,6 +1,8 @@
-//! `retrystorm budget`: flags of the retry-budget calculator.
+//! `retrystorm budget`: flags of the retry-budget calculator (defaults as in the guide).
 
 use super::CliError;
+use crate::budget::{compute, BudgetConfig, BudgetJitter};
+use crate::scenario::raw::parse_duration;
 use clap::Args;
 
 /// Flags of `budget`; defaults as in the retry-budget guide.
@@ -9,9 +11,76 @@ pub struct BudgetArgs {
     /// Provider retry window, e.g. 72h.
     #[arg(long)]
     window: String,
+    /// First backoff delay.
+    #[arg(long, default_value = "2s")]
+    base: String,
+    /// Growth factor per retry (≥ 1).
+    #[arg(long, default_value_t = 2.0)]
+    multiplier: f64,
+    /// Largest single delay.
+    #[arg(long, default_value = "1h")]
+    cap: String,
+    /// Timeout reserved for every attempt.
+    #[arg(long = "attempt-timeout", default_value = "30s")]
+    attempt_timeout: String,
+    /// Idempotency TTL margin over the window.
+    #[arg(long, default_value = "6h")]
+    margin: String,
+    /// Delay jitter: full, equal, or exponential (= none: un-jittered delays).
+    #[arg(long, default_value = "full")]
+    jitter: String,
+    /// Seed of the schedule shown.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Split the window across a chain of this many hops (inner windows strictly smaller).
+    #[arg(long, default_value_t = 1)]
+    hops: u32,
+    /// Each inner hop's window is its caller's divided by this (> 1).
+    #[arg(long, default_value_t = 3.0)]
+    shrink: f64,
+    /// Seeds for the distribution of attempts fitted (seed, seed+1, …).
+    #[arg(long, default_value_t = 200)]
+    seeds: u32,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    json: bool,
 }
 
-/// Runs the calculator.
-pub fn run(_args: BudgetArgs) -> Result<(), CliError> {
-    Err(CliError::Failure("budget: not wired yet".into()))
+fn duration(flag: &str, text: &str) -> Result<u64, CliError> {
+    parse_duration(text).map_err(|e| CliError::BadInput(format!("--{flag}: {e}")))
+}
+
+/// Runs the calculator and prints its report.
+pub fn run(args: BudgetArgs) -> Result<(), CliError> {
+    let jitter = match args.jitter.as_str() {
+        "full" => BudgetJitter::Full,
+        "equal" => BudgetJitter::Equal,
+        "exponential" | "none" => BudgetJitter::None,
+        other => {
+            return Err(CliError::BadInput(format!(
+                "--jitter {other}: unknown; use full, equal or exponential (un-jittered)"
+            )))
+        }
+    };
+    let config = BudgetConfig {
+        window_ns: duration("window", &args.window)?,
+        base_ns: duration("base", &args.base)?,
+        multiplier: args.multiplier,
+        cap_ns: duration("cap", &args.cap)?,
+        attempt_timeout_ns: duration("attempt-timeout", &args.attempt_timeout)?,
+        margin_ns: duration("margin", &args.margin)?,
+        jitter,
+        seed: args.seed,
+        hops: args.hops,
+        shrink: args.shrink,
+        seeds_for_distribution: args.seeds,
+    };
+    let report = compute(&config).map_err(|e| CliError::BadInput(e.to_string()))?;
+    if args.json {
+        let text = serde_json::to_string_pretty(&report).expect("report serialises");
+        println!("{text}");
+    } else {
+        print!("{}", report.to_text());
+    }
+    Ok(())
 }
