@@ -73,6 +73,9 @@ struct CompareArgs {
     /// none,exponential,full,equal,decorrelated).
     #[arg(long, value_delimiter = ',')]
     jitter: Vec<String>,
+    /// Variant the others are compared with (paired differences; default: the first).
+    #[arg(long, value_name = "NAME")]
+    baseline: Option<String>,
 }
 
 /// What went wrong, and which exit code it maps to.
@@ -116,10 +119,10 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Res
         }
     };
     match cli.command {
-        Command::Run(args) => run(args, None),
+        Command::Run(args) => run(args, None, None),
         Command::Compare(args) => {
             let jitters = if args.jitter.is_empty() { None } else { Some(args.jitter) };
-            run(args.run, Some(jitters))
+            run(args.run, Some(jitters), args.baseline)
         }
         Command::Validate { scenario, set } => validate(&scenario, &set),
         Command::Budget(args) => crate::cli::budget_args::run(args),
@@ -142,8 +145,9 @@ pub fn overrides(args: &RunArgs) -> Result<Vec<Override>, CliError> {
     Ok(list)
 }
 
-/// `run` (compare = None) and `compare` (Some(jitters), None meaning the defaults).
-fn run(args: RunArgs, compare: Option<Option<Vec<String>>>) -> Result<(), CliError> {
+/// `run` (compare = None) and `compare` (Some(jitters), None meaning the defaults); differences
+/// are against the variant named `baseline` (default: the first).
+fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<String>) -> Result<(), CliError> {
     if args.threads == Some(0) {
         return Err(CliError::BadInput("--threads 0: give at least 1 thread, or leave it out for one per core".into()));
     }
@@ -154,13 +158,15 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>) -> Result<(), CliErr
         Some(None) => scenario.jitter_variants(&DEFAULT_JITTERS.map(String::from))?,
         Some(Some(jitters)) => scenario.jitter_variants(&jitters)?,
     };
+    let baseline = baseline_index(&variants, baseline.as_deref())?;
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("output").join(&scenario.name));
     report::files::prepare_dir(&out).map_err(|e| CliError::BadInput(format!("{e}; choose another --out")))?;
     for w in &scenario.warnings {
         eprintln!("warning: {w}");
     }
     let options = RunOptions { threads: args.threads, progress: !args.quiet };
-    let study = run_study(&scenario, &variants, &options);
+    let mut study = run_study(&scenario, &variants, &options);
+    study.set_baseline(baseline);
     for v in &study.variants {
         for t in &v.truncated {
             eprintln!("warning: variant `{}` {t}: its results are partial", v.name);
@@ -172,6 +178,15 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>) -> Result<(), CliErr
         println!("wrote {} files to {}", written.len(), out.display());
     }
     Ok(())
+}
+
+/// The index of the variant named `name` (None: the first), or a message listing the names.
+pub fn baseline_index(variants: &[crate::scenario::Variant], name: Option<&str>) -> Result<usize, CliError> {
+    let Some(name) = name else { return Ok(0) };
+    variants.iter().position(|v| v.name == name).ok_or_else(|| {
+        let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+        CliError::BadInput(format!("--baseline {name}: no variant has that name; choose one of: {}", names.join(", ")))
+    })
 }
 
 fn validate(path: &str, set: &[String]) -> Result<(), CliError> {

@@ -1,8 +1,15 @@
-//! `retrystorm sweep` and `retrystorm merge`.
+//! `retrystorm sweep` (a grid of parameter values, optionally one shard of it) and
+//! `retrystorm merge` (shard directories back into the unsharded sweep's files).
 
-use super::{CliError, RunArgs};
+use super::{baseline_index, overrides, table, CliError, RunArgs, DEFAULT_JITTERS};
+use crate::report::files;
+use crate::report::sweep::{self as sweep_files, SweepHeader};
+use crate::runner::sweep::{run_cells, Cell, CellResult, Grid, Shard, SweepResult};
+use crate::scenario::{Scenario, ScenarioError, Variant};
 use clap::Args;
-use std::path::PathBuf;
+use serde_json::json;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
 
 /// Flags of `sweep`.
 #[derive(Debug, Args)]
@@ -10,30 +17,223 @@ pub struct SweepArgs {
     #[command(flatten)]
     /// Scenario and run options.
     pub run: RunArgs,
-    /// A parameter and its values, e.g. --vary tenant.main.clients=1000,10000 (repeatable).
+    /// A parameter and its values, e.g. --vary tenant.main.clients=1000,10000 (repeatable; the
+    /// first --vary changes slowest).
     #[arg(long, value_name = "PATH=V1,V2,…")]
     pub vary: Vec<String>,
-    /// Run only the K-th of N deterministic slices of the grid, e.g. --shard 2/3.
+    /// Run only the K-th of N deterministic slices of the grid (cells i with i mod N = K − 1),
+    /// e.g. --shard 2/3; join the shard directories with `retrystorm merge`.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
+    /// Jitter strategies each cell runs (default: the scenario's variants, else
+    /// none,exponential,full,equal,decorrelated).
+    #[arg(long, value_delimiter = ',')]
+    pub jitter: Vec<String>,
+    /// Variant the others are compared with (paired differences; default: the first).
+    #[arg(long, value_name = "NAME")]
+    pub baseline: Option<String>,
 }
 
 /// Flags of `merge`.
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// Shard output directories.
+    /// Shard output directories (each written by `sweep --shard K/N`).
     pub dirs: Vec<PathBuf>,
     /// Where to write the merged sweep (default: the first directory's parent / merged).
     #[arg(long)]
     pub out: Option<PathBuf>,
 }
 
-/// Runs a sweep.
-pub fn run(_args: SweepArgs) -> Result<(), CliError> {
-    Err(CliError::Failure("sweep: not implemented yet".into()))
+fn bad(e: impl ToString) -> CliError {
+    CliError::BadInput(e.to_string())
 }
 
-/// Merges shard directories.
-pub fn merge(_args: MergeArgs) -> Result<(), CliError> {
-    Err(CliError::Failure("merge: not implemented yet".into()))
+/// The variants every cell runs, as `compare` would choose them.
+fn cell_variants(scenario: &Scenario, jitters: &[String]) -> Result<Vec<Variant>, ScenarioError> {
+    if !jitters.is_empty() {
+        scenario.jitter_variants(jitters)
+    } else if !scenario.variants.is_empty() {
+        Ok(scenario.variants.clone())
+    } else {
+        scenario.jitter_variants(&DEFAULT_JITTERS.map(String::from))
+    }
+}
+
+/// `cell 4 (tenant.main.clients=0)`: how messages name a cell.
+fn cell_name(grid: &Grid, index: usize) -> String {
+    let params: Vec<String> = grid.overrides(index).iter().map(|o| format!("{}={}", o.path, o.value)).collect();
+    format!("cell {index} ({})", params.join(", "))
+}
+
+/// Loads every cell (so a bad value fails before anything runs, in every shard alike) and keeps
+/// this shard's.
+fn load_cells(args: &SweepArgs, grid: &Grid, shard: Option<Shard>) -> Result<Vec<Cell>, CliError> {
+    let base = overrides(&args.run)?;
+    let mut cells = Vec::new();
+    let mut names: Option<Vec<String>> = None;
+    for index in 0..grid.cells() {
+        let with_cell: Vec<_> = base.iter().cloned().chain(grid.overrides(index)).collect();
+        let load = || -> Result<(Scenario, Vec<Variant>), ScenarioError> {
+            let scenario = Scenario::load(&args.run.scenario, &with_cell)?;
+            let variants = cell_variants(&scenario, &args.jitter)?;
+            Ok((scenario, variants))
+        };
+        let (scenario, variants) = load().map_err(|e| bad(format!("{}: {e}", cell_name(grid, index))))?;
+        let these: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
+        match &names {
+            None => names = Some(these),
+            Some(first) if *first != these => {
+                return Err(bad(format!(
+                    "{}: the variants differ from cell 0's; every cell must run the same variants",
+                    cell_name(grid, index)
+                )))
+            }
+            Some(_) => {}
+        }
+        if shard.is_none_or(|s| s.contains(index)) {
+            cells.push(Cell { index, scenario, variants });
+        }
+    }
+    Ok(cells)
+}
+
+/// Runs a sweep (or one shard of it) and writes `sweep.json`, `sweep.csv` and `perf.json`.
+pub fn run(args: SweepArgs) -> Result<(), CliError> {
+    if args.run.threads == Some(0) {
+        return Err(bad("--threads 0: give at least 1 thread, or leave it out for one per core"));
+    }
+    let grid = Grid::parse(&args.vary).map_err(bad)?;
+    let shard = args.shard.as_deref().map(Shard::parse).transpose().map_err(bad)?;
+    // Cell 0 names the scenario, seed and variants: they are the same in every cell.
+    let first = Scenario::load(&args.run.scenario, &overrides(&args.run)?)?;
+    let cells = load_cells(&args, &grid, shard)?;
+    let probe = cell_variants(&first, &args.jitter)?;
+    let baseline = baseline_index(&probe, args.baseline.as_deref())?;
+    let header = SweepHeader {
+        scenario: first.name.clone(),
+        seed: first.seed,
+        replications: first.replications,
+        baseline: probe[baseline].name.clone(),
+        variants: probe.iter().map(|v| v.name.clone()).collect(),
+        grid,
+    };
+    let out = args.run.out.clone().unwrap_or_else(|| {
+        let dir = PathBuf::from("output").join(&first.name).join("sweep");
+        shard.map_or(dir.clone(), |s| dir.join(format!("shard-{}-of-{}", s.index, s.count)))
+    });
+    files::prepare_dir(&out).map_err(|e| bad(format!("{e}; choose another --out")))?;
+    let mut warnings: Vec<&String> = cells.iter().flat_map(|c| &c.scenario.warnings).collect();
+    warnings.sort();
+    warnings.dedup();
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    let result = run_cells(&cells, baseline, args.run.threads, !args.run.quiet);
+    for c in &result.cells {
+        for t in &c.truncated {
+            eprintln!("warning: {} variant {t}: its results are partial", cell_name(&header.grid, c.index));
+        }
+    }
+    let (json, csv) = sweep_files::sweep_files(&header, shard, &result.cells);
+    let write = |name: &str, bytes: &[u8]| files::write_atomic(&out.join(name), bytes).map_err(bad);
+    write("sweep.json", &json)?;
+    write("sweep.csv", &csv)?;
+    write("perf.json", &perf_json(&header, &result))?;
+    if !args.run.quiet {
+        print!("{}", sweep_table(&header, shard, &result.cells));
+        println!("wrote sweep.json, sweep.csv and perf.json to {}", out.display());
+    }
+    Ok(())
+}
+
+/// `perf.json` of a sweep (not part of the determinism contract).
+fn perf_json(header: &SweepHeader, result: &SweepResult) -> Vec<u8> {
+    let per_s = if result.wall_s > 0.0 { result.events as f64 / result.wall_s } else { 0.0 };
+    let perf = json!({
+        "scenario": header.scenario,
+        "version": crate::report::summary::VERSION,
+        "cells": result.cells.len(),
+        "events": result.events,
+        "wall_s": result.wall_s,
+        "events_per_s": per_s,
+        "threads": result.threads,
+        "peak_memory_bytes": crate::report::summary::peak_memory_bytes(),
+    });
+    let mut text = serde_json::to_string_pretty(&perf).expect("JSON values serialise");
+    text.push('\n');
+    text.into_bytes()
+}
+
+/// Metrics of the stdout table: the headline ones, readable at a glance.
+const TABLE_METRICS: [(&str, &str); 4] = [
+    ("attempts", "attempts"),
+    ("peak_over_capacity", "peak/cap"),
+    ("success_ratio", "success"),
+    ("completion_time_s", "done s"),
+];
+
+/// One line per cell × variant: the varied values, headline metrics and Δattempts vs baseline.
+fn sweep_table(header: &SweepHeader, shard: Option<Shard>, cells: &[CellResult]) -> String {
+    let mut head: Vec<String> = vec!["cell".into()];
+    head.extend(header.grid.axes.iter().map(|a| a.path.rsplit('.').next().unwrap_or(&a.path).to_string()));
+    head.push("variant".into());
+    head.extend(TABLE_METRICS.iter().map(|m| m.1.to_string()));
+    head.push("Δattempts".into());
+    let mut rows = vec![head];
+    for c in cells {
+        let params: Vec<String> = header.grid.overrides(c.index).iter().map(|o| short_value(&o.value)).collect();
+        for (variant, metrics) in &c.variants {
+            let mut row = vec![c.index.to_string()];
+            row.extend(params.iter().cloned());
+            row.push(variant.clone());
+            let find = |m: &str| metrics.iter().find(|(n, _)| n == m).map(|(_, s)| s);
+            row.extend(TABLE_METRICS.iter().map(|(m, _)| table::cell(find(m))));
+            let diff = c.comparisons.iter().find(|x| &x.variant == variant);
+            let paired = diff.and_then(|x| x.metrics.iter().find(|(m, _)| m == "attempts")).map(|(_, d)| &d.paired);
+            row.push(if diff.is_some() { table::cell(paired) } else { "baseline".into() });
+            rows.push(row);
+        }
+    }
+    let widths: Vec<usize> =
+        (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    let part = shard.map(|s| format!(", shard {}/{}", s.index, s.count)).unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "{} sweep: {} of {} cell(s){part}, {} replication(s), seed {}; mean ±95% CI half-width; Δ: paired vs {}",
+        header.scenario,
+        cells.len(),
+        header.grid.cells(),
+        header.replications,
+        header.seed,
+        header.baseline
+    );
+    for row in rows {
+        let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:>w$}")).collect();
+        let _ = writeln!(out, "{}", line.join("  "));
+    }
+    out
+}
+
+fn short_value(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Float(x) => table::short(*x),
+        other => other.to_string(),
+    }
+}
+
+/// Merges shard directories into `sweep.json` and `sweep.csv`, byte-identical to the unsharded sweep.
+pub fn merge(args: MergeArgs) -> Result<(), CliError> {
+    let Some(first) = args.dirs.first() else {
+        return Err(bad("merge needs shard directories, e.g. retrystorm merge out/shard-1-of-3 out/shard-2-of-3 …"));
+    };
+    let shards = args.dirs.iter().map(|d| sweep_files::read_shard(d)).collect::<Result<Vec<_>, _>>().map_err(bad)?;
+    let (json, csv) = sweep_files::merge(&shards).map_err(bad)?;
+    let out = args.out.clone().unwrap_or_else(|| first.parent().unwrap_or(Path::new(".")).join("merged"));
+    files::prepare_dir(&out).map_err(|e| bad(format!("{e}; choose another --out")))?;
+    files::write_atomic(&out.join("sweep.json"), &json).map_err(bad)?;
+    files::write_atomic(&out.join("sweep.csv"), &csv).map_err(bad)?;
+    println!("merged {} shard(s) into {}", shards.len(), out.display());
+    Ok(())
 }

@@ -15,6 +15,9 @@ const COLUMNS: [(&str, &str); 8] = [
     ("recovery_time_s", "recovery s"),
 ];
 
+/// The metric whose paired difference vs the baseline the table shows.
+const DIFF_METRIC: &str = "attempts";
+
 fn find<'a>(row: &'a StatRow, name: &str) -> Option<&'a Stat> {
     row.iter().find(|(n, _)| n == name).map(|(_, s)| s)
 }
@@ -50,9 +53,19 @@ pub fn short(x: f64) -> String {
 pub fn summary_table(study: &Study) -> String {
     let mut rows: Vec<Vec<String>> =
         vec![std::iter::once("variant".to_string()).chain(COLUMNS.iter().map(|c| c.1.to_string())).collect()];
+    // With several variants, one more column: the paired difference of attempts vs the baseline.
+    let baseline = study.comparisons.first().map(|c| c.baseline.as_str());
+    if baseline.is_some() {
+        rows[0].push(format!("Δ{DIFF_METRIC}"));
+    }
     for v in &study.variants {
         let mut row = vec![v.name.clone()];
         row.extend(COLUMNS.iter().map(|(m, _)| cell(find(&v.metrics, m))));
+        if baseline.is_some() {
+            let diff = study.comparisons.iter().find(|c| c.variant == v.name);
+            let paired = diff.and_then(|c| c.metrics.iter().find(|(m, _)| m == DIFF_METRIC)).map(|(_, d)| &d.paired);
+            row.push(if diff.is_some() { cell(paired) } else { "baseline".into() });
+        }
         rows.push(row);
     }
     let widths: Vec<usize> =
@@ -60,8 +73,11 @@ pub fn summary_table(study: &Study) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{}: {} replication(s), seed {}, mean ±95% CI half-width",
-        study.scenario, study.replications, study.seed
+        "{}: {} replication(s), seed {}, mean ±95% CI half-width{}",
+        study.scenario,
+        study.replications,
+        study.seed,
+        baseline.map(|b| format!("; Δ: paired difference vs {b} (same seeds)")).unwrap_or_default()
     );
     for row in rows {
         let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:>w$}")).collect();

@@ -3,6 +3,7 @@
 pub mod charts;
 pub mod files;
 pub mod summary;
+pub mod sweep;
 
 pub use files::OutputError;
 

@@ -1,6 +1,7 @@
 //! `summary.json`, `summary.csv`, `timeseries.csv` and `perf.json` in the output contract's shape.
 
 use crate::metrics::stats::Stat;
+use crate::runner::compare::Difference;
 use crate::runner::{MeanSeries, StatRow, Study, SERIES_COLUMNS};
 use serde_json::{json, Map, Value};
 
@@ -40,8 +41,29 @@ pub fn summary_json(study: &Study) -> Value {
         "version": VERSION,
         "bucket_s": study.bucket as f64 / 1e9,
         "variants": variants,
+        "comparisons": comparisons_json(study),
         "warnings": study.warnings,
     })
+}
+
+/// Paired differences vs the baseline: per variant and system metric, the mean, sd, Student-t
+/// 95% CI, pair count and per-replication values of d_r = variant − baseline, plus the Welch
+/// (unpaired) CI for reference (see `runner::compare`).
+fn comparisons_json(study: &Study) -> Value {
+    let diff = |d: &Difference| {
+        let n = d.paired.values.iter().flatten().count();
+        json!({"mean": d.paired.mean, "sd": d.paired.sd, "ci95": d.paired.ci95, "n": n,
+               "values": d.paired.values, "unpaired_mean": d.unpaired_mean, "unpaired_ci95": d.unpaired_ci95})
+    };
+    let list: Vec<Value> = study
+        .comparisons
+        .iter()
+        .map(|c| {
+            let metrics: Map<String, Value> = c.metrics.iter().map(|(m, d)| (m.clone(), diff(d))).collect();
+            json!({"variant": c.variant, "baseline": c.baseline, "metrics": metrics})
+        })
+        .collect();
+    Value::Array(list)
 }
 
 fn csv_bytes(write: impl FnOnce(&mut csv::Writer<Vec<u8>>) -> csv::Result<()>) -> Vec<u8> {
@@ -54,7 +76,10 @@ fn num(x: Option<f64>) -> String {
     x.map(|v| v.to_string()).unwrap_or_default()
 }
 
-/// `summary.csv`: one row per variant × scope × metric.
+/// `summary.csv`: one row per variant × scope × metric. Scopes `system`, `hop` and `tenant` hold
+/// the metrics (`name`: the hop or tenant); scope `paired_difference` holds variant − baseline
+/// over common random numbers and `unpaired_difference` the Welch CI of the same difference
+/// (`name`: the baseline; `sd` and `n` are empty for the unpaired rows).
 pub fn summary_csv(study: &Study) -> Vec<u8> {
     csv_bytes(|w| {
         w.write_record(["variant", "scope", "name", "metric", "mean", "sd", "ci95_low", "ci95_high", "n"])?;
@@ -68,6 +93,28 @@ pub fn summary_csv(study: &Study) -> Vec<u8> {
                     let (lo, hi) = (s.ci95.map(|c| c[0]), s.ci95.map(|c| c[1]));
                     w.write_record([&v.name, scope, name, metric, &num(s.mean), &num(s.sd), &num(lo), &num(hi), &n])?;
                 }
+            }
+        }
+        for c in &study.comparisons {
+            for (metric, d) in &c.metrics {
+                let s = &d.paired;
+                let n = s.values.iter().flatten().count().to_string();
+                let (lo, hi) = (num(s.ci95.map(|c| c[0])), num(s.ci95.map(|c| c[1])));
+                let mean = num(s.mean);
+                w.write_record([
+                    &c.variant,
+                    "paired_difference",
+                    &c.baseline,
+                    metric,
+                    &mean,
+                    &num(s.sd),
+                    &lo,
+                    &hi,
+                    &n,
+                ])?;
+                let (lo, hi) = (num(d.unpaired_ci95.map(|c| c[0])), num(d.unpaired_ci95.map(|c| c[1])));
+                let mean = num(d.unpaired_mean);
+                w.write_record([&c.variant, "unpaired_difference", &c.baseline, metric, &mean, "", &lo, &hi, ""])?;
             }
         }
         Ok(())

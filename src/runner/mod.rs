@@ -3,15 +3,19 @@
 //! Every (variant, replication) pair is an independent task with its own seeded streams; results
 //! are collected in task order, so the outcome does not depend on the thread count.
 
+pub mod compare;
+pub mod progress;
+pub mod sweep;
+
 use crate::engine::Nanos;
 use crate::metrics::stats::Stat;
 use crate::metrics::summary::{scalars, MetricRow, Scalars};
 use crate::metrics::{HopBucket, RunRecord, TenantBucket};
 use crate::model::sim;
 use crate::scenario::{Scenario, Variant};
-use indicatif::{ProgressBar, ProgressStyle};
+use compare::Comparison;
+use progress::Progress;
 use rayon::prelude::*;
-use std::io::IsTerminal;
 use std::time::Instant;
 
 /// How to execute (not what to simulate: that is the scenario).
@@ -95,31 +99,55 @@ pub struct Study {
     pub wall_s: f64,
     /// Threads used.
     pub threads: usize,
+    /// Paired differences of every other variant against the baseline (the first variant unless
+    /// re-based with [`Study::set_baseline`]); empty with a single variant.
+    pub comparisons: Vec<Comparison>,
+}
+
+impl Study {
+    /// Recomputes the comparisons against variant `baseline` (an index into `variants`).
+    pub fn set_baseline(&mut self, baseline: usize) {
+        self.comparisons = compare::comparisons(&self.variants, baseline);
+    }
 }
 
 /// Simulates `variants` of `scenario` for its replications.
 pub fn run_study(scenario: &Scenario, variants: &[Variant], options: &RunOptions) -> Study {
+    let pool = thread_pool(options.threads);
+    let progress = Progress::new(options.progress, (variants.len() * scenario.replications as usize) as u64);
+    let study = pool.install(|| simulate(scenario, variants, &progress));
+    progress.finish();
+    Study { threads: pool.current_num_threads(), ..study }
+}
+
+/// A pool of `threads` workers (None: one per core).
+pub fn thread_pool(threads: Option<usize>) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new().num_threads(threads.unwrap_or(0)).build().expect("thread pool")
+}
+
+/// Simulates on the current rayon pool, counting each finished run on `progress`.
+///
+/// Every (variant, replication) pair is one task; `collect` keeps task order whatever thread ran
+/// a task, which is what makes the outcome independent of the thread count.
+pub fn simulate(scenario: &Scenario, variants: &[Variant], progress: &Progress) -> Study {
     let replications = scenario.replications as usize;
     let tasks = variants.len() * replications;
     let started = Instant::now();
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(options.threads.unwrap_or(0)).build().expect("thread pool");
-    let bar = progress_bar(options.progress, tasks as u64);
-    let records: Vec<RunRecord> = pool.install(|| {
-        (0..tasks)
-            .into_par_iter()
-            .map(|task| {
-                let variant = &variants[task / replications];
-                let record = sim::run(&variant.spec, scenario.seed, (task % replications) as u64);
-                bar.inc(1);
-                record
-            })
-            .collect()
-    });
-    bar.finish_and_clear();
+    let records: Vec<RunRecord> = (0..tasks)
+        .into_par_iter()
+        .map(|task| {
+            let variant = &variants[task / replications];
+            let record = sim::run(&variant.spec, scenario.seed, (task % replications) as u64);
+            progress.inc();
+            record
+        })
+        .collect();
     let wall_s = started.elapsed().as_secs_f64();
     let events = records.iter().map(|r| r.events).sum();
     let mut chunks = records.chunks(replications);
-    let results = variants.iter().map(|v| aggregate(v, chunks.next().expect("one chunk per variant"))).collect();
+    let results: Vec<VariantResult> =
+        variants.iter().map(|v| aggregate(v, chunks.next().expect("one chunk per variant"))).collect();
+    let comparisons = if results.len() > 1 { compare::comparisons(&results, 0) } else { Vec::new() };
     Study {
         scenario: scenario.name.clone(),
         seed: scenario.seed,
@@ -129,20 +157,9 @@ pub fn run_study(scenario: &Scenario, variants: &[Variant], options: &RunOptions
         warnings: scenario.warnings.clone(),
         events,
         wall_s,
-        threads: pool.current_num_threads(),
+        threads: rayon::current_num_threads(),
+        comparisons,
     }
-}
-
-fn progress_bar(wanted: bool, tasks: u64) -> ProgressBar {
-    if !wanted || !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(tasks);
-    let style = ProgressStyle::with_template("{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} runs, eta {eta}")
-        .expect("valid template")
-        .progress_chars("=> ");
-    bar.set_style(style);
-    bar
 }
 
 fn stat_row(rows: &[&MetricRow]) -> StatRow {

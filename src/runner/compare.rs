@@ -1,0 +1,145 @@
+//! Paired differences between variants run on common random numbers (CRN), against a baseline.
+//!
+//! Every variant of a study runs replication r with the same derived seed, so replication r of
+//! two variants sees the same arrivals, service times and faults. The difference
+//! d_r = metric(variant, r) − metric(baseline, r) then cancels the noise the variants share, and
+//! the Student-t interval of the mean of the d_r is usually much narrower than an interval that
+//! treats the two samples as independent. Both are reported: the paired one is the answer, the
+//! unpaired (Welch) one shows what CRN bought.
+
+use super::{StatRow, VariantResult};
+use crate::metrics::stats::{mean_sd, Stat};
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// The difference of one metric between a variant and the baseline.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Difference {
+    /// The per-replication differences d_r summarised: mean, sd, Student-t 95% CI with n − 1
+    /// degrees of freedom, and the d_r themselves (`None` where either side is null).
+    pub paired: Stat,
+    /// mean(variant) − mean(baseline) over all non-null values of each (equals the paired mean
+    /// unless some replications are null on one side only).
+    pub unpaired_mean: Option<f64>,
+    /// 95% CI of mean(variant) − mean(baseline) treating the two samples as independent
+    /// (Welch: unequal variances, Welch–Satterthwaite degrees of freedom). `None` when either
+    /// side has fewer than two non-null values.
+    pub unpaired_ci95: Option<[f64; 2]>,
+}
+
+/// One variant's differences against the baseline, per system metric (in metric order).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    /// The variant.
+    pub variant: String,
+    /// The baseline variant it is compared with.
+    pub baseline: String,
+    /// Metric name and difference.
+    pub metrics: Vec<(String, Difference)>,
+}
+
+/// Compares `variant` with `baseline` replication by replication.
+///
+/// Both must come from the same study (same replications, same seeds): the pairing is by index.
+pub fn difference(variant: &Stat, baseline: &Stat) -> Difference {
+    assert_eq!(variant.values.len(), baseline.values.len(), "paired samples come from one study");
+    let d: Vec<Option<f64>> = variant.values.iter().zip(&baseline.values).map(|(v, b)| Some((*v)? - (*b)?)).collect();
+    let unpaired_mean = variant.mean.zip(baseline.mean).map(|(v, b)| v - b);
+    Difference {
+        paired: Stat::from_values(d),
+        unpaired_mean,
+        unpaired_ci95: welch_ci95(&present(variant), &present(baseline)),
+    }
+}
+
+fn present(stat: &Stat) -> Vec<f64> {
+    stat.values.iter().flatten().copied().collect()
+}
+
+/// Welch's 95% interval for mean(a) − mean(b).
+fn welch_ci95(a: &[f64], b: &[f64]) -> Option<[f64; 2]> {
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let ((mean_a, sd_a), (mean_b, sd_b)) = (mean_sd(a), mean_sd(b));
+    let (va, vb) = (sd_a * sd_a / a.len() as f64, sd_b * sd_b / b.len() as f64);
+    let diff = mean_a - mean_b;
+    let se2 = va + vb;
+    if se2 == 0.0 {
+        return Some([diff, diff]);
+    }
+    let freedom = se2 * se2 / (va * va / (a.len() - 1) as f64 + vb * vb / (b.len() - 1) as f64);
+    let t = StudentsT::new(0.0, 1.0, freedom).expect("positive freedom").inverse_cdf(0.975);
+    let half = t * se2.sqrt();
+    Some([diff - half, diff + half])
+}
+
+fn find<'a>(row: &'a StatRow, name: &str) -> Option<&'a Stat> {
+    row.iter().find(|(n, _)| n == name).map(|(_, s)| s)
+}
+
+/// Every variant but the baseline, compared with `variants[baseline]` on the system metrics.
+/// Empty with a single variant.
+pub fn comparisons(variants: &[VariantResult], baseline: usize) -> Vec<Comparison> {
+    let base = &variants[baseline];
+    variants
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != baseline)
+        .map(|(_, v)| Comparison {
+            variant: v.name.clone(),
+            baseline: base.name.clone(),
+            metrics: v
+                .metrics
+                .iter()
+                .filter_map(|(name, stat)| Some((name.clone(), difference(stat, find(&base.metrics, name)?))))
+                .collect(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat(values: &[Option<f64>]) -> Stat {
+        Stat::from_values(values.to_vec())
+    }
+
+    #[test]
+    fn pairs_by_replication_and_skips_nulls() {
+        let v = stat(&[Some(11.0), Some(12.0), None, Some(15.0)]);
+        let b = stat(&[Some(10.0), Some(10.0), Some(9.0), Some(12.0)]);
+        let d = difference(&v, &b);
+        assert_eq!(d.paired.values, vec![Some(1.0), Some(2.0), None, Some(3.0)]);
+        assert_eq!(d.paired.mean, Some(2.0));
+        assert_eq!(d.paired.sd, Some(1.0));
+        // t(0.975, 2) = 4.3027 (tables); half-width 4.3027 × 1 / √3.
+        let [lo, hi] = d.paired.ci95.expect("three pairs");
+        assert!((hi - lo - 2.0 * 4.3027 / 3f64.sqrt()).abs() < 1e-3, "{lo} {hi}");
+    }
+
+    #[test]
+    fn welch_matches_a_hand_computation() {
+        // a: mean 2, var 1, n 3; b: mean 5, var 4, n 3. se² = 1/3 + 4/3 = 5/3;
+        // ν = (5/3)² / ((1/3)²/2 + (4/3)²/2) = 25/9 / (17/18) = 50/17 ≈ 2.941; t(0.975, 2.941) is just above t(0.975, 3) = 3.182.
+        let [lo, hi] = welch_ci95(&[1.0, 2.0, 3.0], &[3.0, 5.0, 7.0]).expect("two samples");
+        assert!(((lo + hi) / 2.0 + 3.0).abs() < 1e-12);
+        let t = StudentsT::new(0.0, 1.0, 50.0 / 17.0).expect("valid").inverse_cdf(0.975);
+        assert!(((hi - lo) / 2.0 - t * (5.0f64 / 3.0).sqrt()).abs() < 1e-9);
+        assert!(t > 3.182 && t < 3.3, "t = {t}");
+        assert_eq!(welch_ci95(&[1.0], &[2.0, 3.0]), None);
+    }
+
+    #[test]
+    fn shared_noise_cancels_in_the_paired_interval() {
+        // The variant is the baseline plus 1 with the same noise: the paired CI is exact.
+        let noise = [3.0, -1.0, 4.0, -1.5, 0.5];
+        let b = stat(&noise.map(|x| Some(100.0 + x)));
+        let v = stat(&noise.map(|x| Some(101.0 + x)));
+        let d = difference(&v, &b);
+        let [lo, hi] = d.paired.ci95.expect("pairs");
+        assert!((lo - 1.0).abs() < 1e-9 && (hi - 1.0).abs() < 1e-9);
+        let [ulo, uhi] = d.unpaired_ci95.expect("samples");
+        assert!(ulo < 0.0 && uhi > 2.0, "unpaired interval ignores the pairing: [{ulo}, {uhi}]");
+    }
+}

@@ -1,0 +1,60 @@
+//! A progress bar on stderr that appears only when work lasts longer than a second.
+//!
+//! Short runs stay silent (a bar that flashes for 200 ms is noise), and nothing is drawn when
+//! stderr is not a terminal (logs, CI, pipes) or when the user asked for `--quiet`. The bar only
+//! observes: it never influences what is simulated.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How long work must last before the bar is drawn.
+pub const SHOW_AFTER: Duration = Duration::from_secs(1);
+
+/// A counter of finished runs, drawn on stderr once [`SHOW_AFTER`] has passed.
+pub struct Progress {
+    bar: ProgressBar,
+    /// Dropping the sender wakes the watcher early, when the work ends before [`SHOW_AFTER`].
+    stop: Option<mpsc::Sender<()>>,
+    watcher: Option<JoinHandle<()>>,
+}
+
+impl Progress {
+    /// A bar over `total` runs; hidden unless `wanted` and stderr is a terminal.
+    pub fn new(wanted: bool, total: u64) -> Progress {
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
+        if !wanted || !std::io::stderr().is_terminal() {
+            return Progress { bar, stop: None, watcher: None };
+        }
+        let style = ProgressStyle::with_template("{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} runs, eta {eta}")
+            .expect("valid template")
+            .progress_chars("=> ");
+        bar.set_style(style);
+        let (stop, stopped) = mpsc::channel::<()>();
+        let shown = bar.clone();
+        let watcher = std::thread::spawn(move || {
+            if let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(SHOW_AFTER) {
+                shown.set_draw_target(ProgressDrawTarget::stderr());
+                shown.enable_steady_tick(Duration::from_millis(200));
+            }
+        });
+        Progress { bar, stop: Some(stop), watcher: Some(watcher) }
+    }
+
+    /// Counts one finished run.
+    pub fn inc(&self) {
+        self.bar.inc(1);
+    }
+
+    /// Stops the watcher and clears the bar.
+    pub fn finish(mut self) {
+        drop(self.stop.take());
+        if let Some(watcher) = self.watcher.take() {
+            // The watcher only sleeps and flips the draw target: it cannot panic in practice.
+            let _ = watcher.join();
+        }
+        self.bar.finish_and_clear();
+    }
+}
