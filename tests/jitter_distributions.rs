@@ -27,7 +27,11 @@ fn policy(jitter: Jitter) -> RetryPolicy {
         attempts_max: 20,
         deadline: None,
         attempt_timeout: None,
-        honor_retry_after: false,
+        retry_after: retrystorm::model::RetryAfterMode::Ignore,
+        throttle_base: None,
+        budget: None,
+        breaker: None,
+        preset: None,
     }
 }
 

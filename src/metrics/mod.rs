@@ -15,6 +15,8 @@ pub enum DlqReason {
     Attempts,
     /// The deadline (from the event timestamp) would pass before the next retry.
     Deadline,
+    /// The retry budget (or throttle) refused the retry.
+    Budget,
 }
 
 /// Counters of one hop over a run.
@@ -61,6 +63,12 @@ pub struct TenantCounters {
     pub dlq: u64,
     /// Of `dlq`, those whose deadline ran out.
     pub dlq_deadline: u64,
+    /// Of `dlq`, those whose retry budget refused the retry.
+    pub dlq_budget: u64,
+    /// Retries refused by a budget (any hop's calls for this tenant's requests).
+    pub retries_denied: u64,
+    /// Attempts failed locally without being sent (breaker open, adaptive throttling).
+    pub local_rejections: u64,
     /// Attempts sent by the tenant's clients (to hop 0).
     pub attempts: u64,
     /// Retries sent by the tenant's clients.
@@ -83,6 +91,9 @@ impl Default for TenantCounters {
             rejected: 0,
             dlq: 0,
             dlq_deadline: 0,
+            dlq_budget: 0,
+            retries_denied: 0,
+            local_rejections: 0,
             attempts: 0,
             retries: 0,
             duplicates_ttl_expired: 0,

@@ -1,6 +1,7 @@
 //! The retry-storm model: tenants and clients, hops, faults, retry policies and one run.
 
 pub mod arrivals;
+pub mod budget;
 pub mod dist;
 pub mod fault;
 pub mod policy;
@@ -9,5 +10,6 @@ pub mod spec;
 
 pub use dist::Dist;
 pub use fault::{Fault, FaultKind};
-pub use policy::{Jitter, JitterState, RetryPolicy};
+pub use budget::{BreakerSpec, BudgetKind, BudgetSpec, Scope};
+pub use policy::{Jitter, JitterState, RetryAfterMode, RetryPolicy};
 pub use spec::{Arrival, HopSpec, IdempotencySpec, SimSpec, TenantSpec};

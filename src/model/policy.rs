@@ -1,7 +1,24 @@
 //! Retry policies: attempt limits, deadlines, timeouts and the jitter family of MODEL.md.
 
+use super::budget::{BreakerSpec, BudgetSpec};
 use crate::engine::Nanos;
 use rand::Rng;
+
+/// How a server's Retry-After is used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryAfterMode {
+    /// Ignore it: the backoff alone decides.
+    Ignore,
+    /// Wait at least the Retry-After (max of backoff and Retry-After).
+    AtLeast,
+    /// Wait exactly the Retry-After (gRPC pushback, Polly).
+    Exact,
+    /// AWS SDKs (2026): the Retry-After clamped to [backoff, backoff + 5 s].
+    AwsClamp,
+}
+
+/// The extra wait AWS allows beyond the computed backoff when honouring `x-amz-retry-after`.
+pub const AWS_RETRY_AFTER_SLACK: Nanos = 5_000_000_000;
 
 /// How the delay before retry k is drawn.
 #[derive(Clone, Debug, PartialEq)]
@@ -65,8 +82,16 @@ pub struct RetryPolicy {
     pub deadline: Option<Nanos>,
     /// Per-attempt timeout.
     pub attempt_timeout: Option<Nanos>,
-    /// Wait at least the server's Retry-After.
-    pub honor_retry_after: bool,
+    /// How a server's Retry-After is used.
+    pub retry_after: RetryAfterMode,
+    /// Base delay after a throttling (429) error, if different from `base` (AWS: 1 s).
+    pub throttle_base: Option<Nanos>,
+    /// Retry budget or client-side throttle, if any.
+    pub budget: Option<BudgetSpec>,
+    /// Circuit breaker, if any.
+    pub breaker: Option<BreakerSpec>,
+    /// Where the values come from (preset name), for reports.
+    pub preset: Option<String>,
 }
 
 /// Per-call state some strategies carry between retries.
@@ -81,13 +106,38 @@ pub struct JitterState {
 impl RetryPolicy {
     /// exp(k) = min(cap, base × multiplier^(k−1)); saturates, never overflows (k ≥ 1).
     pub fn exp_delay(&self, retry: u32) -> Nanos {
+        self.exp_delay_from(self.base, retry)
+    }
+
+    /// exp(k) from another base (throttling errors use `throttle_base`).
+    pub fn exp_delay_from(&self, base: Nanos, retry: u32) -> Nanos {
         debug_assert!(retry >= 1);
         let factor = self.multiplier.powi(retry.saturating_sub(1).min(i32::MAX as u32) as i32);
-        let raw = self.base as f64 * factor;
+        let raw = base as f64 * factor;
         if !raw.is_finite() || raw >= self.cap as f64 {
             self.cap
         } else {
             raw as Nanos
+        }
+    }
+
+    /// The delay before a retry after a throttling error: full jitter from `throttle_base`
+    /// (AWS) when one is set, else the ordinary delay.
+    pub fn delay_after_throttle<R: Rng>(&self, retry: u32, state: &mut JitterState, rng: &mut R) -> Nanos {
+        match self.throttle_base {
+            Some(base) => full_from_draw(self.exp_delay_from(base, retry), rng.gen()),
+            None => self.delay_before_retry(retry, state, rng),
+        }
+    }
+
+    /// Combines the backoff with a server's Retry-After according to [`RetryAfterMode`].
+    pub fn apply_retry_after(&self, backoff: Nanos, retry_after: Option<Nanos>) -> Nanos {
+        let Some(after) = retry_after else { return backoff };
+        match self.retry_after {
+            RetryAfterMode::Ignore => backoff,
+            RetryAfterMode::AtLeast => backoff.max(after),
+            RetryAfterMode::Exact => after,
+            RetryAfterMode::AwsClamp => after.max(backoff).min(backoff.saturating_add(AWS_RETRY_AFTER_SLACK)),
         }
     }
 
@@ -96,7 +146,7 @@ impl RetryPolicy {
         match &self.jitter {
             Jitter::None => 0,
             Jitter::Exponential => self.exp_delay(retry),
-            Jitter::Full => uniform_ns(rng, 0, self.exp_delay(retry)),
+            Jitter::Full => full_from_draw(self.exp_delay(retry), rng.gen()),
             Jitter::Equal => {
                 let e = self.exp_delay(retry);
                 e / 2 + uniform_ns(rng, 0, e - e / 2)
@@ -166,6 +216,12 @@ impl RetryPolicy {
     }
 }
 
+/// Full jitter from a uniform draw `u` in [0, 1]: ⌊u · exp⌋ (AWS writes it `b × r^i` with b the
+/// draw; tests force the draw to 1 to get the un-jittered value).
+pub fn full_from_draw(exp: Nanos, u: f64) -> Nanos {
+    (u.clamp(0.0, 1.0) * exp as f64) as Nanos
+}
+
 /// Uniform integer nanoseconds in [lo, hi] (hi ≥ lo), via one f64 draw: lo + ⌊u·(hi−lo)⌋.
 pub fn uniform_ns<R: Rng>(rng: &mut R, lo: Nanos, hi: Nanos) -> Nanos {
     debug_assert!(hi >= lo);
@@ -206,7 +262,11 @@ mod tests {
             attempts_max: 10,
             deadline: None,
             attempt_timeout: None,
-            honor_retry_after: false,
+            retry_after: RetryAfterMode::Ignore,
+            throttle_base: None,
+            budget: None,
+            breaker: None,
+            preset: None,
         }
     }
 

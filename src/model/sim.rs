@@ -6,6 +6,7 @@
 //! the hop keeps working on attempts whose caller gave up (wasted work, duplicates).
 
 use super::arrivals::{first_requests, next_poisson};
+use super::budget::{BreakerState, BudgetState, FailureKind, Scope};
 use super::fault::FaultKind;
 use super::policy::JitterState;
 use super::spec::{Arrival, SimSpec};
@@ -39,6 +40,8 @@ enum Reply {
     Throttled(Nanos),
     /// The caller's attempt timeout fired first.
     Timeout,
+    /// Failed locally, never sent (breaker open, adaptive throttling).
+    LocalReject,
 }
 
 /// How a call ended.
@@ -99,6 +102,8 @@ struct Call {
     policy: u16,
     payload: Payload,
     jitter: JitterState,
+    /// What the last retry paid to the budget (AWS refunds it on success).
+    last_cost: Option<f64>,
 }
 
 struct Attempt {
@@ -118,7 +123,61 @@ struct Attempt {
 struct HopState {
     busy: u32,
     in_flight: u32,
-    queue: VecDeque<Handle>,
+    queue: HopQueue,
+}
+
+/// A hop's waiting room: one FIFO, or per-tenant FIFOs served round-robin (`fair`).
+#[derive(Default)]
+struct HopQueue {
+    per_tenant: Vec<VecDeque<Handle>>,
+    fair: bool,
+    next: usize,
+    len: usize,
+}
+
+impl HopQueue {
+    fn new(fair: bool, tenants: usize) -> Self {
+        HopQueue { per_tenant: vec![VecDeque::new(); if fair { tenants } else { 1 }], fair, next: 0, len: 0 }
+    }
+
+    /// Queues `h` unless its queue (the tenant's, when fair) already holds `limit`.
+    fn push(&mut self, tenant: u16, h: Handle, limit: u32) -> bool {
+        let q = &mut self.per_tenant[if self.fair { tenant as usize } else { 0 }];
+        if q.len() >= limit as usize {
+            return false;
+        }
+        q.push_back(h);
+        self.len += 1;
+        true
+    }
+
+    fn pop(&mut self) -> Option<Handle> {
+        let n = self.per_tenant.len();
+        for i in 0..n {
+            let idx = (self.next + i) % n;
+            if let Some(h) = self.per_tenant[idx].pop_front() {
+                self.next = (idx + 1) % n;
+                self.len -= 1;
+                return Some(h);
+            }
+        }
+        None
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+/// Key of a budget or breaker instance: (policy, tenant, client), zeroed beyond the scope.
+type ScopeKey = (u16, u16, u32);
+
+fn scope_key(scope: Scope, policy: u16, tenant: u16, client: u32) -> ScopeKey {
+    match scope {
+        Scope::Global => (policy, 0, 0),
+        Scope::Tenant => (policy, tenant, 0),
+        Scope::Client => (policy, tenant, client),
+    }
 }
 
 /// Side-effect history of one request at one effect hop.
@@ -160,6 +219,8 @@ pub struct Simulation<'a> {
     attempts: Slab<Attempt>,
     hops: Vec<HopState>,
     commits: HashMap<(u16, u64), Commit>,
+    budgets: HashMap<ScopeKey, BudgetState>,
+    breakers: HashMap<ScopeKey, BreakerState>,
     requests_sent: Vec<Vec<u32>>,
     request_id_next: u64,
     rngs: Rngs,
@@ -206,8 +267,14 @@ impl<'a> Simulation<'a> {
             now: 0,
             calls: Slab::default(),
             attempts: Slab::default(),
-            hops: spec.hops.iter().map(|_| HopState::default()).collect(),
+            hops: spec
+                .hops
+                .iter()
+                .map(|h| HopState { queue: HopQueue::new(h.fair, spec.tenants.len()), ..HopState::default() })
+                .collect(),
             commits: HashMap::new(),
+            budgets: HashMap::new(),
+            breakers: HashMap::new(),
             requests_sent,
             request_id_next: 0,
             rngs: Rngs::new(seed, replication, spec.tenants.len(), spec.hops.len()),
@@ -334,8 +401,10 @@ impl<'a> Simulation<'a> {
             policy: spec.policy as u16,
             payload,
             jitter: JitterState::default(),
+            last_cost: None,
         };
         let handle = self.calls.insert(call);
+        self.budget_on_request(handle);
         self.start_attempt(handle);
     }
 
@@ -350,6 +419,12 @@ impl<'a> Simulation<'a> {
         call.attempts_made += 1;
         let retry = call.attempts_made > 1;
         let (hop, tenant) = (call.hop as usize, call.tenant);
+        if self.rejected_locally(call_handle) {
+            self.record.tenants[tenant as usize].local_rejections += 1;
+            self.caller_sees(call_handle, Reply::LocalReject);
+            return;
+        }
+        let call = self.calls.get(call_handle).expect("live");
         let policy = &self.spec.policies[call.policy as usize];
         let timeout_at =
             policy.attempt_timeout.map_or(call.deadline_at, |t| now.saturating_add(t).min(call.deadline_at));
@@ -426,8 +501,7 @@ impl<'a> Simulation<'a> {
         let state = &mut self.hops[hop];
         if state.busy < workers {
             self.start_service(handle);
-        } else if state.queue.len() < spec.queue_limit as usize {
-            state.queue.push_back(handle);
+        } else if state.queue.push(self.attempts.get(handle).expect("live").tenant, handle, spec.queue_limit) {
             self.attempts.get_mut(handle).expect("live").phase = Phase::Queued;
             let bucket = &mut self.record.hop_series[hop][b];
             bucket.queue_len_max = bucket.queue_len_max.max(state.queue.len() as u32);
@@ -564,15 +638,18 @@ impl<'a> Simulation<'a> {
             created_at: now,
             deadline_at: deadline.map_or(Nanos::MAX, |d| now.saturating_add(d)),
             parent: Some(parent),
-            client: 0,
+            // A hop calling the next one is one client of it (for client-scoped budgets).
+            client: u32::MAX - (hop as u32),
             attempts_made: 0,
             tenant: a.tenant,
             hop: hop as u16,
             policy: policy as u16,
             payload: a.payload,
             jitter: JitterState::default(),
+            last_cost: None,
         };
         let handle = self.calls.insert(call);
+        self.budget_on_request(handle);
         self.start_attempt(handle);
     }
 
@@ -582,7 +659,7 @@ impl<'a> Simulation<'a> {
         let hop = self.attempts.get(handle).expect("live").hop as usize;
         self.hops[hop].busy -= 1;
         while self.hops[hop].busy < self.effective_workers(hop) {
-            let Some(next) = self.hops[hop].queue.pop_front() else { break };
+            let Some(next) = self.hops[hop].queue.pop() else { break };
             self.start_service(next);
         }
         self.send_reply(handle, reply);
@@ -641,36 +718,133 @@ impl<'a> Simulation<'a> {
     }
 
     fn caller_sees(&mut self, call_handle: Handle, reply: Reply) {
-        let retry_after = match reply {
-            Reply::Ok => return self.end_call(call_handle, CallEnd::Succeeded),
-            Reply::Rejected => return self.end_call(call_handle, CallEnd::Rejected),
-            Reply::Throttled(after) => Some(after),
-            Reply::Failed | Reply::Timeout => None,
+        let (failure, retry_after) = match reply {
+            Reply::Ok | Reply::Rejected => {
+                self.budget_on_success(call_handle, reply == Reply::Ok);
+                let end = if reply == Reply::Ok { CallEnd::Succeeded } else { CallEnd::Rejected };
+                return self.end_call(call_handle, end);
+            }
+            Reply::Throttled(after) => (FailureKind::Throttling, Some(after)),
+            Reply::Timeout => (FailureKind::Timeout, None),
+            Reply::Failed | Reply::LocalReject => (FailureKind::Transient, None),
         };
+        self.budget_on_failure(call_handle, reply != Reply::LocalReject);
         let now = self.now;
-        let call = self.calls.get_mut(call_handle).expect("caller of a live call");
-        let policy = &self.spec.policies[call.policy as usize];
+        let call = self.calls.get(call_handle).expect("caller of a live call");
+        let spec = self.spec;
+        let policy = &spec.policies[call.policy as usize];
+        let tenant = call.tenant as usize;
         if call.attempts_made >= policy.attempts_max {
             return self.end_call(call_handle, CallEnd::Dlq(DlqReason::Attempts));
         }
+        if !self.budget_allows_retry(call_handle, failure) {
+            self.record.tenants[tenant].retries_denied += 1;
+            return self.end_call(call_handle, CallEnd::Dlq(DlqReason::Budget));
+        }
+        let call = self.calls.get_mut(call_handle).expect("caller of a live call");
         let retry = call.attempts_made;
         let rng = &mut self.rngs.jitter[call.hop as usize];
-        let mut delay = policy.delay_before_retry(retry, &mut call.jitter, rng);
+        let backoff = if failure == FailureKind::Throttling {
+            policy.delay_after_throttle(retry, &mut call.jitter, rng)
+        } else {
+            policy.delay_before_retry(retry, &mut call.jitter, rng)
+        };
         if call.hop == 0 {
             if let Some(samples) = self.record.retry_delays_ns.get_mut(retry as usize - 1) {
                 if samples.len() < RETRY_DELAY_SAMPLES_MAX {
-                    samples.push(delay);
+                    samples.push(backoff);
                 }
             }
         }
-        if let (true, Some(after)) = (policy.honor_retry_after, retry_after) {
-            delay = delay.max(after);
-        }
+        let delay = policy.apply_retry_after(backoff, retry_after);
         let at = now.saturating_add(delay);
         if at >= call.deadline_at {
             return self.end_call(call_handle, CallEnd::Dlq(DlqReason::Deadline));
         }
         self.queue.push(at, Event::AttemptStart { call: call_handle });
+    }
+
+    /// The budget and breaker instances of a call's policy, keyed by their scopes.
+    fn scope_keys(&self, call: &Call) -> (Option<ScopeKey>, Option<ScopeKey>) {
+        let policy = &self.spec.policies[call.policy as usize];
+        let key = |scope| scope_key(scope, call.policy, call.tenant, call.client);
+        (policy.budget.as_ref().map(|b| key(b.scope)), policy.breaker.as_ref().map(|b| key(b.scope)))
+    }
+
+    fn budget_on_request(&mut self, call_handle: Handle) {
+        let call = self.calls.get(call_handle).expect("live");
+        let (Some(key), _) = self.scope_keys(call) else { return };
+        let kind = &self.spec.policies[call.policy as usize].budget.as_ref().expect("keyed").kind;
+        let state = self.budgets.entry(key).or_insert_with(|| kind.new_state());
+        kind.on_request(state, self.now);
+    }
+
+    /// Breaker open (or half-open without probes left), or adaptive throttling's coin says no.
+    fn rejected_locally(&mut self, call_handle: Handle) -> bool {
+        let now = self.now;
+        let call = self.calls.get(call_handle).expect("live");
+        let (budget_key, breaker_key) = self.scope_keys(call);
+        let policy = &self.spec.policies[call.policy as usize];
+        if let (Some(key), Some(spec)) = (breaker_key, policy.breaker.as_ref()) {
+            let state = self.breakers.entry(key).or_insert_with(|| spec.new_state());
+            if !spec.allow(state, now) {
+                return true;
+            }
+        }
+        if let (Some(key), Some(spec)) = (budget_key, policy.budget.as_ref()) {
+            let state = self.budgets.entry(key).or_insert_with(|| spec.kind.new_state());
+            let p = spec.kind.local_reject_probability(state, now);
+            if p > 0.0 && self.rngs.faults[call.hop as usize].gen::<f64>() < p {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn budget_on_failure(&mut self, call_handle: Handle, sent: bool) {
+        let now = self.now;
+        let call = self.calls.get(call_handle).expect("live");
+        let (budget_key, breaker_key) = self.scope_keys(call);
+        let policy = &self.spec.policies[call.policy as usize];
+        if let (Some(key), Some(spec), true) = (breaker_key, policy.breaker.as_ref(), sent) {
+            let state = self.breakers.entry(key).or_insert_with(|| spec.new_state());
+            spec.record(state, now, false);
+        }
+        if let (Some(key), Some(spec)) = (budget_key, policy.budget.as_ref()) {
+            let state = self.budgets.entry(key).or_insert_with(|| spec.kind.new_state());
+            spec.kind.on_failure(state);
+        }
+    }
+
+    fn budget_allows_retry(&mut self, call_handle: Handle, failure: FailureKind) -> bool {
+        let now = self.now;
+        let call = self.calls.get(call_handle).expect("live");
+        let (Some(key), _) = self.scope_keys(call) else { return true };
+        let spec = self.spec.policies[call.policy as usize].budget.as_ref().expect("keyed");
+        let state = self.budgets.entry(key).or_insert_with(|| spec.kind.new_state());
+        let paid = spec.kind.try_retry(state, now, failure);
+        if let Some(cost) = paid {
+            self.calls.get_mut(call_handle).expect("live").last_cost = Some(cost);
+        }
+        paid.is_some()
+    }
+
+    /// A reply that is not a failure: a success feeds the budget; both count as healthy calls
+    /// for the breaker (a 4xx is the caller's fault, not the server's).
+    fn budget_on_success(&mut self, call_handle: Handle, succeeded: bool) {
+        let now = self.now;
+        let call = self.calls.get(call_handle).expect("live");
+        let last_cost = call.last_cost;
+        let (budget_key, breaker_key) = self.scope_keys(call);
+        let policy = &self.spec.policies[call.policy as usize];
+        if let (Some(key), Some(spec)) = (breaker_key, policy.breaker.as_ref()) {
+            let state = self.breakers.entry(key).or_insert_with(|| spec.new_state());
+            spec.record(state, now, true);
+        }
+        if let (Some(key), Some(spec), true) = (budget_key, policy.budget.as_ref(), succeeded) {
+            let state = self.budgets.entry(key).or_insert_with(|| spec.kind.new_state());
+            spec.kind.on_success(state, now, last_cost);
+        }
     }
 
     fn end_call(&mut self, call_handle: Handle, end: CallEnd) {
@@ -706,6 +880,7 @@ impl<'a> Simulation<'a> {
             CallEnd::Dlq(reason) => {
                 t.dlq += 1;
                 t.dlq_deadline += u64::from(reason == DlqReason::Deadline);
+                t.dlq_budget += u64::from(reason == DlqReason::Budget);
                 tb.failures += 1;
             }
         }

@@ -82,6 +82,8 @@ pub struct HopSpec {
     pub idempotency: Option<IdempotencySpec>,
     /// True when the hop's service commits a side effect (counted for duplicates).
     pub effect: bool,
+    /// Per-tenant queues served round-robin (`fair`) instead of one FIFO queue.
+    pub fair: bool,
 }
 
 /// Everything a run needs, validated: nothing here can fail at run time.

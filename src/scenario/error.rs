@@ -79,8 +79,12 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// Adds "did you mean …?" to serde's "unknown field `x`, expected one of `a`, `b`" and
-/// "unknown variant" messages.
+/// "unknown variant" messages, says "an integer" where serde says "i64", and keeps the message on
+/// one line (the TOML parser's own messages span several).
 pub fn with_suggestion(message: &str) -> String {
+    let message = message.trim().replace('\n', "; ").replace("expected i64", "expected an integer");
+    let message = message.replace("expected f64", "expected a number");
+    let message = message.as_str();
     let Some(rest) = message.strip_prefix("unknown field `").or_else(|| message.strip_prefix("unknown variant `"))
     else {
         return message.to_string();
@@ -104,6 +108,11 @@ mod tests {
         assert_eq!(closest("zzzzzz", ["none", "full"]), None);
         let m = with_suggestion("unknown field `jiter`, expected one of `jitter`, `base`");
         assert!(m.ends_with("did you mean `jitter`?"), "{m}");
+        assert_eq!(
+            with_suggestion("invalid type: string \"x\", expected i64"),
+            "invalid type: string \"x\", expected an integer"
+        );
+        assert_eq!(with_suggestion("invalid array\nexpected `]`"), "invalid array; expected `]`");
         assert_eq!(line_col("a\nbc\nd", 3), (2, 2));
     }
 }

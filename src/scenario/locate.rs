@@ -25,7 +25,9 @@ impl<'a> Node<'a> {
     fn child(&self, segment: &str) -> Option<Node<'a>> {
         if let Node::Item(Item::ArrayOfTables(array)) = self {
             let named = |t: &&Table| t.get("name").and_then(Item::as_str) == Some(segment);
-            return array.iter().find(named).map(Node::Table);
+            // Faults have no name: overrides and messages address them by 0-based index.
+            let indexed = || segment.parse::<usize>().ok().and_then(|i| array.get(i));
+            return array.iter().find(named).or_else(indexed).map(Node::Table);
         }
         if let Node::Item(Item::Value(toml_edit::Value::Array(array))) = self {
             let _ = array;
@@ -51,6 +53,44 @@ pub fn locate(source: &str, path: &[String]) -> Option<std::ops::Range<usize>> {
     best
 }
 
+/// The field path (`hop.api.workers`, `fault.0.p`) whose key or value covers byte `offset` of
+/// `source`: names the field of a parse error that only has a position.
+pub fn path_at(source: &str, offset: usize) -> Option<String> {
+    let doc = ImDocument::parse(source).ok()?;
+    let mut path = Vec::new();
+    descend(doc.as_table(), offset, &mut path).then(|| path.join("."))
+}
+
+fn covers(span: Option<std::ops::Range<usize>>, offset: usize) -> bool {
+    span.is_some_and(|s| s.contains(&offset) || (s.is_empty() && s.start == offset))
+}
+
+/// Pushes onto `path` the deepest entry of `table` that covers `offset`; false if none does.
+fn descend(table: &dyn TableLike, offset: usize, path: &mut Vec<String>) -> bool {
+    for (key, item) in table.iter() {
+        path.push(key.to_string());
+        let hit = covers(table.key(key).and_then(|k| k.span()), offset) || covers(item.span(), offset);
+        let found = match item {
+            Item::ArrayOfTables(array) => array.iter().enumerate().any(|(i, t)| {
+                let name = t.get("name").and_then(Item::as_str).map_or_else(|| i.to_string(), str::to_string);
+                path.push(name);
+                // A `[[hop]]` table's span is its header; its fields are searched below it.
+                let inside = descend(t, offset, path) || covers(t.span(), offset);
+                if !inside {
+                    path.pop();
+                }
+                inside
+            }),
+            _ => item.as_table_like().is_some_and(|t| descend(t, offset, path)) || hit,
+        };
+        if found {
+            return true;
+        }
+        path.pop();
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,5 +103,12 @@ mod tests {
         assert_eq!(&src[span], "0");
         let span = locate(src, &path("hop.b.service.mean")).expect("found");
         assert_eq!(&src[span], "\"1ms\"");
+        let at = |needle: &str| path_at(src, src.find(needle).expect("in source"));
+        assert_eq!(at("0\n").as_deref(), Some("hop.b.workers"));
+        assert_eq!(at("\"1ms\"").as_deref(), Some("hop.b.service.mean"));
+        assert_eq!(at("workers").as_deref(), Some("hop.b.workers"));
+        let faults = "[[fault]]\nhop = \"a\"\n[[fault]]\nhop = \"b\"\np = 2\n";
+        assert_eq!(path_at(faults, faults.find("2").expect("in source")).as_deref(), Some("fault.1.p"));
+        assert_eq!(&faults[locate(faults, &path("fault.1.p")).expect("found")], "2");
     }
 }

@@ -4,6 +4,8 @@ pub mod error;
 pub mod invariants;
 pub mod locate;
 pub mod overrides;
+pub mod policies;
+pub mod presets;
 pub mod raw;
 pub mod validate;
 
@@ -63,21 +65,13 @@ impl Scenario {
 
     /// Validates scenario text; `file` names it in messages.
     pub fn from_source(file: &str, source: &str, overrides: &[Override]) -> Result<Scenario, ScenarioError> {
-        let at_span = |span: Option<std::ops::Range<usize>>| span.map(|s| line_col(source, s.start));
         // Parsing the text itself first gives every syntax, type and unknown-key error a position.
-        let parsed: RawScenario = toml::from_str(source).map_err(|e| ScenarioError {
-            file: file.to_string(),
-            location: at_span(e.span()),
-            field: None,
-            message: with_suggestion(e.message().trim()),
-        })?;
-        let mut table: Table = toml::from_str(source).expect("parsed above as a scenario");
-        for o in overrides {
-            overrides::apply(&mut table, o).map_err(|m| override_error(file, m))?;
-        }
-        let raw = if overrides.is_empty() { parsed } else { from_table(file, &table, "--set")? };
-        let (meta, base, mut warnings) =
-            validate::validate(&raw).map_err(|e| place(file, source, &table, overrides, e))?;
+        let parsed: RawScenario = toml::from_str(source).map_err(|e| parse_error(file, source, &e))?;
+        let table: Table = toml::from_str(source).expect("parsed above as a scenario");
+        let origin = Origin { file, source, variant: None };
+        let (table, raw) =
+            if overrides.is_empty() { (table, parsed) } else { with_overrides(&origin, &table, overrides)? };
+        let (meta, base, mut warnings) = validate::validate(&raw).map_err(|e| origin.place(overrides, e))?;
         let mut scenario = Scenario {
             file: file.to_string(),
             name: raw.name.clone(),
@@ -91,8 +85,9 @@ impl Scenario {
         };
         for (i, v) in raw.variant.iter().enumerate() {
             if v.name.trim().is_empty() || raw.variant[..i].iter().any(|o| o.name == v.name) {
-                let e = Invalid::at(&format!("variant.{}", v.name), "variant names must be non-empty and unique");
-                return Err(place(file, source, &scenario.table, overrides, e));
+                let why = format!("`{}` is empty or defined twice; variant names must be non-empty and unique", v.name);
+                let e = Invalid::at(&format!("variant.{i}.name"), why);
+                return Err(origin.place(&[], e));
             }
             let sets: Vec<Override> =
                 v.set.iter().map(|(path, value)| Override { path: path.clone(), value: value.clone() }).collect();
@@ -108,21 +103,15 @@ impl Scenario {
 
     /// The base scenario with `sets` applied, validated, as variant `name` (plus its warnings).
     pub fn variant_with(&self, name: &str, sets: &[Override]) -> Result<(Variant, Vec<String>), ScenarioError> {
+        let origin = Origin { file: &self.file, source: &self.source, variant: Some(name) };
         let mut table = self.table.clone();
         table.remove("variant");
-        for o in sets {
-            if ["seed", "replications", "name"].contains(&o.path.as_str()) {
-                return Err(override_error(&self.file, format!("variant `{name}` sets `{}`: variants share the scenario's name, seed and replications (common random numbers)", o.path)));
-            }
-            overrides::apply(&mut table, o)
-                .map_err(|m| override_error(&self.file, format!("variant `{name}`: {m}")))?;
+        if let Some(o) = sets.iter().find(|o| ["seed", "replications", "name"].contains(&o.path.as_str())) {
+            let why = "variants share the scenario's name, seed and replications (common random numbers); set it at the top level or with --seed/--replications";
+            return Err(origin.error(&o.path, &o.path, why.to_string()));
         }
-        let raw = from_table(&self.file, &table, &format!("variant `{name}`"))?;
-        let (_, spec, warnings) = validate::validate(&raw).map_err(|e| {
-            let mut err = place(&self.file, &self.source, &table, sets, e);
-            err.message = format!("{} (in variant `{name}`)", err.message);
-            err
-        })?;
+        let (_, raw) = with_overrides(&origin, &table, sets)?;
+        let (_, spec, warnings) = validate::validate(&raw).map_err(|e| origin.place(sets, e))?;
         Ok((Variant { name: name.to_string(), spec }, warnings))
     }
 
@@ -154,28 +143,76 @@ impl Scenario {
     }
 }
 
-fn from_table(file: &str, table: &Table, origin: &str) -> Result<RawScenario, ScenarioError> {
-    RawScenario::deserialize(toml::Value::Table(table.clone())).map_err(|e| ScenarioError {
-        file: file.to_string(),
-        location: None,
-        field: None,
-        message: format!("{} (after applying {origin})", with_suggestion(e.message().trim())),
-    })
-}
-
-fn override_error(file: &str, message: String) -> ScenarioError {
-    ScenarioError { file: file.to_string(), location: None, field: None, message }
-}
-
-/// Places a validation error: in the file when the field is written there, else at `--set`.
-fn place(file: &str, source: &str, _table: &Table, overrides: &[Override], e: Invalid) -> ScenarioError {
-    let field = e.path.join(".");
-    let overridden = overrides.iter().any(|o| o.path == field || field.starts_with(&format!("{}.", o.path)));
-    let location = if overridden { None } else { locate::locate(source, &e.path).map(|s| line_col(source, s.start)) };
-    ScenarioError {
-        file: if overridden { format!("{file} (--set {field})") } else { file.to_string() },
-        location,
-        field: Some(field),
-        message: e.message,
+/// A TOML syntax, type or unknown-key error, at its position and named by the field there.
+fn parse_error(file: &str, source: &str, e: &toml::de::Error) -> ScenarioError {
+    let start = e.span().map(|s| s.start);
+    let field = start.and_then(|s| locate::path_at(source, s));
+    let mut message = with_suggestion(e.message());
+    if toml_edit::ImDocument::parse(source).is_err() {
+        // Not TOML at all: no field can be named, so quote the line instead.
+        let line = start.map_or("", |s| source[..s.min(source.len())].rsplit('\n').next().unwrap_or(""));
+        let rest = start.map_or("", |s| source[s.min(source.len())..].split('\n').next().unwrap_or(""));
+        message = format!("TOML syntax error in `{}`: {message}", format!("{line}{rest}").trim());
     }
+    let location = start.map(|s| line_col(source, s));
+    ScenarioError { file: file.to_string(), location, field, message }
+}
+
+/// Where overrides come from, for messages: the command line, or a `[[variant]]` of the file.
+struct Origin<'a> {
+    file: &'a str,
+    source: &'a str,
+    variant: Option<&'a str>,
+}
+
+impl Origin<'_> {
+    /// An error about `field`, caused by the override of `set_path`: at the variant's `set` entry
+    /// when the file wrote it, else at `--set`.
+    fn error(&self, set_path: &str, field: &str, message: String) -> ScenarioError {
+        let Some(variant) = self.variant else {
+            let file = format!("{} (--set {set_path})", self.file);
+            return ScenarioError { file, location: None, field: Some(field.to_string()), message };
+        };
+        let entry = ["variant", variant, "set", set_path].map(str::to_string);
+        let location = locate::locate(self.source, &entry).map(|s| line_col(self.source, s.start));
+        let message = format!("{message} (in variant `{variant}`)");
+        ScenarioError { file: self.file.to_string(), location, field: Some(field.to_string()), message }
+    }
+
+    /// Places a validation error: at the override that set the field, else where the file has it.
+    fn place(&self, overrides: &[Override], e: Invalid) -> ScenarioError {
+        let field = e.path.join(".");
+        let setter = overrides.iter().find(|o| o.path == field || field.starts_with(&format!("{}.", o.path)));
+        if let Some(o) = setter {
+            return self.error(&o.path, &field, e.message);
+        }
+        let location = locate::locate(self.source, &e.path).map(|s| line_col(self.source, s.start));
+        let message = match self.variant {
+            Some(v) => format!("{} (in variant `{v}`)", e.message),
+            None => e.message,
+        };
+        ScenarioError { file: self.file.to_string(), location, field: Some(field), message }
+    }
+}
+
+/// Applies `overrides` to `table` and reads the result as a scenario. Reading after each one
+/// blames the override that breaks the file's shape (wrong type, unknown field).
+fn with_overrides(
+    origin: &Origin,
+    table: &Table,
+    overrides: &[Override],
+) -> Result<(Table, RawScenario), ScenarioError> {
+    let mut edited = table.clone();
+    let mut raw = None;
+    for o in overrides {
+        overrides::apply(&mut edited, o).map_err(|m| origin.error(&o.path, &o.path, m))?;
+        let read = RawScenario::deserialize(toml::Value::Table(edited.clone()));
+        raw = Some(read.map_err(|e| origin.error(&o.path, &o.path, with_suggestion(e.message())))?);
+    }
+    let raw = match raw {
+        Some(raw) => raw,
+        None => RawScenario::deserialize(toml::Value::Table(edited.clone()))
+            .map_err(|e| origin.error("", "", with_suggestion(e.message())))?,
+    };
+    Ok((edited, raw))
 }

@@ -48,28 +48,26 @@ pub fn apply(doc: &mut Table, o: &Override) -> Result<(), String> {
         if is_array {
             let key = segments[i + 1];
             let Some(Value::Array(items)) = table.get_mut(seg) else { unreachable!("checked above") };
-            table = find_element(items, seg, key, &o.path)?;
+            table = find_element(items, seg, key)?;
             i += 2;
             continue;
         }
         if !table.contains_key(seg) && i == 0 {
-            return Err(unknown_section(seg, &o.path));
+            return Err(unknown_section(seg));
         }
         let entry = table.entry(seg.to_string()).or_insert_with(|| Value::Table(Table::new()));
-        table = entry.as_table_mut().ok_or_else(|| format!("`--set {}`: `{seg}` is a value, not a table", o.path))?;
+        table =
+            entry.as_table_mut().ok_or_else(|| format!("`{seg}` is a value, not a table; set a field beside it"))?;
         i += 1;
     }
     let Some(last) = segments.get(i) else {
-        return Err(format!(
-            "`--set {}`: the path names a whole entry; add the field, e.g. `{}.workers`",
-            o.path, o.path
-        ));
+        return Err(format!("names a whole entry, not a field; add the field, e.g. `{}.workers`", o.path));
     };
     table.insert(last.to_string(), o.value.clone());
     Ok(())
 }
 
-fn find_element<'a>(items: &'a mut [Value], array: &str, key: &str, path: &str) -> Result<&'a mut Table, String> {
+fn find_element<'a>(items: &'a mut [Value], array: &str, key: &str) -> Result<&'a mut Table, String> {
     let names: Vec<String> =
         items.iter().filter_map(|v| v.get("name").and_then(Value::as_str).map(str::to_string)).collect();
     let position = match key.parse::<usize>() {
@@ -77,23 +75,30 @@ fn find_element<'a>(items: &'a mut [Value], array: &str, key: &str, path: &str) 
         _ => items.iter().position(|v| v.get("name").and_then(Value::as_str) == Some(key)),
     };
     match position {
-        Some(p) => items[p].as_table_mut().ok_or_else(|| format!("`--set {path}`: `{array}` entries are not tables")),
+        Some(p) => items[p].as_table_mut().ok_or_else(|| format!("`{array}` entries are not tables")),
+        None if array == "fault" => Err(format!(
+            "no fault `{key}`: faults are addressed by their 0-based index (there are {} of them)",
+            items.len()
+        )),
         None => {
             let hint = closest(key, names.iter().map(String::as_str))
                 .map(|c| format!(" did you mean `{c}`?"))
                 .unwrap_or_default();
-            Err(format!("`--set {path}`: no {array} named `{key}` (there are: {});{hint}", names.join(", ")))
+            Err(format!("no {array} named `{key}` (there are: {});{hint}", names.join(", ")))
         }
     }
 }
 
-fn unknown_section(seg: &str, path: &str) -> String {
+fn unknown_section(seg: &str) -> String {
     const TOP: [&str; 9] =
         ["name", "seed", "horizon", "bucket", "replications", "max_events", "drain_limit", "recovery_hold", "policy"];
+    if ["tenant", "hop", "fault", "variant"].contains(&seg) {
+        return format!("the scenario has no `{seg}` entries to change; add one to the file first");
+    }
     let hint = closest(seg, TOP.iter().copied().chain(["tenant", "hop", "fault"]))
         .map(|c| format!("; did you mean `{c}`?"))
         .unwrap_or_default();
-    format!("`--set {path}`: the scenario has no `{seg}`{hint}")
+    format!("the scenario has no `{seg}`{hint}")
 }
 
 #[cfg(test)]

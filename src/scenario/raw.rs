@@ -43,8 +43,16 @@ pub fn parse_duration(text: &str) -> Result<u64, String> {
     if trimmed.starts_with('-') {
         return Err(format!("invalid duration `{text}`: durations cannot be negative"));
     }
-    let parsed = humantime::parse_duration(trimmed)
-        .map_err(|e| format!("invalid duration `{text}` ({e}); write e.g. \"250ms\", \"10s\", \"5m\" or \"72h\""))?;
+    let parsed = humantime::parse_duration(trimmed).map_err(|e| {
+        // humantime says "expected number at 0" for "NaN" or "inf": say what a duration is instead.
+        let why = match e {
+            humantime::DurationError::NumberExpected(_) | humantime::DurationError::InvalidCharacter(_) => {
+                "a duration is a number followed by a unit".to_string()
+            }
+            other => other.to_string(),
+        };
+        format!("invalid duration `{text}` ({why}); write e.g. \"250ms\", \"10s\", \"5m\" or \"72h\"")
+    })?;
     u64::try_from(parsed.as_nanos())
         .map_err(|_| format!("duration `{text}` is longer than the ~584 years a u64 of nanoseconds holds"))
 }
@@ -106,10 +114,11 @@ pub struct RawStep {
     pub rate_per_s: f64,
 }
 
-/// `[policy.NAME]`.
-#[derive(Clone, Debug, Deserialize)]
+/// `[policy.NAME]`. With `preset`, the preset's values fill every field left out.
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawPolicy {
+    pub preset: Option<String>,
     pub jitter: Option<String>,
     pub base: Option<Dur>,
     pub multiplier: Option<f64>,
@@ -117,9 +126,57 @@ pub struct RawPolicy {
     pub max_attempts: Option<i64>,
     pub deadline: Option<Dur>,
     pub attempt_timeout: Option<Dur>,
-    pub honor_retry_after: Option<bool>,
+    pub honor_retry_after: Option<RawRetryAfter>,
+    pub throttle_base: Option<Dur>,
     pub ratio: Option<f64>,
     pub schedule: Option<Vec<Dur>>,
+    pub budget: Option<RawBudget>,
+    pub breaker: Option<RawBreaker>,
+}
+
+/// `honor_retry_after = true | false | "at_least" | "exact" | "aws"`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum RawRetryAfter {
+    /// true = "at_least", false = ignore.
+    Flag(bool),
+    /// A named mode.
+    Mode(String),
+}
+
+/// `budget = { kind = "aws_quota", scope = "tenant", … }`: fields by kind, defaults in validation.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBudget {
+    pub kind: String,
+    pub scope: Option<String>,
+    pub capacity: Option<f64>,
+    pub retry_cost: Option<f64>,
+    pub timeout_cost: Option<f64>,
+    pub throttling_cost: Option<f64>,
+    pub no_retry_increment: Option<f64>,
+    pub max_tokens: Option<f64>,
+    pub token_ratio: Option<f64>,
+    pub ttl: Option<Dur>,
+    pub percent: Option<f64>,
+    pub min_retries_per_s: Option<f64>,
+    pub ratio: Option<f64>,
+    pub window: Option<Dur>,
+    pub k: Option<f64>,
+    pub per_request: Option<f64>,
+    pub min_retries: Option<f64>,
+}
+
+/// `breaker = { scope = "client", window = "10s", threshold = 0.5, … }`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBreaker {
+    pub scope: Option<String>,
+    pub window: Option<Dur>,
+    pub threshold: Option<f64>,
+    pub min_calls: Option<i64>,
+    pub open_for: Option<Dur>,
+    pub probes: Option<i64>,
 }
 
 /// A distribution table: `{ dist = "constant", mean = "1ms" }`.
@@ -152,6 +209,7 @@ pub struct RawHop {
     pub downstream_policy: Option<String>,
     pub idempotency: Option<RawIdempotency>,
     pub effect: Option<bool>,
+    pub scheduling: Option<String>,
 }
 
 /// `[[fault]]`.

@@ -2,10 +2,10 @@
 //! [`Invalid`] naming the field, the value and the fix.
 
 use super::error::{closest, Invalid};
-use super::raw::{parse_duration, Dur, RawArrival, RawDist, RawFault, RawHop, RawPolicy, RawScenario, RawTenant};
+use super::raw::{parse_duration, Dur, RawArrival, RawDist, RawFault, RawHop, RawScenario, RawTenant};
 use crate::engine::{Nanos, NS_PER_MS, NS_PER_S};
 use crate::model::{
-    Arrival, Dist, Fault, FaultKind, HopSpec, IdempotencySpec, Jitter, RetryPolicy, SimSpec, TenantSpec,
+    Arrival, Dist, Fault, FaultKind, HopSpec, IdempotencySpec, RetryPolicy, SimSpec, TenantSpec,
 };
 
 /// Clients above this many are refused before anything is allocated.
@@ -24,7 +24,7 @@ pub struct Meta {
     pub replications: u32,
 }
 
-type V<T> = Result<T, Invalid>;
+pub(super) type V<T> = Result<T, Invalid>;
 
 /// Validates the whole file; warnings are invariant violations that do not stop a run.
 pub fn validate(raw: &RawScenario) -> V<(Meta, SimSpec, Vec<String>)> {
@@ -58,7 +58,7 @@ pub fn validate(raw: &RawScenario) -> V<(Meta, SimSpec, Vec<String>)> {
     let max_events = count(raw.max_events.unwrap_or(2_000_000_000), "max_events", 1, i64::MAX)? as u64;
     let recovery_hold = raw.recovery_hold.map_or(5 * NS_PER_S, |d| d.0);
     let policy_names: Vec<&str> = raw.policy.keys().map(String::as_str).collect();
-    let policies = raw.policy.iter().map(|(name, p)| policy(name, p)).collect::<V<Vec<_>>>()?;
+    let policies = raw.policy.iter().map(|(name, p)| super::policies::policy(name, p)).collect::<V<Vec<_>>>()?;
     let tenants = tenants(raw, &policy_names)?;
     let hops = hops(raw, &policy_names, &policies, &tenants)?;
     let faults = faults(&raw.fault, &hops)?;
@@ -78,6 +78,17 @@ pub fn validate(raw: &RawScenario) -> V<(Meta, SimSpec, Vec<String>)> {
     Ok((Meta { seed, replications }, spec, warnings))
 }
 
+/// Tenant and hop names address entries in `--set` paths and messages (`hop.NAME.workers`).
+fn check_name(name: &str, kind: &str, index: usize) -> V<()> {
+    if name.trim().is_empty() || name.contains('.') {
+        return Err(Invalid::at(
+            &format!("{kind}.{index}.name"),
+            format!("{kind} name `{name}` must be non-empty and contain no `.` (it is used in paths like `{kind}.NAME.field`)"),
+        ));
+    }
+    Ok(())
+}
+
 fn default_bucket(horizon: Nanos) -> Nanos {
     (horizon / 1_000).max(NS_PER_MS)
 }
@@ -87,21 +98,21 @@ pub fn show(ns: Nanos) -> String {
     humantime::format_duration(std::time::Duration::from_nanos(ns)).to_string()
 }
 
-fn positive(d: Dur, path: &str) -> V<Nanos> {
+pub(super) fn positive(d: Dur, path: &str) -> V<Nanos> {
     if d.0 == 0 {
         return Err(Invalid::at(path, "is 0; it must be a positive duration such as \"100ms\""));
     }
     Ok(d.0)
 }
 
-fn count(value: i64, path: &str, min: i64, max: i64) -> V<i64> {
+pub(super) fn count(value: i64, path: &str, min: i64, max: i64) -> V<i64> {
     if value < min || value > max {
         return Err(Invalid::at(path, format!("is {value}; it must be between {min} and {max}")));
     }
     Ok(value)
 }
 
-fn probability(value: Option<f64>, path: &str) -> V<f64> {
+pub(super) fn probability(value: Option<f64>, path: &str) -> V<f64> {
     let p = value.unwrap_or(0.0);
     if !(0.0..=1.0).contains(&p) {
         return Err(Invalid::at(path, format!("is {p}; a probability must be within [0, 1]")));
@@ -109,84 +120,16 @@ fn probability(value: Option<f64>, path: &str) -> V<f64> {
     Ok(p)
 }
 
-fn finite_at_least(value: f64, min: f64, path: &str, what: &str) -> V<f64> {
+pub(super) fn finite_at_least(value: f64, min: f64, path: &str, what: &str) -> V<f64> {
     if !value.is_finite() || value < min {
         return Err(Invalid::at(path, format!("is {value}; {what}")));
     }
     Ok(value)
 }
 
-fn unknown(path: &str, kind: &str, value: &str, allowed: &[&str]) -> Invalid {
+pub(super) fn unknown(path: &str, kind: &str, value: &str, allowed: &[&str]) -> Invalid {
     let hint = closest(value, allowed.iter().copied()).map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default();
     Invalid::at(path, format!("unknown {kind} `{value}`; allowed: {}{hint}", allowed.join(", ")))
-}
-
-const JITTERS: [&str; 8] =
-    ["none", "exponential", "full", "equal", "decorrelated", "decorrelated_v2", "proportional", "schedule"];
-
-fn policy(name: &str, raw: &RawPolicy) -> V<RetryPolicy> {
-    let at = |field: &str| format!("policy.{name}.{field}");
-    let jitter_name = raw.jitter.as_deref().ok_or_else(|| {
-        Invalid::at(&format!("policy.{name}"), format!("has no `jitter`; add one of: {}", JITTERS.join(", ")))
-    })?;
-    let base = raw.base.map_or(100 * NS_PER_MS, |d| d.0);
-    let cap = raw.cap.map_or(base.max(20 * NS_PER_S), |d| d.0);
-    if cap < base {
-        return Err(Invalid::at(
-            &at("cap"),
-            format!("is {} but base is {}; cap must be ≥ base", show(cap), show(base)),
-        ));
-    }
-    let multiplier =
-        finite_at_least(raw.multiplier.unwrap_or(2.0), 1.0, &at("multiplier"), "it must be a finite number ≥ 1")?;
-    let attempts_max = count(raw.max_attempts.unwrap_or(3), &at("max_attempts"), 1, 10_000)? as u32;
-    if raw.ratio.is_some() && jitter_name != "proportional" {
-        return Err(Invalid::at(&at("ratio"), "is only used by jitter = \"proportional\"; remove it"));
-    }
-    if raw.schedule.is_some() && jitter_name != "schedule" {
-        return Err(Invalid::at(&at("schedule"), "is only used by jitter = \"schedule\"; remove it"));
-    }
-    let jitter = match jitter_name {
-        "none" => Jitter::None,
-        "exponential" => Jitter::Exponential,
-        "full" => Jitter::Full,
-        "equal" => Jitter::Equal,
-        "decorrelated" => Jitter::Decorrelated,
-        "decorrelated_v2" => Jitter::DecorrelatedV2,
-        "proportional" => {
-            let ratio = raw.ratio.unwrap_or(0.2);
-            if !(ratio > 0.0 && ratio <= 1.0) {
-                return Err(Invalid::at(&at("ratio"), format!("is {ratio}; it must be within (0, 1] (gRPC uses 0.2)")));
-            }
-            Jitter::Proportional { ratio }
-        }
-        "schedule" => {
-            let delays: Vec<Nanos> = raw.schedule.as_ref().map(|s| s.iter().map(|d| d.0).collect()).unwrap_or_default();
-            if delays.is_empty() {
-                return Err(Invalid::at(
-                    &at("schedule"),
-                    "is missing or empty; list the delays, e.g. [\"5s\", \"5m\", \"30m\"]",
-                ));
-            }
-            Jitter::Schedule { delays }
-        }
-        other => return Err(unknown(&at("jitter"), "jitter", other, &JITTERS)),
-    };
-    let nonzero = |d: Option<Dur>, field: &str| match d {
-        Some(Dur(0)) => Err(Invalid::at(&at(field), "is 0; use a positive duration or leave it out")),
-        other => Ok(other.map(|d| d.0)),
-    };
-    Ok(RetryPolicy {
-        name: name.to_string(),
-        jitter,
-        base,
-        multiplier,
-        cap,
-        attempts_max,
-        deadline: nonzero(raw.deadline, "deadline")?,
-        attempt_timeout: nonzero(raw.attempt_timeout, "attempt_timeout")?,
-        honor_retry_after: raw.honor_retry_after.unwrap_or(false),
-    })
 }
 
 fn tenants(raw: &RawScenario, policy_names: &[&str]) -> V<Vec<TenantSpec>> {
@@ -203,8 +146,10 @@ fn tenants(raw: &RawScenario, policy_names: &[&str]) -> V<Vec<TenantSpec>> {
     }
     let mut out = Vec::new();
     for (i, t) in raw.tenant.iter().enumerate() {
+        check_name(&t.name, "tenant", i)?;
         if raw.tenant[..i].iter().any(|o| o.name == t.name) {
-            return Err(Invalid::at(&format!("tenant.{}", t.name), "is defined twice; tenant names must be unique"));
+            let why = format!("`{}` is defined twice; tenant names must be unique", t.name);
+            return Err(Invalid::at(&format!("tenant.{i}.name"), why));
         }
         out.push(tenant(t, policy_names)?);
     }
@@ -223,7 +168,7 @@ fn tenant(t: &RawTenant, policy_names: &[&str]) -> V<TenantSpec> {
     if invalid_fraction + poison_fraction > 1.0 {
         return Err(Invalid::at(
             &at("poison_fraction"),
-            "invalid_fraction + poison_fraction exceed 1; lower one of them",
+            format!("invalid_fraction {invalid_fraction} + poison_fraction {poison_fraction} exceed 1; lower one of them"),
         ));
     }
     let arrival = arrival(&t.arrival, &at("arrival"))?;
@@ -278,7 +223,8 @@ fn arrival(a: &RawArrival, at: &str) -> V<Arrival> {
                 Invalid::at(at, "kind `profile` needs steps, e.g. [{ from = \"0s\", rate_per_s = 40.0 }]")
             })?;
             if steps[0].from.0 != 0 {
-                return Err(Invalid::at(&field("steps"), "the first step must start at \"0s\""));
+                let first = show(steps[0].from.0);
+                return Err(Invalid::at(&field("steps"), format!("the first step starts at {first}; it must start at \"0s\"")));
             }
             let mut out = Vec::with_capacity(steps.len());
             for (i, s) in steps.iter().enumerate() {
@@ -357,8 +303,10 @@ fn hops(raw: &RawScenario, policy_names: &[&str], policies: &[RetryPolicy], tena
     }
     let mut out: Vec<HopSpec> = Vec::new();
     for (i, h) in raw.hop.iter().enumerate() {
+        check_name(&h.name, "hop", i)?;
         if raw.hop[..i].iter().any(|o| o.name == h.name) {
-            return Err(Invalid::at(&format!("hop.{}", h.name), "is defined twice; hop names must be unique"));
+            let why = format!("`{}` is defined twice; hop names must be unique", h.name);
+            return Err(Invalid::at(&format!("hop.{i}.name"), why));
         }
         let is_last = i + 1 == raw.hop.len();
         let caller_deadline = if i == 0 {
@@ -410,7 +358,12 @@ fn hop(
         Some(store) => Some(IdempotencySpec { ttl: ttl(&store.ttl.0, &at("idempotency.ttl"), caller_deadline)? }),
     };
     let effect = h.effect.unwrap_or(idempotency.is_some());
-    Ok(HopSpec { name: h.name.clone(), workers, queue_limit, service, network, downstream_policy, idempotency, effect })
+    let fair = match h.scheduling.as_deref() {
+        None | Some("fifo") => false,
+        Some("fair") => true,
+        Some(other) => return Err(unknown(&at("scheduling"), "scheduling", other, &["fifo", "fair"])),
+    };
+    Ok(HopSpec { name: h.name.clone(), workers, queue_limit, service, network, downstream_policy, idempotency, effect, fair })
 }
 
 /// `"78h"` or `"window+6h"` (the caller policy's deadline plus a margin, never jittered).
@@ -515,8 +468,13 @@ fn faults(raw: &[RawFault], hops: &[HopSpec]) -> V<Vec<Fault>> {
             return Err(Invalid::at(
                 &at("from"),
                 format!(
-                    "this `{}` window on hop `{}` overlaps fault {other}; merge them or make them disjoint",
-                    f.kind, f.hop
+                    "this `{}` window [{}, {}) on hop `{}` overlaps fault {other}'s [{}, {}); merge them or make them disjoint",
+                    f.kind,
+                    show(f.from.0),
+                    show(f.to.0),
+                    f.hop,
+                    show(out[other].from),
+                    show(out[other].to)
                 ),
             ));
         }

@@ -1,0 +1,365 @@
+//! Retry budgets, client-side throttles and circuit breakers (MODEL.md "Budgets, throttles,
+//! breakers"). Each is a small state machine driven by the simulation's call outcomes.
+
+use crate::engine::Nanos;
+
+/// Who shares one budget or breaker state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// One state per client.
+    Client,
+    /// One state per tenant.
+    Tenant,
+    /// One state for everybody using the policy.
+    Global,
+}
+
+/// Why an attempt failed, as a budget prices it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailureKind {
+    /// 5xx or connection refused.
+    Transient,
+    /// The attempt timed out.
+    Timeout,
+    /// 429 / throttling error.
+    Throttling,
+}
+
+/// A retry budget's parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BudgetKind {
+    /// AWS SDK retry quota: a token bucket paying for retries, refunded on success.
+    AwsQuota {
+        /// Bucket size and initial content (500).
+        capacity: f64,
+        /// Cost of a retry after a transient error (5; 14 from 2026).
+        retry_cost: f64,
+        /// Cost of a retry after a timeout (10; 14 from 2026).
+        timeout_cost: f64,
+        /// Cost of a retry after a throttling error (5).
+        throttling_cost: f64,
+        /// Added on a success that needed no retry (1).
+        no_retry_increment: f64,
+    },
+    /// gRPC retry throttling: retries only while tokens > max_tokens / 2.
+    GrpcThrottle {
+        /// Initial and maximum tokens (e.g. 10).
+        max_tokens: f64,
+        /// Tokens added per success (e.g. 0.1).
+        token_ratio: f64,
+    },
+    /// Finagle RetryBudget: `percent` of recent requests plus `min_retries_per_s`, over `ttl`.
+    Finagle {
+        /// How long a request's deposit lasts (10 s).
+        ttl: Nanos,
+        /// Share of requests that may be retried (0.2).
+        percent: f64,
+        /// Retries per second always allowed (10).
+        min_retries_per_s: f64,
+    },
+    /// Google SRE per-client retry ratio: retries ≤ max(ratio × requests, min_retries) in a
+    /// sliding window (Envoy's budget also always allows a few: min_retry_concurrency 3).
+    Ratio {
+        /// Allowed retries per request (0.1).
+        ratio: f64,
+        /// Retries always allowed per window (0 for the SRE rule, 3 for Envoy).
+        min_retries: f64,
+        /// Sliding window.
+        window: Nanos,
+    },
+    /// Google SRE client-side adaptive throttling: reject locally with
+    /// p = max(0, (requests − k·accepts) / (requests + 1)) over `window`.
+    AdaptiveThrottle {
+        /// Multiplier on accepts (2).
+        k: f64,
+        /// Sliding window (2 min).
+        window: Nanos,
+    },
+    /// Marc Brooker's token bucket: each request adds `per_request`, each retry costs 1.
+    TokenBucket {
+        /// Bucket size and initial content (5).
+        capacity: f64,
+        /// Tokens added per request (0.1).
+        per_request: f64,
+    },
+}
+
+/// A budget and who shares it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BudgetSpec {
+    /// The budget.
+    pub kind: BudgetKind,
+    /// Client, tenant or global.
+    pub scope: Scope,
+}
+
+/// A circuit breaker's parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BreakerSpec {
+    /// Client, tenant or global.
+    pub scope: Scope,
+    /// Sliding window over which the failure ratio is computed.
+    pub window: Nanos,
+    /// Failure ratio at which the breaker opens, in (0, 1].
+    pub threshold: f64,
+    /// Calls in the window needed before it may open.
+    pub min_calls: u32,
+    /// How long it stays open before half-opening.
+    pub open_for: Nanos,
+    /// Trial calls let through when half-open; all must succeed to close.
+    pub probes: u32,
+}
+
+/// Tolerance for token arithmetic: ten deposits of 0.1 make one whole token, as in the sources,
+/// despite binary floating point.
+const EPS: f64 = 1e-9;
+
+/// Slots of a sliding window: counts older than one window fall out slot by slot.
+const SLOTS: usize = 10;
+
+/// Event counts over a sliding window of `SLOTS` slots (the window's resolution is window/SLOTS).
+#[derive(Clone, Debug)]
+pub struct SlidingCounts<const N: usize> {
+    slot_ns: Nanos,
+    slot_index: u64,
+    slots: [[f64; N]; SLOTS],
+}
+
+impl<const N: usize> SlidingCounts<N> {
+    /// Empty counts over `window`.
+    pub fn new(window: Nanos) -> Self {
+        SlidingCounts { slot_ns: (window / SLOTS as u64).max(1), slot_index: 0, slots: [[0.0; N]; SLOTS] }
+    }
+
+    fn advance(&mut self, now: Nanos) {
+        let target = now / self.slot_ns;
+        let steps = target.saturating_sub(self.slot_index).min(SLOTS as u64);
+        for i in 1..=steps {
+            self.slots[((self.slot_index + i) % SLOTS as u64) as usize] = [0.0; N];
+        }
+        self.slot_index = self.slot_index.max(target);
+    }
+
+    /// Adds `amount` to counter `counter` at `now`.
+    pub fn add(&mut self, now: Nanos, counter: usize, amount: f64) {
+        self.advance(now);
+        self.slots[(self.slot_index % SLOTS as u64) as usize][counter] += amount;
+    }
+
+    /// Sum of counter `counter` over the window ending at `now`.
+    pub fn sum(&mut self, now: Nanos, counter: usize) -> f64 {
+        self.advance(now);
+        self.slots.iter().map(|s| s[counter]).sum()
+    }
+
+    /// Forgets everything.
+    pub fn clear(&mut self) {
+        self.slots = [[0.0; N]; SLOTS];
+    }
+}
+
+const REQUESTS: usize = 0;
+const RETRIES: usize = 1;
+
+/// The live state of one budget instance.
+#[derive(Clone, Debug)]
+pub enum BudgetState {
+    /// Tokens of an AWS quota.
+    AwsQuota {
+        /// Current tokens.
+        tokens: f64,
+    },
+    /// Tokens of gRPC throttling.
+    GrpcThrottle {
+        /// Current tokens.
+        tokens: f64,
+    },
+    /// Requests and retries in a sliding window (Finagle, ratio, adaptive: accepts in slot 1).
+    Windowed(SlidingCounts<2>),
+    /// Tokens of a Brooker bucket.
+    TokenBucket {
+        /// Current tokens.
+        tokens: f64,
+    },
+}
+
+impl BudgetKind {
+    /// A fresh state.
+    pub fn new_state(&self) -> BudgetState {
+        match *self {
+            BudgetKind::AwsQuota { capacity, .. } => BudgetState::AwsQuota { tokens: capacity },
+            BudgetKind::GrpcThrottle { max_tokens, .. } => BudgetState::GrpcThrottle { tokens: max_tokens },
+            BudgetKind::Finagle { ttl: window, .. }
+            | BudgetKind::Ratio { window, .. }
+            | BudgetKind::AdaptiveThrottle { window, .. } => BudgetState::Windowed(SlidingCounts::new(window)),
+            BudgetKind::TokenBucket { capacity, .. } => BudgetState::TokenBucket { tokens: capacity },
+        }
+    }
+
+    /// A new logical call starts (every request deposits, whatever its fate).
+    pub fn on_request(&self, state: &mut BudgetState, now: Nanos) {
+        match (self, state) {
+            (BudgetKind::Finagle { .. } | BudgetKind::Ratio { .. }, BudgetState::Windowed(w)) => {
+                w.add(now, REQUESTS, 1.0)
+            }
+            (BudgetKind::TokenBucket { capacity, per_request }, BudgetState::TokenBucket { tokens }) => {
+                *tokens = (*tokens + per_request).min(*capacity)
+            }
+            _ => {}
+        }
+    }
+
+    /// Probability that an attempt is rejected locally before it is sent (adaptive throttling);
+    /// counts the attempt as a request of the window.
+    pub fn local_reject_probability(&self, state: &mut BudgetState, now: Nanos) -> f64 {
+        let (BudgetKind::AdaptiveThrottle { k, .. }, BudgetState::Windowed(w)) = (self, state) else { return 0.0 };
+        let requests = w.sum(now, REQUESTS);
+        let accepts = w.sum(now, RETRIES);
+        w.add(now, REQUESTS, 1.0);
+        ((requests - k * accepts) / (requests + 1.0)).max(0.0)
+    }
+
+    /// An attempt failed (before the retry decision): gRPC spends a token.
+    pub fn on_failure(&self, state: &mut BudgetState) {
+        if let BudgetState::GrpcThrottle { tokens } = state {
+            *tokens = (*tokens - 1.0).max(0.0);
+        }
+    }
+
+    /// May the call retry now? On yes, the retry is paid for; returns the cost paid (AWS refunds
+    /// it on success), or `None` to refuse.
+    pub fn try_retry(&self, state: &mut BudgetState, now: Nanos, failure: FailureKind) -> Option<f64> {
+        match (self, state) {
+            (
+                BudgetKind::AwsQuota { retry_cost, timeout_cost, throttling_cost, .. },
+                BudgetState::AwsQuota { tokens },
+            ) => {
+                let cost = match failure {
+                    FailureKind::Transient => *retry_cost,
+                    FailureKind::Timeout => *timeout_cost,
+                    FailureKind::Throttling => *throttling_cost,
+                };
+                (*tokens >= cost - EPS).then(|| {
+                    *tokens = (*tokens - cost).max(0.0);
+                    cost
+                })
+            }
+            (BudgetKind::GrpcThrottle { max_tokens, .. }, BudgetState::GrpcThrottle { tokens }) => {
+                (*tokens > max_tokens / 2.0).then_some(0.0)
+            }
+            (BudgetKind::Finagle { ttl, percent, min_retries_per_s }, BudgetState::Windowed(w)) => {
+                let reserve = min_retries_per_s * (*ttl as f64 / 1e9);
+                let credit = percent * w.sum(now, REQUESTS) + reserve - w.sum(now, RETRIES);
+                (credit >= 1.0 - EPS).then(|| w.add(now, RETRIES, 1.0)).map(|_| 0.0)
+            }
+            (BudgetKind::Ratio { ratio, min_retries, .. }, BudgetState::Windowed(w)) => {
+                let allowed = (ratio * w.sum(now, REQUESTS)).max(*min_retries) - w.sum(now, RETRIES);
+                (allowed >= 1.0 - EPS).then(|| w.add(now, RETRIES, 1.0)).map(|_| 0.0)
+            }
+            (BudgetKind::AdaptiveThrottle { .. }, _) => Some(0.0),
+            (BudgetKind::TokenBucket { .. }, BudgetState::TokenBucket { tokens }) => {
+                (*tokens >= 1.0 - EPS).then(|| {
+                    *tokens = (*tokens - 1.0).max(0.0);
+                    1.0
+                })
+            }
+            (kind, state) => unreachable!("budget {kind:?} with state {state:?}"),
+        }
+    }
+
+    /// An attempt succeeded; `last_cost` is what its last retry paid (None if it was the first try).
+    pub fn on_success(&self, state: &mut BudgetState, now: Nanos, last_cost: Option<f64>) {
+        match (self, state) {
+            (BudgetKind::AwsQuota { capacity, no_retry_increment, .. }, BudgetState::AwsQuota { tokens }) => {
+                *tokens = (*tokens + last_cost.unwrap_or(*no_retry_increment)).min(*capacity);
+            }
+            (BudgetKind::GrpcThrottle { max_tokens, token_ratio }, BudgetState::GrpcThrottle { tokens }) => {
+                *tokens = (*tokens + token_ratio).min(*max_tokens);
+            }
+            (BudgetKind::AdaptiveThrottle { .. }, BudgetState::Windowed(w)) => w.add(now, RETRIES, 1.0),
+            _ => {}
+        }
+    }
+}
+
+/// Breaker position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BreakerPosition {
+    /// Calls flow; outcomes are counted.
+    Closed,
+    /// Calls fail fast until the instant given.
+    Open {
+        /// When it half-opens.
+        until: Nanos,
+    },
+    /// `probes` trial calls may pass.
+    HalfOpen {
+        /// Trial calls let through so far.
+        sent: u32,
+        /// Trial calls that succeeded.
+        succeeded: u32,
+    },
+}
+
+/// The live state of one circuit breaker.
+#[derive(Clone, Debug)]
+pub struct BreakerState {
+    /// Where it is.
+    pub position: BreakerPosition,
+    /// Successes (0) and failures (1) over the window, while closed.
+    counts: SlidingCounts<2>,
+}
+
+impl BreakerSpec {
+    /// A closed breaker.
+    pub fn new_state(&self) -> BreakerState {
+        BreakerState { position: BreakerPosition::Closed, counts: SlidingCounts::new(self.window) }
+    }
+
+    /// May an attempt be sent now? (Open ⇒ no; half-open ⇒ only the probes.)
+    pub fn allow(&self, state: &mut BreakerState, now: Nanos) -> bool {
+        if let BreakerPosition::Open { until } = state.position {
+            if now < until {
+                return false;
+            }
+            state.position = BreakerPosition::HalfOpen { sent: 0, succeeded: 0 };
+        }
+        match &mut state.position {
+            BreakerPosition::HalfOpen { sent, .. } if *sent >= self.probes => false,
+            BreakerPosition::HalfOpen { sent, .. } => {
+                *sent += 1;
+                true
+            }
+            _ => true,
+        }
+    }
+
+    /// Records an attempt's outcome.
+    pub fn record(&self, state: &mut BreakerState, now: Nanos, success: bool) {
+        match &mut state.position {
+            BreakerPosition::Closed => {
+                state.counts.add(now, usize::from(!success), 1.0);
+                let failures = state.counts.sum(now, 1);
+                let calls = failures + state.counts.sum(now, 0);
+                if calls >= f64::from(self.min_calls) && failures / calls >= self.threshold {
+                    state.position = BreakerPosition::Open { until: now.saturating_add(self.open_for) };
+                }
+            }
+            BreakerPosition::HalfOpen { succeeded, .. } => {
+                if !success {
+                    state.position = BreakerPosition::Open { until: now.saturating_add(self.open_for) };
+                } else {
+                    *succeeded += 1;
+                    if *succeeded >= self.probes {
+                        state.position = BreakerPosition::Closed;
+                        state.counts.clear();
+                    }
+                }
+            }
+            BreakerPosition::Open { .. } => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

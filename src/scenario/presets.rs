@@ -1,0 +1,160 @@
+//! Named policy presets: the retry settings real stacks ship, each with its source values.
+//!
+//! A scenario policy may say `preset = "grpc"` and override any field; the preset fills the rest.
+//! Where a real system's mechanism differs from our model, the comment says what we approximate.
+
+use super::raw::RawPolicy;
+
+/// `(name, description with sources, TOML of the policy)`.
+pub const PRESETS: [(&str, &str, &str); 9] = [
+    (
+        "aws-standard",
+        "AWS SDK standard retry mode (pre-2026): full jitter b·2^i with base 1 s, cap 20 s, 3 attempts; \
+         retry quota 500 tokens, 5 per retry, 10 per timeout retry, +1 per success without retry, refund on success",
+        r#"jitter = "full"
+base = "1s"
+multiplier = 2.0
+cap = "20s"
+max_attempts = 3
+budget = { kind = "aws_quota", scope = "client", capacity = 500.0, retry_cost = 5.0, timeout_cost = 10.0, throttling_cost = 5.0, no_retry_increment = 1.0 }"#,
+    ),
+    (
+        "aws-standard-2026",
+        "AWS SDK standard retry mode, 2026 values: full jitter with base 50 ms (1 s after throttling), cap 20 s, \
+         3 attempts; quota 500, 14 per retry, 5 per throttling retry; x-amz-retry-after honoured within [backoff, backoff + 5 s]",
+        r#"jitter = "full"
+base = "50ms"
+throttle_base = "1s"
+multiplier = 2.0
+cap = "20s"
+max_attempts = 3
+honor_retry_after = "aws"
+budget = { kind = "aws_quota", scope = "client", capacity = 500.0, retry_cost = 14.0, timeout_cost = 14.0, throttling_cost = 5.0, no_retry_increment = 1.0 }"#,
+    ),
+    (
+        "grpc",
+        "gRPC: exponential backoff with ±20% jitter (initial 1 s, multiplier 1.6, max 120 s), at most 5 attempts, \
+         retry throttling with maxTokens 10 and tokenRatio 0.1, server pushback honoured exactly",
+        r#"jitter = "proportional"
+ratio = 0.2
+base = "1s"
+multiplier = 1.6
+cap = "120s"
+max_attempts = 5
+honor_retry_after = "exact"
+budget = { kind = "grpc_throttle", scope = "client", max_tokens = 10.0, token_ratio = 0.1 }"#,
+    ),
+    (
+        "envoy",
+        "Envoy router retries: fully jittered exponential backoff, base 25 ms, max 250 ms, one retry; retry budget \
+         20% with at least 3 (Envoy bounds active retries at 20% of active requests, min_retry_concurrency 3; \
+         we bound retries at max(20% of requests, 3) over 10 s)",
+        r#"jitter = "full"
+base = "25ms"
+multiplier = 2.0
+cap = "250ms"
+max_attempts = 2
+budget = { kind = "ratio", scope = "client", ratio = 0.2, min_retries = 3.0, window = "10s" }"#,
+    ),
+    (
+        "finagle",
+        "Finagle: RetryBudget with ttl 10 s, 20% of requests plus 10 retries/s; jittered exponential backoff \
+         5 ms to 200 ms (Backoff.exponentialJittered), 3 attempts",
+        r#"jitter = "full"
+base = "5ms"
+multiplier = 2.0
+cap = "200ms"
+max_attempts = 3
+budget = { kind = "finagle", scope = "client", ttl = "10s", percent = 0.2, min_retries_per_s = 10.0 }"#,
+    ),
+    (
+        "polly-v8",
+        "Polly v8 retry strategy with BackoffType.Exponential and UseJitter: decorrelated jitter v2, Delay 2 s, \
+         MaxRetryAttempts 3 (4 attempts), MaxDelay unset (capped here at 30 s), Retry-After used as the delay",
+        r#"jitter = "decorrelated_v2"
+base = "2s"
+multiplier = 2.0
+cap = "30s"
+max_attempts = 4
+honor_retry_after = "exact""#,
+    ),
+    (
+        "resilience4j",
+        "resilience4j Retry with exponential random backoff: initial 500 ms, multiplier 1.5, randomization factor 0.5, \
+         maxAttempts 3 (cap 30 s here)",
+        r#"jitter = "proportional"
+ratio = 0.5
+base = "500ms"
+multiplier = 1.5
+cap = "30s"
+max_attempts = 3"#,
+    ),
+    (
+        "svix",
+        "Svix webhook delivery: attempts immediately, then after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h; \
+         15 s timeout per delivery",
+        r#"jitter = "schedule"
+schedule = ["5s", "5m", "30m", "2h", "5h", "10h", "10h"]
+max_attempts = 8
+attempt_timeout = "15s""#,
+    ),
+    (
+        "standard-webhooks",
+        "Standard Webhooks specification's example schedule (immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h; \
+         the spec was written by Svix, so it matches the Svix preset) with a 15 s timeout",
+        r#"jitter = "schedule"
+schedule = ["5s", "5m", "30m", "2h", "5h", "10h", "10h"]
+max_attempts = 8
+attempt_timeout = "15s""#,
+    ),
+];
+
+/// The names of all presets.
+pub fn names() -> Vec<&'static str> {
+    PRESETS.iter().map(|p| p.0).collect()
+}
+
+/// The preset `name` as a raw policy (None if unknown).
+pub fn preset(name: &str) -> Option<RawPolicy> {
+    let (_, _, text) = PRESETS.iter().find(|p| p.0 == name)?;
+    Some(toml::from_str(text).expect("bundled presets are valid policies"))
+}
+
+/// `raw` with every field it leaves out taken from `base`. A jitter that differs from the
+/// preset's drops the preset's jitter-specific fields (`ratio`, `schedule`).
+pub fn overlay(raw: &RawPolicy, mut base: RawPolicy) -> RawPolicy {
+    if raw.jitter.is_some() && raw.jitter != base.jitter {
+        base.ratio = None;
+        base.schedule = None;
+    }
+    RawPolicy {
+        preset: raw.preset.clone(),
+        jitter: raw.jitter.clone().or(base.jitter),
+        base: raw.base.or(base.base),
+        multiplier: raw.multiplier.or(base.multiplier),
+        cap: raw.cap.or(base.cap),
+        max_attempts: raw.max_attempts.or(base.max_attempts),
+        deadline: raw.deadline.or(base.deadline),
+        attempt_timeout: raw.attempt_timeout.or(base.attempt_timeout),
+        honor_retry_after: raw.honor_retry_after.clone().or(base.honor_retry_after),
+        throttle_base: raw.throttle_base.or(base.throttle_base),
+        ratio: raw.ratio.or(base.ratio),
+        schedule: raw.schedule.clone().or(base.schedule),
+        budget: raw.budget.clone().or(base.budget),
+        breaker: raw.breaker.clone().or(base.breaker),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_validates() {
+        for name in names() {
+            let raw = RawPolicy { preset: Some(name.to_string()), ..RawPolicy::default() };
+            let policy = super::super::policies::policy(name, &raw).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+            assert_eq!(policy.preset.as_deref(), Some(name));
+        }
+    }
+}
