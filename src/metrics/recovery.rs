@@ -14,12 +14,10 @@ pub const CALM_RETRY_SHARE_MAX: f64 = 0.05;
 /// is hop 0's pre-fault p99 queue wait, floored at one mean service time (a run whose fault
 /// starts at 0 has no pre-fault traffic to measure). Calm must hold for `spec.recovery_hold`
 /// and must begin before the horizon (after it, arrivals stop and any system drains).
-/// Without faults the system never left its steady state: `Some(0)`.
+/// The trigger is the last fault or load spike (a profile step above the first rate); without
+/// one the system never left its steady state: `Some(0)`.
 pub fn recovery_time_ns(record: &RunRecord, spec: &SimSpec) -> Option<u64> {
-    if spec.faults.is_empty() {
-        return Some(0);
-    }
-    let fault_end = spec.last_fault_end();
+    let Some(fault_end) = spec.trigger_end() else { return Some(0) };
     let service_mean = spec.hops[0].service.mean_ns(1);
     let baseline = (record.prefault_wait_p99_ns.unwrap_or(0) as f64).max(service_mean);
     let wait_max = 2.0 * baseline;

@@ -88,10 +88,20 @@ enum Event {
     AttemptTimeout {
         attempt: Handle,
     },
+    /// OCC: the read's reply (with the version) is back at the client, which sends its write.
+    OccReadBack {
+        attempt: Handle,
+    },
+    /// OCC: the conditional write reaches the register.
+    OccWrite {
+        attempt: Handle,
+    },
 }
 
 struct Call {
     request_id: u64,
+    /// Identifies the call's jitter draws (see [`jitter_position`]).
+    draw_key: u64,
     created_at: Nanos,
     deadline_at: Nanos,
     parent: Option<Handle>,
@@ -109,6 +119,8 @@ struct Call {
 struct Attempt {
     call: Handle,
     request_id: u64,
+    /// The call's draw key mixed with the attempt number: keys the draws of downstream calls.
+    draw_key: u64,
     arrived_at: Nanos,
     service_ns: Nanos,
     tenant: u16,
@@ -117,6 +129,8 @@ struct Attempt {
     phase: Phase,
     caller_waiting: bool,
     reply: Reply,
+    /// OCC: the register version the read returned.
+    occ_version: u64,
 }
 
 #[derive(Default)]
@@ -124,6 +138,8 @@ struct HopState {
     busy: u32,
     in_flight: u32,
     queue: HopQueue,
+    /// OCC register version.
+    version: u64,
 }
 
 /// A hop's waiting room: one FIFO, or per-tenant FIFOs served round-robin (`fair`).
@@ -280,7 +296,7 @@ impl<'a> Simulation<'a> {
             rngs: Rngs::new(seed, replication, spec.tenants.len(), spec.hops.len()),
             record,
             prefault_wait_us: new_latency_histogram(),
-            first_fault_start: spec.first_fault_start().unwrap_or(Nanos::MAX),
+            first_fault_start: spec.first_trigger_start().unwrap_or(Nanos::MAX),
             poisson_steps: spec.tenants.iter().map(|t| poisson_steps(&t.arrival)).collect(),
         }
     }
@@ -350,6 +366,8 @@ impl<'a> Simulation<'a> {
             Event::ServiceDone { attempt } => self.on_service_done(attempt),
             Event::ReplyArrive { attempt } => self.on_reply_arrive(attempt),
             Event::AttemptTimeout { attempt } => self.on_timeout(attempt),
+            Event::OccReadBack { attempt } => self.occ_send_write(attempt),
+            Event::OccWrite { attempt } => self.occ_write(attempt),
         }
     }
 
@@ -391,6 +409,7 @@ impl<'a> Simulation<'a> {
         let policy = &self.spec.policies[spec.policy];
         let call = Call {
             request_id,
+            draw_key: request_id,
             created_at: self.now,
             deadline_at: policy.deadline.map_or(Nanos::MAX, |d| self.now.saturating_add(d)),
             parent: None,
@@ -431,6 +450,7 @@ impl<'a> Simulation<'a> {
         let attempt = Attempt {
             call: call_handle,
             request_id: call.request_id,
+            draw_key: mix64(call.draw_key ^ u64::from(call.attempts_made)),
             arrived_at: now,
             service_ns: 0,
             tenant,
@@ -439,6 +459,7 @@ impl<'a> Simulation<'a> {
             phase: Phase::Network,
             caller_waiting: true,
             reply: Reply::Failed,
+            occ_version: 0,
         };
         self.count_attempt(hop, tenant as usize, retry, b);
         let handle = self.attempts.insert(attempt);
@@ -496,6 +517,10 @@ impl<'a> Simulation<'a> {
             self.send_reply(handle, Reply::Rejected);
             return;
         }
+        if self.spec.hops[hop].occ {
+            self.occ_read(handle, hop);
+            return;
+        }
         let spec = &self.spec.hops[hop];
         let workers = self.effective_workers(hop);
         let state = &mut self.hops[hop];
@@ -509,6 +534,34 @@ impl<'a> Simulation<'a> {
             self.record.hops[hop].overflow += 1;
             self.send_reply(handle, Reply::Failed);
         }
+    }
+
+    /// OCC read: the register answers with its current version (no queue, no service time).
+    fn occ_read(&mut self, handle: Handle, hop: usize) {
+        let version = self.hops[hop].version;
+        let a = self.attempts.get_mut(handle).expect("live");
+        a.occ_version = version;
+        a.phase = Phase::Service;
+        let net = self.spec.hops[hop].network.sample(&mut self.rngs.network[hop], 0);
+        self.queue.push(self.now.saturating_add(net), Event::OccReadBack { attempt: handle });
+    }
+
+    /// OCC: the client got the version and sends its conditional write.
+    fn occ_send_write(&mut self, handle: Handle) {
+        let hop = self.attempts.get(handle).expect("live").hop as usize;
+        let net = self.spec.hops[hop].network.sample(&mut self.rngs.network[hop], 0);
+        self.queue.push(self.now.saturating_add(net), Event::OccWrite { attempt: handle });
+    }
+
+    /// OCC write: succeeds iff the version read is still current, which then increments.
+    fn occ_write(&mut self, handle: Handle) {
+        let a = self.attempts.get(handle).expect("live");
+        let state = &mut self.hops[a.hop as usize];
+        let won = a.occ_version == state.version;
+        if won {
+            state.version += 1;
+        }
+        self.send_reply(handle, if won { Reply::Ok } else { Reply::Failed });
     }
 
     /// The answer an active fault forces at arrival: `Some(None)` for a hang (no answer),
@@ -635,6 +688,7 @@ impl<'a> Simulation<'a> {
         let deadline = self.spec.policies[policy].deadline;
         let call = Call {
             request_id: a.request_id,
+            draw_key: mix64(a.draw_key ^ ((hop as u64) << 48)),
             created_at: now,
             deadline_at: deadline.map_or(Nanos::MAX, |d| now.saturating_add(d)),
             parent: Some(parent),
@@ -744,6 +798,7 @@ impl<'a> Simulation<'a> {
         let call = self.calls.get_mut(call_handle).expect("caller of a live call");
         let retry = call.attempts_made;
         let rng = &mut self.rngs.jitter[call.hop as usize];
+        rng.set_word_pos(jitter_position(call.draw_key, retry));
         let backoff = if failure == FailureKind::Throttling {
             policy.delay_after_throttle(retry, &mut call.jitter, rng)
         } else {
@@ -951,4 +1006,24 @@ fn poisson_steps(arrival: &Arrival) -> Option<Vec<(Nanos, f64)>> {
         Arrival::Profile { steps } => Some(steps.clone()),
         _ => None,
     }
+}
+
+/// SplitMix64's finaliser: spreads a key over 64 bits (used to derive draw keys, not to draw).
+fn mix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Where in a hop's jitter stream the draws before retry `retry` of a call start.
+///
+/// Each call reads its jitter at fixed positions of the ChaCha stream (random access), keyed by
+/// its draw key: the request id for a client's call, a mix of the parent attempt's key and the hop
+/// for a downstream call. So request r's retry k uses the same uniform draws whatever the other
+/// requests do, and variants that differ only in their jitter formula compare draw for draw
+/// (common random numbers). 64 words (32 draws) per retry, 1,024 retries per key before reuse.
+fn jitter_position(draw_key: u64, retry: u32) -> u128 {
+    let key = u128::from(mix64(draw_key) >> 6);
+    ((key << 10) | u128::from(retry & 1023)) << 6
 }

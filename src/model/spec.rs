@@ -84,6 +84,8 @@ pub struct HopSpec {
     pub effect: bool,
     /// Per-tenant queues served round-robin (`fair`) instead of one FIFO queue.
     pub fair: bool,
+    /// An optimistic-concurrency register (`kind = "occ"`) instead of a queueing service.
+    pub occ: bool,
 }
 
 /// Everything a run needs, validated: nothing here can fail at run time.
@@ -125,6 +127,36 @@ impl SimSpec {
     /// End of the last fault window (0 without faults).
     pub fn last_fault_end(&self) -> Nanos {
         self.faults.iter().map(|f| f.to).max().unwrap_or(0)
+    }
+
+    /// End of the last load spike: a profile step whose rate exceeds the profile's first rate.
+    pub fn last_spike_end(&self) -> Option<Nanos> {
+        let spikes = self.tenants.iter().filter_map(|t| match &t.arrival {
+            Arrival::Profile { steps } => {
+                let base = steps[0].1;
+                (0..steps.len())
+                    .filter(|&i| steps[i].1 > base)
+                    .map(|i| steps.get(i + 1).map_or(self.horizon, |s| s.0))
+                    .max()
+            }
+            _ => None,
+        });
+        spikes.max()
+    }
+
+    /// The end of the last trigger (fault or load spike) recovery is measured from, if any.
+    pub fn trigger_end(&self) -> Option<Nanos> {
+        let fault = (!self.faults.is_empty()).then(|| self.last_fault_end());
+        fault.max(self.last_spike_end())
+    }
+
+    /// Start of the first trigger (fault or spike), for the pre-trigger baseline.
+    pub fn first_trigger_start(&self) -> Option<Nanos> {
+        let spike_start = self.tenants.iter().filter_map(|t| match &t.arrival {
+            Arrival::Profile { steps } => steps.iter().find(|s| s.1 > steps[0].1).map(|s| s.0),
+            _ => None,
+        });
+        self.first_fault_start().into_iter().chain(spike_start).min()
     }
 
     /// Start of the first fault window, if any.

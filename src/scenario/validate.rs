@@ -168,7 +168,9 @@ fn tenant(t: &RawTenant, policy_names: &[&str]) -> V<TenantSpec> {
     if invalid_fraction + poison_fraction > 1.0 {
         return Err(Invalid::at(
             &at("poison_fraction"),
-            format!("invalid_fraction {invalid_fraction} + poison_fraction {poison_fraction} exceed 1; lower one of them"),
+            format!(
+                "invalid_fraction {invalid_fraction} + poison_fraction {poison_fraction} exceed 1; lower one of them"
+            ),
         ));
     }
     let arrival = arrival(&t.arrival, &at("arrival"))?;
@@ -224,7 +226,10 @@ fn arrival(a: &RawArrival, at: &str) -> V<Arrival> {
             })?;
             if steps[0].from.0 != 0 {
                 let first = show(steps[0].from.0);
-                return Err(Invalid::at(&field("steps"), format!("the first step starts at {first}; it must start at \"0s\"")));
+                return Err(Invalid::at(
+                    &field("steps"),
+                    format!("the first step starts at {first}; it must start at \"0s\""),
+                ));
             }
             let mut out = Vec::with_capacity(steps.len());
             for (i, s) in steps.iter().enumerate() {
@@ -332,7 +337,24 @@ fn hop(
     let at = |field: &str| format!("hop.{}.{field}", h.name);
     let workers = count(h.workers.unwrap_or(1), &at("workers"), 1, 10_000_000)? as u32;
     let queue_limit = count(h.queue_limit.unwrap_or(u32::MAX as i64), &at("queue_limit"), 0, u32::MAX as i64)? as u32;
-    let service = dist(&h.service, &at("service"))?;
+    let occ = match h.kind.as_deref() {
+        None | Some("service") => false,
+        Some("occ") => true,
+        Some(other) => return Err(unknown(&at("kind"), "hop kind", other, &["service", "occ"])),
+    };
+    let service = match (&h.service, occ) {
+        (Some(d), false) => dist(d, &at("service"))?,
+        (None, true) => Dist::Constant { mean: 0 },
+        (Some(_), true) => {
+            return Err(Invalid::at(&at("service"), "an `occ` register has no service time; remove it"))
+        }
+        (None, false) => {
+            return Err(Invalid::at(
+                &format!("hop.{}", h.name),
+                "has no `service`; add e.g. service = { dist = \"constant\", mean = \"1ms\" }",
+            ))
+        }
+    };
     let network = h.network.as_ref().map_or(Ok(Dist::Constant { mean: 0 }), |n| dist(n, &at("network")))?;
     let downstream_policy = match (&h.downstream_policy, next) {
         (Some(p), Some(_)) => Some(
@@ -363,7 +385,7 @@ fn hop(
         Some("fair") => true,
         Some(other) => return Err(unknown(&at("scheduling"), "scheduling", other, &["fifo", "fair"])),
     };
-    Ok(HopSpec { name: h.name.clone(), workers, queue_limit, service, network, downstream_policy, idempotency, effect, fair })
+    Ok(HopSpec { name: h.name.clone(), workers, queue_limit, service, network, downstream_policy, idempotency, effect, fair, occ })
 }
 
 /// `"78h"` or `"window+6h"` (the caller policy's deadline plus a margin, never jittered).
