@@ -1,17 +1,32 @@
-//! `retrystorm plot DIR`: re-renders charts and the report from a run's files.
+//! `retrystorm plot DIR`: re-renders charts and the report from a run's files, without simulating.
 
 use super::CliError;
+use crate::report;
 use clap::Args;
 use std::path::PathBuf;
 
 /// Flags of `plot`.
 #[derive(Debug, Args)]
 pub struct PlotArgs {
-    /// A run's output directory.
+    /// A run's output directory (written by `run` or `compare`).
     pub dir: PathBuf,
+    /// Print nothing on success.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
-/// Re-renders the charts of `args.dir`.
+/// Re-renders the charts and `report.html` of `args.dir`.
 pub fn run(args: PlotArgs) -> Result<(), CliError> {
-    Err(CliError::Failure(format!("plot {}: not implemented yet", args.dir.display())))
+    if !args.dir.is_dir() {
+        return Err(CliError::BadInput(format!(
+            "plot: `{}` is not a directory; give the output directory of a `run` or `compare`",
+            args.dir.display()
+        )));
+    }
+    // Both a directory that is not a run and one we cannot write to are the caller's to fix.
+    let written = report::render_run(&args.dir).map_err(|e| CliError::BadInput(format!("plot: {e}")))?;
+    if !args.quiet {
+        println!("re-rendered {} files in {}", written.len(), args.dir.display());
+    }
+    Ok(())
 }

@@ -1,7 +1,10 @@
-//! Reporting: the output directory's files (JSON, CSV, charts), written atomically.
+//! Reporting: the output directory's files (JSON, CSV, charts, HTML), written atomically.
 
 pub mod charts;
 pub mod files;
+pub mod html;
+pub mod readback;
+pub mod reading;
 pub mod summary;
 pub mod sweep;
 
@@ -10,7 +13,8 @@ pub use files::OutputError;
 use crate::runner::Study;
 use std::path::{Path, PathBuf};
 
-/// Writes `summary.json`, `summary.csv`, `timeseries.csv`, `perf.json` and the charts to `dir`.
+/// Writes `summary.json`, `summary.csv`, `timeseries.csv`, `perf.json`, the chart data files,
+/// the charts and `report.html` to `dir`.
 pub fn write_study(dir: &Path, study: &Study) -> Result<Vec<PathBuf>, OutputError> {
     files::prepare_dir(dir)?;
     let mut written = Vec::new();
@@ -29,6 +33,38 @@ pub fn write_study(dir: &Path, study: &Study) -> Result<Vec<PathBuf>, OutputErro
     put("summary.csv", summary::summary_csv(study))?;
     put("timeseries.csv", summary::timeseries_csv(study))?;
     put("perf.json", pretty(&summary::perf_json(study)))?;
-    written.extend(charts::write_charts(dir, study)?);
+    put("scenario.json", pretty(&charts::data::scenario_json(study)))?;
+    put("delays.csv", charts::data::delays_csv(study))?;
+    put("latency.csv", charts::data::latency_csv(study))?;
+    // Render from the files just written, exactly as `plot` will: one path, identical output.
+    written.extend(render_run(dir).map_err(|e| match e {
+        RenderError::Read(e) => {
+            OutputError { path: e.path, message: format!("reading back the run failed: {}", e.message) }
+        }
+        RenderError::Write(e) => e,
+    })?);
+    Ok(written)
+}
+
+/// Why re-rendering a run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    /// The directory does not hold a readable run.
+    #[error("{0}")]
+    Read(#[from] readback::ReadError),
+    /// A chart or the report could not be written.
+    #[error("{0}")]
+    Write(#[from] OutputError),
+}
+
+/// Renders every chart and `report.html` of the run in `dir` from its files; returns the files
+/// written.
+pub fn render_run(dir: &Path) -> Result<Vec<PathBuf>, RenderError> {
+    let data = readback::read_run(dir)?;
+    let rendered = charts::write_charts(dir, &data)?;
+    let report = dir.join("report.html");
+    files::write_atomic(&report, html::report_html(&data, &rendered.svgs).as_bytes())?;
+    let mut written = rendered.files;
+    written.push(report);
     Ok(written)
 }

@@ -1,0 +1,295 @@
+//! Horizontal bar charts of metrics with 95% CI whiskers: per variant, and grouped per hop or
+//! tenant.
+
+use super::axes::CategoryAxis;
+use super::data::{stat, ReportData};
+use super::key::{with_key, KeyItem, Swatch};
+use super::{fmt_num, fmt_secs, fmt_tick, variant_colour, DrawResult, FONT};
+use crate::metrics::stats::Stat;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// A metric panel: which metric, how to title it and how to scale it.
+struct Metric {
+    name: &'static str,
+    title: &'static str,
+    axis: &'static str,
+    /// Multiplies values for display (100 for ratios shown in %).
+    scale: f64,
+    /// Unit written after each value label (`×`, `%`); ` s` formats the value as a duration.
+    suffix: &'static str,
+    /// A reference value drawn as a dashed line, with its label.
+    reference: Option<(f64, &'static str)>,
+}
+
+const fn metric(name: &'static str, title: &'static str, axis: &'static str) -> Metric {
+    Metric { name, title, axis, scale: 1.0, suffix: "", reference: None }
+}
+
+fn headline_metrics(has_faults: bool) -> Vec<Metric> {
+    let last = if has_faults {
+        Metric {
+            suffix: " s",
+            ..metric("recovery_time_s", "Recovery time after the last fault", "seconds (null: never recovered)")
+        }
+    } else {
+        Metric { suffix: " s", ..metric("latency_s_p99", "p99 latency of succeeded requests", "seconds") }
+    };
+    vec![
+        Metric {
+            reference: Some((1.0, "no retries")),
+            suffix: "×",
+            ..metric("amplification", "Amplification: attempts per request", "attempts ÷ logical requests (×)")
+        },
+        Metric {
+            reference: Some((1.0, "capacity")),
+            suffix: "×",
+            ..metric("peak_over_capacity", "Peak load over capacity at the first hop", "peak attempts/s ÷ capacity (×)")
+        },
+        Metric {
+            scale: 100.0,
+            suffix: "%",
+            ..metric("success_ratio", "Requests that succeeded", "% of logical requests")
+        },
+        metric("dlq", "Dead-lettered requests (DLQ)", "requests per run"),
+        metric("duplicates", "Duplicated side effects", "side effects executed again, per run"),
+        last,
+    ]
+}
+
+/// One bar: its vertical position, statistic and colour.
+struct Bar<'a> {
+    y: f64,
+    stat: Option<&'a Stat>,
+    colour: RGBColor,
+}
+
+struct Panel<'a> {
+    title: String,
+    axis: &'a str,
+    scale: f64,
+    suffix: &'a str,
+    reference: Option<(f64, &'a str)>,
+    bars: Vec<Bar<'a>>,
+    /// Category labels at their y positions.
+    labels: Vec<(f64, String)>,
+}
+
+fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let s = panel.scale;
+    let high = |st: &Stat| st.ci95.map_or(st.mean.unwrap_or(0.0), |c| c[1]) * s;
+    let mut x_max = panel.bars.iter().filter_map(|b| b.stat).map(high).fold(0.0, f64::max);
+    if let Some((r, _)) = panel.reference {
+        x_max = x_max.max(r * s);
+    }
+    let all_zero = x_max == 0.0;
+    // Room on the right for the value labels.
+    let x_max = if all_zero { 1.0 } else { x_max * 1.3 };
+    let y_top = panel.bars.iter().map(|b| b.y).fold(0.0, f64::max) + 0.7;
+    let label_points: Vec<f64> = panel.labels.iter().map(|l| l.0).collect();
+    let mut chart = ChartBuilder::on(area)
+        .caption(&panel.title, (FONT, 17))
+        .margin(10)
+        .margin_right(18)
+        .x_label_area_size(44)
+        .y_label_area_size(110)
+        .build_cartesian_2d(0.0..x_max, CategoryAxis { range: -0.7..y_top, ticks: label_points })?;
+    let labels = &panel.labels;
+    chart
+        .configure_mesh()
+        .x_desc(panel.axis)
+        .y_label_formatter(&|y| labels.iter().find(|l| (l.0 - y).abs() < 1e-9).map(|l| l.1.clone()).unwrap_or_default())
+        .x_label_formatter(&|x| if all_zero { String::new() } else { fmt_tick(*x) })
+        .disable_y_mesh()
+        .light_line_style(WHITE.mix(0.0))
+        .bold_line_style(BLACK.mix(0.08))
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 14))
+        .x_labels(6)
+        .draw()?;
+    if let Some((r, text)) = panel.reference {
+        let x = r * s;
+        let dashed = DashedLineSeries::new(vec![(x, -0.7), (x, y_top)], 6, 4, BLACK.mix(0.6).stroke_width(1));
+        chart.draw_series(dashed)?;
+        let grey = BLACK.mix(0.7);
+        let style = TextStyle::from((FONT, 12).into_font()).pos(Pos::new(HPos::Left, VPos::Top)).color(&grey);
+        chart.draw_series(std::iter::once(Text::new(format!(" {text}"), (x, y_top), style)))?;
+    }
+    for bar in &panel.bars {
+        draw_bar(&mut chart, bar, s, panel.suffix)?;
+    }
+    if all_zero && panel.bars.iter().any(|b| b.stat.and_then(|st| st.mean).is_some()) {
+        let style = TextStyle::from((FONT, 15).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
+        let text = Text::new("0 in every variant and replication", (0.5, y_top / 2.0 - 0.35), style);
+        chart.draw_series(std::iter::once(text))?;
+    }
+    Ok(())
+}
+
+fn draw_bar<DB: DrawingBackend, CT>(chart: &mut ChartContext<'_, DB, CT>, bar: &Bar, s: f64, suffix: &str) -> DrawResult
+where
+    DB::ErrorType: 'static,
+    CT: plotters::coord::CoordTranslate<From = (f64, f64)>,
+{
+    let half = 0.36;
+    let y = bar.y;
+    let Some(mean) = bar.stat.and_then(|st| st.mean) else {
+        let text = Text::new("n/a (no value in any replication)", (0.0, y), (FONT, 13).into_font());
+        chart.draw_series(std::iter::once(text))?;
+        return Ok(());
+    };
+    let st = bar.stat.expect("mean implies a stat");
+    let m = mean * s;
+    chart.draw_series(std::iter::once(Rectangle::new(
+        [(0.0, y - half), (m, y + half)],
+        bar.colour.mix(0.85).filled(),
+    )))?;
+    let (lo, hi) = st.ci95.map_or((m, m), |c| (c[0] * s, c[1] * s));
+    let whisker = BLACK.stroke_width(2);
+    let cap = half * 0.55;
+    chart.draw_series([
+        PathElement::new(vec![(lo, y), (hi, y)], whisker),
+        PathElement::new(vec![(lo, y - cap), (lo, y + cap)], whisker),
+        PathElement::new(vec![(hi, y - cap), (hi, y + cap)], whisker),
+    ])?;
+    let missing = st.values.iter().filter(|v| v.is_none()).count();
+    let mut text = if suffix == " s" { fmt_secs(m) } else { format!("{}{suffix}", fmt_num(m)) };
+    if missing > 0 {
+        text.push_str(&format!(" ({missing}/{} null)", st.values.len()));
+    }
+    let style = TextStyle::from((FONT, 14).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+    chart.draw_series(std::iter::once(Text::new(format!(" {text}"), (hi.max(m), y), style)))?;
+    Ok(())
+}
+
+/// The headline metrics per variant: a 3 × 2 grid of bar panels.
+pub fn draw_metrics<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &ReportData) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let title = format!(
+        "{}: key metrics per variant (mean of {} replications, whiskers: 95% CI)",
+        data.scenario, data.replications
+    );
+    let root = root.titled(&title, (FONT, 24))?;
+    let has_faults = data.variants.iter().any(|v| !v.setup.faults.is_empty());
+    let metrics = headline_metrics(has_faults);
+    let areas = root.split_evenly((2, 3));
+    let n = data.variants.len();
+    let labels: Vec<(f64, String)> =
+        data.variants.iter().enumerate().map(|(i, v)| ((n - 1 - i) as f64, v.name.clone())).collect();
+    for (m, area) in metrics.iter().zip(&areas) {
+        let bars = data
+            .variants
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Bar { y: (n - 1 - i) as f64, stat: stat(&v.metrics, m.name), colour: variant_colour(i) })
+            .collect();
+        let panel = Panel {
+            title: m.title.to_string(),
+            axis: m.axis,
+            scale: m.scale,
+            suffix: m.suffix,
+            reference: m.reference,
+            bars,
+            labels: labels.clone(),
+        };
+        draw_panel(area, &panel)?;
+    }
+    Ok(())
+}
+
+/// Which grouping the scoped bars use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// One group per hop.
+    Hops,
+    /// One group per tenant.
+    Tenants,
+}
+
+fn scoped_metrics(scope: Scope) -> Vec<Metric> {
+    match scope {
+        Scope::Hops => vec![
+            Metric {
+                suffix: "×",
+                ..metric("amplification", "Attempts at each hop per logical request", "attempts ÷ logical requests (×)")
+            },
+            Metric {
+                reference: Some((1.0, "capacity")),
+                suffix: "×",
+                ..metric("peak_over_capacity", "Peak load over capacity", "peak attempts/s ÷ capacity (×)")
+            },
+            Metric {
+                suffix: " s",
+                ..metric("wasted_work_s", "Wasted work (caller had given up)", "service seconds per run")
+            },
+            Metric { suffix: " s", ..metric("queue_wait_s_mean", "Mean queue wait", "seconds") },
+        ],
+        Scope::Tenants => vec![
+            Metric {
+                scale: 100.0,
+                suffix: "%",
+                ..metric("success_ratio", "Requests that succeeded", "% of the tenant's requests")
+            },
+            metric("dlq", "Dead-lettered requests (DLQ)", "requests per run"),
+            Metric {
+                suffix: "×",
+                ..metric("amplification", "Attempts per request", "attempts ÷ logical requests (×)")
+            },
+            Metric { suffix: " s", ..metric("latency_s_p99", "p99 latency of succeeded requests", "seconds") },
+        ],
+    }
+}
+
+/// Metrics per hop (chains) or per tenant, one group of variant bars per hop/tenant.
+pub fn draw_scoped<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &ReportData, scope: Scope) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let what = if scope == Scope::Hops { "hop" } else { "tenant" };
+    let title = format!(
+        "{}: metrics per {what} and variant (mean of {} replications, whiskers: 95% CI)",
+        data.scenario, data.replications
+    );
+    let root = root.titled(&title, (FONT, 24))?;
+    let key: Vec<KeyItem> = data
+        .variants
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (Swatch::Fill(variant_colour(i).mix(0.85)), v.name.clone()))
+        .collect();
+    let root = with_key(&root, &key)?;
+    let areas = root.split_evenly((2, 2));
+    let rows = |v: &super::data::VariantData| if scope == Scope::Hops { v.hops.clone() } else { v.tenants.clone() };
+    let groups: Vec<String> = rows(&data.variants[0]).into_iter().map(|r| r.0).collect();
+    let n = data.variants.len();
+    let stride = (n + 1) as f64;
+    let y_of = |g: usize, i: usize| (groups.len() - 1 - g) as f64 * stride + (n - 1 - i) as f64;
+    let labels: Vec<(f64, String)> =
+        groups.iter().enumerate().map(|(g, name)| (y_of(g, 0) - (n - 1) as f64 / 2.0, name.clone())).collect();
+    let all_rows: Vec<_> = data.variants.iter().map(rows).collect();
+    for (m, area) in scoped_metrics(scope).iter().zip(&areas) {
+        let mut bars = Vec::new();
+        for (i, variant_rows) in all_rows.iter().enumerate() {
+            for (g, (_, row)) in variant_rows.iter().enumerate().take(groups.len()) {
+                bars.push(Bar { y: y_of(g, i), stat: stat(row, m.name), colour: variant_colour(i) });
+            }
+        }
+        let panel = Panel {
+            title: m.title.to_string(),
+            axis: m.axis,
+            scale: m.scale,
+            suffix: m.suffix,
+            reference: m.reference,
+            bars,
+            labels: labels.clone(),
+        };
+        draw_panel(area, &panel)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,524 @@
+//! What the charts and the report draw from, and the extra files that carry it to disk.
+//!
+//! Charts are a pure function of a run's files: `write_study` writes `scenario.json`,
+//! `delays.csv` and `latency.csv` next to the summary, reads the directory back
+//! ([`crate::report::readback`]) and renders from that. So `retrystorm plot DIR` reproduces the
+//! same charts byte for byte, and the write path tests the read path on every run.
+
+use crate::engine::Nanos;
+use crate::model::budget::{BudgetKind, BudgetSpec, Scope};
+use crate::model::policy::RetryAfterMode;
+use crate::model::{Arrival, Dist, FaultKind, Jitter, RetryPolicy, SimSpec};
+use crate::runner::{MeanSeries, StatRow, Study};
+use serde::{Deserialize, Serialize};
+
+/// Delay-histogram resolution: bins per decade of seconds (bin i covers [10^(i/N), 10^((i+1)/N)).
+pub const DELAY_BINS_PER_DECADE: i32 = 20;
+
+/// Everything a run's report shows.
+#[derive(Clone, Debug)]
+pub struct ReportData {
+    /// Scenario name.
+    pub scenario: String,
+    /// Master seed.
+    pub seed: u64,
+    /// Replications per variant.
+    pub replications: u32,
+    /// retrystorm version that produced the run.
+    pub version: String,
+    /// Width of a time-series bucket, in seconds.
+    pub bucket_s: f64,
+    /// Invariant warnings.
+    pub warnings: Vec<String>,
+    /// Per variant, in run order (which fixes each variant's colour).
+    pub variants: Vec<VariantData>,
+}
+
+/// One variant's results and configuration.
+#[derive(Clone, Debug)]
+pub struct VariantData {
+    /// Variant name.
+    pub name: String,
+    /// What was simulated.
+    pub setup: Setup,
+    /// Whole-system metrics.
+    pub metrics: StatRow,
+    /// Per hop: name and metrics.
+    pub hops: Vec<(String, StatRow)>,
+    /// Per tenant: name and metrics.
+    pub tenants: Vec<(String, StatRow)>,
+    /// Replications that stopped early, with the reason.
+    pub truncated: Vec<String>,
+    /// Mean series per hop (only the active buckets).
+    pub hop_series: Vec<MeanSeries>,
+    /// Mean series per tenant (only the active buckets).
+    pub tenant_series: Vec<MeanSeries>,
+    /// Retry-delay histogram at hop 0 (all replications pooled).
+    pub delays: Vec<DelayBin>,
+    /// Latency of succeeded requests: (microseconds, count), all replications pooled.
+    pub latency_us: Vec<(u64, u64)>,
+}
+
+/// Count of the delays before retry `retry` that fell in `[low_s, high_s)`; a bin with
+/// `low_s == high_s` is a point mass (exactly 0, or exactly a policy's cap).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DelayBin {
+    /// Retry number k (1 = the first retry).
+    pub retry: u32,
+    /// Lower bound, seconds.
+    pub low_s: f64,
+    /// Upper bound, seconds.
+    pub high_s: f64,
+    /// Number of delays.
+    pub count: u64,
+}
+
+/// The simulated configuration of one variant, as the report describes it (`scenario.json`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Setup {
+    /// No new arrivals after this, seconds.
+    pub horizon_s: f64,
+    /// Tenants in file order.
+    pub tenants: Vec<TenantInfo>,
+    /// Hops in chain order.
+    pub hops: Vec<HopInfo>,
+    /// Retry policies.
+    pub policies: Vec<PolicyInfo>,
+    /// Faults sorted by start.
+    pub faults: Vec<FaultInfo>,
+}
+
+/// A tenant, described.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TenantInfo {
+    /// Name.
+    pub name: String,
+    /// Number of clients.
+    pub clients: u32,
+    /// Arrival pattern in words.
+    pub arrival: String,
+    /// Name of its retry policy.
+    pub policy: String,
+    /// Share of requests answered with a non-retryable 4xx.
+    pub invalid_fraction: f64,
+    /// Share of requests that always fail with a retryable 5xx.
+    pub poison_fraction: f64,
+}
+
+/// A hop, described.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct HopInfo {
+    /// Name.
+    pub name: String,
+    /// Concurrency.
+    pub workers: u32,
+    /// Queue limit.
+    pub queue_limit: u32,
+    /// Service-time distribution in words.
+    pub service: String,
+    /// workers ÷ mean service time (None when the service time is 0).
+    pub capacity_per_s: Option<f64>,
+    /// Policy used to call the next hop.
+    pub downstream_policy: Option<String>,
+    /// Idempotency-key time to live, seconds.
+    pub idempotency_ttl_s: Option<f64>,
+}
+
+/// A retry policy, described.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct PolicyInfo {
+    /// Name.
+    pub name: String,
+    /// Jitter strategy (scenario-file name).
+    pub jitter: String,
+    /// Un-jittered first delay, seconds.
+    pub base_s: f64,
+    /// Growth factor per retry.
+    pub multiplier: f64,
+    /// Largest delay, seconds.
+    pub cap_s: f64,
+    /// Attempts including the first try.
+    pub max_attempts: u32,
+    /// Total time budget, seconds.
+    pub deadline_s: Option<f64>,
+    /// Per-attempt timeout, seconds.
+    pub attempt_timeout_s: Option<f64>,
+    /// The whole policy in one line.
+    pub summary: String,
+}
+
+/// A fault, described.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct FaultInfo {
+    /// Name of the hop it hits.
+    pub hop: String,
+    /// Kind (scenario-file name).
+    pub kind: String,
+    /// Start, seconds.
+    pub from_s: f64,
+    /// End, seconds.
+    pub to_s: f64,
+    /// The kind with its parameter in words, e.g. `throttle (Retry-After 1s)`.
+    pub summary: String,
+}
+
+/// One line of `scenario.json`'s `variants` list.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct VariantSetup {
+    /// Variant name.
+    pub name: String,
+    /// Its configuration.
+    #[serde(flatten)]
+    pub setup: Setup,
+}
+
+fn secs(ns: Nanos) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// A duration in humantime's words (`1ms`, `2m 30s`).
+pub fn duration_words(ns: Nanos) -> String {
+    humantime::format_duration(std::time::Duration::from_nanos(ns)).to_string()
+}
+
+fn dist_words(dist: &Dist) -> String {
+    let d = |ns: Nanos| duration_words(ns);
+    match *dist {
+        Dist::Constant { mean } => format!("constant {}", d(mean)),
+        Dist::Exponential { mean } => format!("exponential, mean {}", d(mean)),
+        Dist::LogNormal { mean, sd } => format!("lognormal, mean {}, sd {}", d(mean), d(sd)),
+        Dist::NormalAbs { mean, sd } => format!("|normal({}, {})|", d(mean), d(sd)),
+        Dist::Load { base, per_inflight } => format!("{} + {} × in-flight", d(base), d(per_inflight)),
+    }
+}
+
+fn arrival_words(arrival: &Arrival) -> String {
+    let d = |ns: Nanos| duration_words(ns);
+    match arrival {
+        Arrival::Herd { start, spread, requests_per_client } => format!(
+            "herd: {requests_per_client} request(s) per client, first at U({}, {})",
+            d(*start),
+            d(start + spread)
+        ),
+        Arrival::Poisson { rate_per_s } => format!("poisson, {rate_per_s}/s"),
+        Arrival::Closed { start, spread, think } => {
+            format!("closed loop, think {}, first at U({}, {})", d(*think), d(*start), d(start + spread))
+        }
+        Arrival::Profile { steps } => {
+            let parts: Vec<String> = steps.iter().map(|(from, rate)| format!("{rate}/s from {}", d(*from))).collect();
+            format!("profile: {}", parts.join(", "))
+        }
+    }
+}
+
+fn jitter_words(jitter: &Jitter) -> String {
+    match jitter {
+        Jitter::Proportional { ratio } => format!("proportional ±{ratio}"),
+        Jitter::Schedule { delays } => {
+            let parts: Vec<String> = delays.iter().map(|&ns| duration_words(ns)).collect();
+            format!("schedule [{}]", parts.join(", "))
+        }
+        other => other.name().to_string(),
+    }
+}
+
+fn policy_info(p: &RetryPolicy) -> PolicyInfo {
+    let mut summary = format!(
+        "{}, base {}, ×{}, cap {}, {} attempts",
+        jitter_words(&p.jitter),
+        duration_words(p.base),
+        p.multiplier,
+        duration_words(p.cap),
+        p.attempts_max
+    );
+    if let Some(t) = p.attempt_timeout {
+        summary.push_str(&format!(", timeout {}", duration_words(t)));
+    }
+    if let Some(dl) = p.deadline {
+        summary.push_str(&format!(", deadline {}", duration_words(dl)));
+    }
+    summary.push_str(&retry_after_words(p.retry_after));
+    if let Some(budget) = &p.budget {
+        summary.push_str(&format!(", {}", budget_words(budget)));
+    }
+    if let Some(b) = &p.breaker {
+        summary.push_str(&format!(
+            ", breaker ({}, opens at {}% failures over {})",
+            scope_words(b.scope),
+            b.threshold * 100.0,
+            duration_words(b.window)
+        ));
+    }
+    if let Some(preset) = &p.preset {
+        summary = format!("preset {preset}: {summary}");
+    }
+    PolicyInfo {
+        name: p.name.clone(),
+        jitter: p.jitter.name().to_string(),
+        base_s: secs(p.base),
+        multiplier: p.multiplier,
+        cap_s: secs(p.cap),
+        max_attempts: p.attempts_max,
+        deadline_s: p.deadline.map(secs),
+        attempt_timeout_s: p.attempt_timeout.map(secs),
+        summary,
+    }
+}
+
+// The wildcard arms keep this file compiling when the model grows a mode or a budget kind;
+// the new one is then described by its debug form until it gets words here.
+#[allow(unreachable_patterns)]
+fn retry_after_words(mode: RetryAfterMode) -> String {
+    match mode {
+        RetryAfterMode::Ignore => String::new(),
+        RetryAfterMode::AtLeast => ", waits at least Retry-After".into(),
+        RetryAfterMode::Exact => ", waits exactly Retry-After".into(),
+        RetryAfterMode::AwsClamp => ", Retry-After clamped to [backoff, backoff + 5 s] (AWS)".into(),
+        other => format!(", Retry-After: {other:?}"),
+    }
+}
+
+#[allow(unreachable_patterns)]
+fn budget_words(budget: &BudgetSpec) -> String {
+    let kind = match &budget.kind {
+        BudgetKind::AwsQuota { capacity, retry_cost, .. } => {
+            format!("AWS retry quota ({capacity} tokens, {retry_cost} per retry)")
+        }
+        BudgetKind::GrpcThrottle { max_tokens, token_ratio } => {
+            format!("gRPC throttle ({max_tokens} tokens, +{token_ratio} per success)")
+        }
+        BudgetKind::Finagle { percent, min_retries_per_s, .. } => {
+            format!("Finagle budget ({}% of requests + {min_retries_per_s}/s)", percent * 100.0)
+        }
+        BudgetKind::Ratio { ratio, .. } => format!("retry ratio ≤ {ratio}"),
+        BudgetKind::AdaptiveThrottle { k, .. } => format!("adaptive throttle (K = {k})"),
+        BudgetKind::TokenBucket { capacity, per_request } => {
+            format!("token bucket ({capacity} tokens, +{per_request} per request)")
+        }
+        other => format!("{other:?}"),
+    };
+    format!("budget: {kind}, {}", scope_words(budget.scope))
+}
+
+fn scope_words(scope: Scope) -> &'static str {
+    match scope {
+        Scope::Client => "per client",
+        Scope::Tenant => "per tenant",
+        Scope::Global => "global",
+    }
+}
+
+fn fault_summary(kind: &FaultKind) -> String {
+    match kind {
+        FaultKind::Throttle { retry_after } => format!("throttle (429, Retry-After {})", duration_words(*retry_after)),
+        FaultKind::ErrorRate { p } => format!("error rate (503 with p = {p})"),
+        FaultKind::Slow { factor } => format!("slow (service time ×{factor})"),
+        FaultKind::Capacity { workers } => format!("capacity ({workers} workers)"),
+        FaultKind::Outage => "outage (503)".to_string(),
+        FaultKind::Hang => "hang (no answer)".to_string(),
+    }
+}
+
+/// Describes a simulated configuration for `scenario.json`.
+pub fn setup_of(spec: &SimSpec) -> Setup {
+    let policy_name = |i: usize| spec.policies[i].name.clone();
+    Setup {
+        horizon_s: secs(spec.horizon),
+        tenants: spec
+            .tenants
+            .iter()
+            .map(|t| TenantInfo {
+                name: t.name.clone(),
+                clients: t.clients,
+                arrival: arrival_words(&t.arrival),
+                policy: policy_name(t.policy),
+                invalid_fraction: t.invalid_fraction,
+                poison_fraction: t.poison_fraction,
+            })
+            .collect(),
+        hops: spec
+            .hops
+            .iter()
+            .map(|h| {
+                let service_s = h.service.mean_ns(h.workers) / 1e9;
+                HopInfo {
+                    name: h.name.clone(),
+                    workers: h.workers,
+                    queue_limit: h.queue_limit,
+                    service: dist_words(&h.service),
+                    capacity_per_s: (service_s > 0.0).then(|| f64::from(h.workers) / service_s),
+                    downstream_policy: h.downstream_policy.map(policy_name),
+                    idempotency_ttl_s: h.idempotency.as_ref().map(|i| secs(i.ttl)),
+                }
+            })
+            .collect(),
+        policies: spec.policies.iter().map(policy_info).collect(),
+        faults: spec
+            .faults
+            .iter()
+            .map(|f| FaultInfo {
+                hop: spec.hops[f.hop].name.clone(),
+                kind: f.kind.name().to_string(),
+                from_s: secs(f.from),
+                to_s: secs(f.to),
+                summary: fault_summary(&f.kind),
+            })
+            .collect(),
+    }
+}
+
+/// `scenario.json`: the configuration of every variant.
+pub fn scenario_json(study: &Study) -> serde_json::Value {
+    let variants: Vec<VariantSetup> =
+        study.variants.iter().map(|v| VariantSetup { name: v.name.clone(), setup: setup_of(&v.spec) }).collect();
+    serde_json::json!({"scenario": study.scenario, "variants": variants})
+}
+
+/// The histogram bin of a positive delay: i such that 10^(i/N) ≤ delay_s < 10^((i+1)/N).
+pub fn delay_bin(delay_s: f64) -> i32 {
+    let i = (delay_s.log10() * f64::from(DELAY_BINS_PER_DECADE)).floor() as i32;
+    // log10 can land a hair off an exact power; nudge so the bounds always contain the value.
+    if delay_bin_low(i) > delay_s {
+        i - 1
+    } else if delay_bin_low(i + 1) <= delay_s {
+        i + 1
+    } else {
+        i
+    }
+}
+
+/// Lower bound (seconds) of delay bin `i`.
+pub fn delay_bin_low(i: i32) -> f64 {
+    10f64.powf(f64::from(i) / f64::from(DELAY_BINS_PER_DECADE))
+}
+
+/// Bins the delays of one variant; delays exactly 0 or exactly at a cap become point masses so
+/// the pile-up at the cap can be counted exactly.
+pub fn delay_bins(delays_ns: &[Vec<u64>], caps_ns: &[Nanos]) -> Vec<DelayBin> {
+    let mut out = Vec::new();
+    for (k, samples) in delays_ns.iter().enumerate() {
+        let mut counts: std::collections::BTreeMap<(i64, i64), u64> = Default::default();
+        for &ns in samples {
+            // Keys: (-1, 0) zero, (-1, ns) a cap point mass, (0, i) the log bin i.
+            let key = if ns == 0 {
+                (-1, 0)
+            } else if caps_ns.contains(&ns) {
+                (-1, ns as i64)
+            } else {
+                (0, i64::from(delay_bin(secs(ns))))
+            };
+            *counts.entry(key).or_default() += 1;
+        }
+        for ((kind, x), count) in counts {
+            let (low_s, high_s) = if kind < 0 {
+                (secs(x as u64), secs(x as u64))
+            } else {
+                (delay_bin_low(x as i32), delay_bin_low(x as i32 + 1))
+            };
+            out.push(DelayBin { retry: k as u32 + 1, low_s, high_s, count });
+        }
+    }
+    out
+}
+
+/// Caps of the policies that clients use to call hop 0 (the ones whose delays are sampled).
+pub fn client_caps(spec: &SimSpec) -> Vec<Nanos> {
+    let mut caps: Vec<Nanos> = spec.tenants.iter().map(|t| spec.policies[t.policy].cap).collect();
+    caps.sort_unstable();
+    caps.dedup();
+    caps
+}
+
+fn csv_bytes(write: impl FnOnce(&mut csv::Writer<Vec<u8>>) -> csv::Result<()>) -> Vec<u8> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    write(&mut w).expect("writing CSV to memory cannot fail");
+    w.into_inner().expect("flushing to memory cannot fail")
+}
+
+/// `delays.csv`: per variant and retry number, the histogram of delays before that retry.
+pub fn delays_csv(study: &Study) -> Vec<u8> {
+    csv_bytes(|w| {
+        w.write_record(["variant", "retry", "delay_s_low", "delay_s_high", "count"])?;
+        for v in &study.variants {
+            for bin in delay_bins(&v.retry_delays_ns, &client_caps(&v.spec)) {
+                let record = [
+                    v.name.clone(),
+                    bin.retry.to_string(),
+                    bin.low_s.to_string(),
+                    bin.high_s.to_string(),
+                    bin.count.to_string(),
+                ];
+                w.write_record(&record)?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// `latency.csv`: per variant, the pooled latency histogram of succeeded requests.
+pub fn latency_csv(study: &Study) -> Vec<u8> {
+    csv_bytes(|w| {
+        w.write_record(["variant", "latency_us", "count"])?;
+        for v in &study.variants {
+            for (us, count) in &v.latency_us {
+                w.write_record([v.name.clone(), us.to_string(), count.to_string()])?;
+            }
+        }
+        Ok(())
+    })
+}
+
+impl VariantData {
+    /// The mean of metric `name` (whole system).
+    pub fn mean(&self, name: &str) -> Option<f64> {
+        stat(&self.metrics, name).and_then(|s| s.mean)
+    }
+
+    /// Capacity of hop `h` in attempts per second, if finite.
+    pub fn capacity_per_s(&self, h: usize) -> Option<f64> {
+        self.setup.hops.get(h).and_then(|hop| hop.capacity_per_s)
+    }
+
+    /// Fault windows at the hop named `hop`: (from_s, to_s, summary).
+    pub fn faults_at(&self, hop: &str) -> Vec<&FaultInfo> {
+        self.setup.faults.iter().filter(|f| f.hop == hop).collect()
+    }
+
+    /// Policies the clients use (distinct, in tenant order).
+    pub fn client_policies(&self) -> Vec<&PolicyInfo> {
+        let mut out: Vec<&PolicyInfo> = Vec::new();
+        for t in &self.setup.tenants {
+            if let Some(p) = self.setup.policies.iter().find(|p| p.name == t.policy) {
+                if !out.iter().any(|q| q.name == p.name) {
+                    out.push(p);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The statistic `name` of a row.
+pub fn stat<'a>(row: &'a StatRow, name: &str) -> Option<&'a crate::metrics::stats::Stat> {
+    row.iter().find(|(n, _)| n == name).map(|(_, s)| s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delay_bins_contain_their_values_and_keep_caps_exact() {
+        for &s in &[0.001, 0.1, 0.2, 1.0, 3.2, 10.0, 0.0316] {
+            let i = delay_bin(s);
+            assert!(delay_bin_low(i) <= s && s < delay_bin_low(i + 1), "{s} not in bin {i}");
+        }
+        let cap = 10_000_000_000;
+        let bins = delay_bins(&[vec![0, 0, cap, 150_000_000], vec![cap]], &[cap]);
+        let at = |retry: u32, low: f64| bins.iter().find(|b| b.retry == retry && b.low_s == low).map(|b| b.count);
+        assert_eq!(at(1, 0.0), Some(2));
+        assert_eq!(at(1, 10.0), Some(1));
+        assert_eq!(at(2, 10.0), Some(1));
+        assert_eq!(bins.iter().map(|b| b.count).sum::<u64>(), 5);
+    }
+}

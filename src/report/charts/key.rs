@@ -1,0 +1,99 @@
+//! A figure-wide legend strip under the title: legends inside plots end up covering data.
+
+use super::{DrawResult, FONT};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// What a legend entry's swatch looks like.
+#[derive(Clone, Copy, Debug)]
+pub enum Swatch {
+    /// A filled box.
+    Fill(RGBAColor),
+    /// A solid line.
+    Line(RGBAColor),
+    /// A dashed line.
+    Dashed(RGBAColor),
+}
+
+/// One entry: swatch and label.
+pub type KeyItem = (Swatch, String);
+
+const SWATCH_PX: i32 = 22;
+const GAP_PX: i32 = 8;
+const ITEM_GAP_PX: i32 = 28;
+const ROW_PX: i32 = 26;
+const FONT_PX: u32 = 15;
+
+fn item_width<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, label: &str) -> i32 {
+    let width = area
+        .estimate_text_size(label, &TextStyle::from((FONT, FONT_PX).into_font()))
+        .map_or(8 * label.len() as u32, |s| s.0);
+    SWATCH_PX + GAP_PX + width as i32
+}
+
+/// Lays the entries out in centred rows that fit `area`'s width: (row of entry indices, width).
+fn rows<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, items: &[KeyItem]) -> Vec<(Vec<usize>, i32)> {
+    let limit = area.dim_in_pixel().0 as i32 - 40;
+    let mut out: Vec<(Vec<usize>, i32)> = Vec::new();
+    for (i, (_, label)) in items.iter().enumerate() {
+        let w = item_width(area, label);
+        match out.last_mut() {
+            Some((row, width)) if *width + ITEM_GAP_PX + w <= limit => {
+                row.push(i);
+                *width += ITEM_GAP_PX + w;
+            }
+            _ => out.push((vec![i], w)),
+        }
+    }
+    out
+}
+
+/// Splits a legend strip off the top of `area`, draws `items` in it and returns the rest.
+pub fn with_key<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    items: &[KeyItem],
+) -> Result<DrawingArea<DB, Shift>, Box<dyn std::error::Error>>
+where
+    DB::ErrorType: 'static,
+{
+    let layout = rows(area, items);
+    let height = layout.len() as i32 * ROW_PX + 8;
+    let (strip, rest) = area.split_vertically(height);
+    draw_rows(&strip, items, &layout)?;
+    Ok(rest)
+}
+
+fn draw_rows<DB: DrawingBackend>(
+    strip: &DrawingArea<DB, Shift>,
+    items: &[KeyItem],
+    layout: &[(Vec<usize>, i32)],
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let full = strip.dim_in_pixel().0 as i32;
+    let style = TextStyle::from((FONT, FONT_PX).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+    for (r, (row, width)) in layout.iter().enumerate() {
+        let y = r as i32 * ROW_PX + ROW_PX / 2 + 2;
+        let mut x = (full - width) / 2;
+        for &i in row {
+            let (swatch, label) = &items[i];
+            match *swatch {
+                Swatch::Fill(c) => strip.draw(&Rectangle::new([(x, y - 7), (x + SWATCH_PX, y + 7)], c.filled()))?,
+                Swatch::Line(c) => {
+                    strip.draw(&PathElement::new(vec![(x, y), (x + SWATCH_PX, y)], c.stroke_width(3)))?
+                }
+                Swatch::Dashed(c) => {
+                    for start in (0..SWATCH_PX).step_by(8) {
+                        let end = (start + 5).min(SWATCH_PX);
+                        strip.draw(&PathElement::new(vec![(x + start, y), (x + end, y)], c.stroke_width(2)))?;
+                    }
+                }
+            }
+            strip.draw(&Text::new(label.clone(), (x + SWATCH_PX + GAP_PX, y), style.clone()))?;
+            x += item_width(strip, label) + ITEM_GAP_PX;
+        }
+    }
+    Ok(())
+}

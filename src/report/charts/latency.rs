@@ -1,0 +1,115 @@
+//! Latency CDF per variant on a log time axis, with p50 and p99 marked.
+
+use super::axes::{log_bound, LogAxis};
+use super::data::ReportData;
+use super::key::{with_key, KeyItem, Swatch};
+use super::{fmt_num, fmt_secs, variant_colour, DrawResult, FONT};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// The cumulative distribution of a (value µs, count) histogram: (seconds, % ≤ value).
+pub fn cdf_points(latency_us: &[(u64, u64)]) -> Vec<(f64, f64)> {
+    let total: u64 = latency_us.iter().map(|p| p.1).sum();
+    let mut sorted = latency_us.to_vec();
+    sorted.sort_unstable();
+    let mut seen = 0u64;
+    sorted
+        .iter()
+        .map(|&(us, count)| {
+            seen += count;
+            (us.max(1) as f64 / 1e6, 100.0 * seen as f64 / total as f64)
+        })
+        .collect()
+}
+
+/// The smallest latency (seconds) whose cumulative share reaches `percent`.
+pub fn quantile(cdf: &[(f64, f64)], percent: f64) -> Option<f64> {
+    cdf.iter().find(|p| p.1 >= percent - 1e-9).map(|p| p.0)
+}
+
+/// One panel: a CDF line per variant with markers at p50 (circle) and p99 (triangle).
+pub fn draw_cdf<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &ReportData) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let title = format!(
+        "{}: latency of succeeded requests per variant ({} replications pooled)",
+        data.scenario, data.replications
+    );
+    let root = root.titled(&title, (FONT, 24))?;
+    let cdfs: Vec<Vec<(f64, f64)>> = data.variants.iter().map(|v| cdf_points(&v.latency_us)).collect();
+    let mut key: Vec<KeyItem> =
+        data.variants.iter().zip(&cdfs).enumerate().map(|(i, (v, cdf))| key_item(i, v, cdf)).collect();
+    key.push((Swatch::Fill(WHITE.mix(0.0)), "● p50   ▲ p99 (replications pooled)".to_string()));
+    let root = with_key(&root, &key)?;
+    let all = cdfs.iter().flatten().map(|p| p.0);
+    let (lo, hi) = all.fold((f64::INFINITY, 0.0f64), |(lo, hi), x| (lo.min(x), hi.max(x)));
+    let (x_min, x_max) = if hi > 0.0 { (log_bound(lo, 1.1, false), log_bound(hi, 1.1, true)) } else { (1e-3, 1.0) };
+    let mut chart = ChartBuilder::on(&root)
+        .margin(14)
+        .margin_right(28)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d(LogAxis::new(x_min, x_max), 0.0..100.0)?;
+    chart
+        .configure_mesh()
+        .x_desc("latency: event timestamp → success (log scale)")
+        .y_desc("% of succeeded requests at or below")
+        .x_label_formatter(&|x| fmt_secs(*x))
+        .y_label_formatter(&|y| format!("{y:.0}%"))
+        .light_line_style(WHITE.mix(0.0))
+        .bold_line_style(BLACK.mix(0.08))
+        .label_style((FONT, 15))
+        .axis_desc_style((FONT, 16))
+        .draw()?;
+    for (level, text) in [(50.0, "p50"), (99.0, "p99")] {
+        let guide = DashedLineSeries::new(vec![(x_min, level), (x_max, level)], 4, 4, BLACK.mix(0.35).stroke_width(1));
+        chart.draw_series(guide)?;
+        let style = TextStyle::from((FONT, 13).into_font()).pos(Pos::new(HPos::Left, VPos::Bottom));
+        chart.draw_series(std::iter::once(Text::new(text, (x_min * 1.05, level), style)))?;
+    }
+    for (i, cdf) in cdfs.iter().enumerate() {
+        let colour = variant_colour(i);
+        let Some((p50, p99)) = quantile(cdf, 50.0).zip(quantile(cdf, 99.0)) else { continue };
+        // A step line: the share jumps at each recorded value.
+        let mut steps = Vec::with_capacity(cdf.len() * 2);
+        let mut previous = 0.0;
+        for &(x, y) in cdf {
+            steps.push((x, previous));
+            steps.push((x, y));
+            previous = y;
+        }
+        chart.draw_series(LineSeries::new(steps, colour.stroke_width(2)))?;
+        chart.draw_series([
+            Circle::new((p50, 50.0), 7, colour.filled()).into_dyn(),
+            Circle::new((p50, 50.0), 7, BLACK.stroke_width(1)).into_dyn(),
+            TriangleMarker::new((p99, 99.0), 9, colour.filled()).into_dyn(),
+        ])?;
+    }
+    Ok(())
+}
+
+/// The legend entry of variant `i`: its p50, p99 and share of successes.
+fn key_item(i: usize, v: &super::data::VariantData, cdf: &[(f64, f64)]) -> KeyItem {
+    let colour = variant_colour(i);
+    let Some((p50, p99)) = quantile(cdf, 50.0).zip(quantile(cdf, 99.0)) else {
+        return (Swatch::Line(colour.mix(0.4)), format!("{}: no request succeeded", v.name));
+    };
+    let succeeded = v.mean("success_ratio").map(|r| format!(", {}% succeeded", fmt_num(r * 100.0))).unwrap_or_default();
+    (Swatch::Line(colour.mix(1.0)), format!("{}: p50 {}, p99 {}{succeeded}", v.name, fmt_secs(p50), fmt_secs(p99)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cdf_reaches_100_and_quantiles_follow_counts() {
+        let cdf = cdf_points(&[(3000, 1), (1000, 2), (2000, 1)]);
+        assert_eq!(cdf, vec![(0.001, 50.0), (0.002, 75.0), (0.003, 100.0)]);
+        assert_eq!(quantile(&cdf, 50.0), Some(0.001));
+        assert_eq!(quantile(&cdf, 99.0), Some(0.003));
+        assert_eq!(quantile(&[], 50.0), None);
+    }
+}

@@ -1,0 +1,304 @@
+//! Load over time: small multiples (variant × hop or tenant) with first attempts and retries
+//! stacked, and an overlay of all variants on a log axis.
+
+use super::axes::{log_bound, LogAxis};
+use super::data::{stat, ReportData, VariantData};
+use super::key::{with_key, KeyItem, Swatch};
+use super::{downsample, fmt_num, fmt_tick, variant_colour, DrawResult, FAULT_FILL, FONT};
+use crate::runner::MeanSeries;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// Most points a line gets (longer series are averaged down).
+const POINTS_MAX: usize = 1500;
+
+/// Which series the small multiples show.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// One column per hop.
+    Hops,
+    /// One column per tenant.
+    Tenants,
+}
+
+// Columns of `SERIES_COLUMNS` used here.
+const ATTEMPTS: usize = 0;
+const FIRST_ATTEMPTS: usize = 1;
+
+fn series_of(v: &VariantData, scope: Scope) -> &[MeanSeries] {
+    match scope {
+        Scope::Hops => &v.hop_series,
+        Scope::Tenants => &v.tenant_series,
+    }
+}
+
+/// (t_s, value per second) of column `col`.
+fn rate(series: &MeanSeries, col: usize, bucket_s: f64) -> Vec<(f64, f64)> {
+    let points: Vec<(f64, f64)> =
+        series.rows.iter().enumerate().map(|(b, r)| (b as f64 * bucket_s, r[col] / bucket_s)).collect();
+    downsample(&points, POINTS_MAX)
+}
+
+fn time_max(data: &ReportData) -> f64 {
+    let buckets = data.variants.iter().flat_map(|v| v.hop_series.iter().map(|s| s.rows.len())).max().unwrap_or(0);
+    (buckets.max(2) as f64 * data.bucket_s).max(data.bucket_s)
+}
+
+fn shade_faults<DB: DrawingBackend, CT>(
+    chart: &mut ChartContext<'_, DB, CT>,
+    v: &VariantData,
+    hop: Option<&str>,
+    (t_max, y_low, y_high): (f64, f64, f64),
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+    CT: plotters::coord::CoordTranslate<From = (f64, f64)>,
+{
+    for f in v.setup.faults.iter().filter(|f| hop.is_none_or(|h| f.hop == h)) {
+        let area = Rectangle::new([(f.from_s, y_low), (f.to_s.min(t_max), y_high)], FAULT_FILL.mix(0.18).filled());
+        chart.draw_series(std::iter::once(area))?;
+    }
+    Ok(())
+}
+
+/// Legend entry for the fault windows drawn at `hop` (all hops when None), if there are any.
+fn fault_key(data: &ReportData, hop: Option<&str>) -> Option<KeyItem> {
+    let mut kinds: Vec<String> = Vec::new();
+    for v in &data.variants {
+        for f in v.setup.faults.iter().filter(|f| hop.is_none_or(|h| f.hop == h)) {
+            let text = if hop.is_some() { f.summary.clone() } else { format!("{} at {}", f.summary, f.hop) };
+            if !kinds.contains(&text) {
+                kinds.push(text);
+            }
+        }
+    }
+    (!kinds.is_empty()).then(|| (Swatch::Fill(FAULT_FILL.mix(0.3)), format!("fault window: {}", kinds.join("; "))))
+}
+
+/// A capacity line with its value written just above it at the left.
+fn draw_capacity<DB: DrawingBackend, CT>(chart: &mut ChartContext<'_, DB, CT>, cap: f64, t_max: f64) -> DrawResult
+where
+    DB::ErrorType: 'static,
+    CT: plotters::coord::CoordTranslate<From = (f64, f64)>,
+{
+    chart.draw_series(DashedLineSeries::new(vec![(0.0, cap), (t_max, cap)], 8, 5, BLACK.stroke_width(2)))?;
+    let style = TextStyle::from((FONT, 13).into_font()).pos(Pos::new(HPos::Right, VPos::Bottom));
+    let text = Text::new(format!("capacity {}/s ", fmt_num(cap)), (t_max, cap), style);
+    chart.draw_series(std::iter::once(text))?;
+    Ok(())
+}
+
+/// Small multiples: one row per variant, one column per hop (or tenant).
+pub fn draw_grid<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &ReportData, scope: Scope) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let what = if scope == Scope::Hops { "each hop" } else { "each tenant" };
+    let title = format!(
+        "{}: attempts/s at {what} per variant — first attempts vs retries (mean of {} replications)",
+        data.scenario, data.replications
+    );
+    let root = root.titled(&title, (FONT, 24))?;
+    let mut key = vec![
+        (Swatch::Fill(BLACK.mix(0.7)), "first attempts (variant colour)".to_string()),
+        (Swatch::Fill(BLACK.mix(0.2)), "retries, stacked on top (light tint)".to_string()),
+    ];
+    if scope == Scope::Hops {
+        key.push((Swatch::Dashed(BLACK.mix(1.0)), "capacity (workers ÷ mean service time)".to_string()));
+    }
+    key.extend(fault_key(data, None));
+    let root = with_key(&root, &key)?;
+    let columns = series_of(&data.variants[0], scope).len();
+    let panels = root.split_evenly((data.variants.len(), columns));
+    let t_max = time_max(data);
+    // One y scale per column so the variants' loads compare at a glance.
+    let y_max: Vec<f64> = (0..columns)
+        .map(|c| {
+            let peak = data
+                .variants
+                .iter()
+                .flat_map(|v| rate(&series_of(v, scope)[c], ATTEMPTS, data.bucket_s))
+                .map(|p| p.1)
+                .fold(0.0, f64::max);
+            let capacity = if scope == Scope::Hops { data.variants[0].capacity_per_s(c) } else { None };
+            // Show capacity when it is within reach of the load; a far-away line would squash it.
+            let reach = capacity.filter(|&cap| cap <= peak * 3.0).unwrap_or(0.0);
+            (peak.max(reach) * 1.12).max(1.0)
+        })
+        .collect();
+    for (i, v) in data.variants.iter().enumerate() {
+        for c in 0..columns {
+            let panel = &panels[i * columns + c];
+            let bottom_row = i + 1 == data.variants.len();
+            draw_panel(panel, data, v, i, scope, c, (t_max, y_max[c]), bottom_row)?;
+        }
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn draw_panel<DB: DrawingBackend>(
+    panel: &DrawingArea<DB, Shift>,
+    data: &ReportData,
+    v: &VariantData,
+    index: usize,
+    scope: Scope,
+    column: usize,
+    (t_max, y_max): (f64, f64),
+    bottom_row: bool,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let colour = variant_colour(index);
+    let series = &series_of(v, scope)[column];
+    let scoped = match scope {
+        Scope::Hops => v.hops.get(column).map(|h| &h.1),
+        Scope::Tenants => v.tenants.get(column).map(|t| &t.1),
+    };
+    let mean_of = |name: &str| scoped.and_then(|row| stat(row, name)).and_then(|s| s.mean);
+    let capacity = if scope == Scope::Hops { v.capacity_per_s(column) } else { None };
+    let mut caption = match scope {
+        Scope::Hops => format!("{} · hop {}", v.name, series.name),
+        Scope::Tenants => format!("{} · tenant {}", v.name, series.name),
+    };
+    if let Some(peak) = mean_of("peak_attempts_per_s") {
+        caption.push_str(&format!(" · peak {}/s", fmt_num(peak)));
+        if let Some(ratio) = mean_of("peak_over_capacity") {
+            caption.push_str(&format!(" = {}× capacity", fmt_num(ratio)));
+        }
+    }
+    let mut chart = ChartBuilder::on(panel)
+        .caption(caption, (FONT, 17).into_font().color(&colour.mix(1.0)))
+        .margin(8)
+        .margin_right(20)
+        .x_label_area_size(if bottom_row { 42 } else { 26 })
+        .y_label_area_size(78)
+        .build_cartesian_2d(0.0..t_max, 0.0..y_max)?;
+    chart
+        .configure_mesh()
+        .x_desc(if bottom_row { "time since start (s)" } else { "" })
+        .y_desc("attempts/s")
+        .y_label_formatter(&|y| fmt_tick(*y))
+        .x_label_formatter(&|x| fmt_tick(*x))
+        .light_line_style(WHITE.mix(0.0))
+        .bold_line_style(BLACK.mix(0.08))
+        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 14))
+        .draw()?;
+    let hop = (scope == Scope::Hops).then_some(series.name.as_str());
+    shade_faults(&mut chart, v, hop, (t_max, 0.0, y_max))?;
+    let total = rate(series, ATTEMPTS, data.bucket_s);
+    let first = rate(series, FIRST_ATTEMPTS, data.bucket_s);
+    // Retries are stacked on the first attempts: the light band between the two curves.
+    chart.draw_series(AreaSeries::new(total.iter().copied(), 0.0, colour.mix(0.3).filled()).border_style(colour))?;
+    chart.draw_series(AreaSeries::new(first.iter().copied(), 0.0, colour.mix(0.9).filled()))?;
+    if let Some(cap) = capacity.filter(|&cap| cap <= y_max) {
+        draw_capacity(&mut chart, cap, t_max)?;
+    }
+    Ok(())
+}
+
+/// Smallest y of the log axis: two decades under the lower of capacity and peak, so the
+/// capacity line and the shape around it both show; zero buckets sit on the floor.
+fn log_floor(peak: f64, capacity: Option<f64>) -> f64 {
+    let reference = capacity.map_or(peak, |c| c.min(peak)).max(1e-3);
+    log_bound(reference, 100.0, false)
+}
+
+/// Runs of points at or above `floor`, each extended by its neighbours (pinned to the floor) so
+/// a drop to zero is drawn down to the axis; buckets under the floor draw nothing, instead of a
+/// line along the bottom where every variant's zeros would pile up.
+fn visible_segments(line: &[(f64, f64)], floor: f64) -> Vec<Vec<(f64, f64)>> {
+    let mut segments = Vec::new();
+    let mut current: Vec<(f64, f64)> = Vec::new();
+    for (i, &(t, y)) in line.iter().enumerate() {
+        if y >= floor {
+            if current.is_empty() && i > 0 {
+                current.push((line[i - 1].0, floor));
+            }
+            current.push((t, y));
+        } else if !current.is_empty() {
+            current.push((t, floor));
+            segments.push(std::mem::take(&mut current));
+        }
+    }
+    if !current.is_empty() {
+        segments.push(current);
+    }
+    segments
+}
+
+/// One panel per hop, every variant's attempts/s as a line on a log axis.
+pub fn draw_compare<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &ReportData) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let title = format!(
+        "{}: attempts/s per variant against capacity (log scale, mean of {} replications)",
+        data.scenario, data.replications
+    );
+    let root = root.titled(&title, (FONT, 24))?;
+    let mut key: Vec<KeyItem> = data
+        .variants
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (Swatch::Line(variant_colour(i).mix(1.0)), v.name.clone()))
+        .collect();
+    key.push((Swatch::Dashed(BLACK.mix(1.0)), "capacity".to_string()));
+    key.extend(fault_key(data, None));
+    let root = with_key(&root, &key)?;
+    let first = &data.variants[0];
+    let panels = root.split_evenly((first.hop_series.len(), 1));
+    let t_max = time_max(data);
+    for (h, panel) in panels.iter().enumerate() {
+        let lines: Vec<Vec<(f64, f64)>> =
+            data.variants.iter().map(|v| rate(&v.hop_series[h], ATTEMPTS, data.bucket_s)).collect();
+        let peak = lines.iter().flatten().map(|p| p.1).fold(0.0, f64::max).max(1.0);
+        let capacity = first.capacity_per_s(h);
+        let y_min = log_floor(peak, capacity);
+        let y_max = log_bound(peak.max(capacity.unwrap_or(0.0)), 1.3, true);
+        let mut chart = ChartBuilder::on(panel)
+            .caption(format!("hop {}", first.hop_series[h].name), (FONT, 18))
+            .margin(10)
+            .margin_right(24)
+            .x_label_area_size(44)
+            .y_label_area_size(84)
+            .build_cartesian_2d(0.0..t_max, LogAxis::new(y_min, y_max))?;
+        chart
+            .configure_mesh()
+            .x_desc("time since start (s)")
+            .y_desc("attempts/s (log scale)")
+            .y_label_formatter(&|y| fmt_tick(*y))
+            .x_label_formatter(&|x| fmt_tick(*x))
+            .light_line_style(WHITE.mix(0.0))
+            .bold_line_style(BLACK.mix(0.08))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 15))
+            .draw()?;
+        shade_faults(&mut chart, first, Some(&first.hop_series[h].name), (t_max, y_min, y_max))?;
+        if let Some(cap) = capacity.filter(|&cap| cap < y_max) {
+            draw_capacity(&mut chart, cap, t_max)?;
+        }
+        for (i, line) in lines.iter().enumerate() {
+            let colour = variant_colour(i);
+            let segments = visible_segments(line, y_min);
+            let paths = segments.into_iter().map(|seg| PathElement::new(seg, colour.stroke_width(2)));
+            chart.draw_series(paths)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_skip_buckets_under_the_floor_but_reach_down_to_it() {
+        let line = [(0.0, 5.0), (1.0, 0.0), (2.0, 0.0), (3.0, 7.0), (4.0, 8.0)];
+        let segments = visible_segments(&line, 1.0);
+        assert_eq!(segments, vec![vec![(0.0, 5.0), (1.0, 1.0)], vec![(2.0, 1.0), (3.0, 7.0), (4.0, 8.0)]]);
+    }
+}

@@ -1,0 +1,293 @@
+//! Charts (plotters), each rendered as SVG and PNG, drawn from [`ReportData`] only.
+//!
+//! One colour per variant across every chart (its index in the run, in the Okabe–Ito palette);
+//! black and grey are kept for reference marks (capacity, caps, fault windows).
+
+pub mod axes;
+pub mod bars;
+pub mod data;
+pub mod delays;
+pub mod key;
+pub mod latency;
+pub mod load;
+
+use super::files::{commit_temp, temp_path, write_atomic, OutputError};
+use data::ReportData;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::path::{Path, PathBuf};
+
+/// Okabe–Ito: a palette that stays distinguishable with the common colour-vision deficiencies.
+/// Black (used for reference lines) and yellow (too faint on white) come last.
+pub const PALETTE: [RGBColor; 8] = [
+    RGBColor(0, 114, 178),
+    RGBColor(213, 94, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(230, 159, 0),
+    RGBColor(86, 180, 233),
+    RGBColor(0, 0, 0),
+    RGBColor(240, 228, 66),
+];
+
+/// The colour of variant `i` in every chart.
+pub fn variant_colour(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// Grey of fault windows.
+pub const FAULT_FILL: RGBColor = RGBColor(120, 120, 120);
+/// Font family of every chart.
+pub const FONT: &str = "sans-serif";
+
+/// What drawing a chart can fail with.
+pub type DrawResult = Result<(), Box<dyn std::error::Error>>;
+
+/// The charts a run produces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Chart {
+    /// Small multiples per variant and hop: first attempts and retries stacked, capacity, faults.
+    Load,
+    /// Total attempts/s of every variant on one log axis per hop.
+    LoadCompare,
+    /// Bars with 95% CI whiskers of the headline metrics.
+    Metrics,
+    /// Latency CDF per variant with p50/p99 marked.
+    Latency,
+    /// Histograms of the retry delays per variant.
+    Delays,
+    /// Delay percentiles against the retry number.
+    DelaysByRetry,
+    /// Per-tenant load panels (runs with several tenants).
+    TenantLoad,
+    /// Per-tenant metric bars (runs with several tenants).
+    TenantMetrics,
+    /// Per-hop metric bars (chains).
+    HopMetrics,
+}
+
+impl Chart {
+    /// File stem (`<stem>.svg`, `<stem>.png`).
+    pub fn stem(self) -> &'static str {
+        match self {
+            Chart::Load => "load",
+            Chart::LoadCompare => "load_compare",
+            Chart::Metrics => "metrics",
+            Chart::Latency => "latency_cdf",
+            Chart::Delays => "retry_delays",
+            Chart::DelaysByRetry => "retry_delays_by_retry",
+            Chart::TenantLoad => "tenant_load",
+            Chart::TenantMetrics => "tenant_metrics",
+            Chart::HopMetrics => "hop_metrics",
+        }
+    }
+
+    /// A one-line caption for the report.
+    pub fn caption(self) -> &'static str {
+        match self {
+            Chart::Load => "Load at each hop over time: first attempts (solid) and retries (light) stacked, against capacity and fault windows.",
+            Chart::LoadCompare => "All variants on one logarithmic axis: how far above capacity each drives the hop, and for how long.",
+            Chart::Metrics => "Headline metrics per variant; whiskers are 95% confidence intervals over the replications.",
+            Chart::Latency => "Latency of succeeded requests (event timestamp to success), cumulative; markers at p50 and p99.",
+            Chart::Delays => "Distribution of the delays clients waited before retrying; the dashed line is the policy's cap.",
+            Chart::DelaysByRetry => "Median delay before retry k with the 10th–90th percentile band.",
+            Chart::TenantLoad => "Load per tenant over time: first attempts and retries stacked.",
+            Chart::TenantMetrics => "Metrics per tenant and variant, with 95% confidence intervals.",
+            Chart::HopMetrics => "Metrics per hop of the chain: how retries multiply from layer to layer.",
+        }
+    }
+
+    /// The charts that apply to `data`.
+    pub fn for_run(data: &ReportData) -> Vec<Chart> {
+        let first = &data.variants[0];
+        let mut charts = vec![Chart::Load, Chart::LoadCompare, Chart::Metrics, Chart::Latency];
+        if data.variants.iter().any(|v| !v.delays.is_empty()) {
+            charts.extend([Chart::Delays, Chart::DelaysByRetry]);
+        }
+        if first.setup.tenants.len() > 1 {
+            charts.extend([Chart::TenantLoad, Chart::TenantMetrics]);
+        }
+        if first.setup.hops.len() > 1 {
+            charts.push(Chart::HopMetrics);
+        }
+        charts
+    }
+
+    fn size(self, data: &ReportData) -> (u32, u32) {
+        let variants = data.variants.len() as u32;
+        let first = &data.variants[0];
+        let hops = first.setup.hops.len() as u32;
+        let tenants = first.setup.tenants.len() as u32;
+        let wide = |columns: u32| (560 * columns).clamp(1100, 1800);
+        match self {
+            Chart::Load => (wide(hops), 70 + 240 * variants),
+            Chart::TenantLoad => (wide(tenants), 70 + 240 * variants),
+            Chart::LoadCompare => (1100, 70 + 400 * hops),
+            Chart::Metrics => (1200, 140 + 2 * (90 + 34 * variants)),
+            Chart::TenantMetrics => (1200, 140 + 2 * (90 + 18 * tenants * (variants + 1))),
+            Chart::HopMetrics => (1200, 140 + 2 * (90 + 18 * hops * (variants + 1))),
+            Chart::Latency => (1100, 620),
+            Chart::Delays => (1100, 70 + 200 * variants),
+            Chart::DelaysByRetry => (1100, 620),
+        }
+    }
+
+    fn draw<DB: DrawingBackend>(self, root: DrawingArea<DB, Shift>, data: &ReportData) -> DrawResult
+    where
+        DB::ErrorType: 'static,
+    {
+        root.fill(&WHITE)?;
+        match self {
+            Chart::Load => load::draw_grid(&root, data, load::Scope::Hops)?,
+            Chart::TenantLoad => load::draw_grid(&root, data, load::Scope::Tenants)?,
+            Chart::LoadCompare => load::draw_compare(&root, data)?,
+            Chart::Metrics => bars::draw_metrics(&root, data)?,
+            Chart::TenantMetrics => bars::draw_scoped(&root, data, bars::Scope::Tenants)?,
+            Chart::HopMetrics => bars::draw_scoped(&root, data, bars::Scope::Hops)?,
+            Chart::Latency => latency::draw_cdf(&root, data)?,
+            Chart::Delays => delays::draw_histograms(&root, data)?,
+            Chart::DelaysByRetry => delays::draw_by_retry(&root, data)?,
+        }
+        root.present()?;
+        Ok(())
+    }
+}
+
+/// Renders `chart` to `dir/<stem>.svg` and `dir/<stem>.png` (each written atomically); returns
+/// the SVG text too, for the HTML report.
+pub fn render(dir: &Path, chart: Chart, data: &ReportData) -> Result<(Vec<PathBuf>, String), OutputError> {
+    let size = chart.size(data);
+    let svg_path = dir.join(format!("{}.svg", chart.stem()));
+    let failed = |path: &Path, e: Box<dyn std::error::Error>| OutputError {
+        path: path.to_path_buf(),
+        message: format!("drawing the chart failed: {e}"),
+    };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        chart.draw(root, data).map_err(|e| failed(&svg_path, e))?;
+    }
+    write_atomic(&svg_path, svg.as_bytes())?;
+    let png_path = dir.join(format!("{}.png", chart.stem()));
+    // The bitmap backend picks the encoder from the extension, so the temp file keeps `.png`.
+    let tmp = temp_path(&png_path).with_extension("png");
+    {
+        let root = BitMapBackend::new(&tmp, size).into_drawing_area();
+        if let Err(e) = chart.draw(root, data) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(failed(&png_path, e));
+        }
+    }
+    commit_temp(&tmp, &png_path)?;
+    Ok((vec![svg_path, png_path], svg))
+}
+
+/// What [`write_charts`] produced: the files, and each chart's SVG text for the HTML report.
+#[derive(Debug, Default)]
+pub struct Rendered {
+    /// Files written.
+    pub files: Vec<PathBuf>,
+    /// Each chart with its SVG text, in display order.
+    pub svgs: Vec<(Chart, String)>,
+}
+
+/// Writes every chart that applies to `data`.
+pub fn write_charts(dir: &Path, data: &ReportData) -> Result<Rendered, OutputError> {
+    let mut out = Rendered::default();
+    for chart in Chart::for_run(data) {
+        let (written, svg) = render(dir, chart, data)?;
+        out.files.extend(written);
+        out.svgs.push((chart, svg));
+    }
+    Ok(out)
+}
+
+/// `12,345` for large values, three significant digits for small ones.
+pub fn fmt_num(x: f64) -> String {
+    if !x.is_finite() {
+        return "n/a".into();
+    }
+    let a = x.abs();
+    if a >= 1000.0 {
+        let digits = format!("{:.0}", a);
+        let mut grouped = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                grouped.push(',');
+            }
+            grouped.push(c);
+        }
+        format!("{}{grouped}", if x < 0.0 { "-" } else { "" })
+    } else if a >= 100.0 || a == 0.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        let decimals = (2 - a.log10().floor() as i32).clamp(2, 9) as usize;
+        format!("{x:.decimals$}")
+    }
+}
+
+/// [`fmt_num`] without trailing zeros, for tick labels (`5`, `0.2`, `12,000`).
+pub fn fmt_tick(x: f64) -> String {
+    let text = fmt_num(x);
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    }
+}
+
+/// A duration in seconds as `250 ms`, `1.5 s`, `2 min`.
+pub fn fmt_secs(s: f64) -> String {
+    let trim = fmt_tick;
+    if s == 0.0 {
+        "0 s".into()
+    } else if s < 1e-3 {
+        format!("{} µs", trim(s * 1e6))
+    } else if s < 1.0 {
+        format!("{} ms", trim(s * 1e3))
+    } else if s < 120.0 {
+        format!("{} s", trim(s))
+    } else if s < 7200.0 {
+        format!("{} min", trim(s / 60.0))
+    } else {
+        format!("{} h", trim(s / 3600.0))
+    }
+}
+
+/// True when `v` is (numerically) a power of ten: log axes label only those.
+pub fn is_decade(v: f64) -> bool {
+    v > 0.0 && (v.log10() - v.log10().round()).abs() < 1e-9
+}
+
+/// Means of consecutive groups of rows so a chart never draws more than ~`limit` points.
+pub fn downsample(points: &[(f64, f64)], limit: usize) -> Vec<(f64, f64)> {
+    if points.len() <= limit {
+        return points.to_vec();
+    }
+    let group = points.len().div_ceil(limit);
+    points.chunks(group).map(|c| (c[0].0, c.iter().map(|p| p.1).sum::<f64>() / c.len() as f64)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_like_a_report() {
+        assert_eq!(fmt_num(48653.2), "48,653");
+        assert_eq!(fmt_num(1_234_567.0), "1,234,567");
+        assert_eq!(fmt_num(9.244), "9.24");
+        assert_eq!(fmt_num(0.0123), "0.0123");
+        assert_eq!(fmt_num(0.0), "0");
+        assert_eq!(fmt_secs(0.25), "250 ms");
+        assert_eq!(fmt_secs(10.0), "10 s");
+        assert_eq!(fmt_secs(2e-5), "20 µs");
+        assert_eq!(fmt_tick(5.0), "5");
+        assert_eq!(fmt_tick(0.2), "0.2");
+        assert!(is_decade(1000.0) && is_decade(0.001) && !is_decade(20.0));
+    }
+}

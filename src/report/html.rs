@@ -1,0 +1,253 @@
+//! `report.html`: one self-contained page (inline CSS and SVG, no network) with the key findings,
+//! the warnings, a summary table, the scenario and every chart.
+
+use super::charts::data::{stat, ReportData, Setup};
+use super::charts::{fmt_num, variant_colour, Chart};
+use super::reading::key_findings;
+use std::fmt::Write;
+
+const STYLE: &str = "
+body { font-family: system-ui, -apple-system, 'Segoe UI', 'DejaVu Sans', sans-serif; margin: 0 auto;
+       max-width: 1240px; padding: 24px; color: #1a1a1a; line-height: 1.45; }
+h1 { margin-bottom: 0; } .meta { color: #555; margin-top: 4px; }
+h2 { border-bottom: 1px solid #ddd; padding-bottom: 4px; margin-top: 36px; }
+table { border-collapse: collapse; margin: 8px 0 16px; font-size: 14px; }
+th, td { border-bottom: 1px solid #e4e4e4; padding: 5px 10px; text-align: left; vertical-align: top; }
+th { background: #f6f6f6; } td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
+.findings li { margin-bottom: 6px; } .warn { background: #fff7e0; border-left: 4px solid #e69f00; padding: 8px 14px; }
+figure { margin: 20px 0 36px; } figcaption { color: #444; margin-bottom: 8px; }
+figure svg { max-width: 100%; height: auto; border: 1px solid #eee; }
+code { background: #f3f3f3; padding: 1px 4px; border-radius: 3px; }
+";
+
+/// Escapes text for HTML.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Columns of the summary table: metric, heading, scale, unit.
+const SUMMARY_COLUMNS: [(&str, &str, f64, &str); 10] = [
+    ("attempts", "attempts", 1.0, ""),
+    ("amplification", "amplification", 1.0, "×"),
+    ("peak_attempts_per_s", "peak attempts/s", 1.0, ""),
+    ("peak_over_capacity", "peak ÷ capacity", 1.0, "×"),
+    ("success_ratio", "succeeded", 100.0, "%"),
+    ("dlq", "DLQ", 1.0, ""),
+    ("duplicates", "duplicates", 1.0, ""),
+    ("latency_s_p50", "p50 latency (s)", 1.0, ""),
+    ("latency_s_p99", "p99 latency (s)", 1.0, ""),
+    ("recovery_time_s", "recovery (s)", 1.0, ""),
+];
+
+/// The whole page. `svgs` are the charts' SVG texts in display order.
+pub fn report_html(data: &ReportData, svgs: &[(Chart, String)]) -> String {
+    let mut h = String::new();
+    let title = format!("retrystorm report: {}", data.scenario);
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+        escape(&title)
+    );
+    let names: Vec<&str> = data.variants.iter().map(|v| v.name.as_str()).collect();
+    let _ = write!(
+        h,
+        "<h1>{}</h1>\n<p class=\"meta\">{} variant(s): {} · {} replications each · seed {} · retrystorm {}</p>\n",
+        escape(&data.scenario),
+        names.len(),
+        escape(&names.join(", ")),
+        data.replications,
+        data.seed,
+        escape(&data.version)
+    );
+    h.push_str("<h2>Key results</h2>\n<ul class=\"findings\">\n");
+    for finding in key_findings(data) {
+        let _ = writeln!(h, "<li>{}</li>", escape(&finding));
+    }
+    h.push_str("</ul>\n");
+    warnings(&mut h, data);
+    summary_table(&mut h, data);
+    scenario_section(&mut h, data);
+    h.push_str("<h2>Charts</h2>\n");
+    for (chart, svg) in svgs {
+        let _ = write!(h, "<figure id=\"{}\">\n<figcaption>{}</figcaption>\n", chart.stem(), escape(chart.caption()));
+        h.push_str(svg.trim());
+        h.push_str("\n</figure>\n");
+    }
+    let _ = write!(
+        h,
+        "<p class=\"meta\">Every chart is also in this directory as <code>.svg</code> and <code>.png</code>. \
+         Re-render charts and this page from the run's files with <code>retrystorm plot DIR</code>.</p>\n</body>\n</html>\n"
+    );
+    h
+}
+
+fn warnings(h: &mut String, data: &ReportData) {
+    let truncated: Vec<String> = data
+        .variants
+        .iter()
+        .flat_map(|v| v.truncated.iter().map(move |t| format!("variant {}: {t}", v.name)))
+        .collect();
+    if data.warnings.is_empty() && truncated.is_empty() {
+        h.push_str("<h2>Warnings</h2>\n<p>None: the scenario passed every invariant check.</p>\n");
+        return;
+    }
+    h.push_str("<h2>Warnings</h2>\n<div class=\"warn\"><ul>\n");
+    for w in &data.warnings {
+        let _ = writeln!(h, "<li>{}</li>", escape(w));
+    }
+    for t in &truncated {
+        let _ = writeln!(h, "<li>{} (results of this replication are partial)</li>", escape(t));
+    }
+    h.push_str("</ul></div>\n");
+}
+
+fn swatch(i: usize) -> String {
+    let c = variant_colour(i);
+    format!("<span class=\"swatch\" style=\"background:#{:02x}{:02x}{:02x}\"></span>", c.0, c.1, c.2)
+}
+
+fn summary_table(h: &mut String, data: &ReportData) {
+    let _ = write!(
+        h,
+        "<h2>Summary</h2>\n<p>Mean over {} replications, ± the half-width of the 95% confidence interval \
+         (Student t). Whole system; the first hop for load figures.</p>\n<table>\n<tr><th>variant</th>",
+        data.replications
+    );
+    for (_, heading, _, _) in SUMMARY_COLUMNS {
+        let _ = write!(h, "<th>{}</th>", escape(heading));
+    }
+    h.push_str("</tr>\n");
+    for (i, v) in data.variants.iter().enumerate() {
+        let _ = write!(h, "<tr><td>{}{}</td>", swatch(i), escape(&v.name));
+        for (metric, _, scale, unit) in SUMMARY_COLUMNS {
+            let cell = match stat(&v.metrics, metric) {
+                Some(s) => cell_text(s, scale, unit),
+                None => "–".into(),
+            };
+            let _ = write!(h, "<td class=\"num\">{}</td>", escape(&cell));
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str(
+        "</table>\n<p>Full metrics per hop and tenant: <code>summary.csv</code> and <code>summary.json</code>.</p>\n",
+    );
+}
+
+fn cell_text(s: &crate::metrics::stats::Stat, scale: f64, unit: &str) -> String {
+    let nulls = s.values.iter().filter(|v| v.is_none()).count();
+    let Some(mean) = s.mean else { return "n/a".into() };
+    let null_note = if nulls > 0 { format!(" ({nulls} of {} n/a)", s.values.len()) } else { String::new() };
+    let half = s.ci95.map_or(0.0, |c| (c[1] - c[0]) / 2.0) * scale;
+    let mean = mean * scale;
+    // Half-widths that are rounding noise (a deterministic metric) are not worth a ±.
+    if half > 1e-9 * mean.abs().max(1.0) {
+        format!("{}{unit} ± {}{null_note}", fmt_num(mean), fmt_num(half))
+    } else {
+        format!("{}{unit}{null_note}", fmt_num(mean))
+    }
+}
+
+fn setup_tables(h: &mut String, s: &Setup) {
+    h.push_str("<h3>Tenants</h3>\n<table>\n<tr><th>tenant</th><th>clients</th><th>arrivals</th><th>policy</th><th>invalid</th><th>poison</th></tr>\n");
+    for t in &s.tenants {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td class=\"num\">{}%</td><td class=\"num\">{}%</td></tr>",
+            escape(&t.name),
+            fmt_num(f64::from(t.clients)),
+            escape(&t.arrival),
+            escape(&t.policy),
+            fmt_num(t.invalid_fraction * 100.0),
+            fmt_num(t.poison_fraction * 100.0)
+        );
+    }
+    h.push_str("</table>\n<h3>Hops (in chain order)</h3>\n<table>\n<tr><th>hop</th><th>workers</th><th>service time</th><th>capacity</th><th>queue limit</th><th>calls next hop with</th><th>idempotency TTL</th></tr>\n");
+    for hop in &s.hops {
+        let capacity = hop.capacity_per_s.map_or("unbounded".into(), |c| format!("{}/s", fmt_num(c)));
+        let ttl = hop.idempotency_ttl_s.map_or("none".into(), super::charts::fmt_secs);
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&hop.name),
+            hop.workers,
+            escape(&hop.service),
+            escape(&capacity),
+            if hop.queue_limit == u32::MAX { "unbounded".into() } else { fmt_num(f64::from(hop.queue_limit)) },
+            escape(hop.downstream_policy.as_deref().unwrap_or("–")),
+            escape(&ttl)
+        );
+    }
+    h.push_str("</table>\n<h3>Faults</h3>\n");
+    if s.faults.is_empty() {
+        h.push_str("<p>None.</p>\n");
+    } else {
+        h.push_str("<table>\n<tr><th>hop</th><th>fault</th><th>from (s)</th><th>to (s)</th></tr>\n");
+        for f in &s.faults {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+                escape(&f.hop),
+                escape(&f.summary),
+                fmt_num(f.from_s),
+                fmt_num(f.to_s)
+            );
+        }
+        h.push_str("</table>\n");
+    }
+}
+
+fn scenario_section(h: &mut String, data: &ReportData) {
+    let first = &data.variants[0].setup;
+    let _ = write!(
+        h,
+        "<h2>Scenario</h2>\n<p>Arrivals until {}; time series in buckets of {}.</p>\n",
+        super::charts::fmt_secs(first.horizon_s),
+        super::charts::fmt_secs(data.bucket_s)
+    );
+    setup_tables(h, first);
+    h.push_str(
+        "<h3>Retry policies per variant</h3>\n<table>\n<tr><th>variant</th><th>policy</th><th>settings</th></tr>\n",
+    );
+    for (i, v) in data.variants.iter().enumerate() {
+        for p in &v.setup.policies {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}{}</td><td>{}</td><td>{}</td></tr>",
+                swatch(i),
+                escape(&v.name),
+                escape(&p.name),
+                escape(&p.summary)
+            );
+        }
+    }
+    h.push_str("</table>\n");
+    // Variants may change more than policies (`set = { "hop.api.workers" = 4 }`): show those whole.
+    for v in data.variants.iter().skip(1) {
+        let s = &v.setup;
+        if s.tenants != first.tenants || s.hops != first.hops || s.faults != first.faults {
+            let _ = writeln!(h, "<h3>Variant {}: differs beyond its policies</h3>", escape(&v.name));
+            setup_tables(h, s);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(escape("a<b & \"c\">"), "a&lt;b &amp; &quot;c&quot;&gt;");
+    }
+}

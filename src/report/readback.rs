@@ -1,0 +1,183 @@
+//! Rebuilds a run's [`ReportData`] from its output directory (what `retrystorm plot DIR` needs).
+//!
+//! Reads `summary.json` (metrics, warnings), `timeseries.csv` (mean series), `scenario.json`
+//! (configuration per variant), `delays.csv` and `latency.csv`. Floats are written with Rust's
+//! shortest round-trip formatting, so the CSV values come back bit for bit.
+
+use super::charts::data::{DelayBin, ReportData, VariantData, VariantSetup};
+use crate::metrics::stats::Stat;
+use crate::runner::{MeanSeries, StatRow, SERIES_COLUMNS};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// A run directory that cannot be read back: the file and what is wrong with it.
+#[derive(Debug, thiserror::Error)]
+#[error("`{path}`: {message}")]
+pub struct ReadError {
+    /// The file.
+    pub path: PathBuf,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn fail(path: &Path, message: impl Into<String>) -> ReadError {
+    ReadError { path: path.to_path_buf(), message: message.into() }
+}
+
+fn read_text(path: &Path) -> Result<String, ReadError> {
+    std::fs::read_to_string(path).map_err(|e| {
+        let hint = if e.kind() == std::io::ErrorKind::NotFound {
+            "; `plot` needs a directory written by `retrystorm run` or `compare` (rerun it to get the files charts need)"
+        } else {
+            ""
+        };
+        fail(path, format!("{e}{hint}"))
+    })
+}
+
+fn read_json(path: &Path) -> Result<Value, ReadError> {
+    serde_json::from_str(&read_text(path)?).map_err(|e| fail(path, format!("not valid JSON: {e}")))
+}
+
+/// Reads the run in `dir`.
+pub fn read_run(dir: &Path) -> Result<ReportData, ReadError> {
+    let summary_path = dir.join("summary.json");
+    let summary = read_json(&summary_path)?;
+    let setups_path = dir.join("scenario.json");
+    let setups = read_json(&setups_path)?;
+    let setups: Vec<VariantSetup> = serde_json::from_value(setups["variants"].clone())
+        .map_err(|e| fail(&setups_path, format!("unexpected shape: {e}")))?;
+    let series = read_series(&dir.join("timeseries.csv"))?;
+    let delays = read_delays(&dir.join("delays.csv"))?;
+    let latency = read_latency(&dir.join("latency.csv"))?;
+    let bad = |what: &str| fail(&summary_path, format!("missing or malformed `{what}`"));
+    let variants_json = summary["variants"].as_array().ok_or_else(|| bad("variants"))?;
+    let mut variants = Vec::new();
+    for v in variants_json {
+        let name = v["name"].as_str().ok_or_else(|| bad("variants[].name"))?.to_string();
+        let setup = setups
+            .iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| fail(&setups_path, format!("no configuration for variant `{name}`")))?
+            .setup
+            .clone();
+        let scoped = |key: &str| -> Result<Vec<(String, StatRow)>, ReadError> {
+            let list = v[key].as_array().ok_or_else(|| bad(key))?;
+            list.iter()
+                .map(|s| Ok((s["name"].as_str().ok_or_else(|| bad(key))?.to_string(), stat_row(&s["metrics"]))))
+                .collect()
+        };
+        let pick = |scope: &str, names: Vec<String>| -> Vec<MeanSeries> {
+            names
+                .into_iter()
+                .map(|n| {
+                    let rows = series.iter().find(|s| s.0 == name && s.1 == scope && s.2 == n).map(|s| s.3.clone());
+                    MeanSeries { name: n, rows: rows.unwrap_or_default() }
+                })
+                .collect()
+        };
+        let hop_series = pick("hop", setup.hops.iter().map(|h| h.name.clone()).collect());
+        let tenant_series = pick("tenant", setup.tenants.iter().map(|t| t.name.clone()).collect());
+        variants.push(VariantData {
+            metrics: stat_row(&v["metrics"]),
+            hops: scoped("hops")?,
+            tenants: scoped("tenants")?,
+            truncated: strings(&v["truncated"]),
+            hop_series,
+            tenant_series,
+            delays: delays.iter().filter(|(n, _)| *n == name).map(|(_, b)| b.clone()).collect(),
+            latency_us: latency.iter().filter(|(n, _, _)| *n == name).map(|&(_, us, c)| (us, c)).collect(),
+            setup,
+            name,
+        });
+    }
+    if variants.is_empty() {
+        return Err(bad("variants"));
+    }
+    Ok(ReportData {
+        scenario: summary["scenario"].as_str().ok_or_else(|| bad("scenario"))?.to_string(),
+        seed: summary["seed"].as_u64().ok_or_else(|| bad("seed"))?,
+        replications: summary["replications"].as_u64().ok_or_else(|| bad("replications"))? as u32,
+        version: summary["version"].as_str().unwrap_or("?").to_string(),
+        bucket_s: summary["bucket_s"].as_f64().ok_or_else(|| bad("bucket_s"))?,
+        warnings: strings(&summary["warnings"]),
+        variants,
+    })
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect()).unwrap_or_default()
+}
+
+fn stat_row(metrics: &Value) -> StatRow {
+    let Some(map) = metrics.as_object() else { return Vec::new() };
+    map.iter()
+        .map(|(name, s)| {
+            let ci95 = s["ci95"].as_array().and_then(|c| Some([c.first()?.as_f64()?, c.get(1)?.as_f64()?]));
+            let values = s["values"].as_array().map(|a| a.iter().map(Value::as_f64).collect()).unwrap_or_default();
+            (name.clone(), Stat { mean: s["mean"].as_f64(), sd: s["sd"].as_f64(), ci95, values })
+        })
+        .collect()
+}
+
+fn csv_reader(path: &Path) -> Result<csv::Reader<std::fs::File>, ReadError> {
+    let file = std::fs::File::open(path).map_err(|e| fail(path, e.to_string()))?;
+    Ok(csv::Reader::from_reader(file))
+}
+
+fn csv_error(path: &Path, e: impl std::fmt::Display) -> ReadError {
+    fail(path, format!("malformed CSV: {e}"))
+}
+
+fn field<T: std::str::FromStr>(path: &Path, record: &csv::StringRecord, i: usize) -> Result<T, ReadError> {
+    let line = record.position().map_or(0, |p| p.line());
+    let text = record.get(i).unwrap_or("");
+    text.parse().map_err(|_| fail(path, format!("line {line}: column {} is `{text}`, expected a number", i + 1)))
+}
+
+type SeriesKey = (String, String, String, Vec<[f64; SERIES_COLUMNS.len()]>);
+
+/// `timeseries.csv` → (variant, scope, name, rows) in file order.
+fn read_series(path: &Path) -> Result<Vec<SeriesKey>, ReadError> {
+    let mut reader = csv_reader(path)?;
+    let mut out: Vec<SeriesKey> = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| csv_error(path, e))?;
+        let mut row = [0.0; SERIES_COLUMNS.len()];
+        for (c, x) in row.iter_mut().enumerate() {
+            *x = field(path, &record, 4 + c)?;
+        }
+        let key = (&record[0], &record[1], &record[2]);
+        match out.last_mut() {
+            Some(last) if (last.0.as_str(), last.1.as_str(), last.2.as_str()) == key => last.3.push(row),
+            _ => out.push((key.0.to_string(), key.1.to_string(), key.2.to_string(), vec![row])),
+        }
+    }
+    Ok(out)
+}
+
+fn read_delays(path: &Path) -> Result<Vec<(String, DelayBin)>, ReadError> {
+    let mut reader = csv_reader(path)?;
+    let mut out = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| csv_error(path, e))?;
+        let bin = DelayBin {
+            retry: field(path, &record, 1)?,
+            low_s: field(path, &record, 2)?,
+            high_s: field(path, &record, 3)?,
+            count: field(path, &record, 4)?,
+        };
+        out.push((record[0].to_string(), bin));
+    }
+    Ok(out)
+}
+
+fn read_latency(path: &Path) -> Result<Vec<(String, u64, u64)>, ReadError> {
+    let mut reader = csv_reader(path)?;
+    let mut out = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| csv_error(path, e))?;
+        out.push((record[0].to_string(), field(path, &record, 1)?, field(path, &record, 2)?));
+    }
+    Ok(out)
+}

@@ -1,0 +1,268 @@
+//! Charts and the HTML report: every bundled scenario writes every chart as a well-formed SVG
+//! and a valid PNG naming its variants; `plot` reproduces a run's charts byte for byte; the
+//! report's plain-language reading agrees with the numbers in `summary.json`.
+
+use retrystorm::metrics::stats::Stat;
+use retrystorm::report::charts::fmt_num;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn retrystorm(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_retrystorm")).args(args).output().expect("binary runs")
+}
+
+fn bundled_scenarios() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut list: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("scenarios/ exists")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    list.sort();
+    assert!(list.len() >= 3, "expected the bundled scenarios in {}", dir.display());
+    list
+}
+
+/// Runs `compare` into `out` with few replications (charts, not statistics, are under test).
+fn compare(scenario: &Path, out: &Path, replications: u32) {
+    let reps = replications.to_string();
+    let output = retrystorm(&[
+        "compare",
+        scenario.to_str().unwrap(),
+        "--replications",
+        &reps,
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}: {}", scenario.display(), String::from_utf8_lossy(&output.stderr));
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("readable")).expect("valid JSON")
+}
+
+/// The chart stems a run must have, derived from its data files (not from the chart code).
+fn expected_charts(dir: &Path) -> Vec<&'static str> {
+    let setup = json(&dir.join("scenario.json"));
+    let first = &setup["variants"][0];
+    let mut stems = vec!["load", "load_compare", "metrics", "latency_cdf"];
+    let delays = std::fs::read_to_string(dir.join("delays.csv")).expect("delays.csv");
+    if delays.lines().count() > 1 {
+        stems.extend(["retry_delays", "retry_delays_by_retry"]);
+    }
+    if first["tenants"].as_array().expect("tenants").len() > 1 {
+        stems.extend(["tenant_load", "tenant_metrics"]);
+    }
+    if first["hops"].as_array().expect("hops").len() > 1 {
+        stems.push("hop_metrics");
+    }
+    stems
+}
+
+/// Checks the SVG is well formed (balanced tags under one `<svg>` root) and returns its size
+/// and the text of its `<text>` elements.
+fn parse_svg(svg: &str) -> ((u32, u32), Vec<String>) {
+    let mut stack: Vec<String> = Vec::new();
+    let mut texts = Vec::new();
+    let mut rest = svg.trim();
+    assert!(rest.starts_with("<svg "), "an SVG starts with its root element");
+    let mut size = (0, 0);
+    while let Some(open) = rest.find('<') {
+        let content = rest[..open].trim();
+        if stack.last().is_some_and(|t| t == "text") && !content.is_empty() {
+            texts.push(content.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&"));
+        }
+        let close = rest[open..].find('>').expect("every tag closes") + open;
+        let tag = &rest[open + 1..close];
+        if let Some(name) = tag.strip_prefix('/') {
+            assert_eq!(stack.pop().as_deref(), Some(name.trim()), "mismatched closing tag");
+        } else if !tag.ends_with('/') {
+            let name = tag.split_whitespace().next().expect("tag name").to_string();
+            if name == "svg" && stack.is_empty() {
+                let attr = |key: &str| -> u32 {
+                    let start = tag.find(&format!("{key}=\"")).expect("size attribute") + key.len() + 2;
+                    tag[start..].split('"').next().unwrap().parse().expect("integer size")
+                };
+                size = (attr("width"), attr("height"));
+            }
+            stack.push(name);
+        }
+        rest = &rest[close + 1..];
+        if stack.is_empty() {
+            assert!(rest.trim().is_empty(), "nothing after the root element");
+        }
+    }
+    assert!(stack.is_empty(), "unclosed tags: {stack:?}");
+    (size, texts)
+}
+
+/// CRC-32 (IEEE), as PNG chunks use.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+        }
+    }
+    !crc
+}
+
+/// Checks the PNG's signature, chunk structure and checksums; returns (width, height, bytes of
+/// image data).
+fn parse_png(png: &[u8]) -> (u32, u32, usize) {
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "PNG signature");
+    let mut at = 8;
+    let (mut size, mut idat, mut chunks) = ((0, 0), 0, Vec::new());
+    while at < png.len() {
+        let len = u32::from_be_bytes(png[at..at + 4].try_into().unwrap()) as usize;
+        let kind = &png[at + 4..at + 8];
+        let data = &png[at + 8..at + 8 + len];
+        let crc = u32::from_be_bytes(png[at + 8 + len..at + 12 + len].try_into().unwrap());
+        assert_eq!(crc, crc32(&png[at + 4..at + 8 + len]), "CRC of chunk {}", String::from_utf8_lossy(kind));
+        match kind {
+            b"IHDR" => {
+                size = (
+                    u32::from_be_bytes(data[0..4].try_into().unwrap()),
+                    u32::from_be_bytes(data[4..8].try_into().unwrap()),
+                )
+            }
+            b"IDAT" => idat += len,
+            _ => {}
+        }
+        chunks.push(kind.to_vec());
+        at += 12 + len;
+    }
+    assert_eq!(chunks.first().map(Vec::as_slice), Some(&b"IHDR"[..]), "IHDR comes first");
+    assert_eq!(chunks.last().map(Vec::as_slice), Some(&b"IEND"[..]), "IEND comes last");
+    (size.0, size.1, idat)
+}
+
+fn variant_names(dir: &Path) -> Vec<String> {
+    let summary = json(&dir.join("summary.json"));
+    summary["variants"].as_array().expect("variants").iter().map(|v| v["name"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn every_bundled_scenario_writes_every_chart_as_valid_svg_and_png_naming_its_variants() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    for scenario in bundled_scenarios() {
+        let name = scenario.file_stem().unwrap().to_string_lossy().into_owned();
+        let dir = tmp.path().join(&name);
+        compare(&scenario, &dir, 2);
+        let variants = variant_names(&dir);
+        let stems = expected_charts(&dir);
+        for stem in &stems {
+            let svg = std::fs::read_to_string(dir.join(format!("{stem}.svg"))).expect("SVG written");
+            let (size, texts) = parse_svg(&svg);
+            for v in &variants {
+                assert!(texts.iter().any(|t| t.contains(v.as_str())), "{name}/{stem}.svg never names variant `{v}`");
+            }
+            let png = std::fs::read(dir.join(format!("{stem}.png"))).expect("PNG written");
+            let (width, height, idat) = parse_png(&png);
+            assert_eq!((width, height), size, "{name}/{stem}: PNG and SVG have the same size");
+            // A blank canvas of this size deflates to a few kilobytes; a drawn chart does not.
+            assert!(idat > 20_000, "{name}/{stem}.png looks blank ({idat} bytes of image data)");
+        }
+        let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
+        assert_eq!(html.matches("<svg ").count(), stems.len(), "{name}: the report inlines every chart");
+        for forbidden in ["<script", "<link", "src=\"http", "href=\"http", "url(http", "@import"] {
+            assert!(!html.contains(forbidden), "{name}: report.html must not load `{forbidden}`");
+        }
+        for v in &variants {
+            assert!(html.contains(&format!("</span>{v}</td>")), "{name}: summary table lacks variant `{v}`");
+        }
+        assert!(html.contains("<h2>Key results</h2>") && html.contains("<h2>Warnings</h2>"), "{name}: sections");
+    }
+}
+
+#[test]
+fn plot_reproduces_a_finished_runs_charts_and_report_byte_for_byte() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/outage-herd.toml");
+    let original = tmp.path().join("original");
+    compare(&scenario, &original, 3);
+    let copy = tmp.path().join("copy");
+    std::fs::create_dir(&copy).unwrap();
+    let mut rendered = Vec::new();
+    for entry in std::fs::read_dir(&original).unwrap() {
+        let path = entry.unwrap().path();
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        // Keep the data files only: the charts and the report must come back from them.
+        if file.ends_with(".svg") || file.ends_with(".png") || file.ends_with(".html") {
+            rendered.push(file);
+        } else {
+            std::fs::copy(&path, copy.join(&file)).unwrap();
+        }
+    }
+    assert!(rendered.len() >= 13, "charts and report were written: {rendered:?}");
+    let output = retrystorm(&["plot", copy.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    for file in &rendered {
+        let (a, b) = (std::fs::read(original.join(file)).unwrap(), std::fs::read(copy.join(file)));
+        assert!(b.as_ref().is_ok_and(|b| *b == a), "plot did not reproduce {file}");
+    }
+}
+
+#[test]
+fn plot_refuses_what_is_not_a_run_with_exit_code_2() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let missing = tmp.path().join("nowhere");
+    let output = retrystorm(&["plot", missing.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("is not a directory"));
+
+    let output = retrystorm(&["plot", tmp.path().to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("summary.json") && stderr.contains("run"), "{stderr}");
+
+    let run = tmp.path().join("run");
+    compare(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/outage-herd.toml"), &run, 2);
+    let series = run.join("timeseries.csv");
+    let text = std::fs::read_to_string(&series).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let mut fields: Vec<&str> = lines[1].split(',').collect();
+    fields[4] = "zero"; // the first data row's `attempts`
+    lines[1] = fields.join(",");
+    std::fs::write(&series, lines.join("\n")).unwrap();
+    let output = retrystorm(&["plot", run.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("timeseries.csv") && stderr.contains("line 2") && stderr.contains("`zero`"), "{stderr}");
+}
+
+fn stat_of(variant: &Value, metric: &str) -> Stat {
+    let values = variant["metrics"][metric]["values"].as_array().expect("values").iter().map(Value::as_f64).collect();
+    Stat::from_values(values)
+}
+
+#[test]
+fn the_reading_of_the_peak_matches_the_paired_ratio_in_summary_json() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("herd");
+    compare(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/outage-herd.toml"), &dir, 4);
+    let summary = json(&dir.join("summary.json"));
+    let variants = summary["variants"].as_array().unwrap();
+    let peak = |v: &Value| stat_of(v, "peak_attempts_per_s").mean.unwrap();
+    let best = variants.iter().min_by(|a, b| peak(a).total_cmp(&peak(b))).unwrap();
+    let worst = variants.iter().max_by(|a, b| peak(a).total_cmp(&peak(b))).unwrap();
+    // Same seeds per replication across variants: the ratio is taken replication by replication.
+    let (b, w) = (stat_of(best, "peak_attempts_per_s"), stat_of(worst, "peak_attempts_per_s"));
+    let ratios: Vec<Option<f64>> = b.values.iter().zip(&w.values).map(|(b, w)| Some(w.unwrap() / b.unwrap())).collect();
+    let ratio = Stat::from_values(ratios);
+    let [lo, hi] = ratio.ci95.unwrap();
+    let expected = format!(
+        "{} cut the peak by {}× vs {} [95% CI {}–{}×, paired over 4 replications].",
+        best["name"].as_str().unwrap(),
+        fmt_num(ratio.mean.unwrap()),
+        worst["name"].as_str().unwrap(),
+        fmt_num(lo),
+        fmt_num(hi)
+    );
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains(&expected), "report lacks `{expected}`");
+    assert!(ratio.mean.unwrap() > 1.5, "the herd's worst strategy peaks far above its best");
+}
