@@ -34,6 +34,8 @@ pub struct EventQueue<E> {
     /// The earliest time in each bucket (`Nanos::MAX` when empty), so peeking and popping need
     /// no scan.
     bucket_min: [Nanos; BUCKETS],
+    /// Where in its bucket the first-pushed event at `bucket_min` sits: the next to pop.
+    bucket_min_index: [usize; BUCKETS],
     /// Bit `i − 1` is set when bucket `i` is non-empty.
     occupied: u64,
     len: usize,
@@ -54,6 +56,7 @@ impl<E> EventQueue<E> {
             due_now: VecDeque::new(),
             buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
             bucket_min: [Nanos::MAX; BUCKETS],
+            bucket_min_index: [0; BUCKETS],
             occupied: 0,
             len: 0,
             now: 0,
@@ -97,8 +100,13 @@ impl<E> EventQueue<E> {
     #[inline]
     fn push_to_bucket(&mut self, at: Nanos, event: E) {
         let slot = bucket_slot(at, self.now);
-        self.buckets[slot].push((at, event));
-        self.bucket_min[slot] = self.bucket_min[slot].min(at);
+        let bucket = &mut self.buckets[slot];
+        // Strictly earlier only: among equal times the first pushed is the next out (FIFO).
+        if at < self.bucket_min[slot] {
+            self.bucket_min[slot] = at;
+            self.bucket_min_index[slot] = bucket.len();
+        }
+        bucket.push((at, event));
         self.occupied |= 1 << slot;
     }
 
@@ -142,10 +150,22 @@ impl<E> EventQueue<E> {
 
     /// The time of the earliest pending event.
     pub fn peek_time(&self) -> Option<Nanos> {
-        if !self.due_now.is_empty() {
-            return Some(self.now);
+        self.peek().map(|(at, _)| at)
+    }
+
+    /// The event `pop` would return next, and its time, without removing it. O(1): a caller can
+    /// use it to prefetch the state the next event will touch while it handles the current one.
+    #[inline]
+    pub fn peek(&self) -> Option<(Nanos, &E)> {
+        if let Some(event) = self.due_now.front() {
+            return Some((self.now, event));
         }
-        (self.occupied != 0).then(|| self.bucket_min[self.occupied.trailing_zeros() as usize])
+        if self.occupied == 0 {
+            return None;
+        }
+        let slot = self.occupied.trailing_zeros() as usize;
+        let (at, event) = &self.buckets[slot][self.bucket_min_index[slot]];
+        Some((*at, event))
     }
 }
 
@@ -198,6 +218,24 @@ mod tests {
         let order: Vec<(Nanos, char)> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(order, vec![(6, 'y'), (7, 'a'), (7, 'b'), (u64::MAX, 'z')]);
         assert_eq!((q.now(), q.events_popped(), q.len()), (u64::MAX, 5, 0));
+    }
+
+    #[test]
+    fn peek_names_the_next_event_without_popping_it() {
+        // 'b' and 'c' tie at 9 behind an earlier minimum that was pushed later ('d' at 4).
+        let mut q = EventQueue::new();
+        q.push(1, 'a');
+        q.push(9, 'b');
+        q.push(9, 'c');
+        q.push(4, 'd');
+        assert_eq!(q.peek(), Some((1, &'a')));
+        q.pop();
+        assert_eq!(q.peek(), Some((4, &'d')));
+        q.pop();
+        assert_eq!(q.peek(), Some((9, &'b')), "the first pushed of equal times is next");
+        assert_eq!(q.pop(), Some((9, 'b')));
+        assert_eq!(q.peek(), Some((9, &'c')));
+        assert_eq!((q.len(), q.events_popped()), (1, 3));
     }
 
     #[test]
@@ -259,6 +297,7 @@ mod tests {
                 prop_assert_eq!(queue.len(), model.len());
                 prop_assert_eq!(queue.now(), model_now);
                 prop_assert_eq!(queue.peek_time(), model.peek().map(|Reverse((at, _))| *at));
+                prop_assert_eq!(queue.peek().map(|(at, id)| (at, *id)), model.peek().map(|Reverse(entry)| *entry));
             }
             let rest: Vec<(Nanos, usize)> = std::iter::from_fn(|| queue.pop()).collect();
             let model_rest: Vec<(Nanos, usize)> =
