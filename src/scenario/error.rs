@@ -18,16 +18,22 @@ pub struct ScenarioError {
 
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file)?;
+        write!(f, "{}", one_line(&self.file))?;
         if let Some((line, col)) = self.location {
             write!(f, ":{line}:{col}")?;
         }
         write!(f, ": ")?;
         if let Some(field) = &self.field {
-            write!(f, "`{field}`: ")?;
+            write!(f, "`{}`: ", one_line(field))?;
         }
-        write!(f, "{}", self.message)
+        write!(f, "{}", one_line(&self.message))
     }
+}
+
+/// `text` with control characters escaped (`\n`), so that a value quoted from the input (a key or
+/// string with a newline) cannot split the one-line message.
+pub fn one_line(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
 }
 
 impl std::error::Error for ScenarioError {}
@@ -114,5 +120,6 @@ mod tests {
         );
         assert_eq!(with_suggestion("invalid array\nexpected `]`"), "invalid array; expected `]`");
         assert_eq!(line_col("a\nbc\nd", 3), (2, 2));
+        assert_eq!(one_line("unknown `\none`\t"), "unknown `\\none`\\t");
     }
 }

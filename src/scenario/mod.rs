@@ -146,7 +146,9 @@ impl Scenario {
 /// A TOML syntax, type or unknown-key error, at its position and named by the field there.
 fn parse_error(file: &str, source: &str, e: &toml::de::Error) -> ScenarioError {
     let start = e.span().map(|s| s.start);
-    let field = start.and_then(|s| locate::path_at(source, s));
+    // A missing top-level field is reported at the start of the file, which is not that field.
+    let missing = e.message().starts_with("missing field");
+    let field = start.and_then(|s| locate::path_at(source, s)).filter(|p| !missing || p.contains('.'));
     let mut message = with_suggestion(e.message());
     if toml_edit::ImDocument::parse(source).is_err() {
         // Not TOML at all: no field can be named, so quote the line instead.

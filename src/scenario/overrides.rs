@@ -4,7 +4,7 @@
 //! `fault.N.FIELD` (faults have no name: N is the 0-based index), with deeper inline-table fields
 //! (`hop.api.service.mean`). Arrays of tables are addressed by their `name`.
 
-use super::error::closest;
+use super::error::{closest, one_line};
 use toml::{Table, Value};
 
 /// One override.
@@ -21,9 +21,10 @@ pub struct Override {
 pub fn parse_assignment(text: &str) -> Result<Override, String> {
     let (path, raw) = text
         .split_once('=')
-        .ok_or_else(|| format!("`{text}` is not PATH=VALUE; write e.g. --set policy.client.jitter=full"))?;
+        .ok_or_else(|| format!("`{}` is not PATH=VALUE; write e.g. --set policy.client.jitter=full", one_line(text)))?;
     let path = path.trim();
     if path.is_empty() || path.split('.').any(str::is_empty) {
+        let (text, path) = (one_line(text), one_line(path));
         return Err(format!("`{text}`: the path `{path}` has an empty segment; write e.g. hop.api.workers=4"));
     }
     Ok(Override { path: path.to_string(), value: parse_value(raw.trim()) })
