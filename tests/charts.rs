@@ -266,3 +266,49 @@ fn the_reading_of_the_peak_matches_the_paired_ratio_in_summary_json() {
     assert!(html.contains(&expected), "report lacks `{expected}`");
     assert!(ratio.mean.unwrap() > 1.5, "the herd's worst strategy peaks far above its best");
 }
+
+/// Checks `stem` in `dir` is a valid SVG + PNG pair whose text names every one of `names`.
+fn check_chart(dir: &Path, stem: &str, names: &[&str]) {
+    let svg = std::fs::read_to_string(dir.join(format!("{stem}.svg"))).expect("SVG written");
+    let (size, texts) = parse_svg(&svg);
+    for name in names {
+        assert!(texts.iter().any(|t| t.contains(name)), "{stem}.svg never names `{name}`");
+    }
+    let (width, height, idat) = parse_png(&std::fs::read(dir.join(format!("{stem}.png"))).expect("PNG written"));
+    assert_eq!((width, height), size, "{stem}: PNG and SVG have the same size");
+    assert!(idat > 20_000, "{stem}.png looks blank");
+}
+
+#[test]
+fn plot_draws_a_sweep_as_lines_for_one_parameter_and_heatmaps_for_two() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/outage-herd.toml");
+    let sweep = |out: &Path, vary: &[&str]| {
+        let mut args = vec!["sweep", scenario, "--jitter", "exponential,full", "--replications", "2", "--quiet"];
+        for v in vary {
+            args.extend(["--vary", v]);
+        }
+        args.extend(["--out", out.to_str().unwrap()]);
+        let output = retrystorm(&args);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let output = retrystorm(&["plot", out.to_str().unwrap()]);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    };
+    let one = tmp.path().join("one");
+    sweep(&one, &["tenant.main.clients=500,1000,2000"]);
+    check_chart(&one, "sweep_metrics", &["exponential", "full", "tenant.main.clients", "2000"]);
+    let first = std::fs::read(one.join("sweep_metrics.svg")).unwrap();
+    let html = std::fs::read_to_string(one.join("report.html")).unwrap();
+    assert_eq!(html.matches("<svg ").count(), 1, "the sweep report inlines its chart");
+    assert!(html.contains("clients=2000"), "the summary table names the cells");
+    // Re-plotting from the same sweep.json gives the same bytes.
+    let output = retrystorm(&["plot", one.to_str().unwrap()]);
+    assert!(output.status.success());
+    assert_eq!(std::fs::read(one.join("sweep_metrics.svg")).unwrap(), first);
+
+    let two = tmp.path().join("two");
+    sweep(&two, &["tenant.main.clients=500,1000", "policy.client.base=50ms,100ms,200ms"]);
+    for stem in ["sweep_heatmap_peak_over_capacity", "sweep_heatmap_success_ratio"] {
+        check_chart(&two, stem, &["exponential", "full", "policy.client.base", "200ms"]);
+    }
+}

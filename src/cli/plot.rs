@@ -8,7 +8,7 @@ use std::path::PathBuf;
 /// Flags of `plot`.
 #[derive(Debug, Args)]
 pub struct PlotArgs {
-    /// A run's output directory (written by `run` or `compare`).
+    /// A run's output directory (written by `run`, `compare`, `sweep` or `merge`).
     pub dir: PathBuf,
     /// Print nothing on success.
     #[arg(long)]
@@ -19,12 +19,12 @@ pub struct PlotArgs {
 pub fn run(args: PlotArgs) -> Result<(), CliError> {
     if !args.dir.is_dir() {
         return Err(CliError::BadInput(format!(
-            "plot: `{}` is not a directory; give the output directory of a `run` or `compare`",
+            "plot: `{}` is not a directory; give the output directory of a `run`, `compare`, `sweep` or `merge`",
             args.dir.display()
         )));
     }
     // Both a directory that is not a run and one we cannot write to are the caller's to fix.
-    let written = report::render_run(&args.dir).map_err(|e| CliError::BadInput(format!("plot: {e}")))?;
+    let written = report::render_dir(&args.dir).map_err(|e| CliError::BadInput(format!("plot: {e}")))?;
     if !args.quiet {
         println!("re-rendered {} files in {}", written.len(), args.dir.display());
     }

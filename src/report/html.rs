@@ -2,7 +2,8 @@
 //! the warnings, a summary table, the scenario and every chart.
 
 use super::charts::data::{stat, ReportData, Setup};
-use super::charts::{fmt_num, variant_colour, Chart};
+use super::charts::sweep::SweepData;
+use super::charts::{fmt_num, variant_colour, RenderedChart};
 use super::reading::key_findings;
 use std::fmt::Write;
 
@@ -50,15 +51,33 @@ const SUMMARY_COLUMNS: [(&str, &str, f64, &str); 10] = [
     ("recovery_time_s", "recovery (s)", 1.0, ""),
 ];
 
-/// The whole page. `svgs` are the charts' SVG texts in display order.
-pub fn report_html(data: &ReportData, svgs: &[(Chart, String)]) -> String {
-    let mut h = String::new();
-    let title = format!("retrystorm report: {}", data.scenario);
+/// The page head: title and style.
+pub fn head(title: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+        escape(title)
+    )
+}
+
+/// The charts section and the end of the page.
+pub fn charts_and_tail(h: &mut String, charts: &[RenderedChart], plot_hint: &str) {
+    h.push_str("<h2>Charts</h2>\n");
+    for chart in charts {
+        let _ =
+            write!(h, "<figure id=\"{}\">\n<figcaption>{}</figcaption>\n", escape(&chart.stem), escape(&chart.caption));
+        h.push_str(chart.svg.trim());
+        h.push_str("\n</figure>\n");
+    }
     let _ = write!(
         h,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
-        escape(&title)
+        "<p class=\"meta\">Every chart is also in this directory as <code>.svg</code> and <code>.png</code>. {}</p>\n</body>\n</html>\n",
+        escape(plot_hint)
     );
+}
+
+/// The whole page of a run.
+pub fn report_html(data: &ReportData, charts: &[RenderedChart]) -> String {
+    let mut h = head(&format!("retrystorm report: {}", data.scenario));
     let names: Vec<&str> = data.variants.iter().map(|v| v.name.as_str()).collect();
     let _ = write!(
         h,
@@ -78,17 +97,72 @@ pub fn report_html(data: &ReportData, svgs: &[(Chart, String)]) -> String {
     warnings(&mut h, data);
     summary_table(&mut h, data);
     scenario_section(&mut h, data);
-    h.push_str("<h2>Charts</h2>\n");
-    for (chart, svg) in svgs {
-        let _ = write!(h, "<figure id=\"{}\">\n<figcaption>{}</figcaption>\n", chart.stem(), escape(chart.caption()));
-        h.push_str(svg.trim());
-        h.push_str("\n</figure>\n");
-    }
+    charts_and_tail(&mut h, charts, "Re-render charts and this page from the run's files with `retrystorm plot DIR`.");
+    h
+}
+
+/// The whole page of a sweep: findings, a table of the headline metrics per cell and the charts.
+pub fn sweep_html(data: &SweepData, charts: &[RenderedChart]) -> String {
+    let mut h = head(&format!("retrystorm sweep: {}", data.scenario));
+    let cells: usize = data.axes.iter().map(|a| a.labels.len()).product();
+    let axes: Vec<String> = data.axes.iter().map(|a| format!("{} ∈ {{{}}}", a.path, a.labels.join(", "))).collect();
     let _ = write!(
         h,
-        "<p class=\"meta\">Every chart is also in this directory as <code>.svg</code> and <code>.png</code>. \
-         Re-render charts and this page from the run's files with <code>retrystorm plot DIR</code>.</p>\n</body>\n</html>\n"
+        "<h1>{} — sweep</h1>\n<p class=\"meta\">{} cell(s): {} · variants {} · {} replications per cell · seed {}</p>\n",
+        escape(&data.scenario),
+        cells,
+        escape(&axes.join("; ")),
+        escape(&data.variants.join(", ")),
+        data.replications,
+        data.seed
     );
+    h.push_str("<h2>Key results</h2>\n<ul class=\"findings\">\n");
+    for finding in super::reading::sweep_findings(data) {
+        let _ = writeln!(h, "<li>{}</li>", escape(&finding));
+    }
+    h.push_str("</ul>\n");
+    if charts.is_empty() {
+        h.push_str(
+            "<p>No charts: a sweep over three or more parameters has no single view; see <code>sweep.csv</code>.</p>\n",
+        );
+    }
+    const COLUMNS: [(&str, &str, f64, &str); 4] = [
+        ("peak_over_capacity", "peak ÷ capacity", 1.0, "×"),
+        ("amplification", "amplification", 1.0, "×"),
+        ("success_ratio", "succeeded", 100.0, "%"),
+        ("dlq", "DLQ", 1.0, ""),
+    ];
+    let _ = write!(
+        h,
+        "<h2>Summary</h2>\n<p>Mean over {} replications, ± the half-width of the 95% confidence interval. \
+         Every metric, with paired differences against the baseline: <code>sweep.csv</code>.</p>\n<table>\n<tr><th>cell</th><th>variant</th>",
+        data.replications
+    );
+    for (_, heading, _, _) in COLUMNS {
+        let _ = write!(h, "<th>{}</th>", escape(heading));
+    }
+    h.push_str("</tr>\n");
+    for cell in 0..cells {
+        for (v, name) in data.variants.iter().enumerate() {
+            if data.stat(cell, v, "attempts").is_none() {
+                continue;
+            }
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}{}</td>",
+                escape(&super::reading::cell_words(data, cell)),
+                swatch(v),
+                escape(name)
+            );
+            for (metric, _, scale, unit) in COLUMNS {
+                let cell_text = data.stat(cell, v, metric).map_or("–".into(), |s| cell_text(s, scale, unit));
+                let _ = write!(h, "<td class=\"num\">{}</td>", escape(&cell_text));
+            }
+            h.push_str("</tr>\n");
+        }
+    }
+    h.push_str("</table>\n");
+    charts_and_tail(&mut h, charts, "Re-render the charts and this page with `retrystorm plot DIR`.");
     h
 }
 

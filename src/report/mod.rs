@@ -57,13 +57,37 @@ pub enum RenderError {
     Write(#[from] OutputError),
 }
 
+/// Renders the charts and `report.html` of the run or sweep in `dir` from its files (a sweep
+/// when `dir` holds `sweep.json` and no `summary.json`); returns the files written.
+pub fn render_dir(dir: &Path) -> Result<Vec<PathBuf>, RenderError> {
+    if dir.join("sweep.json").is_file() && !dir.join("summary.json").exists() {
+        render_sweep(dir)
+    } else {
+        render_run(dir)
+    }
+}
+
+/// Renders the sweep charts and `report.html` of the sweep in `dir` from its `sweep.json`.
+pub fn render_sweep(dir: &Path) -> Result<Vec<PathBuf>, RenderError> {
+    let data = readback::read_sweep(dir)?;
+    let mut rendered = charts::Rendered::default();
+    for chart in charts::sweep::SweepChart::for_sweep(&data) {
+        rendered.add(dir, &charts::sweep::SweepFigure { chart, data: &data })?;
+    }
+    let report = dir.join("report.html");
+    files::write_atomic(&report, html::sweep_html(&data, &rendered.charts).as_bytes())?;
+    let mut written = rendered.files;
+    written.push(report);
+    Ok(written)
+}
+
 /// Renders every chart and `report.html` of the run in `dir` from its files; returns the files
 /// written.
 pub fn render_run(dir: &Path) -> Result<Vec<PathBuf>, RenderError> {
     let data = readback::read_run(dir)?;
     let rendered = charts::write_charts(dir, &data)?;
     let report = dir.join("report.html");
-    files::write_atomic(&report, html::report_html(&data, &rendered.svgs).as_bytes())?;
+    files::write_atomic(&report, html::report_html(&data, &rendered.charts).as_bytes())?;
     let mut written = rendered.files;
     written.push(report);
     Ok(written)

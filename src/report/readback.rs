@@ -1,10 +1,12 @@
-//! Rebuilds a run's [`ReportData`] from its output directory (what `retrystorm plot DIR` needs).
+//! Rebuilds a run's [`ReportData`] (or a sweep's [`SweepData`]) from its output directory:
+//! what `retrystorm plot DIR` needs.
 //!
 //! Reads `summary.json` (metrics, warnings), `timeseries.csv` (mean series), `scenario.json`
 //! (configuration per variant), `delays.csv` and `latency.csv`. Floats are written with Rust's
 //! shortest round-trip formatting, so the CSV values come back bit for bit.
 
 use super::charts::data::{DelayBin, ReportData, VariantData, VariantSetup};
+use super::charts::sweep::{SweepAxis, SweepData};
 use crate::metrics::stats::Stat;
 use crate::runner::{MeanSeries, StatRow, SERIES_COLUMNS};
 use serde_json::Value;
@@ -27,7 +29,7 @@ fn fail(path: &Path, message: impl Into<String>) -> ReadError {
 fn read_text(path: &Path) -> Result<String, ReadError> {
     std::fs::read_to_string(path).map_err(|e| {
         let hint = if e.kind() == std::io::ErrorKind::NotFound {
-            "; `plot` needs a directory written by `retrystorm run` or `compare` (rerun it to get the files charts need)"
+            "; `plot` needs a directory written by `retrystorm run`, `compare`, `sweep` or `merge` (rerun it to get the files charts need)"
         } else {
             ""
         };
@@ -111,13 +113,14 @@ fn strings(v: &Value) -> Vec<String> {
 
 fn stat_row(metrics: &Value) -> StatRow {
     let Some(map) = metrics.as_object() else { return Vec::new() };
-    map.iter()
-        .map(|(name, s)| {
-            let ci95 = s["ci95"].as_array().and_then(|c| Some([c.first()?.as_f64()?, c.get(1)?.as_f64()?]));
-            let values = s["values"].as_array().map(|a| a.iter().map(Value::as_f64).collect()).unwrap_or_default();
-            (name.clone(), Stat { mean: s["mean"].as_f64(), sd: s["sd"].as_f64(), ci95, values })
-        })
-        .collect()
+    map.iter().map(|(name, s)| (name.clone(), stat_of(s))).collect()
+}
+
+/// A statistic from its JSON fields (`mean`, `sd`, `ci95`, `values`; nulls stay None).
+fn stat_of(s: &Value) -> Stat {
+    let ci95 = s["ci95"].as_array().and_then(|c| Some([c.first()?.as_f64()?, c.get(1)?.as_f64()?]));
+    let values = s["values"].as_array().map(|a| a.iter().map(Value::as_f64).collect()).unwrap_or_default();
+    Stat { mean: s["mean"].as_f64(), sd: s["sd"].as_f64(), ci95, values }
 }
 
 fn csv_reader(path: &Path) -> Result<csv::Reader<std::fs::File>, ReadError> {
@@ -180,4 +183,58 @@ fn read_latency(path: &Path) -> Result<Vec<(String, u64, u64)>, ReadError> {
         out.push((record[0].to_string(), field(path, &record, 1)?, field(path, &record, 2)?));
     }
     Ok(out)
+}
+
+/// Reads `sweep.json` in `dir` (a whole sweep, a merged one, or one shard's part).
+pub fn read_sweep(dir: &Path) -> Result<SweepData, ReadError> {
+    let path = dir.join("sweep.json");
+    let json = read_json(&path)?;
+    let bad = |what: &str| fail(&path, format!("missing or malformed `{what}`"));
+    let header = &json["sweep"];
+    let variants = strings(&header["variants"]);
+    if variants.is_empty() {
+        return Err(bad("sweep.variants"));
+    }
+    let axes = header["vary"]
+        .as_array()
+        .ok_or_else(|| bad("sweep.vary"))?
+        .iter()
+        .map(|a| {
+            let values = a["values"].as_array().ok_or_else(|| bad("sweep.vary[].values"))?;
+            // As typed: `10000`, `"100ms"`, `"full"` (no thousands separators, which would read as
+            // list separators in `clients ∈ {1000, 3000}`).
+            let labels: Vec<String> =
+                values.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), String::from)).collect();
+            let numbers = values.iter().map(number_of).collect::<Option<Vec<f64>>>();
+            let path = a["path"].as_str().ok_or_else(|| bad("sweep.vary[].path"))?.to_string();
+            Ok(SweepAxis { path, labels, numbers })
+        })
+        .collect::<Result<Vec<_>, ReadError>>()?;
+    let mut stats = std::collections::BTreeMap::new();
+    for row in json["rows"].as_array().ok_or_else(|| bad("rows"))? {
+        let cell = row["cell"].as_u64().ok_or_else(|| bad("rows[].cell"))? as usize;
+        let name = row["variant"].as_str().ok_or_else(|| bad("rows[].variant"))?;
+        let v = variants.iter().position(|n| n == name).ok_or_else(|| bad("rows[].variant"))?;
+        let metric = row["metric"].as_str().ok_or_else(|| bad("rows[].metric"))?.to_string();
+        stats.insert((cell, v, metric), stat_of(row));
+    }
+    Ok(SweepData {
+        scenario: header["scenario"].as_str().ok_or_else(|| bad("sweep.scenario"))?.to_string(),
+        seed: header["seed"].as_u64().ok_or_else(|| bad("sweep.seed"))?,
+        replications: header["replications"].as_u64().ok_or_else(|| bad("sweep.replications"))? as u32,
+        variants,
+        axes,
+        stats,
+    })
+}
+
+/// A swept value's position: the number itself, or a duration (`"100ms"`) in seconds.
+fn number_of(value: &Value) -> Option<f64> {
+    match value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => {
+            s.parse::<f64>().ok().or_else(|| humantime::parse_duration(s.trim()).ok().map(|d| d.as_secs_f64()))
+        }
+        _ => None,
+    }
 }

@@ -6,6 +6,7 @@
 //! Student-t interval, which is much tighter than comparing two independent means.
 
 use super::charts::data::{stat, ReportData, VariantData};
+use super::charts::sweep::SweepData;
 use super::charts::{fmt_num, fmt_secs};
 use crate::metrics::stats::Stat;
 
@@ -265,6 +266,94 @@ fn single_variant(v: &VariantData) -> Vec<String> {
         out.push(format!("p99 latency of succeeded requests: {}.", fmt_secs(p99)));
     }
     out
+}
+
+/// Where in a sweep a cell sits, in words: `clients=1000, base=50ms`.
+pub fn cell_words(data: &SweepData, cell: usize) -> String {
+    let mut rest = cell;
+    let mut parts = Vec::new();
+    for axis in data.axes.iter().rev() {
+        let n = axis.labels.len().max(1);
+        let short = axis.path.rsplit('.').next().unwrap_or(&axis.path);
+        parts.push(format!("{short}={}", axis.labels[rest % n]));
+        rest /= n;
+    }
+    parts.reverse();
+    parts.join(", ")
+}
+
+/// Key findings of a sweep: the range of each headline metric over the grid and which variant
+/// wins how many cells.
+pub fn sweep_findings(data: &SweepData) -> Vec<String> {
+    let cells: usize = data.axes.iter().map(|a| a.labels.len()).product();
+    let mut out = Vec::new();
+    // (metric, words, lower is better)
+    for (metric, words, lower_better, scale, unit) in [
+        ("peak_over_capacity", "peak load ÷ capacity", true, 1.0, "×"),
+        ("success_ratio", "success ratio", false, 100.0, "%"),
+        ("amplification", "attempts per request", true, 1.0, "×"),
+    ] {
+        let mut points: Vec<(usize, usize, f64)> = Vec::new();
+        for cell in 0..cells {
+            for v in 0..data.variants.len() {
+                if let Some(mean) = data.stat(cell, v, metric).and_then(|s| s.mean) {
+                    points.push((cell, v, mean));
+                }
+            }
+        }
+        let Some(low) = points.iter().min_by(|a, b| a.2.total_cmp(&b.2)) else { continue };
+        let high = points.iter().max_by(|a, b| a.2.total_cmp(&b.2)).expect("non-empty");
+        let mut text = format!(
+            "{}: from {}{unit} ({} at {}) to {}{unit} ({} at {})",
+            capitalised(words),
+            fmt_num(low.2 * scale),
+            data.variants[low.1],
+            cell_words(data, low.0),
+            fmt_num(high.2 * scale),
+            data.variants[high.1],
+            cell_words(data, high.0)
+        );
+        if data.variants.len() > 1 {
+            let mut wins = vec![0usize; data.variants.len()];
+            let mut contested = 0;
+            for cell in 0..cells {
+                let here: Vec<&(usize, usize, f64)> = points.iter().filter(|p| p.0 == cell).collect();
+                let best = here.iter().map(|p| p.2).fold(
+                    if lower_better { f64::INFINITY } else { f64::NEG_INFINITY },
+                    |a, b| {
+                        if lower_better {
+                            a.min(b)
+                        } else {
+                            a.max(b)
+                        }
+                    },
+                );
+                let winners: Vec<usize> = here.iter().filter(|p| p.2 == best).map(|p| p.1).collect();
+                if winners.len() == 1 {
+                    wins[winners[0]] += 1;
+                    contested += 1;
+                }
+            }
+            let ranking: Vec<String> = wins
+                .iter()
+                .enumerate()
+                .filter(|(_, &w)| w > 0)
+                .map(|(v, w)| format!("{} in {w}", data.variants[v]))
+                .collect();
+            if !ranking.is_empty() {
+                let best = if lower_better { "lowest" } else { "highest" };
+                text.push_str(&format!("; {best} by mean: {} (of {contested} cells)", ranking.join(", ")));
+            }
+        }
+        text.push('.');
+        out.push(text);
+    }
+    out
+}
+
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |c| c.to_uppercase().chain(chars).collect())
 }
 
 #[cfg(test)]

@@ -70,6 +70,12 @@ impl LogAxis {
         LogAxis { low, high, ticks }
     }
 
+    /// An axis covering `[low, high]` with ticks exactly at `ticks` (e.g. a sweep's values).
+    pub fn with_ticks(low: f64, high: f64, ticks: Vec<f64>) -> LogAxis {
+        assert!(low > 0.0 && high > low, "log axis needs 0 < low < high, got {low}..{high}");
+        LogAxis { low, high, ticks }
+    }
+
     /// The tick positions.
     pub fn ticks(&self) -> &[f64] {
         &self.ticks

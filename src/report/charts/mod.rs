@@ -10,6 +10,7 @@ pub mod delays;
 pub mod key;
 pub mod latency;
 pub mod load;
+pub mod sweep;
 
 use super::files::{commit_temp, temp_path, write_atomic, OutputError};
 use data::ReportData;
@@ -132,32 +133,95 @@ impl Chart {
         }
     }
 
-    fn draw<DB: DrawingBackend>(self, root: DrawingArea<DB, Shift>, data: &ReportData) -> DrawResult
+    fn draw<DB: DrawingBackend>(self, root: &DrawingArea<DB, Shift>, data: &ReportData) -> DrawResult
     where
         DB::ErrorType: 'static,
     {
-        root.fill(&WHITE)?;
         match self {
-            Chart::Load => load::draw_grid(&root, data, load::Scope::Hops)?,
-            Chart::TenantLoad => load::draw_grid(&root, data, load::Scope::Tenants)?,
-            Chart::LoadCompare => load::draw_compare(&root, data)?,
-            Chart::Metrics => bars::draw_metrics(&root, data)?,
-            Chart::TenantMetrics => bars::draw_scoped(&root, data, bars::Scope::Tenants)?,
-            Chart::HopMetrics => bars::draw_scoped(&root, data, bars::Scope::Hops)?,
-            Chart::Latency => latency::draw_cdf(&root, data)?,
-            Chart::Delays => delays::draw_histograms(&root, data)?,
-            Chart::DelaysByRetry => delays::draw_by_retry(&root, data)?,
+            Chart::Load => load::draw_grid(root, data, load::Scope::Hops)?,
+            Chart::TenantLoad => load::draw_grid(root, data, load::Scope::Tenants)?,
+            Chart::LoadCompare => load::draw_compare(root, data)?,
+            Chart::Metrics => bars::draw_metrics(root, data)?,
+            Chart::TenantMetrics => bars::draw_scoped(root, data, bars::Scope::Tenants)?,
+            Chart::HopMetrics => bars::draw_scoped(root, data, bars::Scope::Hops)?,
+            Chart::Latency => latency::draw_cdf(root, data)?,
+            Chart::Delays => delays::draw_histograms(root, data)?,
+            Chart::DelaysByRetry => delays::draw_by_retry(root, data)?,
         }
-        root.present()?;
         Ok(())
     }
 }
 
-/// Renders `chart` to `dir/<stem>.svg` and `dir/<stem>.png` (each written atomically); returns
-/// the SVG text too, for the HTML report.
-pub fn render(dir: &Path, chart: Chart, data: &ReportData) -> Result<(Vec<PathBuf>, String), OutputError> {
-    let size = chart.size(data);
-    let svg_path = dir.join(format!("{}.svg", chart.stem()));
+/// Something drawable as one chart file pair.
+pub trait Figure {
+    /// File stem (`<stem>.svg`, `<stem>.png`) and HTML anchor.
+    fn stem(&self) -> String;
+    /// One-line caption for the report.
+    fn caption(&self) -> String;
+    /// Canvas size in pixels.
+    fn size(&self) -> (u32, u32);
+    /// Draws onto a white canvas.
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
+    where
+        DB::ErrorType: 'static;
+}
+
+/// A chart of a run with its data.
+pub struct RunFigure<'a> {
+    /// Which chart.
+    pub chart: Chart,
+    /// The run.
+    pub data: &'a ReportData,
+}
+
+impl Figure for RunFigure<'_> {
+    fn stem(&self) -> String {
+        self.chart.stem().to_string()
+    }
+
+    fn caption(&self) -> String {
+        self.chart.caption().to_string()
+    }
+
+    fn size(&self) -> (u32, u32) {
+        self.chart.size(self.data)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
+    where
+        DB::ErrorType: 'static,
+    {
+        self.chart.draw(root, self.data)
+    }
+}
+
+/// A chart rendered for the HTML report.
+#[derive(Clone, Debug)]
+pub struct RenderedChart {
+    /// File stem and anchor.
+    pub stem: String,
+    /// Caption.
+    pub caption: String,
+    /// The SVG text.
+    pub svg: String,
+}
+
+fn draw_on<DB: DrawingBackend, F: Figure>(root: DrawingArea<DB, Shift>, figure: &F) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE)?;
+    figure.draw(&root)?;
+    root.present()?;
+    Ok(())
+}
+
+/// Renders `figure` to `dir/<stem>.svg` and `dir/<stem>.png` (each written atomically); returns
+/// the files and the SVG text, for the HTML report.
+pub fn render<F: Figure>(dir: &Path, figure: &F) -> Result<(Vec<PathBuf>, RenderedChart), OutputError> {
+    let size = figure.size();
+    let stem = figure.stem();
+    let svg_path = dir.join(format!("{stem}.svg"));
     let failed = |path: &Path, e: Box<dyn std::error::Error>| OutputError {
         path: path.to_path_buf(),
         message: format!("drawing the chart failed: {e}"),
@@ -165,21 +229,21 @@ pub fn render(dir: &Path, chart: Chart, data: &ReportData) -> Result<(Vec<PathBu
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-        chart.draw(root, data).map_err(|e| failed(&svg_path, e))?;
+        draw_on(root, figure).map_err(|e| failed(&svg_path, e))?;
     }
     write_atomic(&svg_path, svg.as_bytes())?;
-    let png_path = dir.join(format!("{}.png", chart.stem()));
+    let png_path = dir.join(format!("{stem}.png"));
     // The bitmap backend picks the encoder from the extension, so the temp file keeps `.png`.
     let tmp = temp_path(&png_path).with_extension("png");
     {
         let root = BitMapBackend::new(&tmp, size).into_drawing_area();
-        if let Err(e) = chart.draw(root, data) {
+        if let Err(e) = draw_on(root, figure) {
             let _ = std::fs::remove_file(&tmp);
             return Err(failed(&png_path, e));
         }
     }
     commit_temp(&tmp, &png_path)?;
-    Ok((vec![svg_path, png_path], svg))
+    Ok((vec![svg_path, png_path], RenderedChart { stem, caption: figure.caption(), svg }))
 }
 
 /// What [`write_charts`] produced: the files, and each chart's SVG text for the HTML report.
@@ -187,17 +251,25 @@ pub fn render(dir: &Path, chart: Chart, data: &ReportData) -> Result<(Vec<PathBu
 pub struct Rendered {
     /// Files written.
     pub files: Vec<PathBuf>,
-    /// Each chart with its SVG text, in display order.
-    pub svgs: Vec<(Chart, String)>,
+    /// Each chart, in display order.
+    pub charts: Vec<RenderedChart>,
+}
+
+impl Rendered {
+    /// Renders `figure` and records its files and SVG.
+    pub fn add<F: Figure>(&mut self, dir: &Path, figure: &F) -> Result<(), OutputError> {
+        let (files, chart) = render(dir, figure)?;
+        self.files.extend(files);
+        self.charts.push(chart);
+        Ok(())
+    }
 }
 
 /// Writes every chart that applies to `data`.
 pub fn write_charts(dir: &Path, data: &ReportData) -> Result<Rendered, OutputError> {
     let mut out = Rendered::default();
     for chart in Chart::for_run(data) {
-        let (written, svg) = render(dir, chart, data)?;
-        out.files.extend(written);
-        out.svgs.push((chart, svg));
+        out.add(dir, &RunFigure { chart, data })?;
     }
     Ok(out)
 }
