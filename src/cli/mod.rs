@@ -112,7 +112,13 @@ pub const DEFAULT_JITTERS: [&str; 5] = ["none", "exponential", "full", "equal", 
 pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<(), CliError> {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
-        Err(e) if e.use_stderr() => return Err(CliError::BadInput(e.to_string().trim_end().to_string())),
+        Err(e) if e.use_stderr() => {
+            // clap's message starts with its own "error: " and adds usage lines: keep one line.
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            return Err(CliError::BadInput(format!("{first} (see --help)")));
+        }
         Err(e) => {
             print!("{e}");
             return Ok(());

@@ -8,8 +8,8 @@ pub mod policy;
 pub mod sim;
 pub mod spec;
 
+pub use budget::{BreakerSpec, BudgetKind, BudgetSpec, Scope};
 pub use dist::Dist;
 pub use fault::{Fault, FaultKind};
-pub use budget::{BreakerSpec, BudgetKind, BudgetSpec, Scope};
 pub use policy::{Jitter, JitterState, RetryAfterMode, RetryPolicy};
 pub use spec::{Arrival, HopSpec, IdempotencySpec, SimSpec, TenantSpec};

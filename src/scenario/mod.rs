@@ -128,7 +128,22 @@ impl Scenario {
                     .iter()
                     .map(|p| Override { path: format!("policy.{p}.jitter"), value: toml::Value::String(j.clone()) })
                     .collect();
-                self.variant_with(j, &sets).map(|(v, _)| v)
+                // Fields only the old strategy uses (a schedule's table, proportional's ratio)
+                // would make the new policy invalid: the variant drops them.
+                let mut base = self.clone();
+                for p in &policies {
+                    let policy =
+                        base.table.get_mut("policy").and_then(|v| v.get_mut(*p)).and_then(|v| v.as_table_mut());
+                    if let Some(policy) = policy {
+                        if j != "schedule" {
+                            policy.remove("schedule");
+                        }
+                        if j != "proportional" {
+                            policy.remove("ratio");
+                        }
+                    }
+                }
+                base.variant_with(j, &sets).map(|(v, _)| v)
             })
             .collect()
     }

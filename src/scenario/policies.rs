@@ -105,7 +105,12 @@ fn retry_after(raw: Option<&RawRetryAfter>, at: &str) -> V<RetryAfterMode> {
             "exact" => RetryAfterMode::Exact,
             "aws" => RetryAfterMode::AwsClamp,
             other => {
-                return Err(unknown(at, "Retry-After mode", other, &["true", "false", "at_least", "exact", "aws"]))
+                return Err(unknown(
+                    at,
+                    "Retry-After mode",
+                    other,
+                    &["true", "false", "ignore", "at_least", "exact", "aws"],
+                ))
             }
         },
     })

@@ -4,9 +4,7 @@
 use super::error::{closest, Invalid};
 use super::raw::{parse_duration, Dur, RawArrival, RawDist, RawFault, RawHop, RawScenario, RawTenant};
 use crate::engine::{Nanos, NS_PER_MS, NS_PER_S};
-use crate::model::{
-    Arrival, Dist, Fault, FaultKind, HopSpec, IdempotencySpec, RetryPolicy, SimSpec, TenantSpec,
-};
+use crate::model::{Arrival, Dist, Fault, FaultKind, HopSpec, IdempotencySpec, RetryPolicy, SimSpec, TenantSpec};
 
 /// Clients above this many are refused before anything is allocated.
 pub const CLIENTS_MAX: i64 = 50_000_000;
@@ -345,9 +343,7 @@ fn hop(
     let service = match (&h.service, occ) {
         (Some(d), false) => dist(d, &at("service"))?,
         (None, true) => Dist::Constant { mean: 0 },
-        (Some(_), true) => {
-            return Err(Invalid::at(&at("service"), "an `occ` register has no service time; remove it"))
-        }
+        (Some(_), true) => return Err(Invalid::at(&at("service"), "an `occ` register has no service time; remove it")),
         (None, false) => {
             return Err(Invalid::at(
                 &format!("hop.{}", h.name),
@@ -385,7 +381,18 @@ fn hop(
         Some("fair") => true,
         Some(other) => return Err(unknown(&at("scheduling"), "scheduling", other, &["fifo", "fair"])),
     };
-    Ok(HopSpec { name: h.name.clone(), workers, queue_limit, service, network, downstream_policy, idempotency, effect, fair, occ })
+    Ok(HopSpec {
+        name: h.name.clone(),
+        workers,
+        queue_limit,
+        service,
+        network,
+        downstream_policy,
+        idempotency,
+        effect,
+        fair,
+        occ,
+    })
 }
 
 /// `"78h"` or `"window+6h"` (the caller policy's deadline plus a margin, never jittered).

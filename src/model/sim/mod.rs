@@ -5,9 +5,14 @@
 //! is also the job the hop works on. The caller's attempt ends at the first of reply and timeout;
 //! the hop keeps working on attempts whose caller gave up (wasted work, duplicates).
 
+mod accounting;
+mod budgets;
+mod hop_queue;
+mod occ;
+mod server;
+
 use super::arrivals::{first_requests, next_poisson};
-use super::budget::{BreakerState, BudgetState, FailureKind, Scope};
-use super::fault::FaultKind;
+use super::budget::{BreakerState, BudgetState, FailureKind};
 use super::policy::JitterState;
 use super::spec::{Arrival, SimSpec};
 use crate::engine::{stream, EventQueue, Handle, Nanos, Slab, StreamKind};
@@ -16,9 +21,10 @@ use crate::metrics::{
     RETRY_DELAY_RETRIES, RETRY_DELAY_SAMPLES_MAX,
 };
 use hdrhistogram::Histogram;
+use hop_queue::{HopQueue, ScopeKey};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 /// What kind of event a logical request carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,60 +146,6 @@ struct HopState {
     queue: HopQueue,
     /// OCC register version.
     version: u64,
-}
-
-/// A hop's waiting room: one FIFO, or per-tenant FIFOs served round-robin (`fair`).
-#[derive(Default)]
-struct HopQueue {
-    per_tenant: Vec<VecDeque<Handle>>,
-    fair: bool,
-    next: usize,
-    len: usize,
-}
-
-impl HopQueue {
-    fn new(fair: bool, tenants: usize) -> Self {
-        HopQueue { per_tenant: vec![VecDeque::new(); if fair { tenants } else { 1 }], fair, next: 0, len: 0 }
-    }
-
-    /// Queues `h` unless its queue (the tenant's, when fair) already holds `limit`.
-    fn push(&mut self, tenant: u16, h: Handle, limit: u32) -> bool {
-        let q = &mut self.per_tenant[if self.fair { tenant as usize } else { 0 }];
-        if q.len() >= limit as usize {
-            return false;
-        }
-        q.push_back(h);
-        self.len += 1;
-        true
-    }
-
-    fn pop(&mut self) -> Option<Handle> {
-        let n = self.per_tenant.len();
-        for i in 0..n {
-            let idx = (self.next + i) % n;
-            if let Some(h) = self.per_tenant[idx].pop_front() {
-                self.next = (idx + 1) % n;
-                self.len -= 1;
-                return Some(h);
-            }
-        }
-        None
-    }
-
-    fn len(&self) -> usize {
-        self.len
-    }
-}
-
-/// Key of a budget or breaker instance: (policy, tenant, client), zeroed beyond the scope.
-type ScopeKey = (u16, u16, u32);
-
-fn scope_key(scope: Scope, policy: u16, tenant: u16, client: u32) -> ScopeKey {
-    match scope {
-        Scope::Global => (policy, 0, 0),
-        Scope::Tenant => (policy, tenant, 0),
-        Scope::Client => (policy, tenant, client),
-    }
 }
 
 /// Side-effect history of one request at one effect hop.
@@ -470,217 +422,6 @@ impl<'a> Simulation<'a> {
         }
     }
 
-    fn count_attempt(&mut self, hop: usize, tenant: usize, retry: bool, b: usize) {
-        let counters = &mut self.record.hops[hop];
-        let bucket = &mut self.record.hop_series[hop][b];
-        counters.attempts += 1;
-        bucket.attempts += 1;
-        if retry {
-            counters.retries += 1;
-            bucket.retries += 1;
-        } else {
-            counters.first_attempts += 1;
-            bucket.first_attempts += 1;
-        }
-        if hop == 0 {
-            let t = &mut self.record.tenants[tenant];
-            let tb = &mut self.record.tenant_series[tenant][b];
-            t.attempts += 1;
-            tb.attempts += 1;
-            if retry {
-                t.retries += 1;
-                tb.retries += 1;
-            } else {
-                tb.first_attempts += 1;
-            }
-        }
-    }
-
-    fn on_arrive(&mut self, handle: Handle) {
-        let now = self.now;
-        let b = self.bucket();
-        let a = self.attempts.get_mut(handle).expect("arriving attempt is live");
-        let (hop, payload) = (a.hop as usize, a.payload);
-        a.arrived_at = now;
-        let state = &mut self.hops[hop];
-        state.in_flight += 1;
-        let bucket = &mut self.record.hop_series[hop][b];
-        bucket.in_flight_max = bucket.in_flight_max.max(state.in_flight);
-        if let Some(reply) = self.fault_reply(hop) {
-            match reply {
-                None => self.drop_unanswered(handle),
-                Some(r) => self.send_reply(handle, r),
-            }
-            return;
-        }
-        if hop == 0 && payload == Payload::Invalid {
-            self.send_reply(handle, Reply::Rejected);
-            return;
-        }
-        if self.spec.hops[hop].occ {
-            self.occ_read(handle, hop);
-            return;
-        }
-        let spec = &self.spec.hops[hop];
-        let workers = self.effective_workers(hop);
-        let state = &mut self.hops[hop];
-        if state.busy < workers {
-            self.start_service(handle);
-        } else if state.queue.push(self.attempts.get(handle).expect("live").tenant, handle, spec.queue_limit) {
-            self.attempts.get_mut(handle).expect("live").phase = Phase::Queued;
-            let bucket = &mut self.record.hop_series[hop][b];
-            bucket.queue_len_max = bucket.queue_len_max.max(state.queue.len() as u32);
-        } else {
-            self.record.hops[hop].overflow += 1;
-            self.send_reply(handle, Reply::Failed);
-        }
-    }
-
-    /// OCC read: the register answers with its current version (no queue, no service time).
-    fn occ_read(&mut self, handle: Handle, hop: usize) {
-        let version = self.hops[hop].version;
-        let a = self.attempts.get_mut(handle).expect("live");
-        a.occ_version = version;
-        a.phase = Phase::Service;
-        let net = self.spec.hops[hop].network.sample(&mut self.rngs.network[hop], 0);
-        self.queue.push(self.now.saturating_add(net), Event::OccReadBack { attempt: handle });
-    }
-
-    /// OCC: the client got the version and sends its conditional write.
-    fn occ_send_write(&mut self, handle: Handle) {
-        let hop = self.attempts.get(handle).expect("live").hop as usize;
-        let net = self.spec.hops[hop].network.sample(&mut self.rngs.network[hop], 0);
-        self.queue.push(self.now.saturating_add(net), Event::OccWrite { attempt: handle });
-    }
-
-    /// OCC write: succeeds iff the version read is still current, which then increments.
-    fn occ_write(&mut self, handle: Handle) {
-        let a = self.attempts.get(handle).expect("live");
-        let state = &mut self.hops[a.hop as usize];
-        let won = a.occ_version == state.version;
-        if won {
-            state.version += 1;
-        }
-        self.send_reply(handle, if won { Reply::Ok } else { Reply::Failed });
-    }
-
-    /// The answer an active fault forces at arrival: `Some(None)` for a hang (no answer),
-    /// `Some(Some(reply))` for a failure, `None` when the hop serves normally.
-    fn fault_reply(&mut self, hop: usize) -> Option<Option<Reply>> {
-        let now = self.now;
-        for fault in self.spec.faults.iter().filter(|f| f.hop == hop && f.active_at(now)) {
-            match fault.kind {
-                FaultKind::Outage => return Some(Some(Reply::Failed)),
-                FaultKind::Hang => return Some(None),
-                FaultKind::Throttle { retry_after } => return Some(Some(Reply::Throttled(retry_after))),
-                FaultKind::ErrorRate { p } => {
-                    if self.rngs.faults[hop].gen::<f64>() < p {
-                        return Some(Some(Reply::Failed));
-                    }
-                }
-                FaultKind::Slow { .. } | FaultKind::Capacity { .. } => {}
-            }
-        }
-        None
-    }
-
-    fn effective_workers(&self, hop: usize) -> u32 {
-        let now = self.now;
-        let limited = self.spec.faults.iter().filter(|f| f.hop == hop && f.active_at(now)).find_map(|f| match f.kind {
-            FaultKind::Capacity { workers } => Some(workers),
-            _ => None,
-        });
-        limited.unwrap_or(self.spec.hops[hop].workers)
-    }
-
-    fn slow_factor(&self, hop: usize) -> f64 {
-        let now = self.now;
-        self.spec
-            .faults
-            .iter()
-            .filter(|f| f.hop == hop && f.active_at(now))
-            .map(|f| match f.kind {
-                FaultKind::Slow { factor } => factor,
-                _ => 1.0,
-            })
-            .product()
-    }
-
-    fn start_service(&mut self, handle: Handle) {
-        let now = self.now;
-        let b = self.bucket();
-        let a = self.attempts.get_mut(handle).expect("served attempt is live");
-        let hop = a.hop as usize;
-        a.phase = Phase::Service;
-        let wait = now - a.arrived_at;
-        let state = &mut self.hops[hop];
-        state.busy += 1;
-        let busy = state.busy;
-        let bucket = &mut self.record.hop_series[hop][b];
-        bucket.queue_wait_max_ns = bucket.queue_wait_max_ns.max(wait);
-        self.record.hops[hop].services_started += 1;
-        self.record.hops[hop].queue_wait_ns_sum += u128::from(wait);
-        if hop == 0 && now < self.first_fault_start {
-            self.prefault_wait_us.record(wait / 1_000).expect("auto-resizing histograms accept any u64");
-        }
-        let base = self.spec.hops[hop].service.sample(&mut self.rngs.service[hop], busy);
-        let factor = self.slow_factor(hop);
-        let service = if factor == 1.0 { base } else { (base as f64 * factor).min(u64::MAX as f64) as Nanos };
-        self.attempts.get_mut(handle).expect("live").service_ns = service;
-        self.record.hops[hop].busy_ns = self.record.hops[hop].busy_ns.saturating_add(service);
-        self.queue.push(now.saturating_add(service), Event::ServiceDone { attempt: handle });
-    }
-
-    fn on_service_done(&mut self, handle: Handle) {
-        let a = self.attempts.get(handle).expect("finishing attempt is live");
-        let (hop, payload) = (a.hop as usize, a.payload);
-        let spec = &self.spec.hops[hop];
-        if spec.effect {
-            if payload == Payload::Poison {
-                self.finish_job(handle, Reply::Failed);
-                return;
-            }
-            if !self.commit_effect(handle) {
-                self.finish_job(handle, Reply::Ok);
-                return;
-            }
-        }
-        match spec.downstream_policy.filter(|_| hop + 1 < self.spec.hops.len()) {
-            Some(policy) => self.call_downstream(handle, hop + 1, policy),
-            None => self.finish_job(handle, Reply::Ok),
-        }
-    }
-
-    /// Commits the side effect with `SET NX PX` semantics; false when the key was live
-    /// (deduplicated: acknowledged without a side effect or a downstream call).
-    fn commit_effect(&mut self, handle: Handle) -> bool {
-        let now = self.now;
-        let a = self.attempts.get(handle).expect("live");
-        let (hop, tenant) = (a.hop as usize, a.tenant as usize);
-        let store = self.spec.hops[hop].idempotency.as_ref().map(|s| s.ttl);
-        let commit = self.commits.entry((a.hop, a.request_id)).or_default();
-        let counters = &mut self.record.hops[hop];
-        let tc = &mut self.record.tenants[tenant];
-        if let Some(ttl) = store {
-            if commit.executions > 0 && now < commit.key_expires_at {
-                counters.deduplicated += 1;
-                tc.deduplicated += 1;
-                return false;
-            }
-            commit.key_expires_at = now.saturating_add(ttl);
-            if commit.executions > 0 {
-                counters.duplicates_ttl_expired += 1;
-                tc.duplicates_ttl_expired += 1;
-            }
-        } else if commit.executions > 0 {
-            counters.duplicates_no_key += 1;
-            tc.duplicates_no_key += 1;
-        }
-        commit.executions += 1;
-        counters.executions += 1;
-        true
-    }
-
     fn call_downstream(&mut self, parent: Handle, hop: usize, policy: usize) {
         let now = self.now;
         let a = self.attempts.get_mut(parent).expect("live");
@@ -705,47 +446,6 @@ impl<'a> Simulation<'a> {
         let handle = self.calls.insert(call);
         self.budget_on_request(handle);
         self.start_attempt(handle);
-    }
-
-    /// The hop is done with an attempt it held a worker for: free the worker, serve the queue,
-    /// and send the reply.
-    fn finish_job(&mut self, handle: Handle, reply: Reply) {
-        let hop = self.attempts.get(handle).expect("live").hop as usize;
-        self.hops[hop].busy -= 1;
-        while self.hops[hop].busy < self.effective_workers(hop) {
-            let Some(next) = self.hops[hop].queue.pop() else { break };
-            self.start_service(next);
-        }
-        self.send_reply(handle, reply);
-    }
-
-    fn send_reply(&mut self, handle: Handle, reply: Reply) {
-        let now = self.now;
-        let b = self.bucket();
-        let a = self.attempts.get_mut(handle).expect("replying attempt is live");
-        let hop = a.hop as usize;
-        a.phase = Phase::Replying;
-        a.reply = reply;
-        self.hops[hop].in_flight -= 1;
-        let bucket = &mut self.record.hop_series[hop][b];
-        if reply == Reply::Ok {
-            bucket.successes += 1;
-            self.record.hops[hop].ok_replies += 1;
-        } else {
-            bucket.failures += 1;
-        }
-        let net = self.spec.hops[hop].network.sample(&mut self.rngs.network[hop], 0);
-        self.queue.push(now.saturating_add(net), Event::ReplyArrive { attempt: handle });
-    }
-
-    /// A hung hop never answers: the attempt ends on the server side without a reply.
-    fn drop_unanswered(&mut self, handle: Handle) {
-        let a = self.attempts.get_mut(handle).expect("live");
-        a.phase = Phase::Done;
-        self.hops[a.hop as usize].in_flight -= 1;
-        if !a.caller_waiting {
-            self.attempts.remove(handle);
-        }
     }
 
     fn on_reply_arrive(&mut self, handle: Handle) {
@@ -819,89 +519,6 @@ impl<'a> Simulation<'a> {
         self.queue.push(at, Event::AttemptStart { call: call_handle });
     }
 
-    /// The budget and breaker instances of a call's policy, keyed by their scopes.
-    fn scope_keys(&self, call: &Call) -> (Option<ScopeKey>, Option<ScopeKey>) {
-        let policy = &self.spec.policies[call.policy as usize];
-        let key = |scope| scope_key(scope, call.policy, call.tenant, call.client);
-        (policy.budget.as_ref().map(|b| key(b.scope)), policy.breaker.as_ref().map(|b| key(b.scope)))
-    }
-
-    fn budget_on_request(&mut self, call_handle: Handle) {
-        let call = self.calls.get(call_handle).expect("live");
-        let (Some(key), _) = self.scope_keys(call) else { return };
-        let kind = &self.spec.policies[call.policy as usize].budget.as_ref().expect("keyed").kind;
-        let state = self.budgets.entry(key).or_insert_with(|| kind.new_state());
-        kind.on_request(state, self.now);
-    }
-
-    /// Breaker open (or half-open without probes left), or adaptive throttling's coin says no.
-    fn rejected_locally(&mut self, call_handle: Handle) -> bool {
-        let now = self.now;
-        let call = self.calls.get(call_handle).expect("live");
-        let (budget_key, breaker_key) = self.scope_keys(call);
-        let policy = &self.spec.policies[call.policy as usize];
-        if let (Some(key), Some(spec)) = (breaker_key, policy.breaker.as_ref()) {
-            let state = self.breakers.entry(key).or_insert_with(|| spec.new_state());
-            if !spec.allow(state, now) {
-                return true;
-            }
-        }
-        if let (Some(key), Some(spec)) = (budget_key, policy.budget.as_ref()) {
-            let state = self.budgets.entry(key).or_insert_with(|| spec.kind.new_state());
-            let p = spec.kind.local_reject_probability(state, now);
-            if p > 0.0 && self.rngs.faults[call.hop as usize].gen::<f64>() < p {
-                return true;
-            }
-        }
-        false
-    }
-
-    fn budget_on_failure(&mut self, call_handle: Handle, sent: bool) {
-        let now = self.now;
-        let call = self.calls.get(call_handle).expect("live");
-        let (budget_key, breaker_key) = self.scope_keys(call);
-        let policy = &self.spec.policies[call.policy as usize];
-        if let (Some(key), Some(spec), true) = (breaker_key, policy.breaker.as_ref(), sent) {
-            let state = self.breakers.entry(key).or_insert_with(|| spec.new_state());
-            spec.record(state, now, false);
-        }
-        if let (Some(key), Some(spec)) = (budget_key, policy.budget.as_ref()) {
-            let state = self.budgets.entry(key).or_insert_with(|| spec.kind.new_state());
-            spec.kind.on_failure(state);
-        }
-    }
-
-    fn budget_allows_retry(&mut self, call_handle: Handle, failure: FailureKind) -> bool {
-        let now = self.now;
-        let call = self.calls.get(call_handle).expect("live");
-        let (Some(key), _) = self.scope_keys(call) else { return true };
-        let spec = self.spec.policies[call.policy as usize].budget.as_ref().expect("keyed");
-        let state = self.budgets.entry(key).or_insert_with(|| spec.kind.new_state());
-        let paid = spec.kind.try_retry(state, now, failure);
-        if let Some(cost) = paid {
-            self.calls.get_mut(call_handle).expect("live").last_cost = Some(cost);
-        }
-        paid.is_some()
-    }
-
-    /// A reply that is not a failure: a success feeds the budget; both count as healthy calls
-    /// for the breaker (a 4xx is the caller's fault, not the server's).
-    fn budget_on_success(&mut self, call_handle: Handle, succeeded: bool) {
-        let now = self.now;
-        let call = self.calls.get(call_handle).expect("live");
-        let last_cost = call.last_cost;
-        let (budget_key, breaker_key) = self.scope_keys(call);
-        let policy = &self.spec.policies[call.policy as usize];
-        if let (Some(key), Some(spec)) = (breaker_key, policy.breaker.as_ref()) {
-            let state = self.breakers.entry(key).or_insert_with(|| spec.new_state());
-            spec.record(state, now, true);
-        }
-        if let (Some(key), Some(spec), true) = (budget_key, policy.budget.as_ref(), succeeded) {
-            let state = self.budgets.entry(key).or_insert_with(|| spec.kind.new_state());
-            spec.kind.on_success(state, now, last_cost);
-        }
-    }
-
     fn end_call(&mut self, call_handle: Handle, end: CallEnd) {
         let call = self.calls.remove(call_handle).expect("ending a live call");
         if let Some(parent) = call.parent {
@@ -914,33 +531,6 @@ impl<'a> Simulation<'a> {
             return;
         }
         self.end_request(&call, end);
-    }
-
-    fn end_request(&mut self, call: &Call, end: CallEnd) {
-        let now = self.now;
-        let b = self.bucket();
-        let ti = call.tenant as usize;
-        let t = &mut self.record.tenants[ti];
-        let tb = &mut self.record.tenant_series[ti][b];
-        match end {
-            CallEnd::Succeeded => {
-                t.succeeded += 1;
-                tb.successes += 1;
-                t.latency_us.record((now - call.created_at) / 1_000).expect("auto-resizing histograms accept any u64");
-            }
-            CallEnd::Rejected => {
-                t.rejected += 1;
-                tb.failures += 1;
-            }
-            CallEnd::Dlq(reason) => {
-                t.dlq += 1;
-                t.dlq_deadline += u64::from(reason == DlqReason::Deadline);
-                t.dlq_budget += u64::from(reason == DlqReason::Budget);
-                tb.failures += 1;
-            }
-        }
-        self.record.completion_time_ns = now;
-        self.schedule_next_request(call.tenant, call.client);
     }
 
     fn schedule_next_request(&mut self, tenant: u16, client: u32) {
@@ -959,43 +549,6 @@ impl<'a> Simulation<'a> {
         let at = self.now.saturating_add(think);
         if at < self.spec.horizon {
             self.queue.push(at, Event::ClientNext { tenant, client });
-        }
-    }
-
-    /// Closes the books: in-flight counts, the conservation check, derived series.
-    pub fn finish(mut self) -> RunRecord {
-        // Requests not yet terminal are the ones the horizon (or a run limit) cut.
-        let in_flight: Vec<u64> =
-            self.record.tenants.iter().map(|t| t.requests - t.succeeded - t.rejected - t.dlq).collect();
-        let live_top = self.count_live_top_calls();
-        assert_eq!(
-            in_flight.iter().sum::<u64>(),
-            live_top,
-            "conservation violated: requests ≠ succeeded + rejected + dlq + in_flight (scenario {})",
-            self.spec.name
-        );
-        self.record.in_flight = in_flight;
-        self.fill_in_flight_series();
-        self.record.prefault_wait_p99_ns =
-            (!self.prefault_wait_us.is_empty()).then(|| self.prefault_wait_us.value_at_quantile(0.99) * 1_000);
-        self.record
-    }
-
-    /// Live calls made by clients (not by hops): the simulation's own count of unfinished
-    /// requests, checked against the counters' in conservation.
-    fn count_live_top_calls(&self) -> u64 {
-        self.calls.iter().filter(|c| c.parent.is_none()).count() as u64
-    }
-
-    fn fill_in_flight_series(&mut self) {
-        for ti in 0..self.spec.tenants.len() {
-            let mut live: i64 = 0;
-            let series = &mut self.record.tenant_series[ti];
-            for bucket in series.iter_mut() {
-                live += i64::from(bucket.arrivals) - i64::from(bucket.successes) - i64::from(bucket.failures);
-                debug_assert!(live >= 0);
-                bucket.in_flight = live.max(0) as u32;
-            }
         }
     }
 }

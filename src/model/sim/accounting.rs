@@ -1,0 +1,97 @@
+//! Counting: attempts per hop and tenant, terminal states, and the books closed at the end of a
+//! run (in-flight requests, the conservation check, derived series).
+
+use super::{Call, CallEnd, Simulation};
+use crate::metrics::{DlqReason, RunRecord};
+
+impl Simulation<'_> {
+    pub(super) fn count_attempt(&mut self, hop: usize, tenant: usize, retry: bool, b: usize) {
+        let counters = &mut self.record.hops[hop];
+        let bucket = &mut self.record.hop_series[hop][b];
+        counters.attempts += 1;
+        bucket.attempts += 1;
+        if retry {
+            counters.retries += 1;
+            bucket.retries += 1;
+        } else {
+            counters.first_attempts += 1;
+            bucket.first_attempts += 1;
+        }
+        if hop == 0 {
+            let t = &mut self.record.tenants[tenant];
+            let tb = &mut self.record.tenant_series[tenant][b];
+            t.attempts += 1;
+            tb.attempts += 1;
+            if retry {
+                t.retries += 1;
+                tb.retries += 1;
+            } else {
+                tb.first_attempts += 1;
+            }
+        }
+    }
+
+    pub(super) fn end_request(&mut self, call: &Call, end: CallEnd) {
+        let now = self.now;
+        let b = self.bucket();
+        let ti = call.tenant as usize;
+        let t = &mut self.record.tenants[ti];
+        let tb = &mut self.record.tenant_series[ti][b];
+        match end {
+            CallEnd::Succeeded => {
+                t.succeeded += 1;
+                tb.successes += 1;
+                t.latency_us.record((now - call.created_at) / 1_000).expect("auto-resizing histograms accept any u64");
+            }
+            CallEnd::Rejected => {
+                t.rejected += 1;
+                tb.failures += 1;
+            }
+            CallEnd::Dlq(reason) => {
+                t.dlq += 1;
+                t.dlq_deadline += u64::from(reason == DlqReason::Deadline);
+                t.dlq_budget += u64::from(reason == DlqReason::Budget);
+                tb.failures += 1;
+            }
+        }
+        self.record.completion_time_ns = now;
+        self.schedule_next_request(call.tenant, call.client);
+    }
+
+    /// Closes the books: in-flight counts, the conservation check, derived series.
+    pub fn finish(mut self) -> RunRecord {
+        // Requests not yet terminal are the ones the horizon (or a run limit) cut.
+        let in_flight: Vec<u64> =
+            self.record.tenants.iter().map(|t| t.requests - t.succeeded - t.rejected - t.dlq).collect();
+        let live_top = self.count_live_top_calls();
+        assert_eq!(
+            in_flight.iter().sum::<u64>(),
+            live_top,
+            "conservation violated: requests ≠ succeeded + rejected + dlq + in_flight (scenario {})",
+            self.spec.name
+        );
+        self.record.in_flight = in_flight;
+        self.fill_in_flight_series();
+        self.record.prefault_wait_p99_ns =
+            (!self.prefault_wait_us.is_empty()).then(|| self.prefault_wait_us.value_at_quantile(0.99) * 1_000);
+        self.record
+    }
+
+    /// Live calls made by clients (not by hops): the simulation's own count of unfinished
+    /// requests, checked against the counters' in conservation.
+    pub(super) fn count_live_top_calls(&self) -> u64 {
+        self.calls.iter().filter(|c| c.parent.is_none()).count() as u64
+    }
+
+    pub(super) fn fill_in_flight_series(&mut self) {
+        for ti in 0..self.spec.tenants.len() {
+            let mut live: i64 = 0;
+            let series = &mut self.record.tenant_series[ti];
+            for bucket in series.iter_mut() {
+                live += i64::from(bucket.arrivals) - i64::from(bucket.successes) - i64::from(bucket.failures);
+                debug_assert!(live >= 0);
+                bucket.in_flight = live.max(0) as u32;
+            }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! The simulation's side of retry budgets, client-side throttles and circuit breakers: which
+//! instance a call uses (by scope) and when each is consulted.
+
+use super::hop_queue::scope_key;
+use super::{Call, ScopeKey, Simulation};
+use crate::engine::Handle;
+use crate::model::budget::FailureKind;
+use rand::Rng;
+
+impl Simulation<'_> {
+    /// The budget and breaker instances of a call's policy, keyed by their scopes.
+    pub(super) fn scope_keys(&self, call: &Call) -> (Option<ScopeKey>, Option<ScopeKey>) {
+        let policy = &self.spec.policies[call.policy as usize];
+        let key = |scope| scope_key(scope, call.policy, call.tenant, call.client);
+        (policy.budget.as_ref().map(|b| key(b.scope)), policy.breaker.as_ref().map(|b| key(b.scope)))
+    }
+
+    pub(super) fn budget_on_request(&mut self, call_handle: Handle) {
+        let call = self.calls.get(call_handle).expect("live");
+        let (Some(key), _) = self.scope_keys(call) else { return };
+        let kind = &self.spec.policies[call.policy as usize].budget.as_ref().expect("keyed").kind;
+        let state = self.budgets.entry(key).or_insert_with(|| kind.new_state());
+        kind.on_request(state, self.now);
+    }
+
+    /// Breaker open (or half-open without probes left), or adaptive throttling's coin says no.
+    pub(super) fn rejected_locally(&mut self, call_handle: Handle) -> bool {
+        let now = self.now;
+        let call = self.calls.get(call_handle).expect("live");
+        let (budget_key, breaker_key) = self.scope_keys(call);
+        let policy = &self.spec.policies[call.policy as usize];
+        if let (Some(key), Some(spec)) = (breaker_key, policy.breaker.as_ref()) {
+            let state = self.breakers.entry(key).or_insert_with(|| spec.new_state());
+            if !spec.allow(state, now) {
+                return true;
+            }
+        }
+        if let (Some(key), Some(spec)) = (budget_key, policy.budget.as_ref()) {
+            let state = self.budgets.entry(key).or_insert_with(|| spec.kind.new_state());
+            let p = spec.kind.local_reject_probability(state, now);
+            if p > 0.0 && self.rngs.faults[call.hop as usize].gen::<f64>() < p {
+                return true;
+            }
+        }
+        false
+    }
+
+    pub(super) fn budget_on_failure(&mut self, call_handle: Handle, sent: bool) {
+        let now = self.now;
+        let call = self.calls.get(call_handle).expect("live");
+        let (budget_key, breaker_key) = self.scope_keys(call);
+        let policy = &self.spec.policies[call.policy as usize];
+        if let (Some(key), Some(spec), true) = (breaker_key, policy.breaker.as_ref(), sent) {
+            let state = self.breakers.entry(key).or_insert_with(|| spec.new_state());
+            spec.record(state, now, false);
+        }
+        if let (Some(key), Some(spec)) = (budget_key, policy.budget.as_ref()) {
+            let state = self.budgets.entry(key).or_insert_with(|| spec.kind.new_state());
+            spec.kind.on_failure(state);
+        }
+    }
+
+    pub(super) fn budget_allows_retry(&mut self, call_handle: Handle, failure: FailureKind) -> bool {
+        let now = self.now;
+        let call = self.calls.get(call_handle).expect("live");
+        let (Some(key), _) = self.scope_keys(call) else { return true };
+        let spec = self.spec.policies[call.policy as usize].budget.as_ref().expect("keyed");
+        let state = self.budgets.entry(key).or_insert_with(|| spec.kind.new_state());
+        let paid = spec.kind.try_retry(state, now, failure);
+        if let Some(cost) = paid {
+            self.calls.get_mut(call_handle).expect("live").last_cost = Some(cost);
+        }
+        paid.is_some()
+    }
+
+    /// A reply that is not a failure: a success feeds the budget; both count as healthy calls
+    /// for the breaker (a 4xx is the caller's fault, not the server's).
+    pub(super) fn budget_on_success(&mut self, call_handle: Handle, succeeded: bool) {
+        let now = self.now;
+        let call = self.calls.get(call_handle).expect("live");
+        let last_cost = call.last_cost;
+        let (budget_key, breaker_key) = self.scope_keys(call);
+        let policy = &self.spec.policies[call.policy as usize];
+        if let (Some(key), Some(spec)) = (breaker_key, policy.breaker.as_ref()) {
+            let state = self.breakers.entry(key).or_insert_with(|| spec.new_state());
+            spec.record(state, now, true);
+        }
+        if let (Some(key), Some(spec), true) = (budget_key, policy.budget.as_ref(), succeeded) {
+            let state = self.budgets.entry(key).or_insert_with(|| spec.kind.new_state());
+            spec.kind.on_success(state, now, last_cost);
+        }
+    }
+}
