@@ -5,7 +5,11 @@
 //! waiting. The radix heap is measured next to a `BinaryHeap` on (time, insertion number), the
 //! structure it replaced, so a regression or a crossover shows up in the same report.
 //!
-//! Run: `cargo bench --bench engine` (about a minute). Throughput is in holds per second.
+//! A second group runs a bare M/M/1 loop on each queue: the speed floor of an event loop with no
+//! metrics, against which the full simulator (`cargo bench --bench scenarios`) is judged.
+//!
+//! Run: `cargo bench --bench engine` (about a minute and a half). Throughput is in holds, or
+//! events, per second.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use retrystorm::engine::{EventQueue, Nanos};
@@ -52,15 +56,18 @@ impl Delays {
 /// The two structures behind one interface, so both run the identical workload.
 trait Hold {
     fn schedule(&mut self, at: Nanos, event: Payload);
-    fn next(&mut self) -> (Nanos, Payload);
+    fn try_next(&mut self) -> Option<(Nanos, Payload)>;
+    fn next(&mut self) -> (Nanos, Payload) {
+        self.try_next().expect("hold keeps the queue full")
+    }
 }
 
 impl Hold for EventQueue<Payload> {
     fn schedule(&mut self, at: Nanos, event: Payload) {
         self.push(at, event);
     }
-    fn next(&mut self) -> (Nanos, Payload) {
-        self.pop().expect("hold keeps the queue full")
+    fn try_next(&mut self) -> Option<(Nanos, Payload)> {
+        self.pop()
     }
 }
 
@@ -76,9 +83,8 @@ impl Hold for ReferenceHeap {
         self.heap.push(Reverse((at, self.seq_next, event)));
         self.seq_next += 1;
     }
-    fn next(&mut self) -> (Nanos, Payload) {
-        let Reverse((at, _, event)) = self.heap.pop().expect("hold keeps the queue full");
-        (at, event)
+    fn try_next(&mut self) -> Option<(Nanos, Payload)> {
+        self.heap.pop().map(|Reverse((at, _, event))| (at, event))
     }
 }
 
@@ -111,5 +117,59 @@ fn queue_hold(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, queue_hold);
+/// What a bare M/M/1 loop schedules: no metrics, no retries, no hops.
+#[derive(Clone, Copy)]
+enum Bare {
+    Arrival,
+    Departure,
+}
+
+/// A bare M/M/1 loop (λ = 800/s, μ = 1,000/s, `customers` arrivals, exponential draws from
+/// ChaCha8 as the simulator does) on any queue: the floor under `scenarios` bench `mm1`, which
+/// simulates the same model with every metric on. Returns the number of events.
+fn bare_mm1<Q: Hold>(queue: &mut Q, customers: u32) -> u64 {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    let mut exp_ns = |mean_ns: f64| (-(1.0 - rng.gen::<f64>()).ln() * mean_ns) as Nanos;
+    let tag = |event: Bare| [event as u32, 0, 0];
+    let (mut arrivals_left, mut waiting, mut busy, mut events) = (customers - 1, 0u32, false, 0u64);
+    queue.schedule(exp_ns(1.25e6), tag(Bare::Arrival));
+    while let Some((now, event)) = queue.try_next() {
+        events += 1;
+        if event[0] == Bare::Arrival as u32 {
+            if arrivals_left > 0 {
+                arrivals_left -= 1;
+                queue.schedule(now + exp_ns(1.25e6), tag(Bare::Arrival));
+            }
+            if busy {
+                waiting += 1;
+            } else {
+                busy = true;
+                queue.schedule(now + exp_ns(1e6), tag(Bare::Departure));
+            }
+        } else if waiting > 0 {
+            waiting -= 1;
+            queue.schedule(now + exp_ns(1e6), tag(Bare::Departure));
+        } else {
+            busy = false;
+        }
+    }
+    events
+}
+
+fn bare_loop(c: &mut Criterion) {
+    let mut group = c.benchmark_group("bare_mm1");
+    group.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
+    let customers = 1_000_000;
+    group.throughput(Throughput::Elements(bare_mm1(&mut ReferenceHeap::default(), customers)));
+    group.bench_function(BenchmarkId::new("radix_heap", customers), |b| {
+        b.iter(|| bare_mm1(&mut EventQueue::<Payload>::new(), customers))
+    });
+    group.bench_function(BenchmarkId::new("binary_heap", customers), |b| {
+        b.iter(|| bare_mm1(&mut ReferenceHeap::default(), customers))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, queue_hold, bare_loop);
 criterion_main!(benches);
