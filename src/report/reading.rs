@@ -199,7 +199,7 @@ fn duplicates_finding(data: &ReportData) -> Option<String> {
 }
 
 fn recovery_finding(data: &ReportData) -> Option<String> {
-    if data.variants.iter().all(|v| v.setup.faults.is_empty()) {
+    if !data.shows_recovery() {
         return None;
     }
     let mut parts = Vec::new();
@@ -211,7 +211,7 @@ fn recovery_finding(data: &ReportData) -> Option<String> {
         .collect();
     if let Some((_, fast_s)) = list.first() {
         parts.push(format!(
-            "{} recovered fastest, {} after the last fault ended",
+            "{} recovered fastest, {} after the last disturbance",
             tied(&list, false),
             mean_ci(fast_s, 1.0, " s")
         ));

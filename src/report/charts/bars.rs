@@ -6,6 +6,7 @@ use super::data::{stat, ReportData};
 use super::key::{with_key, KeyItem, Swatch};
 use super::{fmt_num, fmt_secs, fmt_tick, variant_colour, DrawResult, FONT};
 use crate::metrics::stats::Stat;
+use crate::runner::StatRow;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -27,11 +28,15 @@ const fn metric(name: &'static str, title: &'static str, axis: &'static str) -> 
     Metric { name, title, axis, scale: 1.0, suffix: "", reference: None }
 }
 
-fn headline_metrics(has_faults: bool) -> Vec<Metric> {
-    let last = if has_faults {
+fn headline_metrics(with_recovery: bool) -> Vec<Metric> {
+    let last = if with_recovery {
         Metric {
             suffix: " s",
-            ..metric("recovery_time_s", "Recovery time after the last fault", "seconds (null: never recovered)")
+            ..metric(
+                "recovery_time_s",
+                "Recovery time after the last fault or spike",
+                "seconds (null: never recovered)",
+            )
         }
     } else {
         Metric { suffix: " s", ..metric("latency_s_p99", "p99 latency of succeeded requests", "seconds") }
@@ -70,6 +75,8 @@ struct Panel<'a> {
     axis: &'a str,
     scale: f64,
     suffix: &'a str,
+    /// What a null value means for this metric, e.g. `never recovered`.
+    null_words: &'static str,
     reference: Option<(f64, &'a str)>,
     bars: Vec<Bar<'a>>,
     /// Category labels at their y positions.
@@ -120,7 +127,7 @@ where
         chart.draw_series(std::iter::once(Text::new(format!(" {text}"), (x, y_top), style)))?;
     }
     for bar in &panel.bars {
-        draw_bar(&mut chart, bar, s, panel.suffix)?;
+        draw_bar(&mut chart, bar, s, (panel.suffix, panel.null_words))?;
     }
     if all_zero && panel.bars.iter().any(|b| b.stat.and_then(|st| st.mean).is_some()) {
         let style = TextStyle::from((FONT, 15).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
@@ -130,7 +137,21 @@ where
     Ok(())
 }
 
-fn draw_bar<DB: DrawingBackend, CT>(chart: &mut ChartContext<'_, DB, CT>, bar: &Bar, s: f64, suffix: &str) -> DrawResult
+/// What a null value of `metric` means, in words.
+fn null_words(metric: &str) -> &'static str {
+    match metric {
+        "recovery_time_s" => "never recovered",
+        m if m.starts_with("latency") => "no success",
+        _ => "no value",
+    }
+}
+
+fn draw_bar<DB: DrawingBackend, CT>(
+    chart: &mut ChartContext<'_, DB, CT>,
+    bar: &Bar,
+    s: f64,
+    (suffix, nulls): (&str, &str),
+) -> DrawResult
 where
     DB::ErrorType: 'static,
     CT: plotters::coord::CoordTranslate<From = (f64, f64)>,
@@ -138,7 +159,7 @@ where
     let half = 0.36;
     let y = bar.y;
     let Some(mean) = bar.stat.and_then(|st| st.mean) else {
-        let text = Text::new("n/a (no value in any replication)", (0.0, y), (FONT, 13).into_font());
+        let text = Text::new(format!("n/a: {nulls} in every replication"), (0.0, y), (FONT, 13).into_font());
         chart.draw_series(std::iter::once(text))?;
         return Ok(());
     };
@@ -159,7 +180,7 @@ where
     let missing = st.values.iter().filter(|v| v.is_none()).count();
     let mut text = if suffix == " s" { fmt_secs(m) } else { format!("{}{suffix}", fmt_num(m)) };
     if missing > 0 {
-        text.push_str(&format!(" ({missing}/{} null)", st.values.len()));
+        text.push_str(&format!(" ({missing}/{} {nulls})", st.values.len()));
     }
     let style = TextStyle::from((FONT, 14).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
     chart.draw_series(std::iter::once(Text::new(format!(" {text}"), (hi.max(m), y), style)))?;
@@ -176,8 +197,12 @@ where
         data.scenario, data.replications
     );
     let root = root.titled(&title, (FONT, 24))?;
-    let has_faults = data.variants.iter().any(|v| !v.setup.faults.is_empty());
-    let metrics = headline_metrics(has_faults);
+    let with_recovery = data.shows_recovery();
+    let rows: Vec<&StatRow> = data.variants.iter().map(|v| &v.metrics).collect();
+    let metrics: Vec<Metric> = headline_metrics(with_recovery)
+        .into_iter()
+        .map(|m| peak_fallback(m, &rows, "Peak load at the first hop"))
+        .collect();
     let areas = root.split_evenly((2, 3));
     let n = data.variants.len();
     let labels: Vec<(f64, String)> =
@@ -194,6 +219,7 @@ where
             axis: m.axis,
             scale: m.scale,
             suffix: m.suffix,
+            null_words: null_words(m.name),
             reference: m.reference,
             bars,
             labels: labels.clone(),
@@ -210,6 +236,23 @@ pub enum Scope {
     Hops,
     /// One group per tenant.
     Tenants,
+}
+
+/// Peak over capacity says little when there is no capacity (an `occ` register) or the load
+/// stays far below it (0.0000496×): then the panel shows the peak in attempts/s instead.
+fn peak_fallback(m: Metric, rows: &[&StatRow], title: &'static str) -> Metric {
+    if m.name != "peak_over_capacity" {
+        return m;
+    }
+    let largest = rows
+        .iter()
+        .filter_map(|row| stat(row, m.name)?.mean)
+        .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))));
+    if largest.is_some_and(|r| r >= 0.05) {
+        m
+    } else {
+        metric("peak_attempts_per_s", title, "peak attempts per second (capacity far above, or none)")
+    }
 }
 
 fn scoped_metrics(scope: Scope) -> Vec<Metric> {
@@ -273,7 +316,10 @@ where
     let labels: Vec<(f64, String)> =
         groups.iter().enumerate().map(|(g, name)| (y_of(g, 0) - (n - 1) as f64 / 2.0, name.clone())).collect();
     let all_rows: Vec<_> = data.variants.iter().map(rows).collect();
-    for (m, area) in scoped_metrics(scope).iter().zip(&areas) {
+    let scoped_rows: Vec<&StatRow> = all_rows.iter().flat_map(|rows| rows.iter().map(|(_, row)| row)).collect();
+    let metrics: Vec<Metric> =
+        scoped_metrics(scope).into_iter().map(|m| peak_fallback(m, &scoped_rows, "Peak load at each hop")).collect();
+    for (m, area) in metrics.iter().zip(&areas) {
         let mut bars = Vec::new();
         for (i, variant_rows) in all_rows.iter().enumerate() {
             for (g, (_, row)) in variant_rows.iter().enumerate().take(groups.len()) {
@@ -285,6 +331,7 @@ where
             axis: m.axis,
             scale: m.scale,
             suffix: m.suffix,
+            null_words: null_words(m.name),
             reference: m.reference,
             bars,
             labels: labels.clone(),

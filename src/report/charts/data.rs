@@ -468,6 +468,18 @@ pub fn latency_csv(study: &Study) -> Vec<u8> {
     })
 }
 
+impl ReportData {
+    /// True when recovery is worth reporting: some variant has a fault window, or recovery was
+    /// measured after a load spike (a non-zero time, or a replication that never recovered).
+    pub fn shows_recovery(&self) -> bool {
+        self.variants.iter().any(|v| {
+            !v.setup.faults.is_empty()
+                || v.mean("metastable").is_some_and(|m| m > 0.0)
+                || v.mean("recovery_time_s").is_some_and(|r| r > 0.0)
+        })
+    }
+}
+
 impl VariantData {
     /// The mean of metric `name` (whole system).
     pub fn mean(&self, name: &str) -> Option<f64> {

@@ -132,7 +132,13 @@ where
     let colour = variant_colour(index);
     let policies: Vec<String> =
         v.client_policies().iter().map(|p| format!("policy {}: {}", p.name, p.summary)).collect();
-    let caption = format!("{} · {} · {} retries", v.name, policies.join("; "), fmt_num(p.total as f64));
+    let k_max = v.delays.iter().map(|b| b.retry).max().unwrap_or(0);
+    let caption = format!(
+        "{} · {} · {} delays sampled (retries 1–{k_max})",
+        v.name,
+        policies.join("; "),
+        fmt_num(p.total as f64)
+    );
     let (x_min, x_max) = (delay_bin_low(first), delay_bin_low(last));
     let mut chart = ChartBuilder::on(panel)
         .caption(caption, (FONT, 16).into_font().color(&colour.mix(1.0)))

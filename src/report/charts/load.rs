@@ -33,16 +33,39 @@ fn series_of(v: &VariantData, scope: Scope) -> &[MeanSeries] {
     }
 }
 
-/// (t_s, value per second) of column `col`.
-fn rate(series: &MeanSeries, col: usize, bucket_s: f64) -> Vec<(f64, f64)> {
+/// (time in `unit`, value per second) of column `col`.
+fn rate(series: &MeanSeries, col: usize, bucket_s: f64, unit: TimeUnit) -> Vec<(f64, f64)> {
     let points: Vec<(f64, f64)> =
-        series.rows.iter().enumerate().map(|(b, r)| (b as f64 * bucket_s, r[col] / bucket_s)).collect();
+        series.rows.iter().enumerate().map(|(b, r)| (b as f64 * bucket_s / unit.secs, r[col] / bucket_s)).collect();
     downsample(&points, POINTS_MAX)
 }
 
-fn time_max(data: &ReportData) -> f64 {
+/// The unit of a time axis: seconds for short runs, minutes or hours for long ones, so ticks
+/// read `2 h`, not `7,200`.
+#[derive(Clone, Copy, Debug)]
+struct TimeUnit {
+    secs: f64,
+    desc: &'static str,
+}
+
+impl TimeUnit {
+    fn for_span(span_s: f64) -> TimeUnit {
+        if span_s > 3.0 * 3600.0 {
+            TimeUnit { secs: 3600.0, desc: "time since start (h)" }
+        } else if span_s > 600.0 {
+            TimeUnit { secs: 60.0, desc: "time since start (min)" }
+        } else {
+            TimeUnit { secs: 1.0, desc: "time since start (s)" }
+        }
+    }
+}
+
+/// The time axis: its end (in its unit) and the unit.
+fn time_axis(data: &ReportData) -> (f64, TimeUnit) {
     let buckets = data.variants.iter().flat_map(|v| v.hop_series.iter().map(|s| s.rows.len())).max().unwrap_or(0);
-    (buckets.max(2) as f64 * data.bucket_s).max(data.bucket_s)
+    let span_s = buckets.max(2) as f64 * data.bucket_s;
+    let unit = TimeUnit::for_span(span_s);
+    (span_s / unit.secs, unit)
 }
 
 fn shade_faults<DB: DrawingBackend, CT>(
@@ -50,13 +73,15 @@ fn shade_faults<DB: DrawingBackend, CT>(
     v: &VariantData,
     hop: Option<&str>,
     (t_max, y_low, y_high): (f64, f64, f64),
+    unit: TimeUnit,
 ) -> DrawResult
 where
     DB::ErrorType: 'static,
     CT: plotters::coord::CoordTranslate<From = (f64, f64)>,
 {
     for f in v.setup.faults.iter().filter(|f| hop.is_none_or(|h| f.hop == h)) {
-        let area = Rectangle::new([(f.from_s, y_low), (f.to_s.min(t_max), y_high)], FAULT_FILL.mix(0.18).filled());
+        let (from, to) = (f.from_s / unit.secs, (f.to_s / unit.secs).min(t_max));
+        let area = Rectangle::new([(from, y_low), (to, y_high)], FAULT_FILL.mix(0.18).filled());
         chart.draw_series(std::iter::once(area))?;
     }
     Ok(())
@@ -77,14 +102,19 @@ fn fault_key(data: &ReportData, hop: Option<&str>) -> Option<KeyItem> {
 }
 
 /// A capacity line with its value written just above it at the left.
-fn draw_capacity<DB: DrawingBackend, CT>(chart: &mut ChartContext<'_, DB, CT>, cap: f64, t_max: f64) -> DrawResult
+fn draw_capacity<DB: DrawingBackend, CT>(
+    chart: &mut ChartContext<'_, DB, CT>,
+    cap: f64,
+    t_max: f64,
+    label_y: f64,
+) -> DrawResult
 where
     DB::ErrorType: 'static,
     CT: plotters::coord::CoordTranslate<From = (f64, f64)>,
 {
     chart.draw_series(DashedLineSeries::new(vec![(0.0, cap), (t_max, cap)], 8, 5, BLACK.stroke_width(2)))?;
     let style = TextStyle::from((FONT, 13).into_font()).pos(Pos::new(HPos::Right, VPos::Bottom));
-    let text = Text::new(format!("capacity {}/s ", fmt_num(cap)), (t_max, cap), style);
+    let text = Text::new(format!("capacity {}/s ", fmt_tick(cap)), (t_max, label_y), style);
     chart.draw_series(std::iter::once(text))?;
     Ok(())
 }
@@ -100,25 +130,15 @@ where
         data.scenario, data.replications
     );
     let root = root.titled(&title, (FONT, 24))?;
-    let mut key = vec![
-        (Swatch::Fill(BLACK.mix(0.7)), "first attempts (variant colour)".to_string()),
-        (Swatch::Fill(BLACK.mix(0.2)), "retries, stacked on top (light tint)".to_string()),
-    ];
-    if scope == Scope::Hops {
-        key.push((Swatch::Dashed(BLACK.mix(1.0)), "capacity (workers ÷ mean service time)".to_string()));
-    }
-    key.extend(fault_key(data, None));
-    let root = with_key(&root, &key)?;
     let columns = series_of(&data.variants[0], scope).len();
-    let panels = root.split_evenly((data.variants.len(), columns));
-    let t_max = time_max(data);
+    let (t_max, unit) = time_axis(data);
     // One y scale per column so the variants' loads compare at a glance.
     let y_max: Vec<f64> = (0..columns)
         .map(|c| {
             let peak = data
                 .variants
                 .iter()
-                .flat_map(|v| rate(&series_of(v, scope)[c], ATTEMPTS, data.bucket_s))
+                .flat_map(|v| rate(&series_of(v, scope)[c], ATTEMPTS, data.bucket_s, unit))
                 .map(|p| p.1)
                 .fold(0.0, f64::max);
             let capacity = if scope == Scope::Hops { data.variants[0].capacity_per_s(c) } else { None };
@@ -127,6 +147,18 @@ where
             (peak.max(reach) * 1.12).max(1.0)
         })
         .collect();
+    let capacity_drawn = scope == Scope::Hops
+        && data.variants.iter().any(|v| (0..columns).any(|c| v.capacity_per_s(c).is_some_and(|cap| cap <= y_max[c])));
+    let mut key = vec![
+        (Swatch::Fill(BLACK.mix(0.7)), "first attempts (variant colour)".to_string()),
+        (Swatch::Fill(BLACK.mix(0.2)), "retries, stacked on top (light tint)".to_string()),
+    ];
+    if capacity_drawn {
+        key.push((Swatch::Dashed(BLACK.mix(1.0)), "capacity (workers ÷ mean service time)".to_string()));
+    }
+    key.extend(fault_key(data, None));
+    let root = with_key(&root, &key)?;
+    let panels = root.split_evenly((data.variants.len(), columns));
     for (i, v) in data.variants.iter().enumerate() {
         for c in 0..columns {
             let panel = &panels[i * columns + c];
@@ -151,6 +183,7 @@ fn draw_panel<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
+    let (_, unit) = time_axis(data);
     let colour = variant_colour(index);
     let series = &series_of(v, scope)[column];
     let scoped = match scope {
@@ -165,7 +198,8 @@ where
     };
     if let Some(peak) = mean_of("peak_attempts_per_s") {
         caption.push_str(&format!(" · peak {}/s", fmt_num(peak)));
-        if let Some(ratio) = mean_of("peak_over_capacity") {
+        // Far below capacity the ratio is noise to the reader (0.0000496×): leave it out.
+        if let Some(ratio) = mean_of("peak_over_capacity").filter(|&r| r >= 0.01) {
             caption.push_str(&format!(" = {}× capacity", fmt_num(ratio)));
         }
     }
@@ -178,7 +212,7 @@ where
         .build_cartesian_2d(0.0..t_max, 0.0..y_max)?;
     chart
         .configure_mesh()
-        .x_desc(if bottom_row { "time since start (s)" } else { "" })
+        .x_desc(if bottom_row { unit.desc } else { "" })
         .y_desc("attempts/s")
         .y_label_formatter(&|y| fmt_tick(*y))
         .x_label_formatter(&|x| fmt_tick(*x))
@@ -188,14 +222,15 @@ where
         .axis_desc_style((FONT, 14))
         .draw()?;
     let hop = (scope == Scope::Hops).then_some(series.name.as_str());
-    shade_faults(&mut chart, v, hop, (t_max, 0.0, y_max))?;
-    let total = rate(series, ATTEMPTS, data.bucket_s);
-    let first = rate(series, FIRST_ATTEMPTS, data.bucket_s);
+    shade_faults(&mut chart, v, hop, (t_max, 0.0, y_max), unit)?;
+    let total = rate(series, ATTEMPTS, data.bucket_s, unit);
+    let first = rate(series, FIRST_ATTEMPTS, data.bucket_s, unit);
     // Retries are stacked on the first attempts: the light band between the two curves.
     chart.draw_series(AreaSeries::new(total.iter().copied(), 0.0, colour.mix(0.3).filled()).border_style(colour))?;
     chart.draw_series(AreaSeries::new(first.iter().copied(), 0.0, colour.mix(0.9).filled()))?;
     if let Some(cap) = capacity.filter(|&cap| cap <= y_max) {
-        draw_capacity(&mut chart, cap, t_max)?;
+        // The label sits just above the dashed line, not on it.
+        draw_capacity(&mut chart, cap, t_max, cap + y_max * 0.02)?;
     }
     Ok(())
 }
@@ -235,9 +270,13 @@ pub fn draw_compare<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &Re
 where
     DB::ErrorType: 'static,
 {
+    let hops = data.variants[0].hop_series.len();
+    let has_capacity = data.variants.iter().any(|v| (0..hops).any(|h| v.capacity_per_s(h).is_some()));
     let title = format!(
-        "{}: attempts/s per variant against capacity (log scale, mean of {} replications)",
-        data.scenario, data.replications
+        "{}: attempts/s per variant{} (log scale, mean of {} replications)",
+        data.scenario,
+        if has_capacity { " against capacity" } else { "" },
+        data.replications
     );
     let root = root.titled(&title, (FONT, 24))?;
     let mut key: Vec<KeyItem> = data
@@ -246,15 +285,17 @@ where
         .enumerate()
         .map(|(i, v)| (Swatch::Line(variant_colour(i).mix(1.0)), v.name.clone()))
         .collect();
-    key.push((Swatch::Dashed(BLACK.mix(1.0)), "capacity".to_string()));
+    if has_capacity {
+        key.push((Swatch::Dashed(BLACK.mix(1.0)), "capacity".to_string()));
+    }
     key.extend(fault_key(data, None));
     let root = with_key(&root, &key)?;
     let first = &data.variants[0];
     let panels = root.split_evenly((first.hop_series.len(), 1));
-    let t_max = time_max(data);
+    let (t_max, unit) = time_axis(data);
     for (h, panel) in panels.iter().enumerate() {
         let lines: Vec<Vec<(f64, f64)>> =
-            data.variants.iter().map(|v| rate(&v.hop_series[h], ATTEMPTS, data.bucket_s)).collect();
+            data.variants.iter().map(|v| rate(&v.hop_series[h], ATTEMPTS, data.bucket_s, unit)).collect();
         let peak = lines.iter().flatten().map(|p| p.1).fold(0.0, f64::max).max(1.0);
         let capacity = first.capacity_per_s(h);
         let y_min = log_floor(peak, capacity);
@@ -268,7 +309,7 @@ where
             .build_cartesian_2d(0.0..t_max, LogAxis::new(y_min, y_max))?;
         chart
             .configure_mesh()
-            .x_desc("time since start (s)")
+            .x_desc(unit.desc)
             .y_desc("attempts/s (log scale)")
             .y_label_formatter(&|y| fmt_tick(*y))
             .x_label_formatter(&|x| fmt_tick(*x))
@@ -277,9 +318,9 @@ where
             .label_style((FONT, 14))
             .axis_desc_style((FONT, 15))
             .draw()?;
-        shade_faults(&mut chart, first, Some(&first.hop_series[h].name), (t_max, y_min, y_max))?;
+        shade_faults(&mut chart, first, Some(&first.hop_series[h].name), (t_max, y_min, y_max), unit)?;
         if let Some(cap) = capacity.filter(|&cap| cap < y_max) {
-            draw_capacity(&mut chart, cap, t_max)?;
+            draw_capacity(&mut chart, cap, t_max, cap * (y_max / y_min).powf(0.015))?;
         }
         for (i, line) in lines.iter().enumerate() {
             let colour = variant_colour(i);
