@@ -93,15 +93,19 @@ fn peak_finding(data: &ReportData) -> Vec<String> {
     if list.len() < 2 {
         return Vec::new();
     }
-    let ranking: Vec<String> = list
-        .iter()
-        .map(|(v, s)| match v.mean("peak_over_capacity") {
-            Some(r) => format!("{} {}× capacity", v.name, fmt_num(r)),
-            None => format!("{} {}/s", v.name, fmt_num(s.mean.unwrap_or(0.0))),
-        })
-        .collect();
-    let mut out = vec![format!("Peak load at the first hop, lowest first: {}.", ranking.join(", "))];
+    // As the charts do: × capacity when that means something, attempts/s when capacity is absent
+    // or so far above that the ratio reads 0.0000142×.
+    let largest_ratio = data.variants.iter().filter_map(|v| v.mean("peak_over_capacity")).fold(0.0, f64::max);
+    let describe = |v: &VariantData, s: &Stat| match v.mean("peak_over_capacity").filter(|_| largest_ratio >= 0.05) {
+        Some(r) => format!("{}× capacity", fmt_num(r)),
+        None => format!("{} attempts/s", fmt_num(s.mean.unwrap_or(0.0))),
+    };
     let (best, best_s) = list[0];
+    if list.iter().all(|(_, s)| s.mean == best_s.mean) {
+        return vec![format!("Peak load at the first hop: the same in every variant, {}.", describe(best, best_s))];
+    }
+    let ranking: Vec<String> = list.iter().map(|(v, s)| format!("{} {}", v.name, describe(v, s))).collect();
+    let mut out = vec![format!("Peak load at the first hop, lowest first: {}.", ranking.join(", "))];
     // Against the worst (the size of the effect) and the runner-up (is the winner really ahead?).
     let mut rivals = vec![list[list.len() - 1]];
     if list.len() > 2 {
@@ -128,6 +132,9 @@ fn peak_finding(data: &ReportData) -> Vec<String> {
 fn spread_finding(data: &ReportData, metric: &str, lead: &str, scale: f64, unit: &str) -> Option<String> {
     let list = ranked(data, metric);
     let ((low, low_s), (high, high_s)) = (list.first()?, list.last()?);
+    if low_s.mean == high_s.mean {
+        return Some(format!("{lead}: {} in every variant.", mean_ci(low_s, scale, unit)));
+    }
     Some(format!(
         "{lead}: from {} ({}) to {} ({}).",
         mean_ci(low_s, scale, unit),
@@ -203,11 +210,12 @@ fn recovery_finding(data: &ReportData) -> Option<String> {
         return None;
     }
     let mut parts = Vec::new();
-    // A variant that delivered nothing "recovers" at once because nobody is left retrying: leave
-    // it out of the race (the success finding already reports it).
+    // Race only variants that recovered in every replication (a mean over the few that did would
+    // flatter a metastable one) and that delivered something (a variant that gave up on every
+    // request "recovers" at once: nobody is left retrying).
     let list: Vec<_> = ranked(data, "recovery_time_s")
         .into_iter()
-        .filter(|(v, _)| v.mean("success_ratio").is_none_or(|r| r > 0.0))
+        .filter(|(v, s)| v.mean("success_ratio").is_none_or(|r| r > 0.0) && s.values.iter().all(Option::is_some))
         .collect();
     if let Some((_, fast_s)) = list.first() {
         parts.push(format!(
@@ -216,17 +224,24 @@ fn recovery_finding(data: &ReportData) -> Option<String> {
             mean_ci(fast_s, 1.0, " s")
         ));
     }
+    let mut never_everywhere = true;
+    let mut metastable = Vec::new();
     for v in &data.variants {
         let Some(s) = stat(&v.metrics, "recovery_time_s") else { continue };
         let never = s.values.iter().filter(|x| x.is_none()).count();
+        never_everywhere &= never == s.values.len();
         if never > 0 {
-            parts.push(format!(
+            metastable.push(format!(
                 "{} never recovered (metastable) in {never} of {} replications",
                 v.name,
                 s.values.len()
             ));
         }
     }
+    if never_everywhere && !metastable.is_empty() {
+        return Some("Recovery: no variant recovered in any replication (metastable throughout).".into());
+    }
+    parts.extend(metastable);
     (!parts.is_empty()).then(|| format!("Recovery: {}.", parts.join("; ")))
 }
 
@@ -235,6 +250,9 @@ fn latency_finding(data: &ReportData) -> Option<String> {
     let ((low, low_s), (high, high_s)) = (list.first()?, list.last()?);
     if low.name == high.name {
         return None;
+    }
+    if low_s.mean == high_s.mean {
+        return Some(format!("p99 latency of succeeded requests: {} in every variant.", fmt_secs(low_s.mean?)));
     }
     Some(format!(
         "p99 latency of succeeded requests: {} with {}, {} with {}.",
