@@ -1,47 +1,84 @@
 //! Recovery time: how long after the last fault the system is calm again, or `None`
 //! (metastable) when calm never holds while requests are still arriving.
 
-use super::RunRecord;
+use super::{HopBucket, RunRecord};
 use crate::model::SimSpec;
 
 /// Share of arriving attempts that may be retries in a calm bucket.
 pub const CALM_RETRY_SHARE_MAX: f64 = 0.05;
 
-/// Recovery time in nanoseconds after the end of the last fault.
+/// Recovery time in nanoseconds after the end of the last trigger.
 ///
-/// A bucket is calm when retries are at most 5% of the attempts arriving at hop 0 and the
-/// longest queue wait of services started in it is under twice the baseline wait. The baseline
-/// is hop 0's pre-fault p99 queue wait, floored at one mean service time (a run whose fault
-/// starts at 0 has no pre-fault traffic to measure). Calm must hold for `spec.recovery_hold`
-/// and must begin before the horizon (after it, arrivals stop and any system drains).
+/// The system is calm over a window of `spec.recovery_hold` when, summed over the window, retries
+/// are at most 5% of the attempts arriving at hop 0, and in every bucket of it the longest queue
+/// wait of services started is under twice the baseline wait. (Summing over the window rather
+/// than judging bucket by bucket keeps a trickle of long-deferred retries, which comes in bursts,
+/// from hiding a recovery.) The baseline is hop 0's pre-trigger p99 queue wait, floored at one
+/// mean service time (a run whose fault starts at 0 has no pre-fault traffic to measure). The
+/// calm window must begin before the horizon (after it, arrivals stop and any system drains).
 /// The trigger is the last fault or load spike (a profile step above the first rate); without
 /// one the system never left its steady state: `Some(0)`.
 pub fn recovery_time_ns(record: &RunRecord, spec: &SimSpec) -> Option<u64> {
-    let Some(fault_end) = spec.trigger_end() else { return Some(0) };
+    let Some(trigger_end) = spec.trigger_end() else { return Some(0) };
     let service_mean = spec.hops[0].service.mean_ns(1);
     let baseline = (record.prefault_wait_p99_ns.unwrap_or(0) as f64).max(service_mean);
     let wait_max = 2.0 * baseline;
     let series = &record.hop_series[0];
     let hold = spec.recovery_hold.div_ceil(spec.bucket).max(1) as usize;
-    let first = fault_end.div_ceil(spec.bucket) as usize;
-    let calm = |b: usize| {
-        let s = &series[b];
-        let retries_ok = f64::from(s.retries) <= CALM_RETRY_SHARE_MAX * f64::from(s.attempts);
-        retries_ok && (s.queue_wait_max_ns as f64) <= wait_max
-    };
-    let mut run_start = None;
-    for b in first..series.len() {
-        if !calm(b) {
-            run_start = None;
-            continue;
-        }
-        let start = *run_start.get_or_insert(b);
-        if (start as u64) * spec.bucket >= spec.horizon {
-            return None;
-        }
-        if b + 1 - start >= hold {
-            return Some(((start as u64) * spec.bucket).saturating_sub(fault_end));
+    let first = trigger_end.div_ceil(spec.bucket) as usize;
+    let horizon_bucket = spec.horizon.div_ceil(spec.bucket) as usize;
+    let start = calm_window_start(series, hold, first, horizon_bucket, wait_max)?;
+    Some(((start as u64) * spec.bucket).saturating_sub(trigger_end))
+}
+
+/// The first bucket `start` in `[first, before)` whose window of `hold` buckets is calm (see
+/// [`recovery_time_ns`]), using prefix sums so the scan is linear.
+pub fn calm_window_start(
+    series: &[HopBucket],
+    hold: usize,
+    first: usize,
+    before: usize,
+    wait_max: f64,
+) -> Option<usize> {
+    let mut prefix = vec![(0u64, 0u64, 0u64); series.len() + 1];
+    for (i, s) in series.iter().enumerate() {
+        let (a, r, w) = prefix[i];
+        let slow = u64::from((s.queue_wait_max_ns as f64) > wait_max);
+        prefix[i + 1] = (a + u64::from(s.attempts), r + u64::from(s.retries), w + slow);
+    }
+    (first..before.min((series.len() + 1).saturating_sub(hold))).find(|&start| {
+        let (a0, r0, w0) = prefix[start];
+        let (a1, r1, w1) = prefix[start + hold];
+        (r1 - r0) as f64 <= CALM_RETRY_SHARE_MAX * (a1 - a0) as f64 && w1 == w0
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bucket(attempts: u32, retries: u32, wait_ns: u64) -> HopBucket {
+        HopBucket {
+            attempts,
+            retries,
+            first_attempts: attempts - retries,
+            queue_wait_max_ns: wait_ns,
+            ..HopBucket::default()
         }
     }
-    None
+
+    #[test]
+    fn calm_is_judged_over_the_whole_hold_window() {
+        // A bursty trickle (one bucket in five at 15% retries) averages 3% over 5 buckets: calm.
+        let trickle: Vec<HopBucket> = (0..10).map(|i| bucket(100, if i % 5 == 0 { 15 } else { 0 }, 0)).collect();
+        assert_eq!(calm_window_start(&trickle, 5, 0, 10, 1.0), Some(0));
+        // Sustained 10% retries never calm down.
+        let storm: Vec<HopBucket> = (0..10).map(|_| bucket(100, 10, 0)).collect();
+        assert_eq!(calm_window_start(&storm, 5, 0, 10, 1.0), None);
+        // One slow bucket spoils every window containing it: the first calm window starts after it.
+        let slow: Vec<HopBucket> = (0..12).map(|i| bucket(100, 0, if i == 3 { 10 } else { 0 })).collect();
+        assert_eq!(calm_window_start(&slow, 5, 0, 12, 1.0), Some(4));
+        // Calm that only starts at or after `before` (the horizon) does not count.
+        assert_eq!(calm_window_start(&slow, 5, 0, 4, 1.0), None);
+    }
 }
