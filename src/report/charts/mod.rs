@@ -12,7 +12,7 @@ pub mod latency;
 pub mod load;
 pub mod sweep;
 
-use super::files::{commit_temp, temp_path, write_atomic, OutputError};
+use super::files::{commit_temp, write_atomic, OutputError};
 use data::ReportData;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -233,8 +233,9 @@ pub fn render<F: Figure>(dir: &Path, figure: &F) -> Result<(Vec<PathBuf>, Render
     }
     write_atomic(&svg_path, svg.as_bytes())?;
     let png_path = dir.join(format!("{stem}.png"));
-    // The bitmap backend picks the encoder from the extension, so the temp file keeps `.png`.
-    let tmp = temp_path(&png_path).with_extension("png");
+    // The bitmap backend picks the encoder from the extension, so the temp file ends in `.png`
+    // (and carries the process id, like every temporary, so concurrent writers never collide).
+    let tmp = dir.join(format!(".{stem}.tmp-{}.png", std::process::id()));
     {
         let root = BitMapBackend::new(&tmp, size).into_drawing_area();
         if let Err(e) = draw_on(root, figure) {
