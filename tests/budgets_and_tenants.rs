@@ -47,6 +47,13 @@ fn independent_failures_amplify_by_the_geometric_sum() {
         // The token bucket cuts it well below the unbudgeted figure.
         let bucket = metric(variant(&study, "token-bucket"), "amplification").mean.expect("present");
         assert!(bucket < 1.15 && bucket < expected, "f = {f}: token bucket {bucket}");
+        // Brooker's retry breaker (no retries while > 10% of recent calls fail) cuts it too; it
+        // still lets half-open probe retries through, so it sits between 1 and the unbudgeted sum.
+        let breaker = values(metric(variant(&study, "retry-breaker-10pct"), "amplification"));
+        let unbudgeted = values(metric(none, "amplification"));
+        for (b, u) in breaker.iter().zip(&unbudgeted) {
+            assert!(*b > 1.0 && b < u, "f = {f}: retry breaker {b} vs no budget {u}");
+        }
     }
 }
 

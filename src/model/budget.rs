@@ -108,6 +108,8 @@ pub struct BreakerSpec {
     pub open_for: Nanos,
     /// Trial calls let through when half-open; all must succeed to close.
     pub probes: u32,
+    /// Only retries are stopped while open (Brooker's retry breaker); first tries always go.
+    pub retries_only: bool,
 }
 
 /// Tolerance for token arithmetic: ten deposits of 0.1 make one whole token, as in the sources,

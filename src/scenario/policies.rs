@@ -238,5 +238,6 @@ fn breaker(raw: &RawBreaker, at: &str) -> V<BreakerSpec> {
         min_calls: count(raw.min_calls.unwrap_or(20), &field("min_calls"), 1, 1_000_000)? as u32,
         open_for: duration(raw.open_for, "open_for", 5 * NS_PER_S)?,
         probes: count(raw.probes.unwrap_or(3), &field("probes"), 1, 1_000_000)? as u32,
+        retries_only: raw.retries_only.unwrap_or(false),
     })
 }

@@ -177,6 +177,7 @@ pub struct RawBreaker {
     pub min_calls: Option<i64>,
     pub open_for: Option<Dur>,
     pub probes: Option<i64>,
+    pub retries_only: Option<bool>,
 }
 
 /// A distribution table: `{ dist = "constant", mean = "1ms" }`.

@@ -127,6 +127,7 @@ fn breaker_opens_half_opens_and_closes_on_the_documented_counts() {
         min_calls: 10,
         open_for: 5 * NS_PER_S,
         probes: 3,
+        retries_only: false,
     };
     let mut s = spec.new_state();
     // 9 failures: below min_calls, stays closed.

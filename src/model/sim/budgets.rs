@@ -29,7 +29,7 @@ impl Simulation<'_> {
         let call = self.calls.get(call_handle).expect("live");
         let (budget_key, breaker_key) = self.scope_keys(call);
         let policy = &self.spec.policies[call.policy as usize];
-        if let (Some(key), Some(spec)) = (breaker_key, policy.breaker.as_ref()) {
+        if let (Some(key), Some(spec)) = (breaker_key, policy.breaker.as_ref().filter(|b| !b.retries_only)) {
             let state = self.breakers.entry(key).or_insert_with(|| spec.new_state());
             if !spec.allow(state, now) {
                 return true;
@@ -63,8 +63,16 @@ impl Simulation<'_> {
     pub(super) fn budget_allows_retry(&mut self, call_handle: Handle, failure: FailureKind) -> bool {
         let now = self.now;
         let call = self.calls.get(call_handle).expect("live");
-        let (Some(key), _) = self.scope_keys(call) else { return true };
-        let spec = self.spec.policies[call.policy as usize].budget.as_ref().expect("keyed");
+        let (budget_key, breaker_key) = self.scope_keys(call);
+        let policy = &self.spec.policies[call.policy as usize];
+        if let (Some(key), Some(breaker)) = (breaker_key, policy.breaker.as_ref().filter(|b| b.retries_only)) {
+            let state = self.breakers.entry(key).or_insert_with(|| breaker.new_state());
+            if !breaker.allow(state, now) {
+                return false;
+            }
+        }
+        let Some(key) = budget_key else { return true };
+        let spec = policy.budget.as_ref().expect("keyed");
         let state = self.budgets.entry(key).or_insert_with(|| spec.kind.new_state());
         let paid = spec.kind.try_retry(state, now, failure);
         if let Some(cost) = paid {
