@@ -108,3 +108,17 @@ fn closed_loop_clients_follow_littles_law() {
     let requests = mean(&study, "requests");
     assert!((requests - 1961.0).abs() <= 10.0, "requests {requests}");
 }
+
+#[test]
+fn lost_replies_cause_retries_and_duplicates_after_the_effect_committed() {
+    // Half the replies are lost after the side effect committed: callers time out and retry, and
+    // without an idempotency store every re-execution is a duplicate (`no_key`).
+    let s = run("[[fault]]\nhop = \"api\"\nkind = \"lost_reply\"\np = 0.5\nfrom = \"0s\"\nto = \"60s\"", &[]);
+    let lost = hop_mean(&s, "lost_replies");
+    assert!(lost > 0.0);
+    assert_eq!(mean(&s, "succeeded"), 500.0, "every request succeeds eventually");
+    // Each lost reply is one re-execution, so duplicates = lost replies exactly.
+    assert_eq!(mean(&s, "duplicates_no_key"), lost);
+    // Attempts = requests + retries, and every retry follows a lost reply (nothing else fails).
+    assert_eq!(mean(&s, "retries"), lost);
+}

@@ -139,11 +139,18 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
     write("sweep.json", &json)?;
     write("sweep.csv", &csv)?;
     write("perf.json", &perf_json(&header, &result))?;
+    // A shard holds only part of the grid: its charts wait for `merge`.
+    let charts = if shard.is_none() { render_charts(&out)? } else { 0 };
     if !args.run.quiet {
         print!("{}", sweep_table(&header, shard, &result.cells));
-        println!("wrote sweep.json, sweep.csv and perf.json to {}", out.display());
+        println!("wrote sweep.json, sweep.csv, perf.json and {charts} chart/report files to {}", out.display());
     }
     Ok(())
+}
+
+/// Draws the sweep's charts and report from the files just written; returns how many files.
+fn render_charts(out: &Path) -> Result<usize, CliError> {
+    crate::report::render_sweep(out).map(|files| files.len()).map_err(|e| CliError::Failure(e.to_string()))
 }
 
 /// `perf.json` of a sweep (not part of the determinism contract).
@@ -234,6 +241,7 @@ pub fn merge(args: MergeArgs) -> Result<(), CliError> {
     files::prepare_dir(&out).map_err(|e| bad(format!("{e}; choose another --out")))?;
     files::write_atomic(&out.join("sweep.json"), &json).map_err(bad)?;
     files::write_atomic(&out.join("sweep.csv"), &csv).map_err(bad)?;
-    println!("merged {} shard(s) into {}", shards.len(), out.display());
+    let charts = render_charts(&out)?;
+    println!("merged {} shard(s) into {} ({charts} chart/report files)", shards.len(), out.display());
     Ok(())
 }

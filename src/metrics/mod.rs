@@ -44,6 +44,8 @@ pub struct HopCounters {
     pub deduplicated: u64,
     /// Service time spent in total.
     pub busy_ns: u64,
+    /// Replies lost on the way back (`lost_reply` faults).
+    pub lost_replies: u64,
     /// Services started (for the mean queue wait).
     pub services_started: u64,
     /// Sum of queue waits of started services.

@@ -103,6 +103,7 @@ fn hop_row(record: &RunRecord, spec: &SimSpec, h: usize, requests: u64) -> Metri
         ("amplification", ratio(c.attempts as f64, requests as f64)),
         ("ok_replies", Some(c.ok_replies as f64)),
         ("overflow", Some(c.overflow as f64)),
+        ("lost_replies", Some(c.lost_replies as f64)),
         ("peak_attempts_per_s", Some(peak)),
         ("capacity_per_s", capacity),
         ("peak_over_capacity", capacity.and_then(|cap| ratio(peak, cap))),

@@ -19,6 +19,12 @@ pub enum FaultKind {
         /// Probability of a 503, in [0, 1].
         p: f64,
     },
+    /// Lose each reply with probability `p` after the hop did the work (and committed any side
+    /// effect): the caller's attempt timeout fires and it retries.
+    LostReply {
+        /// Probability that a reply is lost, in [0, 1].
+        p: f64,
+    },
     /// Multiply service times by `factor`.
     Slow {
         /// Slow-down factor (> 0).
@@ -39,6 +45,7 @@ impl FaultKind {
             FaultKind::Hang => "hang",
             FaultKind::Throttle { .. } => "throttle",
             FaultKind::ErrorRate { .. } => "error_rate",
+            FaultKind::LostReply { .. } => "lost_reply",
             FaultKind::Slow { .. } => "slow",
             FaultKind::Capacity { .. } => "capacity",
         }

@@ -32,7 +32,10 @@ pub fn warnings(spec: &SimSpec) -> Vec<String> {
                 }
             }
             if policy.attempt_timeout.is_none() && policy.deadline.is_none() {
-                let hangs = spec.faults.iter().any(|f| f.hop == h && f.kind == FaultKind::Hang);
+                let hangs = spec
+                    .faults
+                    .iter()
+                    .any(|f| f.hop == h && matches!(f.kind, FaultKind::Hang | FaultKind::LostReply { .. }));
                 if hangs {
                     out.push(format!(
                         "hop `{}` has a hang fault but policy `{}` has neither attempt_timeout nor deadline: those attempts never end (they stay in_flight)",

@@ -417,7 +417,7 @@ fn ttl(text: &str, at: &str, window: Option<Nanos>) -> V<Nanos> {
     Ok(ttl)
 }
 
-const FAULT_KINDS: [&str; 6] = ["outage", "hang", "throttle", "error_rate", "slow", "capacity"];
+const FAULT_KINDS: [&str; 7] = ["outage", "hang", "throttle", "error_rate", "lost_reply", "slow", "capacity"];
 
 fn faults(raw: &[RawFault], hops: &[HopSpec]) -> V<Vec<Fault>> {
     let hop_names: Vec<&str> = hops.iter().map(|h| h.name.as_str()).collect();
@@ -462,10 +462,15 @@ fn faults(raw: &[RawFault], hops: &[HopSpec]) -> V<Vec<Fault>> {
                 })?;
                 FaultKind::Throttle { retry_after: retry_after.0 }
             }
-            "error_rate" => {
+            "error_rate" | "lost_reply" => {
                 forbid_all_but("p")?;
-                let p = f.p.ok_or_else(|| Invalid::at(&format!("fault.{i}"), "kind `error_rate` needs p, e.g. 0.1"))?;
-                FaultKind::ErrorRate { p: probability(Some(p), &at("p"))? }
+                let need = format!("kind `{}` needs p, e.g. 0.1", f.kind);
+                let p = probability(Some(f.p.ok_or_else(|| Invalid::at(&format!("fault.{i}"), need))?), &at("p"))?;
+                if f.kind == "error_rate" {
+                    FaultKind::ErrorRate { p }
+                } else {
+                    FaultKind::LostReply { p }
+                }
             }
             "slow" => {
                 forbid_all_but("factor")?;

@@ -60,7 +60,7 @@ impl Simulation<'_> {
                         return Some(Some(Reply::Failed));
                     }
                 }
-                FaultKind::Slow { .. } | FaultKind::Capacity { .. } => {}
+                FaultKind::Slow { .. } | FaultKind::Capacity { .. } | FaultKind::LostReply { .. } => {}
             }
         }
         None
@@ -190,8 +190,31 @@ impl Simulation<'_> {
         } else {
             bucket.failures += 1;
         }
+        if self.reply_lost(hop) {
+            let a = self.attempts.get_mut(handle).expect("live");
+            a.phase = Phase::Done;
+            let (waiting, service_ns) = (a.caller_waiting, a.service_ns);
+            // The work was done for nothing: the caller never hears of it.
+            let counters = &mut self.record.hops[hop];
+            counters.wasted_work_ns = counters.wasted_work_ns.saturating_add(service_ns);
+            counters.lost_replies += 1;
+            if !waiting {
+                self.attempts.remove(handle);
+            }
+            return;
+        }
         let net = self.spec.hops[hop].network.sample(&mut self.rngs.network[hop], 0);
         self.queue.push(now.saturating_add(net), Event::ReplyArrive { attempt: handle });
+    }
+
+    /// Whether an active `lost_reply` fault at `hop` drops this reply.
+    fn reply_lost(&mut self, hop: usize) -> bool {
+        let now = self.now;
+        let p = self.spec.faults.iter().filter(|f| f.hop == hop && f.active_at(now)).find_map(|f| match f.kind {
+            FaultKind::LostReply { p } => Some(p),
+            _ => None,
+        });
+        p.is_some_and(|p| self.rngs.faults[hop].gen::<f64>() < p)
     }
 
     /// A hung hop never answers: the attempt ends on the server side without a reply.

@@ -312,6 +312,7 @@ fn fault_summary(kind: &FaultKind) -> String {
     match kind {
         FaultKind::Throttle { retry_after } => format!("throttle (429, Retry-After {})", duration_words(*retry_after)),
         FaultKind::ErrorRate { p } => format!("error rate (503 with p = {p})"),
+        FaultKind::LostReply { p } => format!("lost replies (p = {p})"),
         FaultKind::Slow { factor } => format!("slow (service time ×{factor})"),
         FaultKind::Capacity { workers } => format!("capacity ({workers} workers)"),
         FaultKind::Outage => "outage (503)".to_string(),
