@@ -81,6 +81,13 @@ impl<T> Slab<T> {
         self.slots.iter().filter_map(|slot| slot.value.as_ref())
     }
 
+    /// Hints the cache to load the slot behind `handle` (no effect on results).
+    pub fn prefetch(&self, handle: Handle) {
+        if let Some(slot) = self.slots.get(handle.index as usize) {
+            super::prefetch::prefetch_read(slot);
+        }
+    }
+
     /// Number of live values.
     pub fn len(&self) -> usize {
         self.live

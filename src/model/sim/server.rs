@@ -1,6 +1,6 @@
 //! The hop's side of an attempt: arrival, faults, queueing, service, side effects, reply.
 
-use super::{Event, Payload, Phase, Reply, Simulation};
+use super::{Commit, Event, Payload, Phase, Reply, Simulation};
 use crate::engine::{Handle, Nanos};
 use crate::model::FaultKind;
 use rand::Rng;
@@ -140,7 +140,12 @@ impl Simulation<'_> {
         let a = self.attempts.get(handle).expect("live");
         let (hop, tenant) = (a.hop as usize, a.tenant as usize);
         let store = self.spec.hops[hop].idempotency.as_ref().map(|s| s.ttl);
-        let commit = self.commits.entry((a.hop, a.request_id)).or_default();
+        let per_hop = &mut self.commits[hop];
+        let index = usize::try_from(a.request_id).expect("request ids fit in memory");
+        if per_hop.len() <= index {
+            per_hop.resize(index + 1, Commit::default());
+        }
+        let commit = &mut per_hop[index];
         let counters = &mut self.record.hops[hop];
         let tc = &mut self.record.tenants[tenant];
         if let Some(ttl) = store {
