@@ -5,11 +5,13 @@
 //! does; throughput is in simulated events per second (criterion's "elem/s"). The event count is
 //! taken from a first run, which is deterministic, so it is the same for every iteration.
 //!
-//! Run: `cargo bench --bench scenarios` (about three minutes; the 1M herd alone takes ~45 s).
+//! Run: `cargo bench --bench scenarios` (about three minutes; the 1M herd alone takes ~45 s). Every
+//! group uses flat sampling (the same iteration count per sample): the runs are long enough that
+//! criterion's default linear ramp would need minutes per benchmark.
 //! Peak memory is not measured here (criterion runs everything in one process): see
 //! `docs/PERFORMANCE.md` for `/usr/bin/time -v` and `perf.json`.
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput};
 use retrystorm::model::{sim, SimSpec};
 use retrystorm::runner::{run_study, RunOptions};
 use retrystorm::scenario::{parse_assignment, Scenario};
@@ -35,7 +37,7 @@ fn bench_run(
 
 fn outage_herd(c: &mut Criterion) {
     let mut group = c.benchmark_group("outage_herd");
-    group.sample_size(10).warm_up_time(Duration::from_millis(500));
+    group.sample_size(10).sampling_mode(SamplingMode::Flat).warm_up_time(Duration::from_millis(500));
     for clients in [10_000u32, 100_000, 1_000_000] {
         // Ten samples of the 1M herd take ~35 s; smaller herds fit in a few seconds.
         group.measurement_time(Duration::from_secs(if clients >= 1_000_000 { 40 } else { 5 }));
@@ -48,7 +50,11 @@ fn outage_herd(c: &mut Criterion) {
 
 fn mm1(c: &mut Criterion) {
     let mut group = c.benchmark_group("mm1");
-    group.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(10));
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(10));
     // λ = 800/s for 1,250 s: a million customers, about four million events.
     let scenario = bundled("scenarios/mm1.toml", &["horizon=1250s"]);
     bench_run(&mut group, BenchmarkId::new("customers", 1_000_000), &scenario);
@@ -125,7 +131,11 @@ to = "8s"
 
 fn chain(c: &mut Criterion) {
     let mut group = c.benchmark_group("chain");
-    group.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(10));
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(10));
     let scenario = Scenario::from_source("chain-bench", CHAIN, &[]).unwrap_or_else(|e| panic!("{e}"));
     bench_run(&mut group, BenchmarkId::new("three_hops", 50_000), &scenario);
     group.finish();
@@ -135,7 +145,11 @@ fn chain(c: &mut Criterion) {
 /// the parallel speed-up (replications are independent tasks; the goal is ≥ 1.8× on 2 cores).
 fn replications(c: &mut Criterion) {
     let mut group = c.benchmark_group("replications");
-    group.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(15));
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(15));
     let scenario = bundled(
         "scenarios/outage-herd.toml",
         &["tenant.main.clients=100000", "policy.client.jitter=full", "replications=4"],
