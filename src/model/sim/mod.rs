@@ -510,30 +510,31 @@ impl<'a> Simulation<'a> {
         if call.attempts_made >= policy.attempts_max {
             return self.end_call(call_handle, CallEnd::Dlq(DlqReason::Attempts));
         }
-        if !self.budget_allows_retry(call_handle, failure) {
-            self.record.tenants[tenant].retries_denied += 1;
-            return self.end_call(call_handle, CallEnd::Dlq(DlqReason::Budget));
-        }
         let call = self.calls.get_mut(call_handle).expect("caller of a live call");
-        let retry = call.attempts_made;
-        let rng = &mut self.rngs.jitter[call.hop as usize];
+        let (retry, hop, deadline_at) = (call.attempts_made, call.hop, call.deadline_at);
+        let rng = &mut self.rngs.jitter[hop as usize];
         rng.set_word_pos(jitter_position(call.draw_key, retry));
         let backoff = if failure == FailureKind::Throttling {
             policy.delay_after_throttle(retry, &mut call.jitter, rng)
         } else {
             policy.delay_before_retry(retry, &mut call.jitter, rng)
         };
-        if call.hop == 0 {
+        let at = now.saturating_add(policy.apply_retry_after(backoff, retry_after));
+        // The deadline is checked before the budget is asked, so a retry that would come too late
+        // is not paid for.
+        if at >= deadline_at {
+            return self.end_call(call_handle, CallEnd::Dlq(DlqReason::Deadline));
+        }
+        if !self.budget_allows_retry(call_handle, failure) {
+            self.record.tenants[tenant].retries_denied += 1;
+            return self.end_call(call_handle, CallEnd::Dlq(DlqReason::Budget));
+        }
+        if hop == 0 {
             if let Some(samples) = self.record.retry_delays_ns.get_mut(retry as usize - 1) {
                 if samples.len() < RETRY_DELAY_SAMPLES_MAX {
                     samples.push(backoff);
                 }
             }
-        }
-        let delay = policy.apply_retry_after(backoff, retry_after);
-        let at = now.saturating_add(delay);
-        if at >= call.deadline_at {
-            return self.end_call(call_handle, CallEnd::Dlq(DlqReason::Deadline));
         }
         self.queue.push(at, Event::AttemptStart { call: call_handle });
     }
