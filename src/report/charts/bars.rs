@@ -83,6 +83,22 @@ struct Panel<'a> {
     labels: Vec<(f64, String)>,
 }
 
+impl<'a> Panel<'a> {
+    /// The panel of metric `m` with its bars and category labels.
+    fn of(m: &'a Metric, bars: Vec<Bar<'a>>, labels: Vec<(f64, String)>) -> Self {
+        Panel {
+            title: m.title.to_string(),
+            axis: m.axis,
+            scale: m.scale,
+            suffix: m.suffix,
+            null_words: null_words(m.name),
+            reference: m.reference,
+            bars,
+            labels,
+        }
+    }
+}
+
 fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) -> DrawResult
 where
     DB::ErrorType: 'static,
@@ -214,17 +230,7 @@ where
             .enumerate()
             .map(|(i, v)| Bar { y: (n - 1 - i) as f64, stat: stat(&v.metrics, m.name), colour: variant_colour(i) })
             .collect();
-        let panel = Panel {
-            title: m.title.to_string(),
-            axis: m.axis,
-            scale: m.scale,
-            suffix: m.suffix,
-            null_words: null_words(m.name),
-            reference: m.reference,
-            bars,
-            labels: labels.clone(),
-        };
-        draw_panel(area, &panel)?;
+        draw_panel(area, &Panel::of(m, bars, labels.clone()))?;
     }
     Ok(())
 }
@@ -326,17 +332,7 @@ where
                 bars.push(Bar { y: y_of(g, i), stat: stat(row, m.name), colour: variant_colour(i) });
             }
         }
-        let panel = Panel {
-            title: m.title.to_string(),
-            axis: m.axis,
-            scale: m.scale,
-            suffix: m.suffix,
-            null_words: null_words(m.name),
-            reference: m.reference,
-            bars,
-            labels: labels.clone(),
-        };
-        draw_panel(area, &panel)?;
+        draw_panel(area, &Panel::of(m, bars, labels.clone()))?;
     }
     Ok(())
 }
