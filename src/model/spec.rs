@@ -1,7 +1,7 @@
 //! The validated description of one simulation: what `scenario` produces and `sim` consumes.
 
 use super::dist::Dist;
-use super::fault::Fault;
+use super::fault::{Fault, FaultKind};
 use super::policy::RetryPolicy;
 use crate::engine::Nanos;
 
@@ -122,6 +122,11 @@ impl SimSpec {
     /// Index of the hop named `name`.
     pub fn hop_index(&self, name: &str) -> Option<usize> {
         self.hops.iter().position(|h| h.name == name)
+    }
+
+    /// The kinds of the faults active at hop `hop` at `now`.
+    pub fn active_faults(&self, hop: usize, now: Nanos) -> impl Iterator<Item = &FaultKind> {
+        self.faults.iter().filter(move |f| f.hop == hop && f.active_at(now)).map(|f| &f.kind)
     }
 
     /// End of the last fault window (0 without faults).

@@ -49,9 +49,9 @@ impl Simulation<'_> {
     /// The answer an active fault forces at arrival: `Some(None)` for a hang (no answer),
     /// `Some(Some(reply))` for a failure, `None` when the hop serves normally.
     pub(super) fn fault_reply(&mut self, hop: usize) -> Option<Option<Reply>> {
-        let now = self.now;
-        for fault in self.spec.faults.iter().filter(|f| f.hop == hop && f.active_at(now)) {
-            match fault.kind {
+        let spec = self.spec;
+        for kind in spec.active_faults(hop, self.now) {
+            match *kind {
                 FaultKind::Outage => return Some(Some(Reply::Failed)),
                 FaultKind::Hang => return Some(None),
                 FaultKind::Throttle { retry_after } => return Some(Some(Reply::Throttled(retry_after))),
@@ -67,8 +67,7 @@ impl Simulation<'_> {
     }
 
     pub(super) fn effective_workers(&self, hop: usize) -> u32 {
-        let now = self.now;
-        let limited = self.spec.faults.iter().filter(|f| f.hop == hop && f.active_at(now)).find_map(|f| match f.kind {
+        let limited = self.spec.active_faults(hop, self.now).find_map(|kind| match *kind {
             FaultKind::Capacity { workers } => Some(workers),
             _ => None,
         });
@@ -76,12 +75,9 @@ impl Simulation<'_> {
     }
 
     pub(super) fn slow_factor(&self, hop: usize) -> f64 {
-        let now = self.now;
         self.spec
-            .faults
-            .iter()
-            .filter(|f| f.hop == hop && f.active_at(now))
-            .map(|f| match f.kind {
+            .active_faults(hop, self.now)
+            .map(|kind| match *kind {
                 FaultKind::Slow { factor } => factor,
                 _ => 1.0,
             })
@@ -214,8 +210,7 @@ impl Simulation<'_> {
 
     /// Whether an active `lost_reply` fault at `hop` drops this reply.
     fn reply_lost(&mut self, hop: usize) -> bool {
-        let now = self.now;
-        let p = self.spec.faults.iter().filter(|f| f.hop == hop && f.active_at(now)).find_map(|f| match f.kind {
+        let p = self.spec.active_faults(hop, self.now).find_map(|kind| match *kind {
             FaultKind::LostReply { p } => Some(p),
             _ => None,
         });
