@@ -19,19 +19,29 @@ impl Ranged for CategoryAxis {
 
     fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
         let share = (value - self.range.start) / (self.range.end - self.range.start);
-        limit.0 + (share * f64::from(limit.1 - limit.0)).round() as i32
+        pixel(share, limit)
     }
 
     fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
-        if hint.weight().allow_light_points() {
-            Vec::new()
-        } else {
-            self.ticks.clone()
-        }
+        major_ticks(&self.ticks, hint)
     }
 
     fn range(&self) -> Range<f64> {
         self.range.clone()
+    }
+}
+
+/// The pixel at `share` (0 at the start of the range, 1 at its end) between `limit`'s ends.
+fn pixel(share: f64, limit: (i32, i32)) -> i32 {
+    limit.0 + (share * f64::from(limit.1 - limit.0)).round() as i32
+}
+
+/// Our axes draw only their own ticks, as bold key points, and no light grid points.
+fn major_ticks<Hint: KeyPointHint>(ticks: &[f64], hint: Hint) -> Vec<f64> {
+    if hint.weight().allow_light_points() {
+        Vec::new()
+    } else {
+        ticks.to_vec()
     }
 }
 
@@ -100,15 +110,11 @@ impl Ranged for LogAxis {
         // Non-positive values land far below the axis (off the plot) instead of failing.
         let v = if *value > 0.0 { *value } else { self.low * 1e-6 };
         let share = (v.log10() - self.low.log10()) / (self.high.log10() - self.low.log10());
-        limit.0 + (share * f64::from(limit.1 - limit.0)).round() as i32
+        pixel(share, limit)
     }
 
     fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
-        if hint.weight().allow_light_points() {
-            Vec::new()
-        } else {
-            self.ticks.clone()
-        }
+        major_ticks(&self.ticks, hint)
     }
 
     fn range(&self) -> Range<f64> {
