@@ -172,10 +172,7 @@ impl RetryPolicy {
                     scaled as Nanos
                 }
             }
-            Jitter::Schedule { delays } => {
-                let i = (retry as usize - 1).min(delays.len().saturating_sub(1));
-                delays.get(i).copied().unwrap_or(0)
-            }
+            Jitter::Schedule { delays } => scheduled_delay(delays, retry),
         }
     }
 
@@ -208,12 +205,15 @@ impl RetryPolicy {
                 let upper = self.exp_delay(retry) as f64 * (1.0 + ratio);
                 upper.min(u64::MAX as f64) as Nanos
             }
-            Jitter::Schedule { delays } => {
-                let i = (retry as usize - 1).min(delays.len().saturating_sub(1));
-                delays.get(i).copied().unwrap_or(0)
-            }
+            Jitter::Schedule { delays } => scheduled_delay(delays, retry),
         }
     }
+}
+
+/// Retry `retry` of a fixed schedule waits its entry; past the end, the last entry repeats.
+fn scheduled_delay(delays: &[Nanos], retry: u32) -> Nanos {
+    let i = (retry as usize - 1).min(delays.len().saturating_sub(1));
+    delays.get(i).copied().unwrap_or(0)
 }
 
 /// Full jitter from a uniform draw `u` in [0, 1]: ⌊u · exp⌋ (AWS writes it `b × r^i` with b the

@@ -311,13 +311,12 @@ fn hops(raw: &RawScenario, policy_names: &[&str], policies: &[RetryPolicy], tena
             let why = format!("`{}` is defined twice; hop names must be unique", h.name);
             return Err(Invalid::at(&format!("hop.{i}.name"), why));
         }
-        let is_last = i + 1 == raw.hop.len();
         let caller_deadline = if i == 0 {
             tenants.iter().filter_map(|t| policies[t.policy].deadline).max()
         } else {
             out[i - 1].downstream_policy.and_then(|p| policies[p].deadline)
         };
-        out.push(hop(h, is_last, raw.hop.get(i + 1), policy_names, caller_deadline)?);
+        out.push(hop(h, raw.hop.get(i + 1), policy_names, caller_deadline)?);
     }
     if !out.iter().any(|h| h.effect) {
         out.last_mut().expect("at least one hop").effect = true;
@@ -325,13 +324,7 @@ fn hops(raw: &RawScenario, policy_names: &[&str], policies: &[RetryPolicy], tena
     Ok(out)
 }
 
-fn hop(
-    h: &RawHop,
-    is_last: bool,
-    next: Option<&RawHop>,
-    policy_names: &[&str],
-    caller_deadline: Option<Nanos>,
-) -> V<HopSpec> {
+fn hop(h: &RawHop, next: Option<&RawHop>, policy_names: &[&str], caller_deadline: Option<Nanos>) -> V<HopSpec> {
     let at = |field: &str| format!("hop.{}.{field}", h.name);
     let workers = count(h.workers.unwrap_or(1), &at("workers"), 1, 10_000_000)? as u32;
     let queue_limit = count(h.queue_limit.unwrap_or(u32::MAX as i64), &at("queue_limit"), 0, u32::MAX as i64)? as u32;
@@ -370,7 +363,6 @@ fn hop(
         }
         (None, None) => None,
     };
-    debug_assert!(downstream_policy.is_none() || !is_last);
     let idempotency = match &h.idempotency {
         None => None,
         Some(store) => Some(IdempotencySpec { ttl: ttl(&store.ttl.0, &at("idempotency.ttl"), caller_deadline)? }),
