@@ -423,7 +423,7 @@ impl BudgetReport {
         }
         if !self.hops.is_empty() {
             out += &format!("\nhops (hop i gets window / {}^i)\n", i.shrink);
-            out += "  hop     window_s  attempts  scheduled_s  un-jittered        ttl_s  smaller\n";
+            out += "  hop     window_s  attempts  scheduled_s  always fits        ttl_s  smaller\n";
         }
         for h in &self.hops {
             let (hop, window_s, attempts) = (h.hop, h.window.seconds, h.attempts_fitted);

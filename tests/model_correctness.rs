@@ -125,6 +125,9 @@ fn validate_warns_on_the_probes() {
     assert!(text.contains("must be strictly longer than the window"), "{text}");
     let (_, text) = validate(&[&probe, "--set", "hop.consumer.idempotency.ttl=window+1s"]);
     assert!(!text.contains("warning"), "{text}");
+    // Retry horizon ≤ window: attempts the deadline would cut are flagged with the count that fits.
+    let (_, text) = validate(&[&probe, "--set", "policy.ledger-call.attempt_timeout=5s"]);
+    assert!(text.contains("policy `ledger-call` allows 2 attempts but only 1 fit its 10s deadline"), "{text}");
     // The fixed probes are clean.
     for clean in ["idempotency-in-flight", "deadline-propagation"] {
         let (_, text) = validate(&[&bundled(clean)]);

@@ -228,6 +228,21 @@ impl RetryPolicy {
         }
     }
 
+    /// With both a deadline and an attempt timeout: the most attempts whose worst case (delays at
+    /// their upper bounds plus one timeout each) fits the deadline, if `attempts_max` does not fit
+    /// (the guide's "retry horizon ≤ window": later attempts would be cut by the deadline).
+    pub fn attempts_fitting_deadline(&self) -> Option<u32> {
+        let (deadline, timeout) = (self.deadline?, self.attempt_timeout?);
+        let mut total = timeout;
+        for attempts in 1..self.attempts_max {
+            total = total.saturating_add(self.delay_upper_bound(attempts)).saturating_add(timeout);
+            if total > deadline {
+                return Some(attempts);
+            }
+        }
+        None
+    }
+
     /// The largest delay the strategy can draw before retry `retry`.
     pub fn delay_upper_bound(&self, retry: u32) -> Nanos {
         match &self.jitter {

@@ -39,6 +39,12 @@ pub fn warnings(spec: &SimSpec) -> Vec<String> {
             store_warnings(spec, h, store.ttl, &mut out);
         }
         for policy in callers(spec, h) {
+            if let Some(fit) = policy.attempts_fitting_deadline() {
+                out.push(format!(
+                    "policy `{}` allows {} attempts but only {fit} fit its {} deadline in the worst case (delays at their upper bounds + attempt timeouts): the deadline, not max_attempts, ends the retries (retry horizon ≤ window); set max_attempts ≤ {fit}",
+                    policy.name, policy.attempts_max, show(policy.deadline.expect("checked"))
+                ));
+            }
             if policy.attempt_timeout.is_none() && policy.deadline.is_none() {
                 let hangs = spec
                     .faults
