@@ -1,17 +1,26 @@
 //! Retry-budget calculator: how many attempts fit a provider's retry window, and the TTL after it.
 //!
 //! Reproduces the retry-budget guide's `RetryBudget.schedule` in integer nanoseconds, so
-//! `sum(delays) + attempts × attempt_timeout ≤ window ≤ window + margin = TTL` (never jittered).
-//! Portable random rule (the guide's algorithm, not Python's Mersenne Twister values): one
-//! `ChaCha8Rng::seed_from_u64(seed)` per schedule, one `u = rng.gen::<f64>()` in [0, 1) per
-//! jittered delay, and a uniform draw in [0, x] ns is `(u × x as f64) as u64`, clamped to x.
+//! `sum(delays) + attempts × attempt_timeout ≤ window < window + margin = TTL` (never jittered).
+//! The delays are the simulator's own ([`RetryPolicy::delay_before_retry`]): attempt n waits the
+//! delay the simulator draws before retry n, with every jitter strategy of docs/MODEL.md under the
+//! same name. Portable random rule (the guide's algorithm, not Python's Mersenne Twister values):
+//! one `ChaCha8Rng::seed_from_u64(seed)` per schedule, read by the strategy as the simulator reads
+//! its stream (one `f64` draw per delay for full, equal and proportional jitter).
+//!
+//! A jittered schedule shows what one seed's draws fit; configured as `max_attempts`, its count
+//! meets fresh draws, whose worst case (every delay at its upper bound) can overrun the window. So
+//! the report also gives the count whose worst case always fits, and the invariant is judged on it.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
+
+use crate::engine::Nanos;
+use crate::model::{Jitter, JitterState, RetryPolicy};
 
 /// More attempts than this in one schedule means a runaway configuration.
 pub const ATTEMPTS_MAX: usize = 100_000;
@@ -22,18 +31,6 @@ pub const SEEDS_MAX: u32 = 100_000;
 
 /// What the calculator's fallible functions return.
 pub type BudgetResult<T> = Result<T, BudgetError>;
-
-/// How a capped exponential delay becomes the delay actually waited (`--jitter`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BudgetJitter {
-    /// The capped delay itself, which scenario policies call `exponential` (not their `none`).
-    None,
-    /// Uniform in [0, capped]: the guide's choice.
-    Full,
-    /// floor(capped/2) + uniform in [0, capped − floor(capped/2)].
-    Equal,
-}
 
 /// Calculator inputs: `window_ns` is `--window`, …, `seeds_for_distribution` `--seeds`; hop i gets
 /// floor(window / shrink^i) and the distribution spans seeds `seed`, `seed + 1`, … Start from
@@ -51,7 +48,9 @@ pub struct BudgetConfig {
     pub attempt_timeout_ns: u64,
     #[serde(rename = "margin", serialize_with = "span")]
     pub margin_ns: u64,
-    pub jitter: BudgetJitter,
+    /// The delay strategy, as in a scenario policy (`full` is the guide's choice).
+    #[serde(serialize_with = "jitter_text")]
+    pub jitter: Jitter,
     pub seed: u64,
     pub hops: u32,
     pub shrink: f64,
@@ -64,6 +63,8 @@ pub struct BudgetConfig {
 pub enum BudgetError {
     #[error("--base 0s and --attempt-timeout 0s: the schedule would never end; set either > 0")]
     ZeroProgress,
+    #[error("--jitter none retries at once, so with --attempt-timeout 0s the schedule would never end; set --attempt-timeout > 0")]
+    ZeroProgressImmediate,
     #[error("--multiplier {0}: must be finite and >= 1 (delays never shrink); e.g. --multiplier 2")]
     Multiplier(f64),
     #[error("--cap {} is below --base {}: raise --cap or lower --base", human(.0), human(.1))]
@@ -101,7 +102,7 @@ impl BudgetConfig {
             cap_ns: 3600 * S,
             attempt_timeout_ns: 30 * S,
             margin_ns: 6 * 3600 * S,
-            jitter: BudgetJitter::Full,
+            jitter: Jitter::Full,
             seed: 7,
             hops: 1,
             shrink: 3.0,
@@ -117,6 +118,7 @@ impl BudgetConfig {
         let (shrink, hops, seeds) = (self.shrink, self.hops, self.seeds_for_distribution);
         let fail = [
             (base == 0 && timeout == 0, E::ZeroProgress),
+            (self.jitter == Jitter::None && timeout == 0, E::ZeroProgressImmediate),
             (!(m.is_finite() && m >= 1.0), E::Multiplier(m)),
             (cap < base, E::CapBelowBase(cap, base)),
             (!(1..=HOPS_MAX).contains(&hops), E::Hops(hops)),
@@ -140,37 +142,36 @@ fn human(ns: &u64) -> humantime::FormattedDuration {
     humantime::format_duration(Duration::from_nanos(*ns))
 }
 
-/// The un-jittered delays `min(cap, base × multiplier^n)`, n = 0, 1, …: the power is multiplied up
-/// (portable, exact for powers of two) and stops at the cap, so it never reaches inf or NaN.
-fn capped_delays_ns(cfg: &BudgetConfig) -> impl Iterator<Item = u64> {
-    let (cap_ns, multiplier) = (cfg.cap_ns, cfg.multiplier);
-    let mut uncapped_ns = cfg.base_ns as f64;
-    std::iter::repeat_with(move || {
-        if uncapped_ns >= cap_ns as f64 {
-            return cap_ns;
-        }
-        let capped_ns = (uncapped_ns as u64).min(cap_ns);
-        uncapped_ns *= multiplier;
-        capped_ns
-    })
-}
-
-fn jittered_ns(jitter: BudgetJitter, rng: &mut ChaCha8Rng, capped_ns: u64) -> u64 {
-    let mut uniform_ns = |max_ns: u64| ((rng.gen::<f64>() * max_ns as f64) as u64).min(max_ns);
-    let half_ns = capped_ns / 2;
-    match jitter {
-        BudgetJitter::None => capped_ns,
-        BudgetJitter::Full => uniform_ns(capped_ns),
-        BudgetJitter::Equal => half_ns + uniform_ns(capped_ns - half_ns),
+impl BudgetConfig {
+    /// The simulator's retry policy with these backoff settings (attempts unbounded: the window
+    /// decides how many fit).
+    pub fn policy(&self) -> RetryPolicy {
+        RetryPolicy::backoff("budget", self.jitter.clone(), self.base_ns, self.multiplier, self.cap_ns)
     }
 }
 
-/// [`schedule`], or [`BudgetError::AttemptLimit`] past [`ATTEMPTS_MAX`] attempts.
-pub fn try_schedule(cfg: &BudgetConfig, window_ns: u64, seed: u64) -> BudgetResult<Vec<u64>> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+fn jitter_text<S: serde::Serializer>(jitter: &Jitter, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&jitter_label(jitter))
+}
+
+/// `full`, `proportional(0.2)`, `schedule(5s, 5m)`: the strategy and its parameters.
+fn jitter_label(jitter: &Jitter) -> String {
+    match jitter {
+        Jitter::Proportional { ratio } => format!("proportional({ratio})"),
+        Jitter::Schedule { delays } => {
+            let delays: Vec<String> = delays.iter().map(|d| human(d).to_string()).collect();
+            format!("schedule({})", delays.join(", "))
+        }
+        other => other.name().to_string(),
+    }
+}
+
+/// The attempts whose delays (`delay(n)` before attempt n) plus one timeout each fit `window_ns`;
+/// [`BudgetError::AttemptLimit`] past [`ATTEMPTS_MAX`] attempts.
+fn fit(cfg: &BudgetConfig, window_ns: u64, seed: u64, mut delay: impl FnMut(u32) -> Nanos) -> BudgetResult<Vec<u64>> {
     let (mut delays_ns, mut elapsed_ns) = (Vec::new(), 0_u64);
-    for capped_ns in capped_delays_ns(cfg) {
-        let delay_ns = jittered_ns(cfg.jitter, &mut rng, capped_ns);
+    for attempt in 1.. {
+        let delay_ns = delay(attempt);
         // A sum past u64::MAX exceeds any window: it ends the schedule like the guide's `>`.
         let projected_ns = elapsed_ns.checked_add(delay_ns);
         match projected_ns.and_then(|ns| ns.checked_add(cfg.attempt_timeout_ns)) {
@@ -183,7 +184,29 @@ pub fn try_schedule(cfg: &BudgetConfig, window_ns: u64, seed: u64) -> BudgetResu
         }
         delays_ns.push(delay_ns);
     }
-    unreachable!("capped_delays_ns is endless")
+    unreachable!("the loop returns once the window is full or the attempt limit is reached")
+}
+
+/// [`schedule`], or [`BudgetError::AttemptLimit`] past [`ATTEMPTS_MAX`] attempts.
+pub fn try_schedule(cfg: &BudgetConfig, window_ns: u64, seed: u64) -> BudgetResult<Vec<u64>> {
+    let policy = cfg.policy();
+    let (mut rng, mut state) = (ChaCha8Rng::seed_from_u64(seed), JitterState::default());
+    fit(cfg, window_ns, seed, |attempt| policy.delay_before_retry(attempt, &mut state, &mut rng))
+}
+
+/// The most attempts whose worst case (every delay at the strategy's upper bound) fits
+/// `window_ns`: the count that is safe to configure as `max_attempts`.
+pub fn try_worst_case_schedule(cfg: &BudgetConfig, window_ns: u64) -> BudgetResult<Vec<u64>> {
+    let policy = cfg.policy();
+    fit(cfg, window_ns, cfg.seed, |attempt| policy.delay_upper_bound(attempt))
+}
+
+/// Worst-case time of `attempts` attempts with fresh jitter: every delay at its upper bound plus
+/// one attempt timeout each (saturating).
+pub fn worst_case_ns(cfg: &BudgetConfig, attempts: u32) -> u64 {
+    let policy = cfg.policy();
+    let delays = (1..=attempts).map(|n| policy.delay_upper_bound(n)).fold(0_u64, u64::saturating_add);
+    delays.saturating_add(u64::from(attempts).saturating_mul(cfg.attempt_timeout_ns))
 }
 
 /// The guide's `RetryBudget.schedule`: the jittered delays (ns) that fit `window_ns` for `seed`.
@@ -227,8 +250,11 @@ fn span<S: serde::Serializer>(ns: &u64, serializer: S) -> Result<S::Ok, S::Error
     Span::from_ns(*ns).serialize(serializer)
 }
 
-/// What fits hop `hop`'s window for the report's seed (hops differ by their window alone), also
-/// without jitter (worst case); TTL = window + margin; `None` = hop 0, which has no caller.
+/// What fits hop `hop`'s window for the report's seed (hops differ by their window alone): the
+/// jittered count and its time; `fitted_worst_case`, what that count can take with fresh draws
+/// (`fitted_count_fits`: within the window); `worst_case_attempts`, the most attempts whose worst
+/// case always fits (un-jittered for full/equal jitter), the count to configure as `max_attempts`;
+/// TTL = window + margin; `window_strictly_smaller`: `None` = hop 0, which has no caller.
 #[derive(Debug, Clone, Serialize)]
 pub struct WindowBudget {
     pub hop: u32,
@@ -236,6 +262,8 @@ pub struct WindowBudget {
     pub window_strictly_smaller: Option<bool>,
     pub attempts_fitted: u32,
     pub scheduled: Span,
+    pub fitted_worst_case: Span,
+    pub fitted_count_fits: bool,
     pub worst_case_attempts: u32,
     pub worst_case_scheduled: Span,
     pub idempotency_ttl: Span,
@@ -259,11 +287,14 @@ pub struct AttemptsDistribution {
 }
 
 /// What `retrystorm budget` prints ([`BudgetReport::to_text`] or JSON): `budget` is hop 0's, for
-/// `inputs.seed` like `schedule`; `invariant_holds`: horizon ≤ window ≤ TTL; `hops` needs hops > 1.
+/// `inputs.seed` like `schedule`; `invariant_holds`: the worst case of `max_attempts` ≤ window <
+/// TTL (the TTL strictly longer, so `--margin 0s` violates it); `max_attempts` is the count to
+/// configure (hop 0's `worst_case_attempts`); `hops` needs hops > 1.
 #[derive(Debug, Clone, Serialize)]
 pub struct BudgetReport {
     pub inputs: BudgetConfig,
     pub budget: WindowBudget,
+    pub max_attempts: u32,
     pub invariant_holds: bool,
     pub schedule: Vec<ScheduledAttempt>,
     pub distribution: AttemptsDistribution,
@@ -274,19 +305,20 @@ fn window_budget(cfg: &BudgetConfig, windows_ns: &[u64], hop: usize) -> BudgetRe
     let window_ns = windows_ns[hop];
     let window_strictly_smaller = (hop > 0).then(|| window_ns < windows_ns[hop - 1]);
     assert_ne!(window_strictly_smaller, Some(false), "hop {hop}: {cfg:?}");
-    let mut worst_cfg = cfg.clone();
-    worst_cfg.jitter = BudgetJitter::None;
     let delays_ns = try_schedule(cfg, window_ns, cfg.seed)?;
-    let worst_ns = try_schedule(&worst_cfg, window_ns, cfg.seed)?;
+    let worst_ns = try_worst_case_schedule(cfg, window_ns)?;
     let scheduled = scheduled_ns(&delays_ns, cfg.attempt_timeout_ns);
     let worst = scheduled_ns(&worst_ns, cfg.attempt_timeout_ns);
     assert!(scheduled.max(worst) <= window_ns, "{cfg:?}");
+    let fitted_worst_ns = worst_case_ns(cfg, delays_ns.len() as u32);
     Ok(WindowBudget {
         hop: hop as u32,
         window: Span::from_ns(window_ns),
         window_strictly_smaller,
         attempts_fitted: delays_ns.len() as u32,
         scheduled: Span::from_ns(scheduled),
+        fitted_worst_case: Span::from_ns(fitted_worst_ns),
+        fitted_count_fits: fitted_worst_ns <= window_ns,
         worst_case_attempts: worst_ns.len() as u32,
         worst_case_scheduled: Span::from_ns(worst),
         idempotency_ttl: Span::from_ns(window_ns + cfg.margin_ns), // validate() ruled out overflow.
@@ -328,11 +360,14 @@ pub fn compute(cfg: &BudgetConfig) -> BudgetResult<BudgetReport> {
     let budget = hops[0].clone();
     hops.retain(|_| cfg.hops > 1);
     let delays_ns = try_schedule(cfg, cfg.window_ns, cfg.seed)?;
-    let horizon_s = budget.scheduled.seconds.max(budget.worst_case_scheduled.seconds);
-    let ttl_strict = cfg.margin_ns == 0 || cfg.window_ns < cfg.window_ns + cfg.margin_ns;
+    let max_attempts = budget.worst_case_attempts;
+    let horizon_ns = worst_case_ns(cfg, max_attempts);
+    // validate() ruled out overflow of window + margin.
+    let ttl_ns = cfg.window_ns + cfg.margin_ns;
     Ok(BudgetReport {
         inputs: cfg.clone(),
-        invariant_holds: horizon_s <= budget.window.seconds && ttl_strict,
+        max_attempts,
+        invariant_holds: horizon_ns <= cfg.window_ns && cfg.window_ns < ttl_ns,
         budget,
         schedule: attempts_table(&delays_ns, cfg.attempt_timeout_ns),
         distribution: distribution(cfg)?,
@@ -346,18 +381,31 @@ impl BudgetReport {
         let (i, b, d) = (&self.inputs, &self.budget, &self.distribution);
         let (window, base, cap) = (human(&i.window_ns), human(&i.base_ns), human(&i.cap_ns));
         let (timeout, margin) = (human(&i.attempt_timeout_ns), human(&i.margin_ns));
-        let (seed, jitter) = (i.seed, format!("{:?}", i.jitter).to_lowercase());
-        let verdict = ["VIOLATED", "holds"][usize::from(self.invariant_holds)];
+        let (seed, jitter) = (i.seed, jitter_label(&i.jitter));
+        let verdict = match (self.invariant_holds, i.margin_ns) {
+            (true, _) => "holds".to_string(),
+            (false, 0) => "VIOLATED: the TTL equals the window; give --margin > 0".to_string(),
+            (false, _) => "VIOLATED".to_string(),
+        };
         let line = |name: &str, s: &Span| format!("  {name:26} {:13.3} s {}\n", s.seconds, s.human);
         let mut out = format!("budget: window {window}, base {base} x{}, cap {cap}", i.multiplier);
         out += &format!(", attempt timeout {timeout}, jitter {jitter}, seed {seed}\n");
         out += &line("window", &b.window);
         out += &format!("  {:<26} {:>13}\n", "attempts fitted", b.attempts_fitted);
         out += &line("scheduled", &b.scheduled);
-        let worst = format!("un-jittered: {} attempts", b.worst_case_attempts);
+        let fitted = format!("worst case of {} attempts", b.attempts_fitted);
+        out += &line(&fitted, &b.fitted_worst_case);
+        if !b.fitted_count_fits {
+            out += &format!(
+                "  ! with fresh jitter {} attempts can run past the window: do not configure them\n",
+                b.attempts_fitted
+            );
+        }
+        let worst = format!("always fits: {} attempts", b.worst_case_attempts);
         out += &line(&worst, &b.worst_case_scheduled);
         out += &line(&format!("idempotency TTL (+{margin})"), &b.idempotency_ttl);
-        out += &format!("  horizon <= window <= TTL   {verdict}\n\nschedule (seed {seed})\n");
+        out += &format!("  max_attempts to configure  {:>13}\n", self.max_attempts);
+        out += &format!("  horizon <= window < TTL    {verdict}\n\nschedule (seed {seed})\n");
         out += match self.schedule.len() {
             0 => "  no attempt fits: the first delay plus one attempt timeout exceed the window\n",
             _ => "  attempt      delay_s      start_s\n",
@@ -375,7 +423,7 @@ impl BudgetReport {
         }
         if !self.hops.is_empty() {
             out += &format!("\nhops (hop i gets window / {}^i)\n", i.shrink);
-            out += "  hop     window_s  attempts  scheduled_s  un-jittered        ttl_s  smaller\n";
+            out += "  hop     window_s  attempts  scheduled_s  always fits        ttl_s  smaller\n";
         }
         for h in &self.hops {
             let (hop, window_s, attempts) = (h.hop, h.window.seconds, h.attempts_fitted);
@@ -401,21 +449,67 @@ mod tests {
         cfg
     }
 
+    /// Every strategy of the simulator, by its scenario name.
+    fn all_jitters() -> Vec<Jitter> {
+        let schedule = Jitter::Schedule { delays: vec![5 * S, 300 * S, 1800 * S] };
+        let proportional = Jitter::Proportional { ratio: 0.2 };
+        let plain = [Jitter::None, Jitter::Exponential, Jitter::Full, Jitter::Equal, Jitter::Decorrelated];
+        plain.into_iter().chain([Jitter::DecorrelatedV2, proportional, schedule]).collect()
+    }
+
     #[test]
     fn schedules_fit_their_window_and_jitter_and_shorter_windows_fit_fewer() {
-        for jitter in [BudgetJitter::None, BudgetJitter::Full, BudgetJitter::Equal] {
-            let cfg = config(|c| c.jitter = jitter);
-            let capped_ns: Vec<u64> = capped_delays_ns(&cfg).take(1000).collect();
-            // Delay ranges: None = capped, Full = [0, capped], Equal = [capped / 2, capped].
-            let within = |(&d, &c): (&u64, &u64)| ([c, 0, c / 2][jitter as usize]..=c).contains(&d);
-            for seed in 0..200 {
+        for jitter in all_jitters() {
+            let cfg = config(|c| c.jitter = jitter.clone());
+            let policy = cfg.policy();
+            for seed in 0..50 {
                 let (days_ns, hour_ns) = (schedule(&cfg, 72 * H, seed), schedule(&cfg, H, seed));
                 assert!(scheduled_ns(&days_ns, 30 * S) <= 72 * H, "seed {seed} {cfg:?}");
-                assert!(days_ns.iter().zip(&capped_ns).all(within), "seed {seed} {cfg:?}");
+                // Each delay lies in the strategy's range (the simulator's upper bound).
+                for (n, &d) in (1..).zip(&days_ns) {
+                    assert!(d <= policy.delay_upper_bound(n), "seed {seed} attempt {n} {cfg:?}");
+                }
                 // Same seed, same draws: the 1 h schedule is a prefix of the 72 h one.
                 assert_eq!(hour_ns, days_ns[..hour_ns.len()], "seed {seed} {cfg:?}");
             }
         }
+    }
+
+    #[test]
+    fn delays_are_the_simulators_under_the_same_names() {
+        // `none` retries at once (it used to mean the un-jittered delay here, unlike scenarios).
+        let none = schedule(&config(|c| c.jitter = Jitter::None), H, 1);
+        assert_eq!(none.len(), 120, "an attempt every 30 s timeout");
+        assert!(none.iter().all(|&d| d == 0));
+        // Every strategy draws what the simulator draws from the same stream.
+        for jitter in all_jitters() {
+            let cfg = config(|c| c.jitter = jitter.clone());
+            let policy = cfg.policy();
+            let (mut rng, mut state) = (ChaCha8Rng::seed_from_u64(3), JitterState::default());
+            let simulated = (1..).map(|k| policy.delay_before_retry(k, &mut state, &mut rng));
+            let got = schedule(&cfg, 72 * H, 3);
+            assert!(simulated.take(got.len()).eq(got.iter().copied()), "{}", jitter.name());
+        }
+    }
+
+    #[test]
+    fn the_invariant_can_fail_and_the_safe_count_is_the_worst_case_one() {
+        // --margin 0s: TTL = window, which the guide forbids (the TTL must outlast the window).
+        let report = compute(&config(|c| c.margin_ns = 0)).unwrap();
+        assert!(!report.invariant_holds);
+        assert!(report.to_text().contains("VIOLATED: the TTL equals the window"), "{}", report.to_text());
+        // Full jitter fits far more attempts than the un-jittered worst case allows: configured as
+        // max_attempts, that count can run far past the window with fresh draws.
+        let report = compute(&config(|_| ())).unwrap();
+        let b = &report.budget;
+        assert!(b.attempts_fitted > 140, "{}", b.attempts_fitted);
+        let expected_worst_s = 4094 + (u64::from(b.attempts_fitted) - 11) * 3600 + u64::from(b.attempts_fitted) * 30;
+        assert_eq!(b.fitted_worst_case.seconds, expected_worst_s as f64);
+        assert!(b.fitted_worst_case.seconds > 2.0 * b.window.seconds && !b.fitted_count_fits);
+        assert!(report.to_text().contains("do not configure them"));
+        assert_eq!((report.max_attempts, b.worst_case_attempts), (81, 81));
+        assert_eq!(b.worst_case_scheduled.seconds, 258_524.0);
+        assert!(report.invariant_holds);
     }
 
     #[test]
@@ -439,7 +533,7 @@ mod tests {
         // Delays 2, 4, …, 2048 s: 11 attempts ending at 4094 s + 11 × 30 s = 4424 s. Then 3600 s
         // (capped) + 30 s each: floor((259200 − 4424) / 3630) = 70 more, ending at 258524 s;
         // a 71st would end at 262154 s > 259200 s. So 81 attempts in 258524 s.
-        let cfg = config(|c| c.jitter = BudgetJitter::None);
+        let cfg = config(|c| c.jitter = Jitter::Exponential);
         let expected_s = (0..11).map(|n| 2 << n).chain([3600; 70]);
         assert!(schedule(&cfg, 72 * H, 123).into_iter().eq(expected_s.map(|s| s * S)));
         let report = compute(&cfg).unwrap();
@@ -448,13 +542,14 @@ mod tests {
         assert_eq!((b.worst_case_attempts, b.worst_case_scheduled.seconds), (81, 258_524.0));
         assert_eq!(b.idempotency_ttl.human, "3days 6h"); // 78 h, never jittered: window + margin.
         assert!(b.idempotency_ttl.seconds > b.window.seconds && report.invariant_holds);
+        assert!(b.fitted_count_fits && report.max_attempts == 81);
         assert_eq!(report.schedule[2].start_s, 2.0 + 4.0 + 8.0 + 2.0 * 30.0);
         // The guide's `>`: a schedule ending exactly at the window fits, 1 ns less does not.
         assert_eq!(schedule(&cfg, 258_524 * S, 0).len(), 81);
         assert_eq!(schedule(&cfg, 258_524 * S - 1, 0).len(), 80);
         // The capped power saturates instead of overflowing, even at n = 200 and ×1e6.
         let huge = config(|c| (c.base_ns, c.cap_ns, c.multiplier) = (1, u64::MAX, 1e6));
-        assert_eq!(capped_delays_ns(&huge).nth(200), Some(u64::MAX));
+        assert_eq!(huge.policy().exp_delay(201), u64::MAX);
     }
 
     #[test]

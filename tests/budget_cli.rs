@@ -69,3 +69,53 @@ fn impossible_budgets_are_refused_with_exit_code_2() {
     assert_eq!(code, Some(2));
     assert!(stderr.contains("--window: invalid duration `soon`"), "{stderr}");
 }
+
+#[test]
+fn every_simulator_strategy_is_accepted_under_its_name() {
+    // `none` retries at once, as in scenarios (it used to mean the un-jittered delay here).
+    let report = json(&["--window", "1h", "--jitter", "none", "--seeds", "1"]);
+    let delays: Vec<f64> =
+        report["schedule"].as_array().expect("rows").iter().map(|r| r["delay_s"].as_f64().unwrap()).collect();
+    assert_eq!(delays.len(), 120, "one attempt per 30 s timeout");
+    assert!(delays.iter().all(|&d| d == 0.0), "{delays:?}");
+    let report = json(&["--window", "1h", "--jitter", "exponential", "--seeds", "1"]);
+    assert_eq!(report["schedule"][2]["delay_s"].as_f64(), Some(8.0));
+    for extra in [
+        &["--jitter", "full"][..],
+        &["--jitter", "equal"],
+        &["--jitter", "decorrelated"],
+        &["--jitter", "decorrelated_v2"],
+        &["--jitter", "proportional", "--ratio", "0.5"],
+        &["--jitter", "schedule", "--schedule", "5s,5m,30m"],
+    ] {
+        let mut args = vec!["--window", "72h", "--seeds", "5"];
+        args.extend_from_slice(extra);
+        let report = json(&args);
+        let b = &report["budget"];
+        assert!(secs(&b["worst_case_scheduled"]) <= secs(&b["window"]), "{extra:?}");
+        assert!(report["invariant_holds"].as_bool().expect("bool"), "{extra:?}");
+    }
+    let (code, _, stderr) = budget(&["--window", "1h", "--jitter", "fulll"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("--jitter: unknown jitter `fulll`") && stderr.contains("did you mean `full`?"), "{stderr}");
+    let (code, _, stderr) = budget(&["--window", "1h", "--jitter", "full", "--ratio", "0.2"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("--ratio is only used by --jitter proportional"), "{stderr}");
+}
+
+#[test]
+fn the_invariant_check_fails_when_the_ttl_does_not_outlast_the_window() {
+    let (code, stdout, _) = budget(&["--window", "72h", "--margin", "0s", "--seeds", "1"]);
+    assert_eq!(code, Some(0));
+    assert!(stdout.contains("horizon <= window < TTL    VIOLATED"), "{stdout}");
+    assert_eq!(json(&["--window", "72h", "--margin", "0s", "--seeds", "1"])["invariant_holds"], false);
+    // The guide's defaults with full jitter: 157 attempts fit seed 7's draws, but configured as
+    // max_attempts their worst case is ~148 h; 81 always fit.
+    let report = json(&["--window", "72h", "--seeds", "1"]);
+    let b = &report["budget"];
+    assert_eq!(b["attempts_fitted"], 157);
+    assert_eq!(secs(&b["fitted_worst_case"]), 534_404.0);
+    assert_eq!(b["fitted_count_fits"], false);
+    assert_eq!(report["max_attempts"], 81);
+    assert_eq!(report["invariant_holds"], true);
+}

@@ -49,16 +49,23 @@ fn webhook_ttl_duplicates_only_when_the_ttl_is_shorter_than_the_redelivery_horiz
     assert!(values(hop_metric(short, "consumer", "duplicates_ttl_expired")).iter().all(|&d| d > 0.0));
     // With a store there are no key-less duplicates.
     assert_eq!(hop_metric(short, "consumer", "duplicates_no_key").mean, Some(0.0));
-    // Every delivery reaching the consumer after the first of its event is a re-delivery, and each
-    // re-delivery is either deduplicated or a duplicate: deliveries − events = dedup + duplicates.
-    // (No fault at the consumer, and the run drains, so every delivery reaches the commit point.)
+    // Every delivery reaching the consumer's store either claims the key (and then commits the
+    // effect or releases the key) or finds it completed (deduplicated) or in progress (conflict):
+    // deliveries = executions + released + deduplicated + conflicts. Every event commits once,
+    // and again only after its key expired: executions − duplicates = events. (No fault at the
+    // consumer, and the run drains, so every delivery reaches the store.)
     for v in [window, short] {
         let deliveries = values(hop_metric(v, "consumer", "attempts"));
         let events = values(metric(v, "requests"));
+        let executions = values(hop_metric(v, "consumer", "executions"));
+        let released = values(hop_metric(v, "consumer", "released"));
         let dedup = values(hop_metric(v, "consumer", "deduplicated"));
+        let conflicts = values(hop_metric(v, "consumer", "in_progress_conflicts"));
         let dups = values(hop_metric(v, "consumer", "duplicates"));
         for r in 0..deliveries.len() {
-            assert_eq!(deliveries[r] - events[r], dedup[r] + dups[r], "variant {} replication {r}", v.name);
+            let parts = executions[r] + released[r] + dedup[r] + conflicts[r];
+            assert_eq!(deliveries[r], parts, "variant {} replication {r}", v.name);
+            assert_eq!(executions[r] - dups[r], events[r], "variant {} replication {r}", v.name);
         }
         assert_eq!(metric(v, "in_flight").mean, Some(0.0), "the run must drain");
     }

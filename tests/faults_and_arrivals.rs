@@ -1,4 +1,4 @@
-//! Each fault kind and arrival kind doing what MODEL.md says, on small inline scenarios.
+//! Each fault kind and arrival kind doing what docs/MODEL.md says, on small inline scenarios.
 
 mod common;
 use common::metric;
@@ -61,10 +61,10 @@ fn outage_fails_fast_and_hang_fails_by_timeout() {
 }
 
 #[test]
-fn throttle_retry_after_is_honoured_when_asked() {
+fn throttle_retry_after_is_honoured_by_default_and_ignored_when_asked() {
     let fault = "[[fault]]\nhop = \"api\"\nkind = \"throttle\"\nretry_after = \"2s\"\nfrom = \"0s\"\nto = \"6s\"";
-    let ignore = run(fault, &[]);
-    let honour = run(fault, &["policy.client.honor_retry_after=true"]);
+    let ignore = run(fault, &["policy.client.honor_retry_after=\"ignore\""]);
+    let honour = run(fault, &[]);
     // Waiting at least 2 s per retry allows at most ⌈6 / 2⌉ + 1 = 4 attempts in the window per client.
     assert!(mean(&honour, "attempts") <= 500.0 * 4.0, "{}", mean(&honour, "attempts"));
     assert!(mean(&honour, "attempts") < mean(&ignore, "attempts"));

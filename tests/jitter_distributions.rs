@@ -1,4 +1,4 @@
-//! Each jitter strategy's delays against the formula of MODEL.md: Kolmogorov–Smirnov tests
+//! Each jitter strategy's delays against the formula of docs/MODEL.md: Kolmogorov–Smirnov tests
 //! against statrs CDFs, decorrelated jitter through its recurrence, exact values where the
 //! strategy is deterministic.
 //!
@@ -27,6 +27,7 @@ fn policy(jitter: Jitter) -> RetryPolicy {
         attempts_max: 20,
         deadline: None,
         attempt_timeout: None,
+        deadline_mode: retrystorm::model::DeadlineMode::PerCall,
         retry_after: retrystorm::model::RetryAfterMode::Ignore,
         throttle_base: None,
         budget: None,

@@ -1,8 +1,9 @@
 //! `retrystorm budget`: flags of the retry-budget calculator (defaults as in the guide).
 
 use super::CliError;
-use crate::budget::{compute, BudgetConfig, BudgetJitter};
-use crate::scenario::raw::parse_duration;
+use crate::budget::{compute, BudgetConfig};
+use crate::scenario::policies::jitter;
+use crate::scenario::raw::{parse_duration, Dur, RawPolicy};
 use clap::Args;
 
 /// Flags of `budget`; defaults as in the retry-budget guide.
@@ -26,9 +27,16 @@ pub struct BudgetArgs {
     /// Idempotency TTL margin over the window.
     #[arg(long, default_value = "6h")]
     margin: String,
-    /// Delay jitter: full, equal, or exponential (= none: un-jittered delays).
+    /// Delay strategy, as in scenario policies: none (retry at once), exponential (un-jittered),
+    /// full, equal, decorrelated, decorrelated_v2, proportional, schedule.
     #[arg(long, default_value = "full")]
     jitter: String,
+    /// Half-width of proportional jitter's band, in (0, 1] (gRPC 0.2, resilience4j 0.5).
+    #[arg(long)]
+    ratio: Option<f64>,
+    /// Delays of `--jitter schedule`, comma-separated (e.g. 5s,5m,30m,2h); the last one repeats.
+    #[arg(long)]
+    schedule: Option<String>,
     /// Seed of the schedule shown.
     #[arg(long, default_value_t = 7)]
     seed: u64,
@@ -52,16 +60,25 @@ fn duration(flag: &str, text: &str) -> Result<u64, CliError> {
 
 /// Runs the calculator and prints its report.
 pub fn run(args: BudgetArgs) -> Result<(), CliError> {
-    let jitter = match args.jitter.as_str() {
-        "full" => BudgetJitter::Full,
-        "equal" => BudgetJitter::Equal,
-        "exponential" | "none" => BudgetJitter::None,
-        other => {
-            return Err(CliError::BadInput(format!(
-                "--jitter {other}: unknown; use full, equal or exponential (un-jittered)"
-            )))
-        }
+    let schedule = match &args.schedule {
+        None => None,
+        Some(text) => Some(text.split(',').map(|d| duration("schedule", d).map(Dur)).collect::<Result<Vec<_>, _>>()?),
     };
+    let raw = RawPolicy { jitter: Some(args.jitter.clone()), ratio: args.ratio, schedule, ..RawPolicy::default() };
+    if raw.ratio.is_some() && args.jitter != "proportional" {
+        return Err(CliError::BadInput("--ratio is only used by --jitter proportional; remove it".into()));
+    }
+    if raw.schedule.is_some() && args.jitter != "schedule" {
+        return Err(CliError::BadInput("--schedule is only used by --jitter schedule; remove it".into()));
+    }
+    // The scenario's own validation, so names, defaults and limits are the simulator's.
+    let jitter = jitter(&args.jitter, &raw, &|field| format!("--{field}")).map_err(|e| {
+        let message = match e.path.join(".").as_str() {
+            "--schedule" => "--schedule: missing or empty; list the delays, e.g. --schedule 5s,5m,30m".to_string(),
+            path => format!("{path}: {}", e.message),
+        };
+        CliError::BadInput(message)
+    })?;
     let config = BudgetConfig {
         window_ns: duration("window", &args.window)?,
         base_ns: duration("base", &args.base)?,

@@ -27,6 +27,8 @@ pub enum StreamKind {
     Payload = 6,
     /// Free for tests and tools (index: anything).
     Aux = 7,
+    /// Adaptive throttling's local-rejection coin (index: hop of the caller's target).
+    Throttle = 8,
 }
 
 /// The random stream `kind`/`index` of replication `replication` under `master_seed`.

@@ -10,7 +10,7 @@ pub const NS_PER_S: Nanos = 1_000_000_000;
 
 /// Converts seconds (finite, non-negative) to nanoseconds, saturating at `u64::MAX`.
 pub fn secs_to_ns(secs: f64) -> Nanos {
-    debug_assert!(secs.is_finite() && secs >= 0.0, "secs_to_ns({secs})");
+    assert!(secs.is_finite() && secs >= 0.0, "secs_to_ns({secs}): a duration must be finite and non-negative");
     let ns = secs * NS_PER_S as f64;
     if ns >= u64::MAX as f64 {
         u64::MAX

@@ -42,6 +42,10 @@ pub struct HopCounters {
     pub duplicates_no_key: u64,
     /// Deliveries acknowledged without a side effect because the key was live.
     pub deduplicated: u64,
+    /// Deliveries answered with a retryable conflict because the key was in progress.
+    pub in_progress_conflicts: u64,
+    /// Claimed keys released because processing failed (the effect did not commit).
+    pub released: u64,
     /// Service time spent in total.
     pub busy_ns: u64,
     /// Replies lost on the way back (`lost_reply` faults).
@@ -81,6 +85,10 @@ pub struct TenantCounters {
     pub duplicates_no_key: u64,
     /// Deliveries deduplicated.
     pub deduplicated: u64,
+    /// Deliveries answered with an in-progress conflict.
+    pub in_progress_conflicts: u64,
+    /// Idempotency keys released after a failed processing.
+    pub released: u64,
     /// Event timestamp → success, in microseconds.
     pub latency_us: Histogram<u64>,
 }
@@ -101,6 +109,8 @@ impl Default for TenantCounters {
             duplicates_ttl_expired: 0,
             duplicates_no_key: 0,
             deduplicated: 0,
+            in_progress_conflicts: 0,
+            released: 0,
             latency_us: new_latency_histogram(),
         }
     }

@@ -1,4 +1,4 @@
-//! Scalar metrics of one run (names end in their unit), as listed in MODEL.md "Metrics".
+//! Scalar metrics of one run (names end in their unit), as listed in docs/MODEL.md, "Metrics".
 
 use super::recovery::recovery_time_ns;
 use super::{HopBucket, RunRecord};
@@ -72,6 +72,8 @@ pub fn scalars(record: &RunRecord, spec: &SimSpec) -> Scalars {
         ("duplicates_ttl_expired", Some(sum(|t| t.duplicates_ttl_expired))),
         ("duplicates_no_key", Some(sum(|t| t.duplicates_no_key))),
         ("deduplicated", Some(sum(|t| t.deduplicated))),
+        ("in_progress_conflicts", Some(sum(|t| t.in_progress_conflicts))),
+        ("released", Some(sum(|t| t.released))),
         ("peak_attempts_per_s", get(hop0, "peak_attempts_per_s")),
         ("capacity_per_s", get(hop0, "capacity_per_s")),
         ("peak_over_capacity", get(hop0, "peak_over_capacity")),
@@ -112,6 +114,8 @@ fn hop_row(record: &RunRecord, spec: &SimSpec, h: usize, requests: u64) -> Metri
         ("duplicates_ttl_expired", Some(c.duplicates_ttl_expired as f64)),
         ("duplicates_no_key", Some(c.duplicates_no_key as f64)),
         ("deduplicated", Some(c.deduplicated as f64)),
+        ("in_progress_conflicts", Some(c.in_progress_conflicts as f64)),
+        ("released", Some(c.released as f64)),
         ("wasted_work_s", Some(ns_to_secs(c.wasted_work_ns))),
         ("busy_s", Some(ns_to_secs(c.busy_ns))),
         ("queue_wait_s_mean", ratio(c.queue_wait_ns_sum as f64 / 1e9, c.services_started as f64)),
@@ -140,6 +144,8 @@ fn tenant_row(record: &RunRecord, spec: &SimSpec, t: usize) -> MetricRow {
         ("duplicates_ttl_expired", Some(c.duplicates_ttl_expired as f64)),
         ("duplicates_no_key", Some(c.duplicates_no_key as f64)),
         ("deduplicated", Some(c.deduplicated as f64)),
+        ("in_progress_conflicts", Some(c.in_progress_conflicts as f64)),
+        ("released", Some(c.released as f64)),
         ("peak_attempts_per_s", Some(f64::from(peak) / ns_to_secs(spec.bucket))),
     ];
     row.extend(latency_rows(&c.latency_us));

@@ -1,4 +1,4 @@
-//! Retry budgets, client-side throttles and circuit breakers (MODEL.md "Budgets, throttles,
+//! Retry budgets, client-side throttles and circuit breakers (docs/MODEL.md, "Budgets, throttles,
 //! breakers"). Each is a small state machine driven by the simulation's call outcomes.
 
 use crate::engine::Nanos;

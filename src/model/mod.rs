@@ -11,5 +11,5 @@ pub mod spec;
 pub use budget::{BreakerSpec, BudgetKind, BudgetSpec, Scope};
 pub use dist::Dist;
 pub use fault::{Fault, FaultKind};
-pub use policy::{Jitter, JitterState, RetryAfterMode, RetryPolicy};
-pub use spec::{Arrival, HopSpec, IdempotencySpec, SimSpec, TenantSpec};
+pub use policy::{DeadlineMode, Jitter, JitterState, RetryAfterMode, RetryPolicy};
+pub use spec::{Arrival, HopSpec, IdempotencySpec, InProgress, SimSpec, TenantSpec};

@@ -1,8 +1,18 @@
-//! Retry policies: attempt limits, deadlines, timeouts and the jitter family of MODEL.md.
+//! Retry policies: attempt limits, deadlines, timeouts and the jitter family of docs/MODEL.md.
 
 use super::budget::{BreakerSpec, BudgetSpec};
 use crate::engine::Nanos;
 use rand::Rng;
+
+/// Where a downstream call's deadline comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeadlineMode {
+    /// A fresh deadline (the policy's own `deadline`, if any) from the moment the call starts.
+    PerCall,
+    /// gRPC-style: the call also inherits the moment its caller stops waiting (the caller
+    /// attempt's timeout, itself bounded by the caller's deadline, up to the event's deadline).
+    Propagate,
+}
 
 /// How a server's Retry-After is used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,7 +73,7 @@ impl Jitter {
     }
 }
 
-/// A validated retry policy (see MODEL.md "Retry policy").
+/// A validated retry policy (see docs/MODEL.md, "Retry policy").
 #[derive(Clone, Debug)]
 pub struct RetryPolicy {
     /// Scenario name of the policy.
@@ -82,6 +92,8 @@ pub struct RetryPolicy {
     pub deadline: Option<Nanos>,
     /// Per-attempt timeout.
     pub attempt_timeout: Option<Nanos>,
+    /// Whether a downstream call inherits its caller's remaining deadline.
+    pub deadline_mode: DeadlineMode,
     /// How a server's Retry-After is used.
     pub retry_after: RetryAfterMode,
     /// Base delay after a throttling (429) error, if different from `base` (AWS: 1 s).
@@ -104,6 +116,27 @@ pub struct JitterState {
 }
 
 impl RetryPolicy {
+    /// A policy with only backoff settings: unbounded attempts, no deadline or timeout, Retry-After
+    /// ignored, no budget or breaker (the budget calculator's delays).
+    pub fn backoff(name: &str, jitter: Jitter, base: Nanos, multiplier: f64, cap: Nanos) -> RetryPolicy {
+        RetryPolicy {
+            name: name.to_string(),
+            jitter,
+            base,
+            multiplier,
+            cap,
+            attempts_max: u32::MAX,
+            deadline: None,
+            attempt_timeout: None,
+            deadline_mode: DeadlineMode::PerCall,
+            retry_after: RetryAfterMode::Ignore,
+            throttle_base: None,
+            budget: None,
+            breaker: None,
+            preset: None,
+        }
+    }
+
     /// exp(k) = min(cap, base × multiplier^(k−1)); saturates, never overflows (k ≥ 1).
     pub fn exp_delay(&self, retry: u32) -> Nanos {
         self.exp_delay_from(self.base, retry)
@@ -111,8 +144,8 @@ impl RetryPolicy {
 
     /// exp(k) from another base (throttling errors use `throttle_base`).
     pub fn exp_delay_from(&self, base: Nanos, retry: u32) -> Nanos {
-        debug_assert!(retry >= 1);
-        let factor = self.multiplier.powi(retry.saturating_sub(1).min(i32::MAX as u32) as i32);
+        assert!(retry >= 1, "retries are numbered from 1");
+        let factor = self.multiplier.powi((retry - 1).min(i32::MAX as u32) as i32);
         let raw = base as f64 * factor;
         if !raw.is_finite() || raw >= self.cap as f64 {
             self.cap
@@ -195,6 +228,21 @@ impl RetryPolicy {
         }
     }
 
+    /// With both a deadline and an attempt timeout: the most attempts whose worst case (delays at
+    /// their upper bounds plus one timeout each) fits the deadline, if `attempts_max` does not fit
+    /// (the guide's "retry horizon ≤ window": later attempts would be cut by the deadline).
+    pub fn attempts_fitting_deadline(&self) -> Option<u32> {
+        let (deadline, timeout) = (self.deadline?, self.attempt_timeout?);
+        let mut total = timeout;
+        for attempts in 1..self.attempts_max {
+            total = total.saturating_add(self.delay_upper_bound(attempts)).saturating_add(timeout);
+            if total > deadline {
+                return Some(attempts);
+            }
+        }
+        None
+    }
+
     /// The largest delay the strategy can draw before retry `retry`.
     pub fn delay_upper_bound(&self, retry: u32) -> Nanos {
         match &self.jitter {
@@ -224,7 +272,7 @@ pub fn full_from_draw(exp: Nanos, u: f64) -> Nanos {
 
 /// Uniform integer nanoseconds in [lo, hi] (hi ≥ lo), via one f64 draw: lo + ⌊u·(hi−lo)⌋.
 pub fn uniform_ns<R: Rng>(rng: &mut R, lo: Nanos, hi: Nanos) -> Nanos {
-    debug_assert!(hi >= lo);
+    assert!(hi >= lo, "uniform_ns: empty range [{lo}, {hi}]");
     let u: f64 = rng.gen();
     lo + (u * (hi - lo) as f64) as Nanos
 }
@@ -253,21 +301,7 @@ mod tests {
     use crate::engine::{NS_PER_MS, NS_PER_S};
 
     fn policy(jitter: Jitter) -> RetryPolicy {
-        RetryPolicy {
-            name: "p".into(),
-            jitter,
-            base: 100 * NS_PER_MS,
-            multiplier: 2.0,
-            cap: 10 * NS_PER_S,
-            attempts_max: 10,
-            deadline: None,
-            attempt_timeout: None,
-            retry_after: RetryAfterMode::Ignore,
-            throttle_base: None,
-            budget: None,
-            breaker: None,
-            preset: None,
-        }
+        RetryPolicy { attempts_max: 10, ..RetryPolicy::backoff("p", jitter, 100 * NS_PER_MS, 2.0, 10 * NS_PER_S) }
     }
 
     #[test]

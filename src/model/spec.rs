@@ -56,11 +56,23 @@ pub struct TenantSpec {
     pub poison_fraction: f64,
 }
 
-/// An idempotency store at a hop.
+/// What a delivery gets when it finds its key claimed by a delivery still being processed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InProgress {
+    /// A retryable conflict (HTTP 409) at once: the caller retries later.
+    Conflict,
+    /// It holds its worker until the original finishes, then gets the stored result (or runs
+    /// itself if the original failed and released the key).
+    Wait,
+}
+
+/// An idempotency store at a hop (docs/MODEL.md, "Idempotency and duplicates").
 #[derive(Clone, Debug)]
 pub struct IdempotencySpec {
     /// How long a key lives after the effect commits.
     pub ttl: Nanos,
+    /// What a duplicate gets while the original is in progress.
+    pub in_progress: InProgress,
 }
 
 /// A service in the chain.

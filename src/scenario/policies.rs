@@ -6,9 +6,10 @@ use super::raw::{Dur, RawBreaker, RawBudget, RawPolicy, RawRetryAfter};
 use super::validate::{count, finite_at_least, probability, show, unknown, V};
 use crate::engine::{Nanos, NS_PER_MS, NS_PER_S};
 use crate::model::budget::{BreakerSpec, BudgetKind, BudgetSpec, Scope};
-use crate::model::{Jitter, RetryAfterMode, RetryPolicy};
+use crate::model::{DeadlineMode, Jitter, RetryAfterMode, RetryPolicy};
 
-const JITTERS: [&str; 8] =
+/// Every jitter strategy's name, as scenarios and `retrystorm budget --jitter` spell it.
+pub const JITTERS: [&str; 8] =
     ["none", "exponential", "full", "equal", "decorrelated", "decorrelated_v2", "proportional", "schedule"];
 
 /// Validates one policy (after applying its preset, if any).
@@ -58,6 +59,7 @@ pub fn policy(name: &str, written: &RawPolicy) -> V<RetryPolicy> {
         attempts_max,
         deadline: nonzero(raw.deadline, "deadline")?,
         attempt_timeout: nonzero(raw.attempt_timeout, "attempt_timeout")?,
+        deadline_mode: deadline_mode(raw.deadline_mode.as_deref(), &at("deadline_mode"))?,
         retry_after: retry_after(raw.honor_retry_after.as_ref(), &at("honor_retry_after"))?,
         throttle_base: nonzero(raw.throttle_base, "throttle_base")?,
         budget: raw.budget.as_ref().map(|b| budget(b, &at("budget"))).transpose()?,
@@ -66,7 +68,9 @@ pub fn policy(name: &str, written: &RawPolicy) -> V<RetryPolicy> {
     })
 }
 
-fn jitter(name: &str, raw: &RawPolicy, at: &dyn Fn(&str) -> String) -> V<Jitter> {
+/// The strategy `name` with its parameters from `raw` (`ratio`, `schedule`); `at` names a field
+/// in messages.
+pub fn jitter(name: &str, raw: &RawPolicy, at: &dyn Fn(&str) -> String) -> V<Jitter> {
     Ok(match name {
         "none" => Jitter::None,
         "exponential" => Jitter::Exponential,
@@ -95,10 +99,21 @@ fn jitter(name: &str, raw: &RawPolicy, at: &dyn Fn(&str) -> String) -> V<Jitter>
     })
 }
 
+/// `per_call` (the default: what HTTP clients and SDKs do unless told otherwise) or `propagate`.
+fn deadline_mode(raw: Option<&str>, at: &str) -> V<DeadlineMode> {
+    match raw.unwrap_or("per_call") {
+        "per_call" => Ok(DeadlineMode::PerCall),
+        "propagate" => Ok(DeadlineMode::Propagate),
+        other => Err(unknown(at, "deadline mode", other, &["per_call", "propagate"])),
+    }
+}
+
+/// Retry-After is honoured (waited at least) unless the policy says `ignore` or `false`: the
+/// glossary's rule ("if the server says when to come back, wait at least that long").
 fn retry_after(raw: Option<&RawRetryAfter>, at: &str) -> V<RetryAfterMode> {
     Ok(match raw {
-        None | Some(RawRetryAfter::Flag(false)) => RetryAfterMode::Ignore,
-        Some(RawRetryAfter::Flag(true)) => RetryAfterMode::AtLeast,
+        Some(RawRetryAfter::Flag(false)) => RetryAfterMode::Ignore,
+        None | Some(RawRetryAfter::Flag(true)) => RetryAfterMode::AtLeast,
         Some(RawRetryAfter::Mode(m)) => match m.as_str() {
             "ignore" => RetryAfterMode::Ignore,
             "at_least" => RetryAfterMode::AtLeast,

@@ -2,6 +2,9 @@
 //!
 //! A scenario policy may say `preset = "grpc"` and override any field; the preset fills the rest.
 //! Where a real system's mechanism differs from our model, the comment says what we approximate.
+//! Retry-After is honoured (at least) by default in scenarios; presets whose source ignores it
+//! say `honor_retry_after = "ignore"`. The Svix and Standard Webhooks presets keep the default: their
+//! published schedules do not say how a consumer's Retry-After is treated.
 
 use super::raw::RawPolicy;
 
@@ -10,12 +13,14 @@ pub const PRESETS: [(&str, &str, &str); 9] = [
     (
         "aws-standard",
         "AWS SDK standard retry mode (pre-2026): full jitter b·2^i with base 1 s, cap 20 s, 3 attempts; \
-         retry quota 500 tokens, 5 per retry, 10 per timeout retry, +1 per success without retry, refund on success",
+         retry quota 500 tokens, 5 per retry, 10 per timeout retry, +1 per success without retry, refund on success; \
+         no Retry-After handling in this mode",
         r#"jitter = "full"
 base = "1s"
 multiplier = 2.0
 cap = "20s"
 max_attempts = 3
+honor_retry_after = "ignore"
 budget = { kind = "aws_quota", scope = "client", capacity = 500.0, retry_cost = 5.0, timeout_cost = 10.0, throttling_cost = 5.0, no_retry_increment = 1.0 }"#,
     ),
     (
@@ -33,14 +38,16 @@ budget = { kind = "aws_quota", scope = "client", capacity = 500.0, retry_cost = 
     ),
     (
         "grpc",
-        "gRPC: exponential backoff with ±20% jitter (initial 1 s, multiplier 1.6, max 120 s), at most 5 attempts, \
-         retry throttling with maxTokens 10 and tokenRatio 0.1, server pushback honoured exactly",
-        r#"jitter = "proportional"
-ratio = 0.2
-base = "1s"
-multiplier = 1.6
-cap = "120s"
-max_attempts = 5
+        "gRPC retry design (gRFC A6, the retry policy of the service config): retry n waits \
+         random(0, min(initialBackoff × backoffMultiplier^(n−1), maxBackoff)) — full jitter, not the ±20% of \
+         gRPC's connection-backoff spec — with A6's example policy (maxAttempts 4, initialBackoff 0.1 s, \
+         maxBackoff 1 s, backoffMultiplier 2; clients cap maxAttempts at 5); retry throttling with maxTokens 10 and \
+         tokenRatio 0.1; server pushback (grpc-retry-pushback-ms) used as the delay",
+        r#"jitter = "full"
+base = "100ms"
+multiplier = 2.0
+cap = "1s"
+max_attempts = 4
 honor_retry_after = "exact"
 budget = { kind = "grpc_throttle", scope = "client", max_tokens = 10.0, token_ratio = 0.1 }"#,
     ),
@@ -48,29 +55,34 @@ budget = { kind = "grpc_throttle", scope = "client", max_tokens = 10.0, token_ra
         "envoy",
         "Envoy router retries: fully jittered exponential backoff, base 25 ms, max 250 ms, one retry; retry budget \
          20% with at least 3 (Envoy bounds active retries at 20% of active requests, min_retry_concurrency 3; \
-         we bound retries at max(20% of requests, 3) over 10 s)",
+         we bound retries at max(20% of requests, 3) over 10 s); rate-limited (Retry-After) back-off only when \
+         configured, so ignored here",
         r#"jitter = "full"
 base = "25ms"
 multiplier = 2.0
 cap = "250ms"
 max_attempts = 2
+honor_retry_after = "ignore"
 budget = { kind = "ratio", scope = "client", ratio = 0.2, min_retries = 3.0, window = "10s" }"#,
     ),
     (
         "finagle",
         "Finagle: RetryBudget with ttl 10 s, 20% of requests plus 10 retries/s; jittered exponential backoff \
-         5 ms to 200 ms (Backoff.exponentialJittered), 3 attempts",
+         5 ms to 200 ms (Backoff.exponentialJittered), 3 attempts; no Retry-After handling",
         r#"jitter = "full"
 base = "5ms"
 multiplier = 2.0
 cap = "200ms"
 max_attempts = 3
+honor_retry_after = "ignore"
 budget = { kind = "finagle", scope = "client", ttl = "10s", percent = 0.2, min_retries_per_s = 10.0 }"#,
     ),
     (
         "polly-v8",
-        "Polly v8 retry strategy with BackoffType.Exponential and UseJitter: decorrelated jitter v2, Delay 2 s, \
-         MaxRetryAttempts 3 (4 attempts), MaxDelay unset (capped here at 30 s), Retry-After used as the delay",
+        "Polly v8 retry strategy as Microsoft.Extensions.Http.Resilience configures it by default \
+         (HttpRetryStrategyOptions: BackoffType.Exponential, UseJitter, Delay 2 s, MaxRetryAttempts 3 = 4 attempts, \
+         ShouldRetryAfterHeader): decorrelated jitter v2; MaxDelay unset (capped here at 30 s); Retry-After used as \
+         the delay. Bare Polly defaults differ (constant backoff, no jitter)",
         r#"jitter = "decorrelated_v2"
 base = "2s"
 multiplier = 2.0
@@ -81,13 +93,14 @@ honor_retry_after = "exact""#,
     (
         "resilience4j",
         "resilience4j Retry with exponential random backoff: initial 500 ms, multiplier 1.5, randomization factor 0.5, \
-         maxAttempts 3 (cap 30 s here)",
+         maxAttempts 3 (cap 30 s here); no Retry-After handling",
         r#"jitter = "proportional"
 ratio = 0.5
 base = "500ms"
 multiplier = 1.5
 cap = "30s"
-max_attempts = 3"#,
+max_attempts = 3
+honor_retry_after = "ignore""#,
     ),
     (
         "svix",
@@ -136,6 +149,7 @@ pub fn overlay(raw: &RawPolicy, mut base: RawPolicy) -> RawPolicy {
         max_attempts: raw.max_attempts.or(base.max_attempts),
         deadline: raw.deadline.or(base.deadline),
         attempt_timeout: raw.attempt_timeout.or(base.attempt_timeout),
+        deadline_mode: raw.deadline_mode.clone().or(base.deadline_mode),
         honor_retry_after: raw.honor_retry_after.clone().or(base.honor_retry_after),
         throttle_base: raw.throttle_base.or(base.throttle_base),
         ratio: raw.ratio.or(base.ratio),
@@ -156,5 +170,32 @@ mod tests {
             let policy = super::super::policies::policy(name, &raw).unwrap_or_else(|e| panic!("{name}: {e:?}"));
             assert_eq!(policy.preset.as_deref(), Some(name));
         }
+    }
+
+    fn validated(name: &str) -> crate::model::RetryPolicy {
+        let raw = RawPolicy { preset: Some(name.to_string()), ..RawPolicy::default() };
+        super::super::policies::policy(name, &raw).expect("bundled presets validate")
+    }
+
+    #[test]
+    fn grpc_follows_the_retry_design_not_the_connection_backoff() {
+        // gRFC A6: random(0, min(initialBackoff × multiplier^(n−1), maxBackoff)), example policy
+        // 0.1 s, ×2, 1 s, 4 attempts; pushback used as the delay.
+        use crate::engine::{NS_PER_MS, NS_PER_S};
+        use crate::model::{Jitter, RetryAfterMode};
+        let p = validated("grpc");
+        assert_eq!(p.jitter, Jitter::Full);
+        assert_eq!((p.base, p.multiplier, p.cap, p.attempts_max), (100 * NS_PER_MS, 2.0, NS_PER_S, 4));
+        assert_eq!(p.retry_after, RetryAfterMode::Exact);
+    }
+
+    #[test]
+    fn presets_whose_source_ignores_retry_after_say_so() {
+        use crate::model::RetryAfterMode;
+        for name in ["aws-standard", "envoy", "finagle", "resilience4j"] {
+            assert_eq!(validated(name).retry_after, RetryAfterMode::Ignore, "{name}");
+        }
+        assert_eq!(validated("aws-standard-2026").retry_after, RetryAfterMode::AwsClamp);
+        assert_eq!(validated("polly-v8").retry_after, RetryAfterMode::Exact);
     }
 }

@@ -126,6 +126,7 @@ pub struct RawPolicy {
     pub max_attempts: Option<i64>,
     pub deadline: Option<Dur>,
     pub attempt_timeout: Option<Dur>,
+    pub deadline_mode: Option<String>,
     pub honor_retry_after: Option<RawRetryAfter>,
     pub throttle_base: Option<Dur>,
     pub ratio: Option<f64>,
@@ -191,11 +192,12 @@ pub struct RawDist {
     pub per_inflight: Option<Dur>,
 }
 
-/// `idempotency = { ttl = "78h" }` or `{ ttl = "window+6h" }`.
+/// `idempotency = { ttl = "78h" }` or `{ ttl = "window+6h", in_progress = "wait" }`.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawIdempotency {
     pub ttl: DurText,
+    pub in_progress: Option<String>,
 }
 
 /// `[[hop]]`.

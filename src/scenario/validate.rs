@@ -4,7 +4,9 @@
 use super::error::{closest, Invalid};
 use super::raw::{parse_duration, Dur, RawArrival, RawDist, RawFault, RawHop, RawScenario, RawTenant};
 use crate::engine::{Nanos, NS_PER_MS, NS_PER_S};
-use crate::model::{Arrival, Dist, Fault, FaultKind, HopSpec, IdempotencySpec, RetryPolicy, SimSpec, TenantSpec};
+use crate::model::{
+    Arrival, Dist, Fault, FaultKind, HopSpec, IdempotencySpec, InProgress, RetryPolicy, SimSpec, TenantSpec,
+};
 
 /// Clients above this many are refused before anything is allocated.
 pub const CLIENTS_MAX: i64 = 50_000_000;
@@ -12,6 +14,13 @@ pub const CLIENTS_MAX: i64 = 50_000_000;
 pub const BYTES_PER_CLIENT_MAX: u64 = 400;
 /// Time-series buckets above this many are refused.
 pub const BUCKETS_MAX: u64 = 2_000_000;
+/// Most tenants, hops and policies a scenario may define: the simulation keeps their indices in
+/// `u16` (and hop indices in the top bits of draw keys), so larger counts would be truncated.
+pub const TENANTS_MAX: usize = 1_000;
+/// See [`TENANTS_MAX`].
+pub const HOPS_MAX: usize = 64;
+/// See [`TENANTS_MAX`].
+pub const POLICIES_MAX: usize = 1_000;
 
 /// Top-level values that are not part of the simulated system.
 #[derive(Clone, Debug)]
@@ -55,6 +64,15 @@ pub fn validate(raw: &RawScenario) -> V<(Meta, SimSpec, Vec<String>)> {
     }
     let max_events = count(raw.max_events.unwrap_or(2_000_000_000), "max_events", 1, i64::MAX)? as u64;
     let recovery_hold = raw.recovery_hold.map_or(5 * NS_PER_S, |d| d.0);
+    for (path, n, max) in [
+        ("tenant", raw.tenant.len(), TENANTS_MAX),
+        ("hop", raw.hop.len(), HOPS_MAX),
+        ("policy", raw.policy.len(), POLICIES_MAX),
+    ] {
+        if n > max {
+            return Err(Invalid::at(path, format!("{n} are defined; at most {max} are supported: merge some of them")));
+        }
+    }
     let policy_names: Vec<&str> = raw.policy.keys().map(String::as_str).collect();
     let policies = raw.policy.iter().map(|(name, p)| super::policies::policy(name, p)).collect::<V<Vec<_>>>()?;
     let tenants = tenants(raw, &policy_names)?;
@@ -365,7 +383,21 @@ fn hop(h: &RawHop, next: Option<&RawHop>, policy_names: &[&str], caller_deadline
     };
     let idempotency = match &h.idempotency {
         None => None,
-        Some(store) => Some(IdempotencySpec { ttl: ttl(&store.ttl.0, &at("idempotency.ttl"), caller_deadline)? }),
+        Some(store) => Some(IdempotencySpec {
+            ttl: ttl(&store.ttl.0, &at("idempotency.ttl"), caller_deadline)?,
+            in_progress: match store.in_progress.as_deref().unwrap_or("conflict") {
+                "conflict" => InProgress::Conflict,
+                "wait" => InProgress::Wait,
+                other => {
+                    return Err(unknown(
+                        &at("idempotency.in_progress"),
+                        "in-progress mode",
+                        other,
+                        &["conflict", "wait"],
+                    ))
+                }
+            },
+        }),
     };
     let effect = h.effect.unwrap_or(idempotency.is_some());
     let fair = match h.scheduling.as_deref() {

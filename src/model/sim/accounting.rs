@@ -61,8 +61,21 @@ impl Simulation<'_> {
     /// Closes the books: in-flight counts, the conservation check, derived series.
     pub fn finish(mut self) -> RunRecord {
         // Requests not yet terminal are the ones the horizon (or a run limit) cut.
-        let in_flight: Vec<u64> =
-            self.record.tenants.iter().map(|t| t.requests - t.succeeded - t.rejected - t.dlq).collect();
+        let (seed, replication) = (self.seed, self.replication);
+        let in_flight: Vec<u64> = self
+            .record
+            .tenants
+            .iter()
+            .map(|t| {
+                let ended = t.succeeded + t.rejected + t.dlq;
+                t.requests.checked_sub(ended).unwrap_or_else(|| {
+                    panic!(
+                        "{ended} requests ended but only {} began (seed {seed}, replication {replication})",
+                        t.requests
+                    )
+                })
+            })
+            .collect();
         let live_top = self.count_live_top_calls();
         assert_eq!(
             in_flight.iter().sum::<u64>(),
@@ -89,8 +102,12 @@ impl Simulation<'_> {
             let series = &mut self.record.tenant_series[ti];
             for bucket in series.iter_mut() {
                 live += i64::from(bucket.arrivals) - i64::from(bucket.successes) - i64::from(bucket.failures);
-                debug_assert!(live >= 0);
-                bucket.in_flight = live.max(0) as u32;
+                bucket.in_flight = u32::try_from(live).unwrap_or_else(|_| {
+                    panic!(
+                        "tenant {ti}: {live} requests in flight in a bucket (seed {}, replication {})",
+                        self.seed, self.replication
+                    )
+                });
             }
         }
     }

@@ -38,7 +38,7 @@ impl Simulation<'_> {
         if let (Some(key), Some(spec)) = (budget_key, policy.budget.as_ref()) {
             let state = self.budgets.entry(key).or_insert_with(|| spec.kind.new_state());
             let p = spec.kind.local_reject_probability(state, now);
-            if p > 0.0 && self.rngs.faults[call.hop as usize].gen::<f64>() < p {
+            if p > 0.0 && self.rngs.throttle[call.hop as usize].gen::<f64>() < p {
                 return true;
             }
         }

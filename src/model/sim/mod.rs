@@ -13,7 +13,7 @@ mod server;
 
 use super::arrivals::{first_requests, next_poisson};
 use super::budget::{BreakerState, BudgetState, FailureKind};
-use super::policy::JitterState;
+use super::policy::{DeadlineMode, JitterState};
 use super::spec::{Arrival, SimSpec};
 use crate::engine::{stream, EventQueue, Handle, Nanos, Slab, StreamKind};
 use crate::metrics::{
@@ -137,6 +137,11 @@ struct Attempt {
     reply: Reply,
     /// OCC: the register version the read returned.
     occ_version: u64,
+    /// When the caller stops waiting for this attempt (its timeout, bounded by its call's
+    /// deadline): what a propagated deadline hands to the hop's own downstream call.
+    give_up_at: Nanos,
+    /// The attempt claimed its request's idempotency key and must complete or release it.
+    holds_key: bool,
 }
 
 #[derive(Default)]
@@ -148,10 +153,14 @@ struct HopState {
     version: u64,
 }
 
-/// Side-effect history of one request at one effect hop.
+/// Side-effect history of one request at one effect hop, and its idempotency key.
 #[derive(Clone, Copy, Default)]
 struct Commit {
+    /// Side effects committed.
     executions: u32,
+    /// A delivery claimed the key and is still being processed (`in_progress`).
+    in_progress: bool,
+    /// The completed key lives until then (meaningful once `executions > 0`).
     key_expires_at: Nanos,
 }
 
@@ -162,6 +171,9 @@ struct Rngs {
     network: Vec<ChaCha8Rng>,
     faults: Vec<ChaCha8Rng>,
     jitter: Vec<ChaCha8Rng>,
+    /// Adaptive throttling's local-rejection coin (per called hop): its own stream, so adding a
+    /// probabilistic fault does not shift throttle decisions (common random numbers).
+    throttle: Vec<ChaCha8Rng>,
 }
 
 impl Rngs {
@@ -174,6 +186,7 @@ impl Rngs {
             network: many(StreamKind::Network, hops),
             faults: many(StreamKind::Faults, hops),
             jitter: many(StreamKind::Jitter, hops),
+            throttle: many(StreamKind::Throttle, hops),
         }
     }
 }
@@ -189,6 +202,12 @@ pub struct Simulation<'a> {
     /// Side-effect history per hop, indexed by request id (ids are dense and sequential; only
     /// effect hops ever grow theirs: 16 bytes per request that reached them).
     commits: Vec<Vec<Commit>>,
+    /// Deliveries waiting for an in-progress key (`in_progress = "wait"`), by (hop, request id),
+    /// in arrival order. Only probed by key, never iterated.
+    waiters: HashMap<(usize, u64), Vec<Handle>>,
+    /// Master seed and replication, for the messages of internal assertions.
+    seed: u64,
+    replication: u64,
     budgets: HashMap<ScopeKey, BudgetState>,
     breakers: HashMap<ScopeKey, BreakerState>,
     requests_sent: Vec<Vec<u32>>,
@@ -243,6 +262,9 @@ impl<'a> Simulation<'a> {
                 .map(|h| HopState { queue: HopQueue::new(h.fair, spec.tenants.len()), ..HopState::default() })
                 .collect(),
             commits: vec![Vec::new(); spec.hops.len()],
+            waiters: HashMap::new(),
+            seed,
+            replication,
             budgets: HashMap::new(),
             breakers: HashMap::new(),
             requests_sent,
@@ -431,6 +453,8 @@ impl<'a> Simulation<'a> {
             caller_waiting: true,
             reply: Reply::Failed,
             occ_version: 0,
+            give_up_at: timeout_at,
+            holds_key: false,
         };
         self.count_attempt(hop, tenant as usize, retry, b);
         let handle = self.attempts.insert(attempt);
@@ -445,12 +469,17 @@ impl<'a> Simulation<'a> {
         let now = self.now;
         let a = self.attempts.get_mut(parent).expect("live");
         a.phase = Phase::Downstream;
-        let deadline = self.spec.policies[policy].deadline;
+        let p = &self.spec.policies[policy];
+        let own = p.deadline.map_or(Nanos::MAX, |d| now.saturating_add(d));
+        let deadline_at = match p.deadline_mode {
+            DeadlineMode::PerCall => own,
+            DeadlineMode::Propagate => own.min(a.give_up_at),
+        };
         let call = Call {
             request_id: a.request_id,
             draw_key: mix64(a.draw_key ^ ((hop as u64) << 48)),
             created_at: now,
-            deadline_at: deadline.map_or(Nanos::MAX, |d| now.saturating_add(d)),
+            deadline_at,
             parent: Some(parent),
             // A hop calling the next one is one client of it (for client-scoped budgets).
             client: u32::MAX - (hop as u32),
@@ -519,7 +548,8 @@ impl<'a> Simulation<'a> {
         } else {
             policy.delay_before_retry(retry, &mut call.jitter, rng)
         };
-        let at = now.saturating_add(policy.apply_retry_after(backoff, retry_after));
+        let wait = policy.apply_retry_after(backoff, retry_after);
+        let at = now.saturating_add(wait);
         // The deadline is checked before the budget is asked, so a retry that would come too late
         // is not paid for.
         if at >= deadline_at {
@@ -532,7 +562,7 @@ impl<'a> Simulation<'a> {
         if hop == 0 {
             if let Some(samples) = self.record.retry_delays_ns.get_mut(retry as usize - 1) {
                 if samples.len() < RETRY_DELAY_SAMPLES_MAX {
-                    samples.push(backoff);
+                    samples.push(wait);
                 }
             }
         }

@@ -2,7 +2,7 @@
 
 use super::{Commit, Event, Payload, Phase, Reply, Simulation};
 use crate::engine::{Handle, Nanos};
-use crate::model::FaultKind;
+use crate::model::{FaultKind, InProgress};
 use rand::Rng;
 
 impl Simulation<'_> {
@@ -13,7 +13,7 @@ impl Simulation<'_> {
         let (hop, payload) = (a.hop as usize, a.payload);
         a.arrived_at = now;
         let state = &mut self.hops[hop];
-        state.in_flight += 1;
+        state.in_flight = state.in_flight.checked_add(1).expect("fewer than 2^32 attempts in flight at a hop");
         let bucket = &mut self.record.hop_series[hop][b];
         bucket.in_flight_max = bucket.in_flight_max.max(state.in_flight);
         if let Some(reply) = self.fault_reply(hop) {
@@ -92,7 +92,7 @@ impl Simulation<'_> {
         a.phase = Phase::Service;
         let wait = now - a.arrived_at;
         let state = &mut self.hops[hop];
-        state.busy += 1;
+        state.busy = state.busy.checked_add(1).expect("fewer than 2^32 busy workers");
         let busy = state.busy;
         let bucket = &mut self.record.hop_series[hop][b];
         bucket.queue_wait_max_ns = bucket.queue_wait_max_ns.max(wait);
@@ -114,61 +114,144 @@ impl Simulation<'_> {
         let (hop, payload) = (a.hop as usize, a.payload);
         let spec = &self.spec.hops[hop];
         if spec.effect {
+            if let Some(store) = &spec.idempotency {
+                self.check_key(handle, store.in_progress);
+                return;
+            }
             if payload == Payload::Poison {
                 self.finish_job(handle, Reply::Failed);
                 return;
             }
-            if !self.commit_effect(handle) {
-                self.finish_job(handle, Reply::Ok);
-                return;
-            }
+            self.commit_without_store(handle);
         }
-        match spec.downstream_policy.filter(|_| hop + 1 < self.spec.hops.len()) {
+        self.run_handler(handle);
+    }
+
+    /// The handler past the store: poison fails, otherwise the downstream call (if any) runs
+    /// and the job ends with its outcome.
+    fn run_handler(&mut self, handle: Handle) {
+        let a = self.attempts.get(handle).expect("live");
+        let (hop, payload) = (a.hop as usize, a.payload);
+        if payload == Payload::Poison && self.spec.hops[hop].effect {
+            self.finish_job(handle, Reply::Failed);
+            return;
+        }
+        match self.spec.hops[hop].downstream_policy.filter(|_| hop + 1 < self.spec.hops.len()) {
             Some(policy) => self.call_downstream(handle, hop + 1, policy),
             None => self.finish_job(handle, Reply::Ok),
         }
     }
 
-    /// Commits the side effect with `SET NX PX` semantics; false when the key was live
-    /// (deduplicated: acknowledged without a side effect or a downstream call).
-    pub(super) fn commit_effect(&mut self, handle: Handle) -> bool {
-        let now = self.now;
-        let a = self.attempts.get(handle).expect("live");
-        let (hop, tenant) = (a.hop as usize, a.tenant as usize);
-        let store = self.spec.hops[hop].idempotency.as_ref().map(|s| s.ttl);
+    fn commit_slot(&mut self, hop: usize, request_id: u64) -> &mut Commit {
         let per_hop = &mut self.commits[hop];
-        let index = usize::try_from(a.request_id).expect("request ids fit in memory");
+        let index = usize::try_from(request_id).expect("request ids fit in memory");
         if per_hop.len() <= index {
             per_hop.resize(index + 1, Commit::default());
         }
-        let commit = &mut per_hop[index];
-        let counters = &mut self.record.hops[hop];
-        let tc = &mut self.record.tenants[tenant];
-        if let Some(ttl) = store {
-            if commit.executions > 0 && now < commit.key_expires_at {
-                counters.deduplicated += 1;
-                tc.deduplicated += 1;
-                return false;
-            }
-            commit.key_expires_at = now.saturating_add(ttl);
-            if commit.executions > 0 {
-                counters.duplicates_ttl_expired += 1;
-                tc.duplicates_ttl_expired += 1;
-            }
-        } else if commit.executions > 0 {
-            counters.duplicates_no_key += 1;
-            tc.duplicates_no_key += 1;
-        }
-        commit.executions += 1;
-        counters.executions += 1;
-        true
+        &mut per_hop[index]
     }
 
-    /// The hop is done with an attempt it held a worker for: free the worker, serve the queue,
-    /// and send the reply.
+    /// Idempotency store, as real layers work: a live completed key returns the stored result
+    /// (`deduplicated`); a key claimed by a delivery still in progress gets a retryable conflict
+    /// or waits; otherwise the delivery claims the key and runs the handler, which completes the
+    /// key on success and releases it on failure ([`Simulation::settle_key`]).
+    fn check_key(&mut self, handle: Handle, mode: InProgress) {
+        let now = self.now;
+        let a = self.attempts.get(handle).expect("live");
+        let (hop, tenant, request_id) = (a.hop as usize, a.tenant as usize, a.request_id);
+        let commit = *self.commit_slot(hop, request_id);
+        if commit.in_progress {
+            match mode {
+                InProgress::Conflict => {
+                    self.record.hops[hop].in_progress_conflicts += 1;
+                    self.record.tenants[tenant].in_progress_conflicts += 1;
+                    self.finish_job(handle, Reply::Failed);
+                }
+                InProgress::Wait => self.waiters.entry((hop, request_id)).or_default().push(handle),
+            }
+        } else if commit.executions > 0 && now < commit.key_expires_at {
+            self.record.hops[hop].deduplicated += 1;
+            self.record.tenants[tenant].deduplicated += 1;
+            self.finish_job(handle, Reply::Ok);
+        } else {
+            self.commit_slot(hop, request_id).in_progress = true;
+            self.attempts.get_mut(handle).expect("live").holds_key = true;
+            self.run_handler(handle);
+        }
+    }
+
+    /// The job of the delivery holding the key ended: on success the effect commits and the key
+    /// completes (live for the TTL); on failure the key is released. Then the deliveries waiting
+    /// on it get the stored result, or the first of them claims the released key.
+    fn settle_key(&mut self, hop: usize, tenant: usize, request_id: u64, ok: bool) {
+        let ttl = self.spec.hops[hop].idempotency.as_ref().expect("a key needs a store").ttl;
+        let expires_at = self.now.saturating_add(ttl);
+        let (seed, replication) = (self.seed, self.replication);
+        let commit = self.commit_slot(hop, request_id);
+        assert!(commit.in_progress, "settling a key nobody holds (seed {seed}, replication {replication})");
+        commit.in_progress = false;
+        let replay = commit.executions > 0;
+        if ok {
+            commit.executions += 1;
+            commit.key_expires_at = expires_at;
+        }
+        let (counters, tc) = (&mut self.record.hops[hop], &mut self.record.tenants[tenant]);
+        if !ok {
+            counters.released += 1;
+            tc.released += 1;
+        } else if replay {
+            // The key had completed before and expired: the effect runs a second time.
+            counters.duplicates_ttl_expired += 1;
+            tc.duplicates_ttl_expired += 1;
+        }
+        counters.executions += u64::from(ok);
+        let Some(mut waiting) = self.waiters.remove(&(hop, request_id)) else { return };
+        if ok {
+            for w in waiting {
+                let t = self.attempts.get(w).expect("a waiting delivery is live").tenant as usize;
+                self.record.hops[hop].deduplicated += 1;
+                self.record.tenants[t].deduplicated += 1;
+                self.finish_job(w, Reply::Ok);
+            }
+        } else {
+            let first = waiting.remove(0);
+            if !waiting.is_empty() {
+                self.waiters.insert((hop, request_id), waiting);
+            }
+            self.commit_slot(hop, request_id).in_progress = true;
+            self.attempts.get_mut(first).expect("live").holds_key = true;
+            self.run_handler(first);
+        }
+    }
+
+    /// An effect hop without a store commits at service end; every re-execution is a duplicate.
+    fn commit_without_store(&mut self, handle: Handle) {
+        let a = self.attempts.get(handle).expect("live");
+        let (hop, tenant, request_id) = (a.hop as usize, a.tenant as usize, a.request_id);
+        let commit = self.commit_slot(hop, request_id);
+        let replay = commit.executions > 0;
+        commit.executions += 1;
+        let counters = &mut self.record.hops[hop];
+        counters.executions += 1;
+        if replay {
+            counters.duplicates_no_key += 1;
+            self.record.tenants[tenant].duplicates_no_key += 1;
+        }
+    }
+
+    /// The hop is done with an attempt it held a worker for: settle its idempotency key, free
+    /// the worker, serve the queue, and send the reply.
     pub(super) fn finish_job(&mut self, handle: Handle, reply: Reply) {
-        let hop = self.attempts.get(handle).expect("live").hop as usize;
-        self.hops[hop].busy -= 1;
+        let a = self.attempts.get_mut(handle).expect("live");
+        let (hop, tenant, request_id) = (a.hop as usize, a.tenant as usize, a.request_id);
+        if std::mem::take(&mut a.holds_key) {
+            self.settle_key(hop, tenant, request_id, reply == Reply::Ok);
+        }
+        let (seed, replication) = (self.seed, self.replication);
+        let state = &mut self.hops[hop];
+        state.busy = state.busy.checked_sub(1).unwrap_or_else(|| {
+            panic!("hop {hop}: a job finished with no busy worker (seed {seed}, replication {replication})")
+        });
         while self.hops[hop].busy < self.effective_workers(hop) {
             let Some(next) = self.hops[hop].queue.pop() else { break };
             self.start_service(next);
@@ -183,7 +266,7 @@ impl Simulation<'_> {
         let hop = a.hop as usize;
         a.phase = Phase::Replying;
         a.reply = reply;
-        self.hops[hop].in_flight -= 1;
+        self.leave_hop(hop);
         let bucket = &mut self.record.hop_series[hop][b];
         if reply == Reply::Ok {
             bucket.successes += 1;
@@ -221,9 +304,19 @@ impl Simulation<'_> {
     pub(super) fn drop_unanswered(&mut self, handle: Handle) {
         let a = self.attempts.get_mut(handle).expect("live");
         a.phase = Phase::Done;
-        self.hops[a.hop as usize].in_flight -= 1;
-        if !a.caller_waiting {
+        let (hop, waiting) = (a.hop as usize, a.caller_waiting);
+        self.leave_hop(hop);
+        if !waiting {
             self.attempts.remove(handle);
         }
+    }
+
+    /// An attempt leaves hop `hop` (replied or dropped): one fewer in flight there.
+    fn leave_hop(&mut self, hop: usize) {
+        let (seed, replication) = (self.seed, self.replication);
+        let state = &mut self.hops[hop];
+        state.in_flight = state.in_flight.checked_sub(1).unwrap_or_else(|| {
+            panic!("hop {hop}: an attempt left with none in flight (seed {seed}, replication {replication})")
+        });
     }
 }

@@ -7,7 +7,7 @@
 
 use crate::engine::Nanos;
 use crate::model::budget::{BudgetKind, BudgetSpec, Scope};
-use crate::model::policy::RetryAfterMode;
+use crate::model::policy::{DeadlineMode, RetryAfterMode};
 use crate::model::{Arrival, Dist, FaultKind, Jitter, RetryPolicy, SimSpec};
 use crate::runner::{MeanSeries, StatRow, Study};
 use serde::{Deserialize, Serialize};
@@ -237,6 +237,9 @@ fn policy_info(p: &RetryPolicy) -> PolicyInfo {
     if let Some(dl) = p.deadline {
         summary.push_str(&format!(", deadline {}", duration_words(dl)));
     }
+    if p.deadline_mode == DeadlineMode::Propagate {
+        summary.push_str(", inherits the caller's deadline");
+    }
     summary.push_str(&retry_after_words(p.retry_after));
     if let Some(budget) = &p.budget {
         summary.push_str(&format!(", {}", budget_words(budget)));
@@ -270,8 +273,9 @@ fn policy_info(p: &RetryPolicy) -> PolicyInfo {
 #[allow(unreachable_patterns)]
 fn retry_after_words(mode: RetryAfterMode) -> String {
     match mode {
-        RetryAfterMode::Ignore => String::new(),
-        RetryAfterMode::AtLeast => ", waits at least Retry-After".into(),
+        // Waiting at least the Retry-After is the default, so only the other modes are named.
+        RetryAfterMode::Ignore => ", ignores Retry-After".into(),
+        RetryAfterMode::AtLeast => String::new(),
         RetryAfterMode::Exact => ", waits exactly Retry-After".into(),
         RetryAfterMode::AwsClamp => ", Retry-After clamped to [backoff, backoff + 5 s] (AWS)".into(),
         other => format!(", Retry-After: {other:?}"),
