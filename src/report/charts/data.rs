@@ -189,6 +189,7 @@ fn dist_words(dist: &Dist) -> String {
         Dist::LogNormal { mean, sd } => format!("lognormal, mean {}, sd {}", d(mean), d(sd)),
         Dist::NormalAbs { mean, sd } => format!("|normal({}, {})|", d(mean), d(sd)),
         Dist::Load { base, per_inflight } => format!("{} + {} × in-flight", d(base), d(per_inflight)),
+        Dist::Empirical(ref e) => format!("empirical ({}), mean {}", e.source, d(e.mean_ns() as u64)),
     }
 }
 
@@ -208,6 +209,14 @@ fn arrival_words(arrival: &Arrival) -> String {
             let parts: Vec<String> = steps.iter().map(|(from, rate)| format!("{rate}/s from {}", d(*from))).collect();
             format!("profile: {}", parts.join(", "))
         }
+        Arrival::Trace(t) => format!(
+            "trace {} (mean {:.1}/s, time ×{}, volume ×{}{})",
+            t.file,
+            t.mean_rate_per_s(),
+            t.time_scale,
+            t.volume_scale,
+            if t.looped { ", looped" } else { "" }
+        ),
     }
 }
 
