@@ -213,6 +213,9 @@ fn validate(path: &str, set: &[String]) -> Result<(), CliError> {
         scenario.replications,
         scenario.seed
     );
+    for line in scenario.policy_report() {
+        println!("{line}");
+    }
     Ok(())
 }
 

@@ -10,6 +10,7 @@ pub mod aws;
 pub mod envoy;
 pub mod grpc;
 pub mod resilience4j;
+mod resolved;
 
 use super::error::Invalid;
 use super::raw::{Dur, RawPolicy};
