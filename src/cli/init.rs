@@ -52,7 +52,7 @@ pub struct InitArgs {
 /// What a `--from` file is.
 enum Source {
     Trace { path: String, mean_rate: f64, period_s: f64 },
-    Histogram { path: String, mean_s: f64 },
+    Histogram { path: String, mean_s: f64, unit: Option<String> },
     Config { path: String },
 }
 
@@ -124,10 +124,11 @@ fn classify(file: &Path, out_dir: &Path) -> Result<Source, CliError> {
             let mut d: RawDist = toml::from_str("dist = \"empirical\"").expect("valid");
             d.file = Some(shown.clone());
             d.unit = cols.contains(&"totalcount").then(|| "ms".to_string());
+            let unit = d.unit.clone();
             let dist = crate::scenario::empirical::dist(&d, "--from")
                 .map_err(|e| bad(format!("--from {shown}: {}", e.message)))?;
             let Dist::Empirical(e) = dist else { unreachable!("empirical") };
-            return Ok(Source::Histogram { path, mean_s: e.mean_ns() / NS_PER_S as f64 });
+            return Ok(Source::Histogram { path, mean_s: e.mean_ns() / NS_PER_S as f64, unit });
         }
         let mut a: RawArrival = toml::from_str("kind = \"trace\"").expect("valid");
         a.file = Some(shown.clone());
@@ -151,7 +152,7 @@ fn scenario_text(args: &InitArgs, sources: &[Source]) -> Result<String, CliError
         _ => None,
     });
     let histogram = sources.iter().find_map(|s| match s {
-        Source::Histogram { path, mean_s } => Some((path, *mean_s)),
+        Source::Histogram { path, mean_s, unit } => Some((path, *mean_s, unit)),
         _ => None,
     });
     let config = sources.iter().find_map(|s| match s {
@@ -262,10 +263,11 @@ fn scenario_text(args: &InitArgs, sources: &[Source]) -> Result<String, CliError
             workers as f64 / service_s
         );
         match histogram {
-            Some((path, mean)) => {
+            Some((path, mean, unit)) => {
+                let unit = unit.as_ref().map(|u| format!(", unit = {}", toml_str(u))).unwrap_or_default();
                 let _ = writeln!(
                     w,
-                    "service = {{ dist = \"empirical\", file = {} }}   # measured, mean {:.1} ms",
+                    "service = {{ dist = \"empirical\", file = {}{unit} }}   # measured, mean {:.1} ms",
                     toml_str(path),
                     mean * 1e3
                 );
