@@ -115,15 +115,17 @@ fn classify(file: &Path, out_dir: &Path) -> Result<Source, CliError> {
     let path = relative_to(file, out_dir);
     import::begin(Path::new(""));
     let lower = shown.to_ascii_lowercase();
-    if lower.ends_with(".csv") || lower.ends_with(".tsv") || lower.ends_with(".txt") {
+    if [".csv", ".tsv", ".txt", ".hgrm"].iter().any(|e| lower.ends_with(e)) {
         let header = head.lines().find(|l| !l.trim_start().starts_with('#')).unwrap_or("").to_ascii_lowercase();
         let cols: Vec<&str> = header.split(',').map(|c| c.trim().trim_matches('"')).collect();
-        let is_hist =
-            cols.iter().any(|c| ["le", "upper", "upper_bound", "bucket"].contains(c)) || cols.contains(&"totalcount");
+        let hgrm = lower.ends_with(".hgrm");
+        let is_hist = hgrm
+            || cols.iter().any(|c| ["le", "upper", "upper_bound", "bucket"].contains(c))
+            || cols.contains(&"totalcount");
         if is_hist {
             let mut d: RawDist = toml::from_str("dist = \"empirical\"").expect("valid");
             d.file = Some(shown.clone());
-            d.unit = cols.contains(&"totalcount").then(|| "ms".to_string());
+            d.unit = (hgrm || cols.contains(&"totalcount")).then(|| "ms".to_string());
             let unit = d.unit.clone();
             let dist = crate::scenario::empirical::dist(&d, "--from")
                 .map_err(|e| bad(format!("--from {shown}: {}", e.message)))?;

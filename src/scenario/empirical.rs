@@ -136,10 +136,42 @@ pub fn dist(d: &RawDist, at: &str) -> V<Dist> {
     Ok(Dist::Empirical(Arc::new(Empirical::new(knots, source))))
 }
 
+/// Histogram files are small (one row per bucket): read at most this much.
+const HISTOGRAM_BYTES_MAX: u64 = 64 << 20;
+
+/// HdrHistogram's text percentile output (`.hgrm`: a `Value Percentile TotalCount
+/// 1/(1-Percentile)` header, whitespace-separated rows, `#[Mean …]` footer) as the CSV form of the
+/// same table, line for line (other lines become comments) so that errors name the file's lines.
+fn hgrm_as_csv(text: &str) -> Option<String> {
+    let is_header =
+        |l: &str| l.split_whitespace().collect::<Vec<_>>() == ["Value", "Percentile", "TotalCount", "1/(1-Percentile)"];
+    text.lines().position(is_header)?;
+    let mut out = String::with_capacity(text.len());
+    let mut seen_header = false;
+    for line in text.lines() {
+        if !seen_header && is_header(line) {
+            seen_header = true;
+            out.push_str("Value,Percentile,TotalCount,Inverse\n");
+        } else if seen_header && !line.trim().is_empty() && !line.trim_start().starts_with('#') {
+            out.push_str(&line.split_whitespace().collect::<Vec<_>>().join(","));
+            out.push('\n');
+        } else {
+            out.push_str("#\n");
+        }
+    }
+    Some(out)
+}
+
 fn histogram(d: &RawDist, file: &str, min: f64, at: &str) -> V<Vec<(f64, f64)>> {
-    let handle = import::open(file, at)?;
+    use std::io::Read;
+    let mut text = String::new();
+    import::open(file, at)?
+        .take(HISTOGRAM_BYTES_MAX)
+        .read_to_string(&mut text)
+        .map_err(|e| Invalid::at(at, format!("cannot read {file} as UTF-8 text: {e}")))?;
+    let text = hgrm_as_csv(&text).unwrap_or(text);
     let mut reader =
-        csv::ReaderBuilder::new().trim(csv::Trim::All).comment(Some(b'#')).from_reader(std::io::BufReader::new(handle));
+        csv::ReaderBuilder::new().trim(csv::Trim::All).comment(Some(b'#')).flexible(true).from_reader(text.as_bytes());
     let line_err = |line: u64, m: String| Invalid::at(at, format!("{file} line {line}: {m}"));
     let headers: Vec<String> = reader
         .headers()
@@ -292,6 +324,16 @@ mod tests {
         // Hdr's last row adds one observation at 100 ms; Prometheus's +Inf is extrapolated.
         assert!((h.quantile(0.7) - 35e6).abs() < 1.0 && h.quantile(0.999) <= 100e6);
         assert!(p.quantile(0.999) > 100e6);
+        // The same table as HdrHistogram's text output (.hgrm).
+        let hgrm = dir.path().join("h.hgrm");
+        std::fs::write(
+            &hgrm,
+            "       Value     Percentile TotalCount 1/(1-Percentile)\n\n      10.000 0.000000000000          0           1.00\n      20.000 0.500000000000         50           2.00\n      50.000 0.900000000000         90          10.00\n     100.000 0.990000000000         99         100.00\n     100.000 1.000000000000        100\n#[Mean    =       30.000, StdDeviation   =       20.000]\n#[Max     =      100.000, Total count    =          100]\n",
+        )
+        .expect("write");
+        d.file = Some(hgrm.display().to_string());
+        let Dist::Empirical(g) = dist(&d, "x").expect("hgrm") else { panic!() };
+        assert_eq!(g.quantile(0.7), h.quantile(0.7));
         let bad = dir.path().join("b.csv");
         std::fs::write(&bad, "le,count\n0.1,5\n0.2,3\n").expect("write");
         d.file = Some(bad.display().to_string());
