@@ -247,6 +247,16 @@ fn policy_info(p: &RetryPolicy) -> PolicyInfo {
         summary.push_str(&format!(", deadline {}", duration_words(dl)));
     }
     summary.push_str(&retry_after_words(p.retry_after));
+    if p.retry_on != crate::model::RetryOn::ALL {
+        let on = [
+            ("transient", p.retry_on.transient),
+            ("throttling", p.retry_on.throttling),
+            ("timeout", p.retry_on.timeout),
+        ];
+        let kinds: Vec<&str> = on.iter().filter(|(_, b)| *b).map(|(n, _)| *n).collect();
+        let kinds = if kinds.is_empty() { "nothing".to_string() } else { kinds.join(", ") };
+        summary.push_str(&format!(", retries {kinds} failures only"));
+    }
     if let Some(budget) = &p.budget {
         summary.push_str(&format!(", {}", budget_words(budget)));
     }

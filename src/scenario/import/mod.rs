@@ -126,7 +126,12 @@ pub fn import_policy(name: &str, written: &RawPolicy) -> V<Option<Imported>> {
     let at = format!("policy.{name}.import");
     let text = read_config(file, &at)?;
     let select = written.select.as_deref();
-    let fail = |e: String| Invalid::at(&at, format!("{file}: {e}"));
+    // A `select` the file does not have is blamed on `select`, anything else on `import`.
+    let select_at = format!("policy.{name}.select");
+    let fail = |e: String| {
+        let blames_select = select.is_some_and(|s| e.contains(&format!("`{s}`")) || e.contains(&format!("\"{s}\"")));
+        Invalid::at(if blames_select { &select_at } else { &at }, format!("{file}: {e}"))
+    };
     let imported = match detect(file, &text) {
         Some(Format::Grpc) => grpc::import(&text, select).map_err(fail)?,
         Some(Format::Envoy) => envoy::import(&text, select).map_err(fail)?,
