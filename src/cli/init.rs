@@ -21,13 +21,13 @@ pub struct InitArgs {
     #[arg(long, conflicts_with = "rate")]
     pub clients: Option<u32>,
     /// Open-loop Poisson arrivals, requests per second.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub rate: Option<f64>,
     /// Pause of a closed-loop client between requests.
     #[arg(long, default_value = "1s")]
     pub think: String,
     /// Requests per second each hop serves (default: twice the offered load).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub capacity: Option<f64>,
     /// An outage of the last hop of this length, starting 30 s in.
     #[arg(long)]
@@ -200,6 +200,12 @@ fn scenario_text(args: &InitArgs, sources: &[Source]) -> Result<String, CliError
     );
     let _ = writeln!(w, "#");
     let _ = writeln!(w, "# What it models: {}.", describe(args, trace.is_some(), offered, capacity, outage));
+    if offered > capacity {
+        let _ = writeln!(
+            w,
+            "# Note: the offered load (≈ {offered:.0}/s) exceeds the capacity ({capacity:.0}/s): the hops are overloaded even without a fault."
+        );
+    }
     let _ = writeln!(w, "# `retrystorm validate` prints each retry policy as resolved and where each value came from.");
     let _ = writeln!(w, "\nname = {}", toml_str(&name));
     let _ = writeln!(w, "seed = 1");
