@@ -33,6 +33,7 @@ fn policy(jitter: Jitter) -> RetryPolicy {
         budget: None,
         breaker: None,
         preset: None,
+        retry_on: retrystorm::model::RetryOn::ALL,
     }
 }
 

@@ -38,6 +38,8 @@ enum Command {
     Merge(crate::cli::sweep::MergeArgs),
     /// Re-render all charts and the report from a finished run's files, without simulating.
     Plot(crate::cli::plot::PlotArgs),
+    /// Write a commented scenario from a planner's numbers or your own trace, histogram and config.
+    Init(crate::cli::init::InitArgs),
 }
 
 /// Options shared by `run`, `compare` and `sweep`.
@@ -135,6 +137,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Res
         Command::Sweep(args) => crate::cli::sweep::run(args),
         Command::Merge(args) => crate::cli::sweep::merge(args),
         Command::Plot(args) => crate::cli::plot::run(args),
+        Command::Init(args) => crate::cli::init::run(args),
     }
 }
 
@@ -213,9 +216,13 @@ fn validate(path: &str, set: &[String]) -> Result<(), CliError> {
         scenario.replications,
         scenario.seed
     );
+    for line in scenario.policy_report() {
+        println!("{line}");
+    }
     Ok(())
 }
 
 pub mod budget_args;
+pub mod init;
 pub mod plot;
 pub mod sweep;

@@ -38,6 +38,8 @@ pub enum Dist {
         /// Extra latency per request in flight at the hop (including this one).
         per_inflight: Nanos,
     },
+    /// Measured: inverse CDF of a histogram or of percentiles (`model::empirical`).
+    Empirical(std::sync::Arc<super::empirical::Empirical>),
 }
 
 impl Dist {
@@ -47,12 +49,14 @@ impl Dist {
             Dist::Constant { mean } | Dist::Exponential { mean } | Dist::LogNormal { mean, .. } => mean as f64,
             Dist::NormalAbs { mean, sd } => normal_abs_mean(mean as f64, sd as f64),
             Dist::Load { base, per_inflight } => base as f64 + per_inflight as f64 * f64::from(in_flight),
+            Dist::Empirical(ref e) => e.mean_ns(),
         }
     }
 
     /// Draws one value; `in_flight` matters only for [`Dist::Load`].
     pub fn sample<R: Rng>(&self, rng: &mut R, in_flight: u32) -> Nanos {
         let value = match *self {
+            Dist::Empirical(ref e) => return e.sample_from(rng.gen()),
             Dist::Constant { mean } => return mean,
             Dist::Load { base, per_inflight } => {
                 return base.saturating_add(per_inflight.saturating_mul(u64::from(in_flight)))

@@ -3,13 +3,15 @@
 pub mod arrivals;
 pub mod budget;
 pub mod dist;
+pub mod empirical;
 pub mod fault;
 pub mod policy;
 pub mod sim;
 pub mod spec;
+pub mod trace;
 
 pub use budget::{BreakerSpec, BudgetKind, BudgetSpec, Scope};
 pub use dist::Dist;
 pub use fault::{Fault, FaultKind};
-pub use policy::{DeadlineMode, Jitter, JitterState, RetryAfterMode, RetryPolicy};
+pub use policy::{DeadlineMode, Jitter, JitterState, RetryAfterMode, RetryOn, RetryPolicy};
 pub use spec::{Arrival, HopSpec, IdempotencySpec, InProgress, SimSpec, TenantSpec};

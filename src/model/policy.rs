@@ -73,6 +73,33 @@ impl Jitter {
     }
 }
 
+/// Which failures a policy retries (imported configs list retryable codes); the rest end the
+/// call at once (counted as dlq, reason attempts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryOn {
+    /// 5xx, connection refused, breaker or throttle rejection.
+    pub transient: bool,
+    /// 429 / throttling.
+    pub throttling: bool,
+    /// The attempt timed out.
+    pub timeout: bool,
+}
+
+impl RetryOn {
+    /// Retry every failure (the default).
+    pub const ALL: RetryOn = RetryOn { transient: true, throttling: true, timeout: true };
+
+    /// Whether a failure of `kind` is retried.
+    pub fn allows(&self, kind: super::budget::FailureKind) -> bool {
+        use super::budget::FailureKind;
+        match kind {
+            FailureKind::Transient => self.transient,
+            FailureKind::Throttling => self.throttling,
+            FailureKind::Timeout => self.timeout,
+        }
+    }
+}
+
 /// A validated retry policy (see docs/MODEL.md, "Retry policy").
 #[derive(Clone, Debug)]
 pub struct RetryPolicy {
@@ -104,6 +131,8 @@ pub struct RetryPolicy {
     pub breaker: Option<BreakerSpec>,
     /// Where the values come from (preset name), for reports.
     pub preset: Option<String>,
+    /// Which failures are retried.
+    pub retry_on: RetryOn,
 }
 
 /// Per-call state some strategies carry between retries.
@@ -134,6 +163,7 @@ impl RetryPolicy {
             budget: None,
             breaker: None,
             preset: None,
+            retry_on: RetryOn::ALL,
         }
     }
 

@@ -37,6 +37,8 @@ pub enum Arrival {
         /// Steps of the rate.
         steps: Vec<(Nanos, f64)>,
     },
+    /// Replayed from a production trace (timestamps or per-interval rates), see `model::trace`.
+    Trace(super::trace::TraceArrival),
 }
 
 /// A population of clients sharing arrivals, a retry policy and a payload mix.

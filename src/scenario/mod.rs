@@ -1,12 +1,15 @@
 //! Scenario files: parse the TOML, apply overrides, validate into a [`SimSpec`] per variant.
 
+pub mod empirical;
 pub mod error;
+pub mod import;
 pub mod invariants;
 pub mod locate;
 pub mod overrides;
 pub mod policies;
 pub mod presets;
 pub mod raw;
+pub mod trace;
 pub mod validate;
 
 pub use error::ScenarioError;
@@ -69,8 +72,9 @@ impl Scenario {
         let parsed: RawScenario = toml::from_str(source).map_err(|e| parse_error(file, source, &e))?;
         let table: Table = toml::from_str(source).expect("parsed above as a scenario");
         let origin = Origin { file, source, variant: None };
-        let (table, raw) =
+        let (table, mut raw) =
             if overrides.is_empty() { (table, parsed) } else { with_overrides(&origin, &table, overrides)? };
+        raw.base_dir = base_dir(file);
         let (meta, base, mut warnings) = validate::validate(&raw).map_err(|e| origin.place(overrides, e))?;
         let mut scenario = Scenario {
             file: file.to_string(),
@@ -110,7 +114,8 @@ impl Scenario {
             let why = "variants share the scenario's name, seed and replications (common random numbers); set it at the top level or with --seed/--replications";
             return Err(origin.error(&o.path, &o.path, why.to_string()));
         }
-        let (_, raw) = with_overrides(&origin, &table, sets)?;
+        let (_, mut raw) = with_overrides(&origin, &table, sets)?;
+        raw.base_dir = base_dir(&self.file);
         let (_, spec, warnings) = validate::validate(&raw).map_err(|e| origin.place(sets, e))?;
         Ok((Variant { name: name.to_string(), spec }, warnings))
     }
@@ -156,6 +161,11 @@ impl Scenario {
             self.variants.clone()
         }
     }
+}
+
+/// The directory relative data and import paths of scenario `file` are read from.
+fn base_dir(file: &str) -> std::path::PathBuf {
+    std::path::Path::new(file).parent().map(std::path::Path::to_path_buf).unwrap_or_default()
 }
 
 /// A TOML syntax, type or unknown-key error, at its position and named by the field there.

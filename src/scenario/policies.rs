@@ -6,7 +6,7 @@ use super::raw::{Dur, RawBreaker, RawBudget, RawPolicy, RawRetryAfter};
 use super::validate::{count, finite_at_least, probability, show, unknown, V};
 use crate::engine::{Nanos, NS_PER_MS, NS_PER_S};
 use crate::model::budget::{BreakerSpec, BudgetKind, BudgetSpec, Scope};
-use crate::model::{DeadlineMode, Jitter, RetryAfterMode, RetryPolicy};
+use crate::model::{DeadlineMode, Jitter, RetryAfterMode, RetryOn, RetryPolicy};
 
 /// Every jitter strategy's name, as scenarios and `retrystorm budget --jitter` spell it.
 pub const JITTERS: [&str; 8] =
@@ -15,6 +15,14 @@ pub const JITTERS: [&str; 8] =
 /// Validates one policy (after applying its preset, if any).
 pub fn policy(name: &str, written: &RawPolicy) -> V<RetryPolicy> {
     let at = |field: &str| format!("policy.{name}.{field}");
+    let with_import;
+    let written = match super::import::import_policy(name, written)? {
+        Some(imported) => {
+            with_import = presets::overlay(written, imported.policy);
+            &with_import
+        }
+        None => written,
+    };
     let raw = match &written.preset {
         None => written.clone(),
         Some(p) => {
@@ -65,6 +73,7 @@ pub fn policy(name: &str, written: &RawPolicy) -> V<RetryPolicy> {
         budget: raw.budget.as_ref().map(|b| budget(b, &at("budget"))).transpose()?,
         breaker: raw.breaker.as_ref().map(|b| breaker(b, &at("breaker"))).transpose()?,
         preset: raw.preset.clone(),
+        retry_on: retry_on(raw.retry_on.as_deref(), &at("retry_on"))?,
     })
 }
 
@@ -97,6 +106,20 @@ pub fn jitter(name: &str, raw: &RawPolicy, at: &dyn Fn(&str) -> String) -> V<Jit
         }
         other => return Err(unknown(&at("jitter"), "jitter", other, &JITTERS)),
     })
+}
+
+fn retry_on(raw: Option<&[String]>, at: &str) -> V<RetryOn> {
+    let Some(list) = raw else { return Ok(RetryOn::ALL) };
+    let mut on = RetryOn { transient: false, throttling: false, timeout: false };
+    for item in list {
+        match item.as_str() {
+            "transient" => on.transient = true,
+            "throttling" => on.throttling = true,
+            "timeout" => on.timeout = true,
+            other => return Err(unknown(at, "failure kind", other, &["transient", "throttling", "timeout"])),
+        }
+    }
+    Ok(on)
 }
 
 /// `per_call` (the default: what HTTP clients and SDKs do unless told otherwise) or `propagate`.

@@ -141,7 +141,7 @@ pub fn overlay(raw: &RawPolicy, mut base: RawPolicy) -> RawPolicy {
         base.schedule = None;
     }
     RawPolicy {
-        preset: raw.preset.clone(),
+        preset: raw.preset.clone().or(base.preset),
         jitter: raw.jitter.clone().or(base.jitter),
         base: raw.base.or(base.base),
         multiplier: raw.multiplier.or(base.multiplier),
@@ -156,6 +156,9 @@ pub fn overlay(raw: &RawPolicy, mut base: RawPolicy) -> RawPolicy {
         schedule: raw.schedule.clone().or(base.schedule),
         budget: raw.budget.clone().or(base.budget),
         breaker: raw.breaker.clone().or(base.breaker),
+        import: raw.import.clone(),
+        select: raw.select.clone(),
+        retry_on: raw.retry_on.clone().or(base.retry_on),
     }
 }
 

@@ -79,6 +79,9 @@ pub struct RawScenario {
     pub fault: Vec<RawFault>,
     #[serde(default)]
     pub variant: Vec<RawVariant>,
+    /// Directory that relative data and import paths are read from (the scenario file's).
+    #[serde(skip)]
+    pub base_dir: std::path::PathBuf,
 }
 
 /// `[[tenant]]`.
@@ -104,6 +107,18 @@ pub struct RawArrival {
     pub rate_per_s: Option<f64>,
     pub think: Option<Dur>,
     pub steps: Option<Vec<RawStep>>,
+    /// `kind = "trace"`: the CSV file and how to read and replay it (see `scenario::trace`).
+    pub file: Option<String>,
+    pub format: Option<String>,
+    pub column: Option<String>,
+    pub time_column: Option<String>,
+    pub unit: Option<String>,
+    pub interval: Option<Dur>,
+    pub per: Option<String>,
+    pub time_scale: Option<f64>,
+    pub volume_scale: Option<f64>,
+    #[serde(rename = "loop")]
+    pub looped: Option<bool>,
 }
 
 /// One step of a `profile` arrival.
@@ -133,6 +148,12 @@ pub struct RawPolicy {
     pub schedule: Option<Vec<Dur>>,
     pub budget: Option<RawBudget>,
     pub breaker: Option<RawBreaker>,
+    /// A real retry config to start from (gRPC JSON, Envoy YAML, AWS profile, resilience4j YAML).
+    pub import: Option<String>,
+    /// Which entry of the imported file: `service/method`, a route or instance, a profile.
+    pub select: Option<String>,
+    /// Failures retried: any of "transient", "throttling", "timeout" (default: all).
+    pub retry_on: Option<Vec<String>>,
 }
 
 /// `honor_retry_after = true | false | "at_least" | "exact" | "aws"`.
@@ -190,6 +211,18 @@ pub struct RawDist {
     pub sd: Option<Dur>,
     pub base: Option<Dur>,
     pub per_inflight: Option<Dur>,
+    /// `dist = "empirical"`: a histogram CSV (bucket upper bounds and counts) …
+    pub file: Option<String>,
+    pub unit: Option<String>,
+    pub cumulative: Option<bool>,
+    /// … or percentiles (also `dist = "lognormal"` fitted through two of them).
+    pub min: Option<Dur>,
+    pub p50: Option<Dur>,
+    pub p75: Option<Dur>,
+    pub p90: Option<Dur>,
+    pub p95: Option<Dur>,
+    pub p99: Option<Dur>,
+    pub p999: Option<Dur>,
 }
 
 /// `idempotency = { ttl = "78h" }` or `{ ttl = "window+6h", in_progress = "wait" }`.

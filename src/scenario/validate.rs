@@ -38,6 +38,7 @@ pub fn validate(raw: &RawScenario) -> V<(Meta, SimSpec, Vec<String>)> {
     if raw.name.trim().is_empty() {
         return Err(Invalid::at("name", "is empty; give the scenario a name, e.g. name = \"outage-herd\""));
     }
+    super::import::begin(&raw.base_dir);
     let seed = raw.seed.unwrap_or(1);
     let seed =
         u64::try_from(seed).map_err(|_| Invalid::at("seed", format!("is {seed}; use a non-negative integer")))?;
@@ -90,7 +91,8 @@ pub fn validate(raw: &RawScenario) -> V<(Meta, SimSpec, Vec<String>)> {
         policies,
         faults,
     };
-    let warnings = super::invariants::warnings(&spec);
+    let mut warnings = super::import::take_warnings();
+    warnings.extend(super::invariants::warnings(&spec));
     Ok((Meta { seed, replications }, spec, warnings))
 }
 
@@ -204,7 +206,11 @@ fn arrival(a: &RawArrival, at: &str) -> V<Arrival> {
     };
     let start = a.start.map_or(0, |d| d.0);
     let spread = a.spread.map_or(0, |d| d.0);
+    if a.kind != "trace" {
+        super::trace::forbid_fields(a, at)?;
+    }
     match a.kind.as_str() {
+        "trace" => super::trace::arrival(a, at),
         "herd" => {
             forbid(a.rate_per_s.is_some(), "rate_per_s")?;
             forbid(a.think.is_some(), "think")?;
@@ -262,7 +268,9 @@ fn arrival(a: &RawArrival, at: &str) -> V<Arrival> {
             }
             Ok(Arrival::Profile { steps: out })
         }
-        other => Err(unknown(&field("kind"), "arrival kind", other, &["herd", "poisson", "closed", "profile"])),
+        other => {
+            Err(unknown(&field("kind"), "arrival kind", other, &["herd", "poisson", "closed", "profile", "trace"]))
+        }
     }
 }
 
@@ -286,7 +294,21 @@ fn dist(d: &RawDist, at: &str) -> V<Dist> {
             Ok(())
         }
     };
+    if d.dist != "empirical" {
+        super::empirical::forbid_fields(d, at)?;
+    }
     match d.dist.as_str() {
+        "empirical" => super::empirical::dist(d, at),
+        "lognormal"
+            if d.p50.is_some()
+                || d.p75.is_some()
+                || d.p90.is_some()
+                || d.p95.is_some()
+                || d.p99.is_some()
+                || d.p999.is_some() =>
+        {
+            Ok(super::empirical::fitted_lognormal(d, at)?.expect("percentiles are given"))
+        }
         "constant" | "exponential" => {
             forbid(d.sd.is_some(), "sd")?;
             forbid(d.base.is_some(), "base")?;
@@ -312,9 +334,12 @@ fn dist(d: &RawDist, at: &str) -> V<Dist> {
             forbid(d.sd.is_some(), "sd")?;
             Ok(Dist::Load { base: need(d.base, "base")?, per_inflight: need(d.per_inflight, "per_inflight")? })
         }
-        other => {
-            Err(unknown(&field("dist"), "dist", other, &["constant", "exponential", "lognormal", "normal_abs", "load"]))
-        }
+        other => Err(unknown(
+            &field("dist"),
+            "dist",
+            other,
+            &["constant", "exponential", "lognormal", "normal_abs", "load", "empirical"],
+        )),
     }
 }
 

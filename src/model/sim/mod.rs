@@ -15,6 +15,7 @@ use super::arrivals::{first_requests, next_poisson};
 use super::budget::{BreakerState, BudgetState, FailureKind};
 use super::policy::{DeadlineMode, JitterState};
 use super::spec::{Arrival, SimSpec};
+use super::trace::TraceCursor;
 use crate::engine::{stream, EventQueue, Handle, Nanos, Slab, StreamKind};
 use crate::metrics::{
     new_latency_histogram, DlqReason, HopBucket, HopCounters, RunRecord, TenantBucket, TenantCounters,
@@ -217,6 +218,8 @@ pub struct Simulation<'a> {
     prefault_wait_us: Histogram<u64>,
     first_fault_start: Nanos,
     poisson_steps: Vec<Option<Vec<(Nanos, f64)>>>,
+    /// Replay positions of trace tenants (None for the others).
+    traces: Vec<Option<TraceCursor>>,
 }
 
 /// Runs replication `replication` of `spec` under master seed `seed`.
@@ -274,6 +277,14 @@ impl<'a> Simulation<'a> {
             prefault_wait_us: new_latency_histogram(),
             first_fault_start: spec.first_trigger_start().unwrap_or(Nanos::MAX),
             poisson_steps: spec.tenants.iter().map(|t| poisson_steps(&t.arrival)).collect(),
+            traces: spec
+                .tenants
+                .iter()
+                .map(|t| match &t.arrival {
+                    Arrival::Trace(a) => Some(TraceCursor::new(a)),
+                    _ => None,
+                })
+                .collect(),
         }
     }
 
@@ -348,6 +359,11 @@ impl<'a> Simulation<'a> {
                 }
             }
         }
+        for (ti, cursor) in self.traces.iter_mut().enumerate() {
+            if let Some(at) = cursor.as_mut().and_then(|c| c.next(0, self.spec.horizon, &mut self.rngs.arrivals[ti])) {
+                self.queue.push(at, Event::PoissonArrival { tenant: ti as u16 });
+            }
+        }
     }
 
     fn dispatch(&mut self, event: Event) {
@@ -373,8 +389,14 @@ impl<'a> Simulation<'a> {
         let spec = &self.spec.tenants[ti];
         let rng = &mut self.rngs.arrivals[ti];
         let client = rng.gen_range(0..spec.clients);
-        let steps = self.poisson_steps[ti].as_deref().expect("only poisson tenants get these events");
-        if let Some(at) = next_poisson(self.now, steps, self.spec.horizon, rng) {
+        let next = match self.traces[ti].as_mut() {
+            Some(cursor) => cursor.next(self.now, self.spec.horizon, rng),
+            None => {
+                let steps = self.poisson_steps[ti].as_deref().expect("only open-loop tenants get these events");
+                next_poisson(self.now, steps, self.spec.horizon, rng)
+            }
+        };
+        if let Some(at) = next {
             self.queue.push(at, Event::PoissonArrival { tenant });
         }
         self.new_request(tenant, client);
@@ -536,7 +558,7 @@ impl<'a> Simulation<'a> {
         let spec = self.spec;
         let policy = &spec.policies[call.policy as usize];
         let tenant = call.tenant as usize;
-        if call.attempts_made >= policy.attempts_max {
+        if call.attempts_made >= policy.attempts_max || !policy.retry_on.allows(failure) {
             return self.end_call(call_handle, CallEnd::Dlq(DlqReason::Attempts));
         }
         let call = self.calls.get_mut(call_handle).expect("caller of a live call");
@@ -594,7 +616,7 @@ impl<'a> Simulation<'a> {
                 0
             }
             Arrival::Closed { think, .. } => think,
-            Arrival::Poisson { .. } | Arrival::Profile { .. } => return,
+            Arrival::Poisson { .. } | Arrival::Profile { .. } | Arrival::Trace(_) => return,
         };
         let at = self.now.saturating_add(think);
         if at < self.spec.horizon {

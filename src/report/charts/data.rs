@@ -189,6 +189,7 @@ fn dist_words(dist: &Dist) -> String {
         Dist::LogNormal { mean, sd } => format!("lognormal, mean {}, sd {}", d(mean), d(sd)),
         Dist::NormalAbs { mean, sd } => format!("|normal({}, {})|", d(mean), d(sd)),
         Dist::Load { base, per_inflight } => format!("{} + {} × in-flight", d(base), d(per_inflight)),
+        Dist::Empirical(ref e) => format!("empirical ({}), mean {}", e.source, d(e.mean_ns() as u64)),
     }
 }
 
@@ -208,6 +209,14 @@ fn arrival_words(arrival: &Arrival) -> String {
             let parts: Vec<String> = steps.iter().map(|(from, rate)| format!("{rate}/s from {}", d(*from))).collect();
             format!("profile: {}", parts.join(", "))
         }
+        Arrival::Trace(t) => format!(
+            "trace {} (mean {:.1}/s, time ×{}, volume ×{}{})",
+            t.file,
+            t.mean_rate_per_s(),
+            t.time_scale,
+            t.volume_scale,
+            if t.looped { ", looped" } else { "" }
+        ),
     }
 }
 
@@ -241,6 +250,16 @@ fn policy_info(p: &RetryPolicy) -> PolicyInfo {
         summary.push_str(", inherits the caller's deadline");
     }
     summary.push_str(&retry_after_words(p.retry_after));
+    if p.retry_on != crate::model::RetryOn::ALL {
+        let on = [
+            ("transient", p.retry_on.transient),
+            ("throttling", p.retry_on.throttling),
+            ("timeout", p.retry_on.timeout),
+        ];
+        let kinds: Vec<&str> = on.iter().filter(|(_, b)| *b).map(|(n, _)| *n).collect();
+        let kinds = if kinds.is_empty() { "nothing".to_string() } else { kinds.join(", ") };
+        summary.push_str(&format!(", retries {kinds} failures only"));
+    }
     if let Some(budget) = &p.budget {
         summary.push_str(&format!(", {}", budget_words(budget)));
     }

@@ -1,0 +1,320 @@
+//! `retrystorm init FILE`: writes a commented scenario from a capacity planner's numbers
+//! (`--clients` or `--rate`, `--capacity`, `--outage`, `--hops`, `--preset`) or from their own
+//! files (`--from` a request trace, a latency histogram, a retry config), validated before it is
+//! written so that `run` accepts it as is.
+
+use super::CliError;
+use crate::engine::NS_PER_S;
+use crate::model::{Arrival, Dist};
+use crate::scenario::raw::{parse_duration, RawArrival, RawDist};
+use crate::scenario::{import, Scenario};
+use clap::Args;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Flags of `init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The scenario file to write (refused if it exists, unless --force).
+    pub file: PathBuf,
+    /// Closed-loop clients, each sending its next request --think after the previous ends.
+    #[arg(long, conflicts_with = "rate")]
+    pub clients: Option<u32>,
+    /// Open-loop Poisson arrivals, requests per second.
+    #[arg(long, allow_negative_numbers = true)]
+    pub rate: Option<f64>,
+    /// Pause of a closed-loop client between requests.
+    #[arg(long, default_value = "1s")]
+    pub think: String,
+    /// Requests per second each hop serves (default: twice the offered load).
+    #[arg(long, allow_negative_numbers = true)]
+    pub capacity: Option<f64>,
+    /// An outage of the last hop of this length, starting 30 s in.
+    #[arg(long)]
+    pub outage: Option<String>,
+    /// Hop names, in call order.
+    #[arg(long, value_delimiter = ',', default_value = "api")]
+    pub hops: Vec<String>,
+    /// A retry-policy preset for the clients (aws-standard, grpc, envoy, …).
+    #[arg(long)]
+    pub preset: Option<String>,
+    /// Your own data: a request trace CSV, a latency histogram CSV, a retry config (repeatable).
+    #[arg(long = "from", value_name = "FILE")]
+    pub from: Vec<PathBuf>,
+    /// Which entry of an imported config (`service/method`, route, instance or profile).
+    #[arg(long)]
+    pub select: Option<String>,
+    /// Overwrite FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// What a `--from` file is.
+enum Source {
+    Trace { path: String, mean_rate: f64, period_s: f64 },
+    Histogram { path: String, mean_s: f64, unit: Option<String> },
+    Config { path: String },
+}
+
+fn bad(message: String) -> CliError {
+    CliError::BadInput(format!("init: {message}"))
+}
+
+/// Writes the scenario.
+pub fn run(args: InitArgs) -> Result<(), CliError> {
+    if args.file.exists() && !args.force {
+        return Err(bad(format!("`{}` exists; choose another file or add --force", args.file.display())));
+    }
+    let out_dir = args.file.parent().map(Path::to_path_buf).unwrap_or_default();
+    let sources = args.from.iter().map(|f| classify(f, &out_dir)).collect::<Result<Vec<_>, _>>()?;
+    let text = scenario_text(&args, &sources)?;
+    let name = args.file.display().to_string();
+    // Validate as `run` will (paths relative to the file's directory) before writing anything.
+    let scenario = Scenario::from_source(&name, &text, &[])
+        .map_err(|e| bad(format!("the generated scenario does not validate: {e}")))?;
+    crate::report::files::write_atomic(&args.file, text.as_bytes()).map_err(|e| bad(e.to_string()))?;
+    for w in &scenario.warnings {
+        eprintln!("warning: {w}");
+    }
+    println!("wrote {name}; run it with: retrystorm compare {name}");
+    Ok(())
+}
+
+/// `path` as the scenario will name it: relative to the scenario's directory when possible.
+fn relative_to(path: &Path, dir: &Path) -> String {
+    let abs = |p: &Path| std::fs::canonicalize(if p.as_os_str().is_empty() { Path::new(".") } else { p }).ok();
+    match (abs(path), abs(dir)) {
+        (Some(p), Some(d)) => {
+            if let Ok(rest) = p.strip_prefix(&d) {
+                return rest.display().to_string();
+            }
+            // One level up at most keeps the scenario readable; else the absolute path.
+            match d.parent().and_then(|up| p.strip_prefix(up).ok()) {
+                Some(rest) => format!("../{}", rest.display()),
+                None => p.display().to_string(),
+            }
+        }
+        _ => path.display().to_string(),
+    }
+}
+
+fn classify(file: &Path, out_dir: &Path) -> Result<Source, CliError> {
+    let shown = file.display().to_string();
+    let text_head = || -> Result<String, CliError> {
+        use std::io::{BufRead, BufReader};
+        let f = std::fs::File::open(file).map_err(|e| bad(format!("--from {shown}: cannot read it: {e}")))?;
+        let mut head = String::new();
+        for line in BufReader::new(f).lines().take(64) {
+            let line = line.map_err(|e| bad(format!("--from {shown}: not text: {e}")))?;
+            head.push_str(&line);
+            head.push('\n');
+        }
+        Ok(head)
+    };
+    let head = text_head()?;
+    let path = relative_to(file, out_dir);
+    import::begin(Path::new(""));
+    let lower = shown.to_ascii_lowercase();
+    if [".csv", ".tsv", ".txt", ".hgrm"].iter().any(|e| lower.ends_with(e)) {
+        let header = head.lines().find(|l| !l.trim_start().starts_with('#')).unwrap_or("").to_ascii_lowercase();
+        let cols: Vec<&str> = header.split(',').map(|c| c.trim().trim_matches('"')).collect();
+        let hgrm = lower.ends_with(".hgrm");
+        let is_hist = hgrm
+            || cols.iter().any(|c| ["le", "upper", "upper_bound", "bucket"].contains(c))
+            || cols.contains(&"totalcount");
+        if is_hist {
+            let mut d: RawDist = toml::from_str("dist = \"empirical\"").expect("valid");
+            d.file = Some(shown.clone());
+            d.unit = (hgrm || cols.contains(&"totalcount")).then(|| "ms".to_string());
+            let unit = d.unit.clone();
+            let dist = crate::scenario::empirical::dist(&d, "--from")
+                .map_err(|e| bad(format!("--from {shown}: {}", e.message)))?;
+            let Dist::Empirical(e) = dist else { unreachable!("empirical") };
+            return Ok(Source::Histogram { path, mean_s: e.mean_ns() / NS_PER_S as f64, unit });
+        }
+        let mut a: RawArrival = toml::from_str("kind = \"trace\"").expect("valid");
+        a.file = Some(shown.clone());
+        let arrival =
+            crate::scenario::trace::arrival(&a, "--from").map_err(|e| bad(format!("--from {shown}: {}", e.message)))?;
+        let Arrival::Trace(t) = arrival else { unreachable!("trace") };
+        let period_s = t.data.period() as f64 / NS_PER_S as f64;
+        return Ok(Source::Trace { path, mean_rate: t.mean_rate_per_s(), period_s });
+    }
+    if import::detect(&shown, &head).is_some() {
+        return Ok(Source::Config { path });
+    }
+    Err(bad(format!(
+        "--from {shown}: not a trace or histogram (.csv) nor a retry config (gRPC .json, Envoy or resilience4j .yaml, AWS config)"
+    )))
+}
+
+fn scenario_text(args: &InitArgs, sources: &[Source]) -> Result<String, CliError> {
+    let trace = sources.iter().find_map(|s| match s {
+        Source::Trace { path, mean_rate, period_s } => Some((path, *mean_rate, *period_s)),
+        _ => None,
+    });
+    let histogram = sources.iter().find_map(|s| match s {
+        Source::Histogram { path, mean_s, unit } => Some((path, *mean_s, unit)),
+        _ => None,
+    });
+    let config = sources.iter().find_map(|s| match s {
+        Source::Config { path } => Some(path),
+        _ => None,
+    });
+    if trace.is_some() && (args.rate.is_some() || args.clients.is_some()) {
+        return Err(bad("--from a trace sets the arrivals; leave out --rate and --clients".into()));
+    }
+    for h in &args.hops {
+        if h.is_empty() || h.contains('.') || h.contains('"') {
+            return Err(bad(format!("--hops: `{h}` is not a hop name (non-empty, no `.` or quote)")));
+        }
+    }
+    let outage =
+        args.outage.as_deref().map(|o| parse_duration(o).map_err(|e| bad(format!("--outage: {e}")))).transpose()?;
+    let think = parse_duration(&args.think).map_err(|e| bad(format!("--think: {e}")))?;
+    let service_s = histogram.map_or(0.010, |h| h.1);
+    // Offered load in requests per second, for the default capacity.
+    let offered = match (trace, args.rate, args.clients) {
+        (Some(t), _, _) => t.1,
+        (None, Some(r), _) if r.is_finite() && r > 0.0 => r,
+        (None, Some(r), _) => return Err(bad(format!("--rate {r}: give a positive number of requests per second"))),
+        (None, None, Some(0)) => return Err(bad("--clients 0: give at least one client".into())),
+        (None, None, Some(c)) => f64::from(c) / (think as f64 / NS_PER_S as f64 + service_s),
+        (None, None, None) => 100.0,
+    };
+    let capacity = match args.capacity {
+        Some(c) if c.is_finite() && c > 0.0 => c,
+        Some(c) => return Err(bad(format!("--capacity {c}: give a positive number of requests per second"))),
+        None => 2.0 * offered,
+    };
+    let workers = (capacity * service_s).ceil().max(1.0) as u64;
+    let outage_from = 30.0;
+    let horizon = trace.map_or(120.0, |t| t.2).max(outage.map_or(0.0, |o| outage_from + o as f64 / 1e9 + 60.0));
+    let name = args.file.file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
+    let mut s = String::new();
+    let w = &mut s;
+    let _ = writeln!(
+        w,
+        "# {name}: written by `retrystorm init`; edit freely, then `retrystorm compare {}`.",
+        args.file.display()
+    );
+    let _ = writeln!(w, "#");
+    let _ = writeln!(w, "# What it models: {}.", describe(args, trace.is_some(), offered, capacity, outage));
+    if offered > capacity {
+        let _ = writeln!(
+            w,
+            "# Note: the offered load (≈ {offered:.0}/s) exceeds the capacity ({capacity:.0}/s): the hops are overloaded even without a fault."
+        );
+    }
+    let _ = writeln!(w, "# `retrystorm validate` prints each retry policy as resolved and where each value came from.");
+    let _ = writeln!(w, "\nname = {}", toml_str(&name));
+    let _ = writeln!(w, "seed = 1");
+    let _ = writeln!(
+        w,
+        "horizon = \"{}s\"      # no new requests after this; the run drains up to 2 × horizon",
+        horizon.ceil()
+    );
+    let _ = writeln!(w, "replications = 5       # independent runs per variant: results carry 95% CIs");
+    let _ = writeln!(w, "\n[[tenant]]\nname = \"clients\"");
+    match (trace, args.clients) {
+        (Some((path, rate, period)), _) => {
+            let _ = writeln!(w, "clients = 1000         # the trace's requests are spread over this many clients");
+            let _ = writeln!(
+                w,
+                "arrival = {{ kind = \"trace\", file = {}, loop = true }}   # {rate:.1} requests/s on average over {period:.0} s; time_scale = 10 replays 10× faster, volume_scale = 3 triples the volume",
+                toml_str(path)
+            );
+        }
+        (None, Some(c)) => {
+            let _ = writeln!(w, "clients = {c}");
+            let _ = writeln!(
+                w,
+                "arrival = {{ kind = \"closed\", start = \"0s\", spread = \"1s\", think = \"{}\" }}   # each client waits `think` after a request ends",
+                args.think
+            );
+        }
+        (None, None) => {
+            let _ = writeln!(w, "clients = 1000         # open-loop requests are spread over this many clients");
+            let _ = writeln!(w, "arrival = {{ kind = \"poisson\", rate_per_s = {offered:?} }}");
+        }
+    }
+    let _ = writeln!(w, "policy = \"client\"");
+    let _ = writeln!(w, "\n[policy.client]        # the clients' retry policy");
+    if let Some(path) = config {
+        let _ = writeln!(w, "import = {}   # fields written below override the imported ones", toml_str(path));
+        if let Some(sel) = &args.select {
+            let _ = writeln!(w, "select = {}", toml_str(sel));
+        }
+    }
+    match (&args.preset, config) {
+        (Some(p), _) => {
+            let _ = writeln!(w, "preset = {}   # any field written here overrides the preset", toml_str(p));
+        }
+        (None, Some(_)) => {}
+        (None, None) => {
+            let _ = writeln!(
+                w,
+                "jitter = \"full\"        # none | exponential | full | equal | decorrelated | proportional | schedule"
+            );
+            let _ = writeln!(w, "base = \"100ms\"\nmultiplier = 2.0\ncap = \"10s\"\nmax_attempts = 4");
+        }
+    }
+    if args.hops.len() > 1 {
+        let _ = writeln!(w, "\n[policy.inner]         # how each hop retries the next one");
+        let _ = writeln!(w, "jitter = \"full\"\nbase = \"25ms\"\ncap = \"1s\"\nmax_attempts = 3");
+    }
+    for (i, hop) in args.hops.iter().enumerate() {
+        let _ = writeln!(w, "\n[[hop]]\nname = {}", toml_str(hop));
+        let _ = writeln!(
+            w,
+            "workers = {workers}            # {workers} × 1/{service_s:.4} s ≈ {:.0} requests/s",
+            workers as f64 / service_s
+        );
+        match histogram {
+            Some((path, mean, unit)) => {
+                let unit = unit.as_ref().map(|u| format!(", unit = {}", toml_str(u))).unwrap_or_default();
+                let _ = writeln!(
+                    w,
+                    "service = {{ dist = \"empirical\", file = {}{unit} }}   # measured, mean {:.1} ms",
+                    toml_str(path),
+                    mean * 1e3
+                );
+            }
+            None => {
+                let _ = writeln!(w, "service = {{ dist = \"exponential\", mean = \"10ms\" }}   # or empirical: file = \"latency.csv\", or p50/p99");
+            }
+        }
+        if i + 1 < args.hops.len() {
+            let _ = writeln!(w, "downstream_policy = \"inner\"");
+        }
+    }
+    if let Some(o) = outage {
+        let last = args.hops.last().expect("at least one hop");
+        let _ = writeln!(w, "\n[[fault]]               # the dependency goes down; what hits it when it comes back?");
+        let _ = writeln!(
+            w,
+            "hop = {}\nkind = \"outage\"\nfrom = \"{outage_from}s\"\nto = \"{}s\"",
+            toml_str(last),
+            outage_from + o as f64 / 1e9
+        );
+    }
+    Ok(s)
+}
+
+fn describe(args: &InitArgs, trace: bool, offered: f64, capacity: f64, outage: Option<u64>) -> String {
+    let load = if trace {
+        "a replayed traffic trace".to_string()
+    } else if let Some(c) = args.clients {
+        format!("{c} closed-loop clients (≈ {offered:.0} requests/s)")
+    } else {
+        format!("{offered} requests/s (Poisson)")
+    };
+    let outage = outage.map_or(String::new(), |o| {
+        format!(", an outage of {} for {:.0} s", args.hops.last().map_or("", String::as_str), o as f64 / 1e9)
+    });
+    format!("{load} through {} at ≈ {capacity:.0} requests/s capacity{outage}", args.hops.join(" → "))
+}
+
+fn toml_str(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}

@@ -1,0 +1,289 @@
+//! The user's own files: retry policies imported from real configs (`[policy.NAME] import =
+//! "file"`), and the shared plumbing of every data file a scenario names (traces, histograms):
+//! paths relative to the scenario, warnings about what an import could not map.
+//!
+//! Importers turn a source's documented semantics into a [`RawPolicy`] plus, for each field they
+//! set, where in the file it came from. The scenario's own fields override imported ones, which
+//! override a preset's (an import may name a preset, e.g. AWS `retry_mode = standard`).
+
+pub mod aws;
+pub mod envoy;
+pub mod grpc;
+pub mod resilience4j;
+mod resolved;
+
+use super::error::Invalid;
+use super::raw::{Dur, RawPolicy};
+use super::validate::V;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A policy read from a config file.
+#[derive(Clone, Debug, Default)]
+pub struct Imported {
+    /// The values the file sets.
+    pub policy: RawPolicy,
+    /// Field name (as in `[policy.NAME]`) → where in the file it came from.
+    pub sources: BTreeMap<&'static str, String>,
+    /// Fields of the file that were not mapped, and why.
+    pub warnings: Vec<String>,
+}
+
+impl Imported {
+    /// Records that `field` came from `key` of the file.
+    pub fn from_key(&mut self, field: &'static str, key: &str) {
+        self.sources.insert(field, key.to_string());
+    }
+
+    /// Warns about a field of the source that has no counterpart in the model.
+    pub fn unsupported(&mut self, key: &str, why: &str) {
+        self.warnings.push(format!("`{key}` is not modelled: {why}"));
+    }
+}
+
+thread_local! {
+    /// The scenario being validated on this thread: its directory and the warnings so far.
+    static CONTEXT: RefCell<(PathBuf, Vec<String>)> = RefCell::new((PathBuf::new(), Vec::new()));
+}
+
+/// Starts validating a scenario whose relative paths are read from `base_dir`.
+pub fn begin(base_dir: &Path) {
+    CONTEXT.with(|c| *c.borrow_mut() = (base_dir.to_path_buf(), Vec::new()));
+}
+
+/// The import warnings collected since [`begin`].
+pub fn take_warnings() -> Vec<String> {
+    CONTEXT.with(|c| std::mem::take(&mut c.borrow_mut().1))
+}
+
+/// Adds a warning to the scenario being validated.
+pub fn warn(message: String) {
+    CONTEXT.with(|c| c.borrow_mut().1.push(message));
+}
+
+/// `file` resolved against the scenario's directory.
+pub fn resolve(file: &str) -> PathBuf {
+    let path = Path::new(file);
+    if path.is_absolute() {
+        return path.to_path_buf();
+    }
+    CONTEXT.with(|c| c.borrow().0.join(path))
+}
+
+/// Opens a data file named at `at`, with an error that says where it was looked for.
+pub fn open(file: &str, at: &str) -> V<std::fs::File> {
+    let path = resolve(file);
+    std::fs::File::open(&path).map_err(|e| {
+        Invalid::at(at, format!("cannot read `{}`: {e}; paths are relative to the scenario file", path.display()))
+    })
+}
+
+/// Reads a whole (small) config file.
+fn read_config(file: &str, at: &str) -> V<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    open(file, at)?
+        .read_to_string(&mut text)
+        .map_err(|e| Invalid::at(at, format!("cannot read `{file}` as UTF-8 text: {e}")))?;
+    Ok(text)
+}
+
+/// The formats `import` reads, by what the file looks like.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// gRPC service config JSON.
+    Grpc,
+    /// Envoy route configuration YAML (a route's `retry_policy`).
+    Envoy,
+    /// AWS shared config file (INI profiles).
+    Aws,
+    /// resilience4j retry YAML (Spring Boot `resilience4j.retry`).
+    Resilience4j,
+}
+
+/// Guesses the format from the extension and the content.
+pub fn detect(file: &str, text: &str) -> Option<Format> {
+    let lower = file.to_ascii_lowercase();
+    if lower.ends_with(".json") || text.trim_start().starts_with('{') {
+        return Some(Format::Grpc);
+    }
+    if lower.ends_with(".yaml") || lower.ends_with(".yml") {
+        return Some(if text.contains("resilience4j") { Format::Resilience4j } else { Format::Envoy });
+    }
+    let ini = text.lines().map(str::trim).any(|l| l.starts_with("[default]") || l.starts_with("[profile "));
+    ini.then_some(Format::Aws)
+}
+
+/// The policy `[policy.NAME]` imports (with its own `select`), or None without `import`.
+pub fn import_policy(name: &str, written: &RawPolicy) -> V<Option<Imported>> {
+    let Some(file) = &written.import else {
+        if written.select.is_some() {
+            return Err(Invalid::at(&format!("policy.{name}.select"), "is only used with `import`; remove it"));
+        }
+        return Ok(None);
+    };
+    let at = format!("policy.{name}.import");
+    let text = read_config(file, &at)?;
+    let select = written.select.as_deref();
+    // A `select` the file does not have is blamed on `select`, anything else on `import`.
+    let select_at = format!("policy.{name}.select");
+    let fail = |e: String| {
+        let blames_select = select.is_some_and(|s| e.contains(&format!("`{s}`")) || e.contains(&format!("\"{s}\"")));
+        Invalid::at(if blames_select { &select_at } else { &at }, format!("{file}: {e}"))
+    };
+    let imported = match detect(file, &text) {
+        Some(Format::Grpc) => grpc::import(&text, select).map_err(fail)?,
+        Some(Format::Envoy) => envoy::import(&text, select).map_err(fail)?,
+        Some(Format::Resilience4j) => resilience4j::import(&text, select).map_err(fail)?,
+        Some(Format::Aws) => aws::import(&text, select).map_err(fail)?,
+        None => {
+            return Err(Invalid::at(
+                &at,
+                format!(
+                    "`{file}` is not a format import reads: a gRPC service config (.json), an Envoy route or \
+                     resilience4j retry config (.yaml) or an AWS config file with [default] or [profile NAME]"
+                ),
+            ))
+        }
+    };
+    for w in &imported.warnings {
+        warn(format!("policy `{name}`: import {file}: {w}"));
+    }
+    Ok(Some(imported))
+}
+
+/// A duration written as a string in a config file ("1.5s", "100ms", "PT0.5S", "250" ms when
+/// `bare_ms`), in nanoseconds.
+pub fn config_duration(text: &str, bare_ms: bool) -> Result<u64, String> {
+    let t = text.trim();
+    if let Some(iso) = t.strip_prefix("PT").or_else(|| t.strip_prefix("pt")) {
+        // ISO-8601 (java.time.Duration): PT1H2M3.5S.
+        let mut total = 0.0;
+        let mut number = String::new();
+        for c in iso.chars() {
+            match c.to_ascii_uppercase() {
+                'H' | 'M' | 'S' => {
+                    let v: f64 = number.parse().map_err(|_| format!("`{text}` is not an ISO-8601 duration"))?;
+                    total += v * match c.to_ascii_uppercase() {
+                        'H' => 3600.0,
+                        'M' => 60.0,
+                        _ => 1.0,
+                    };
+                    number.clear();
+                }
+                _ => number.push(c),
+            }
+        }
+        if !number.is_empty() {
+            return Err(format!("`{text}` is not an ISO-8601 duration (write e.g. PT0.5S)"));
+        }
+        return Ok(crate::engine::secs_to_ns(total));
+    }
+    if let Ok(v) = t.parse::<f64>() {
+        if v.is_finite() && v >= 0.0 && bare_ms {
+            return Ok(crate::engine::secs_to_ns(v / 1000.0));
+        }
+    }
+    // Protobuf JSON writes "1.5s" (fractional seconds), which humantime does not read.
+    if let Some(secs) = t.strip_suffix('s').and_then(|n| n.parse::<f64>().ok()) {
+        if secs.is_finite() && secs >= 0.0 {
+            return Ok(crate::engine::secs_to_ns(secs));
+        }
+    }
+    super::raw::parse_duration(t)
+}
+
+/// Sets a duration field from a config string, naming the key on error.
+pub fn duration_at(text: &str, key: &str, bare_ms: bool) -> Result<Dur, String> {
+    config_duration(text, bare_ms).map(Dur).map_err(|e| format!("`{key}`: {e}"))
+}
+
+/// The fields of `[policy.NAME]` and where each value of the resolved policy comes from:
+/// `(field, source)` for every field the scenario, the import or the preset set.
+pub fn provenance(
+    name: &str,
+    written: &toml::Table,
+    imported: Option<&Imported>,
+    file: Option<&str>,
+) -> Vec<(String, String)> {
+    let preset_name = written
+        .get("preset")
+        .and_then(toml::Value::as_str)
+        .map(str::to_string)
+        .or_else(|| imported.and_then(|i| i.policy.preset.clone()));
+    let preset = preset_name.as_deref().and_then(super::presets::preset);
+    let preset_fields = preset.as_ref().map(fields_set).unwrap_or_default();
+    let mut out = Vec::new();
+    for field in POLICY_FIELDS {
+        let source = if written.contains_key(field) {
+            format!("scenario [policy.{name}]")
+        } else if let Some(key) = imported.and_then(|i| i.sources.get(field)) {
+            format!("import {} ({key})", file.unwrap_or("?"))
+        } else if preset_fields.contains(&field) {
+            format!("preset {}", preset_name.as_deref().unwrap_or("?"))
+        } else {
+            "default".to_string()
+        };
+        out.push((field.to_string(), source));
+    }
+    out
+}
+
+/// Fields of a policy, in the order `validate` prints them.
+pub const POLICY_FIELDS: [&str; 12] = [
+    "jitter",
+    "base",
+    "multiplier",
+    "cap",
+    "max_attempts",
+    "deadline",
+    "attempt_timeout",
+    "honor_retry_after",
+    "throttle_base",
+    "retry_on",
+    "budget",
+    "breaker",
+];
+
+/// The fields a raw policy sets.
+pub fn fields_set(p: &RawPolicy) -> Vec<&'static str> {
+    let present = [
+        p.jitter.is_some(),
+        p.base.is_some(),
+        p.multiplier.is_some(),
+        p.cap.is_some(),
+        p.max_attempts.is_some(),
+        p.deadline.is_some(),
+        p.attempt_timeout.is_some(),
+        p.honor_retry_after.is_some(),
+        p.throttle_base.is_some(),
+        p.retry_on.is_some(),
+        p.budget.is_some(),
+        p.breaker.is_some(),
+    ];
+    POLICY_FIELDS.iter().zip(present).filter(|(_, set)| *set).map(|(f, _)| *f).collect()
+}
+
+/// Every key of a JSON/YAML object not in `known`, as `prefix.key`.
+pub fn unknown_keys<'a>(keys: impl Iterator<Item = &'a str>, known: &[&str], prefix: &str) -> Vec<String> {
+    keys.filter(|k| !known.contains(k))
+        .map(|k| if prefix.is_empty() { k.to_string() } else { format!("{prefix}.{k}") })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_durations_in_the_sources_spellings() {
+        assert_eq!(config_duration("1.5s", false), Ok(1_500_000_000));
+        assert_eq!(config_duration("0.025s", false), Ok(25_000_000));
+        assert_eq!(config_duration("PT0.5S", false), Ok(500_000_000));
+        assert_eq!(config_duration("PT1M30S", false), Ok(90_000_000_000));
+        assert_eq!(config_duration("250", true), Ok(250_000_000));
+        assert_eq!(config_duration("100ms", true), Ok(100_000_000));
+        assert!(config_duration("soon", false).is_err());
+    }
+}
