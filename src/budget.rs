@@ -3,13 +3,13 @@
 //! Reproduces the retry-budget guide's `RetryBudget.schedule` in integer nanoseconds, so
 //! `sum(delays) + attempts × attempt_timeout ≤ window ≤ window + margin = TTL` (never jittered).
 //! Portable random rule (the guide's algorithm, not Python's Mersenne Twister values): one
-//! `ChaCha8Rng::seed_from_u64(seed)` per schedule, one `u = rng.gen::<f64>()` in [0, 1) per
+//! `ChaCha8Rng::seed_from_u64(seed)` per schedule, one `u = rng.random::<f64>()` in [0, 1) per
 //! jittered delay, and a uniform draw in [0, x] ns is `(u × x as f64) as u64`, clamped to x.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
@@ -77,15 +77,15 @@ pub enum BudgetError {
     #[error("--window {} + --margin {} overflows the TTL; shorten them", human(.0), human(.1))]
     TtlOverflow(u64, u64),
     #[error(
-        "--hops {}: hop {1} of --window {} gets 0s, so hop {} cannot be smaller; use fewer --hops",
-        .0.hops, human(&.0.window_ns), .1 + 1
+        "--hops {}: hop {} of --window {} gets 0s, so hop {} cannot be smaller; use fewer --hops",
+        .0.hops, .1, human(&.0.window_ns), .1 + 1
     )]
     HopWindowZero(Box<BudgetConfig>, u32),
     #[error(
         "more than {ATTEMPTS_MAX} attempts fit a {} window with --base {}, --multiplier {}, --cap \
-         {}, --attempt-timeout {} (seed {2}); raise --base or --attempt-timeout",
+         {}, --attempt-timeout {} (seed {}); raise --base or --attempt-timeout",
         human(.1), human(&.0.base_ns), .0.multiplier,
-        human(&.0.cap_ns), human(&.0.attempt_timeout_ns)
+        human(&.0.cap_ns), human(&.0.attempt_timeout_ns), .2
     )]
     AttemptLimit(Box<BudgetConfig>, u64, u64),
 }
@@ -156,7 +156,7 @@ fn capped_delays_ns(cfg: &BudgetConfig) -> impl Iterator<Item = u64> {
 }
 
 fn jittered_ns(jitter: BudgetJitter, rng: &mut ChaCha8Rng, capped_ns: u64) -> u64 {
-    let mut uniform_ns = |max_ns: u64| ((rng.gen::<f64>() * max_ns as f64) as u64).min(max_ns);
+    let mut uniform_ns = |max_ns: u64| ((rng.random::<f64>() * max_ns as f64) as u64).min(max_ns);
     let half_ns = capped_ns / 2;
     match jitter {
         BudgetJitter::None => capped_ns,

@@ -22,7 +22,7 @@ use crate::metrics::{
 };
 use hdrhistogram::Histogram;
 use hop_queue::{HopQueue, ScopeKey};
-use rand::Rng;
+use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
 
@@ -350,7 +350,7 @@ impl<'a> Simulation<'a> {
         let ti = tenant as usize;
         let spec = &self.spec.tenants[ti];
         let rng = &mut self.rngs.arrivals[ti];
-        let client = rng.gen_range(0..spec.clients);
+        let client = rng.random_range(0..spec.clients);
         let steps = self.poisson_steps[ti].as_deref().expect("only poisson tenants get these events");
         if let Some(at) = next_poisson(self.now, steps, self.spec.horizon, rng) {
             self.queue.push(at, Event::PoissonArrival { tenant });
@@ -364,7 +364,7 @@ impl<'a> Simulation<'a> {
         if let Some(sent) = self.requests_sent[ti].get_mut(client as usize) {
             *sent += 1;
         }
-        let u: f64 = self.rngs.payload[ti].gen();
+        let u: f64 = self.rngs.payload[ti].random();
         let payload = if u < spec.invalid_fraction {
             Payload::Invalid
         } else if u < spec.invalid_fraction + spec.poison_fraction {
