@@ -128,9 +128,9 @@ enum Bare {
 /// ChaCha8 as the simulator does) on any queue: the floor under `scenarios` bench `mm1`, which
 /// simulates the same model with every metric on. Returns the number of events.
 fn bare_mm1<Q: Hold>(queue: &mut Q, customers: u32) -> u64 {
-    use rand::{Rng, SeedableRng};
+    use rand::{RngExt, SeedableRng};
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
-    let mut exp_ns = |mean_ns: f64| (-(1.0 - rng.gen::<f64>()).ln() * mean_ns) as Nanos;
+    let mut exp_ns = |mean_ns: f64| (-(1.0 - rng.random::<f64>()).ln() * mean_ns) as Nanos;
     let tag = |event: Bare| [event as u32, 0, 0];
     let (mut arrivals_left, mut waiting, mut busy, mut events) = (customers - 1, 0u32, false, 0u64);
     queue.schedule(exp_ns(1.25e6), tag(Bare::Arrival));

@@ -1,17 +1,22 @@
-//! Whole-model benchmarks: outage-herd at 10k, 100k and 1M clients, M/M/1 with a million
-//! customers, a three-hop chain with timeouts, and replications on one versus two threads.
+//! Whole-model benchmarks: outage-herd at 10k, 100k and 1M clients (each next to the bare herd
+//! loop of `bare_herd/`, in the same group, so the ratio of the two comes from one run), M/M/1
+//! with a million customers, a three-hop chain with timeouts, and replications on one versus two
+//! threads.
 //!
 //! Each benchmark simulates one replication with every metric on, exactly as `retrystorm run`
 //! does; throughput is in simulated events per second (criterion's "elem/s"). The event count is
 //! taken from a first run, which is deterministic, so it is the same for every iteration.
 //!
-//! Run: `cargo bench --bench scenarios` (about three minutes; the 1M herd alone takes ~45 s). Every
+//! Run: `cargo bench --bench scenarios` (about four minutes; the 1M herd alone takes ~45 s). Every
 //! group uses flat sampling (the same iteration count per sample): the runs are long enough that
 //! criterion's default linear ramp would need minutes per benchmark.
 //! Peak memory is not measured here (criterion runs everything in one process): see
 //! `docs/PERFORMANCE.md` for `/usr/bin/time -v` and `perf.json`.
 
+mod bare_herd;
+
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput};
+use retrystorm::metrics::RunRecord;
 use retrystorm::model::{sim, SimSpec};
 use retrystorm::runner::{run_study, RunOptions};
 use retrystorm::scenario::{parse_assignment, Scenario};
@@ -23,16 +28,49 @@ fn bundled(path: &str, sets: &[&str]) -> Scenario {
     Scenario::load(path, &overrides).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// Registers one single-replication run of `spec`, with its event count as throughput.
+/// Registers one single-replication run of `spec`, with its event count as throughput; returns
+/// the record of a first run.
 fn bench_run(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     id: BenchmarkId,
     scenario: &Scenario,
-) {
+) -> RunRecord {
     let spec: &SimSpec = &scenario.base;
-    let events = sim::run(spec, scenario.seed, 0).events;
-    group.throughput(Throughput::Elements(events));
+    let record = sim::run(spec, scenario.seed, 0);
+    group.throughput(Throughput::Elements(record.events));
     group.bench_function(id, |b| b.iter(|| sim::run(spec, scenario.seed, 0)));
+    record
+}
+
+/// Times the bare herd loop on `clients` next to the full model, after checking it makes the
+/// same number of attempts up to chance: the two use different random streams, so their totals
+/// differ by a sum of 2N independent per-client deviations (SD √(2N)·σ, σ² estimated from the
+/// bare run); more than 5 SD apart means the loops no longer simulate the same herd.
+fn bench_bare_herd(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    clients: u32,
+    model: &RunRecord,
+) {
+    let herd = bare_herd::Herd { clients, ..bare_herd::OUTAGE_HERD };
+    let bare = bare_herd::run(&herd, 42);
+    let model_attempts = model.hops[0].attempts;
+    let sd = (2.0 * f64::from(clients) * bare.attempts_variance(clients)).sqrt();
+    let gap = (bare.attempts as f64 - model_attempts as f64).abs();
+    assert!(
+        gap <= 5.0 * sd,
+        "bare herd at {clients} clients: {} attempts against the model's {model_attempts} (5 SD = {:.0})",
+        bare.attempts,
+        5.0 * sd
+    );
+    eprintln!(
+        "outage_herd {clients}: model {model_attempts} attempts, {:.2} events/attempt; bare loop {} attempts, \
+         {:.2} events/attempt",
+        model.events as f64 / model_attempts as f64,
+        bare.attempts,
+        bare.events as f64 / bare.attempts as f64
+    );
+    group.throughput(Throughput::Elements(bare.events));
+    group.bench_function(BenchmarkId::new("bare_loop", clients), |b| b.iter(|| bare_herd::run(&herd, 42)));
 }
 
 fn outage_herd(c: &mut Criterion) {
@@ -43,7 +81,8 @@ fn outage_herd(c: &mut Criterion) {
         group.measurement_time(Duration::from_secs(if clients >= 1_000_000 { 40 } else { 5 }));
         let clients_set = format!("tenant.main.clients={clients}");
         let scenario = bundled("scenarios/outage-herd.toml", &[&clients_set, "policy.client.jitter=full"]);
-        bench_run(&mut group, BenchmarkId::new("full_jitter", clients), &scenario);
+        let record = bench_run(&mut group, BenchmarkId::new("full_jitter", clients), &scenario);
+        bench_bare_herd(&mut group, clients, &record);
     }
     group.finish();
 }

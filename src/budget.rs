@@ -78,15 +78,15 @@ pub enum BudgetError {
     #[error("--window {} + --margin {} overflows the TTL; shorten them", human(.0), human(.1))]
     TtlOverflow(u64, u64),
     #[error(
-        "--hops {}: hop {1} of --window {} gets 0s, so hop {} cannot be smaller; use fewer --hops",
-        .0.hops, human(&.0.window_ns), .1 + 1
+        "--hops {}: hop {} of --window {} gets 0s, so hop {} cannot be smaller; use fewer --hops",
+        .0.hops, .1, human(&.0.window_ns), .1 + 1
     )]
     HopWindowZero(Box<BudgetConfig>, u32),
     #[error(
         "more than {ATTEMPTS_MAX} attempts fit a {} window with --base {}, --multiplier {}, --cap \
-         {}, --attempt-timeout {} (seed {2}); raise --base or --attempt-timeout",
+         {}, --attempt-timeout {} (seed {}); raise --base or --attempt-timeout",
         human(.1), human(&.0.base_ns), .0.multiplier,
-        human(&.0.cap_ns), human(&.0.attempt_timeout_ns)
+        human(&.0.cap_ns), human(&.0.attempt_timeout_ns), .2
     )]
     AttemptLimit(Box<BudgetConfig>, u64, u64),
 }

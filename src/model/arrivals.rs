@@ -2,7 +2,7 @@
 
 use super::spec::{Arrival, TenantSpec};
 use crate::engine::{secs_to_ns, Nanos, NS_PER_S};
-use rand::Rng;
+use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
 /// A client's first request: `(time, tenant, client)`.
@@ -25,7 +25,7 @@ pub fn first_requests(tenants: &[TenantSpec], rngs: &mut [ChaCha8Rng]) -> Vec<Fi
         };
         let rng = &mut rngs[ti];
         for client in 0..tenant.clients {
-            let offset = (rng.gen::<f64>() * spread as f64) as Nanos;
+            let offset = (rng.random::<f64>() * spread as f64) as Nanos;
             firsts.push((start.saturating_add(offset), ti as u16, client));
         }
     }
@@ -37,7 +37,7 @@ pub fn first_requests(tenants: &[TenantSpec], rngs: &mut [ChaCha8Rng]) -> Vec<Fi
 /// (`(from, rate_per_s)`, sorted, first from 0), by inversion of the integrated rate with one
 /// Exp(1) draw. `None` if no arrival happens before `end`.
 pub fn next_poisson(now: Nanos, steps: &[(Nanos, f64)], end: Nanos, rng: &mut ChaCha8Rng) -> Option<Nanos> {
-    let u: f64 = rng.gen();
+    let u: f64 = rng.random();
     let mut work = -(1.0 - u).ln(); // Exp(1): expected arrivals to consume.
     let mut t = now;
     let mut i = steps.iter().rposition(|&(from, _)| from <= t).unwrap_or(0);

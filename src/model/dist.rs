@@ -1,7 +1,7 @@
 //! Service-time and network-delay distributions.
 
 use crate::engine::Nanos;
-use rand::Rng;
+use rand::{Rng, RngExt};
 use statrs::distribution::Normal;
 
 /// A validated service-time (or network-delay) distribution. All parameters in nanoseconds.
@@ -56,13 +56,13 @@ impl Dist {
     /// Draws one value; `in_flight` matters only for [`Dist::Load`].
     pub fn sample<R: Rng>(&self, rng: &mut R, in_flight: u32) -> Nanos {
         let value = match *self {
-            Dist::Empirical(ref e) => return e.sample_from(rng.gen()),
+            Dist::Empirical(ref e) => return e.sample_from(rng.random()),
             Dist::Constant { mean } => return mean,
             Dist::Load { base, per_inflight } => {
                 return base.saturating_add(per_inflight.saturating_mul(u64::from(in_flight)))
             }
             Dist::Exponential { mean } => {
-                let u: f64 = rng.gen();
+                let u: f64 = rng.random();
                 -(mean as f64) * (1.0 - u).ln()
             }
             Dist::LogNormal { mean, sd } => {
@@ -95,8 +95,8 @@ pub fn normal_abs_mean(mu: f64, sd: f64) -> f64 {
 /// One standard normal draw by the Box–Muller transform (two uniforms, one value: simple and
 /// portable; the stream position per draw is fixed, which keeps runs reproducible).
 pub fn standard_normal<R: Rng>(rng: &mut R) -> f64 {
-    let u1: f64 = 1.0 - rng.gen::<f64>(); // (0, 1]
-    let u2: f64 = rng.gen();
+    let u1: f64 = 1.0 - rng.random::<f64>(); // (0, 1]
+    let u2: f64 = rng.random();
     (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
 }
 

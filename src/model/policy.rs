@@ -2,7 +2,7 @@
 
 use super::budget::{BreakerSpec, BudgetSpec};
 use crate::engine::Nanos;
-use rand::Rng;
+use rand::{Rng, RngExt};
 
 /// Where a downstream call's deadline comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -188,7 +188,7 @@ impl RetryPolicy {
     /// (AWS) when one is set, else the ordinary delay.
     pub fn delay_after_throttle<R: Rng>(&self, retry: u32, state: &mut JitterState, rng: &mut R) -> Nanos {
         match self.throttle_base {
-            Some(base) => full_from_draw(self.exp_delay_from(base, retry), rng.gen()),
+            Some(base) => full_from_draw(self.exp_delay_from(base, retry), rng.random()),
             None => self.delay_before_retry(retry, state, rng),
         }
     }
@@ -209,7 +209,7 @@ impl RetryPolicy {
         match &self.jitter {
             Jitter::None => 0,
             Jitter::Exponential => self.exp_delay(retry),
-            Jitter::Full => full_from_draw(self.exp_delay(retry), rng.gen()),
+            Jitter::Full => full_from_draw(self.exp_delay(retry), rng.random()),
             Jitter::Equal => {
                 let e = self.exp_delay(retry);
                 e / 2 + uniform_ns(rng, 0, e - e / 2)
@@ -222,12 +222,12 @@ impl RetryPolicy {
                 sleep
             }
             Jitter::DecorrelatedV2 => {
-                let delay = decorrelated_v2_step(retry, rng.gen::<f64>(), &mut state.v2_prev, self.base);
+                let delay = decorrelated_v2_step(retry, rng.random::<f64>(), &mut state.v2_prev, self.base);
                 delay.min(self.cap as f64) as Nanos
             }
             Jitter::Proportional { ratio } => {
                 let e = self.exp_delay(retry) as f64;
-                let u: f64 = rng.gen();
+                let u: f64 = rng.random();
                 let scaled = e * (1.0 - ratio + 2.0 * ratio * u);
                 if scaled >= u64::MAX as f64 {
                     u64::MAX
@@ -303,7 +303,7 @@ pub fn full_from_draw(exp: Nanos, u: f64) -> Nanos {
 /// Uniform integer nanoseconds in [lo, hi] (hi ≥ lo), via one f64 draw: lo + ⌊u·(hi−lo)⌋.
 pub fn uniform_ns<R: Rng>(rng: &mut R, lo: Nanos, hi: Nanos) -> Nanos {
     assert!(hi >= lo, "uniform_ns: empty range [{lo}, {hi}]");
-    let u: f64 = rng.gen();
+    let u: f64 = rng.random();
     lo + (u * (hi - lo) as f64) as Nanos
 }
 

@@ -5,7 +5,7 @@
 //! replication; here it is only replayed. Draws come from the tenant's arrival stream.
 
 use crate::engine::{secs_to_ns, Nanos, NS_PER_S};
-use rand::Rng;
+use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
 
@@ -120,7 +120,7 @@ impl TraceCursor {
                 }
                 let whole = a.volume_scale.floor();
                 let frac = a.volume_scale - whole;
-                let extra = u64::from(frac > 0.0 && rng.gen::<f64>() < frac);
+                let extra = u64::from(frac > 0.0 && rng.random::<f64>() < frac);
                 self.pending = (whole as u64 + extra, at);
             },
         }
@@ -137,7 +137,7 @@ fn next_rate(
     end: Nanos,
     rng: &mut ChaCha8Rng,
 ) -> Option<Nanos> {
-    let u: f64 = rng.gen();
+    let u: f64 = rng.random();
     let mut work = -(1.0 - u).ln();
     let span = a.scaled(period).max(1);
     let rate_factor = a.time_scale * a.volume_scale;

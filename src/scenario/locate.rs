@@ -1,6 +1,6 @@
 //! Finds where a field path (`hop.api.workers`) sits in the scenario source, for error messages.
 
-use toml_edit::{ImDocument, Item, Table, TableLike};
+use toml_edit::{Document, Item, Table, TableLike};
 
 enum Node<'a> {
     Item(&'a Item),
@@ -40,7 +40,7 @@ impl<'a> Node<'a> {
 /// Byte range of the value at `path` in `source`; arrays of tables are addressed by `name`.
 /// Falls back to the deepest enclosing item found.
 pub fn locate(source: &str, path: &[String]) -> Option<std::ops::Range<usize>> {
-    let doc = ImDocument::parse(source).ok()?;
+    let doc = Document::parse(source).ok()?;
     let mut node = Node::Item(doc.as_item());
     let mut best = None;
     for segment in path {
@@ -56,7 +56,7 @@ pub fn locate(source: &str, path: &[String]) -> Option<std::ops::Range<usize>> {
 /// The field path (`hop.api.workers`, `fault.0.p`) whose key or value covers byte `offset` of
 /// `source`: names the field of a parse error that only has a position.
 pub fn path_at(source: &str, offset: usize) -> Option<String> {
-    let doc = ImDocument::parse(source).ok()?;
+    let doc = Document::parse(source).ok()?;
     let mut path = Vec::new();
     descend(doc.as_table(), offset, &mut path).then(|| path.join("."))
 }

@@ -175,7 +175,7 @@ fn parse_error(file: &str, source: &str, e: &toml::de::Error) -> ScenarioError {
     let missing = e.message().starts_with("missing field");
     let field = start.and_then(|s| locate::path_at(source, s)).filter(|p| !missing || p.contains('.'));
     let mut message = with_suggestion(e.message());
-    if toml_edit::ImDocument::parse(source).is_err() {
+    if toml_edit::Document::parse(source).is_err() {
         // Not TOML at all: no field can be named, so quote the line instead.
         let line = start.map_or("", |s| source[..s.min(source.len())].rsplit('\n').next().unwrap_or(""));
         let rest = start.map_or("", |s| source[s.min(source.len())..].split('\n').next().unwrap_or(""));

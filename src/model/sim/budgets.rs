@@ -5,7 +5,7 @@ use super::hop_queue::scope_key;
 use super::{Call, ScopeKey, Simulation};
 use crate::engine::Handle;
 use crate::model::budget::FailureKind;
-use rand::Rng;
+use rand::RngExt;
 
 impl Simulation<'_> {
     /// The budget and breaker instances of a call's policy, keyed by their scopes.
@@ -38,7 +38,7 @@ impl Simulation<'_> {
         if let (Some(key), Some(spec)) = (budget_key, policy.budget.as_ref()) {
             let state = self.budgets.entry(key).or_insert_with(|| spec.kind.new_state());
             let p = spec.kind.local_reject_probability(state, now);
-            if p > 0.0 && self.rngs.throttle[call.hop as usize].gen::<f64>() < p {
+            if p > 0.0 && self.rngs.throttle[call.hop as usize].random::<f64>() < p {
                 return true;
             }
         }

@@ -23,7 +23,7 @@ use crate::metrics::{
 };
 use hdrhistogram::Histogram;
 use hop_queue::{HopQueue, ScopeKey};
-use rand::Rng;
+use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
 
@@ -388,7 +388,7 @@ impl<'a> Simulation<'a> {
         let ti = tenant as usize;
         let spec = &self.spec.tenants[ti];
         let rng = &mut self.rngs.arrivals[ti];
-        let client = rng.gen_range(0..spec.clients);
+        let client = rng.random_range(0..spec.clients);
         let next = match self.traces[ti].as_mut() {
             Some(cursor) => cursor.next(self.now, self.spec.horizon, rng),
             None => {
@@ -408,7 +408,7 @@ impl<'a> Simulation<'a> {
         if let Some(sent) = self.requests_sent[ti].get_mut(client as usize) {
             *sent += 1;
         }
-        let u: f64 = self.rngs.payload[ti].gen();
+        let u: f64 = self.rngs.payload[ti].random();
         let payload = if u < spec.invalid_fraction {
             Payload::Invalid
         } else if u < spec.invalid_fraction + spec.poison_fraction {

@@ -3,7 +3,7 @@
 use super::{Commit, Event, Payload, Phase, Reply, Simulation};
 use crate::engine::{Handle, Nanos};
 use crate::model::{FaultKind, InProgress};
-use rand::Rng;
+use rand::RngExt;
 
 impl Simulation<'_> {
     pub(super) fn on_arrive(&mut self, handle: Handle) {
@@ -56,7 +56,7 @@ impl Simulation<'_> {
                 FaultKind::Hang => return Some(None),
                 FaultKind::Throttle { retry_after } => return Some(Some(Reply::Throttled(retry_after))),
                 FaultKind::ErrorRate { p } => {
-                    if self.rngs.faults[hop].gen::<f64>() < p {
+                    if self.rngs.faults[hop].random::<f64>() < p {
                         return Some(Some(Reply::Failed));
                     }
                 }
@@ -297,7 +297,7 @@ impl Simulation<'_> {
             FaultKind::LostReply { p } => Some(p),
             _ => None,
         });
-        p.is_some_and(|p| self.rngs.faults[hop].gen::<f64>() < p)
+        p.is_some_and(|p| self.rngs.faults[hop].random::<f64>() < p)
     }
 
     /// A hung hop never answers: the attempt ends on the server side without a reply.
