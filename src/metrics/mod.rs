@@ -1,6 +1,7 @@
 //! Metrics: what a run records (pure data), the scalar metrics derived from it, and statistics
 //! across replications.
 
+pub mod catalogue;
 pub mod recovery;
 pub mod stats;
 pub mod summary;
