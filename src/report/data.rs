@@ -7,11 +7,13 @@
 
 use crate::engine::Nanos;
 use crate::metrics::catalogue::Metric;
+use crate::metrics::stats::Stat;
 use crate::model::budget::{BudgetKind, BudgetSpec, Scope};
 use crate::model::policy::RetryAfterMode;
 use crate::model::{Arrival, Dist, FaultKind, Jitter, RetryPolicy, SimSpec};
 use crate::runner::{MeanSeries, StatRow, Study};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Delay-histogram resolution: bins per decade of seconds (bin i covers [10^(i/N), 10^((i+1)/N)).
 pub const DELAY_BINS_PER_DECADE: i32 = 20;
@@ -509,6 +511,47 @@ impl VariantData {
             }
         }
         out
+    }
+}
+
+/// One varied parameter: its path and values as typed (labels) with numeric positions when
+/// every value is a number or a duration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepAxis {
+    /// Override path, e.g. `tenant.main.clients`.
+    pub path: String,
+    /// Values as typed.
+    pub labels: Vec<String>,
+    /// Numeric positions (durations in seconds), if every value has one.
+    pub numbers: Option<Vec<f64>>,
+}
+
+/// A sweep's results, as `sweep.json` holds them.
+#[derive(Clone, Debug)]
+pub struct SweepData {
+    /// Scenario name.
+    pub scenario: String,
+    /// Master seed.
+    pub seed: u64,
+    /// Replications per variant and cell.
+    pub replications: u32,
+    /// Variant names in order (fixes their colours).
+    pub variants: Vec<String>,
+    /// Varied parameters, in `--vary` order (the last varies fastest across cells).
+    pub axes: Vec<SweepAxis>,
+    /// (cell, variant index, metric) → statistic.
+    pub stats: BTreeMap<(usize, usize, Metric), Stat>,
+}
+
+impl SweepData {
+    /// The cell index of value indices `coords` (mixed radix, last axis fastest).
+    pub fn cell(&self, coords: &[usize]) -> usize {
+        coords.iter().zip(&self.axes).fold(0, |acc, (&c, axis)| acc * axis.labels.len() + c)
+    }
+
+    /// The statistic of `metric` for variant `v` in `cell`, if the sweep holds it.
+    pub fn stat(&self, cell: usize, v: usize, metric: Metric) -> Option<&Stat> {
+        self.stats.get(&(cell, v, metric))
     }
 }
 
