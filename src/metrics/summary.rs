@@ -2,9 +2,8 @@
 
 use super::catalogue::Metric;
 use super::recovery::recovery_time_ns;
-use super::{HopBucket, RunRecord};
+use super::{HopBucket, RunRecord, RunShape};
 use crate::engine::time::ns_to_secs;
-use crate::model::SimSpec;
 use hdrhistogram::Histogram;
 
 /// Metric values of one scope; `None` is reported as `null`.
@@ -43,7 +42,7 @@ fn peak_per_s(series: &[HopBucket], bucket_ns: u64) -> f64 {
 }
 
 /// Derives the scalar metrics of a run.
-pub fn scalars(record: &RunRecord, spec: &SimSpec) -> Scalars {
+pub fn scalars(record: &RunRecord, spec: &RunShape) -> Scalars {
     let requests: u64 = record.tenants.iter().map(|t| t.requests).sum();
     let sum = |f: fn(&super::TenantCounters) -> u64| record.tenants.iter().map(f).sum::<u64>() as f64;
     let succeeded = sum(|t| t.succeeded);
@@ -87,15 +86,15 @@ pub fn scalars(record: &RunRecord, spec: &SimSpec) -> Scalars {
         (Metric::Events, Some(record.events as f64)),
         (Metric::Truncated, Some(if record.truncated.is_some() { 1.0 } else { 0.0 })),
     ]);
-    let tenants = (0..spec.tenants.len()).map(|t| tenant_row(record, spec, t)).collect();
+    let tenants = (0..spec.tenants).map(|t| tenant_row(record, spec, t)).collect();
     Scalars { global, hops, tenants }
 }
 
-fn hop_row(record: &RunRecord, spec: &SimSpec, h: usize, requests: u64) -> MetricRow {
+fn hop_row(record: &RunRecord, spec: &RunShape, h: usize, requests: u64) -> MetricRow {
     let c = &record.hops[h];
     let hop = &spec.hops[h];
     let peak = peak_per_s(&record.hop_series[h], spec.bucket);
-    let service_mean_s = hop.service.mean_ns(hop.workers) / 1e9;
+    let service_mean_s = hop.service_mean_ns / 1e9;
     let capacity = ratio(f64::from(hop.workers), service_mean_s);
     vec![
         (Metric::Attempts, Some(c.attempts as f64)),
@@ -119,7 +118,7 @@ fn hop_row(record: &RunRecord, spec: &SimSpec, h: usize, requests: u64) -> Metri
     ]
 }
 
-fn tenant_row(record: &RunRecord, spec: &SimSpec, t: usize) -> MetricRow {
+fn tenant_row(record: &RunRecord, spec: &RunShape, t: usize) -> MetricRow {
     let c = &record.tenants[t];
     let series = &record.tenant_series[t];
     let peak = series.iter().map(|b| b.attempts).max().unwrap_or(0);

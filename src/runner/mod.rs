@@ -173,7 +173,8 @@ fn stat_row(rows: &[&MetricRow]) -> StatRow {
 
 fn aggregate(variant: &Variant, records: &[RunRecord]) -> VariantResult {
     let spec = &variant.spec;
-    let per_replication: Vec<Scalars> = records.iter().map(|r| scalars(r, spec)).collect();
+    let shape = spec.run_shape();
+    let per_replication: Vec<Scalars> = records.iter().map(|r| scalars(r, &shape)).collect();
     let globals: Vec<&MetricRow> = per_replication.iter().map(|s| &s.global).collect();
     let scope = |pick: &dyn Fn(&Scalars) -> &MetricRow| stat_row(&per_replication.iter().map(pick).collect::<Vec<_>>());
     let hops = spec.hops.iter().enumerate().map(|(h, hop)| (hop.name.clone(), scope(&|s| &s.hops[h]))).collect();

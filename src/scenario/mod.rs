@@ -1,5 +1,6 @@
 //! Scenario files: parse the TOML, apply overrides, validate into a [`SimSpec`] per variant.
 
+mod checks;
 pub mod error;
 pub mod invariants;
 pub mod locate;

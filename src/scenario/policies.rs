@@ -1,9 +1,9 @@
 //! Validation of `[policy.NAME]`: presets, the jitter family, budgets and breakers.
 
+use super::checks::{count, finite_at_least, probability, show, unknown, V};
 use super::error::Invalid;
 use super::presets;
 use super::raw::{Dur, RawBreaker, RawBudget, RawPolicy, RawRetryAfter};
-use super::validate::{count, finite_at_least, probability, show, unknown, V};
 use crate::engine::{Nanos, NS_PER_MS, NS_PER_S};
 use crate::model::budget::{BreakerSpec, BudgetKind, BudgetSpec, Scope};
 use crate::model::{Jitter, RetryAfterMode, RetryPolicy};
