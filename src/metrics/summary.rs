@@ -3,7 +3,7 @@
 use super::catalogue::Metric;
 use super::recovery::recovery_time_ns;
 use super::{HopBucket, RunRecord, RunShape};
-use crate::engine::time::ns_to_secs;
+use crate::engine::time::{ns_f64_to_secs, ns_to_secs, us_to_secs};
 use hdrhistogram::Histogram;
 
 /// Metric values of one scope; `None` is reported as `null`.
@@ -25,14 +25,14 @@ fn ratio(num: f64, den: f64) -> Option<f64> {
 }
 
 fn latency_rows(hist: &Histogram<u64>) -> MetricRow {
-    let q = |quantile: f64| (!hist.is_empty()).then(|| hist.value_at_quantile(quantile) as f64 / 1e6);
+    let q = |quantile: f64| (!hist.is_empty()).then(|| us_to_secs(hist.value_at_quantile(quantile) as f64));
     vec![
-        (Metric::LatencySMean, (!hist.is_empty()).then(|| hist.mean() / 1e6)),
+        (Metric::LatencySMean, (!hist.is_empty()).then(|| us_to_secs(hist.mean()))),
         (Metric::LatencySP50, q(0.5)),
         (Metric::LatencySP90, q(0.9)),
         (Metric::LatencySP99, q(0.99)),
         (Metric::LatencySP999, q(0.999)),
-        (Metric::LatencySMax, (!hist.is_empty()).then(|| hist.max() as f64 / 1e6)),
+        (Metric::LatencySMax, (!hist.is_empty()).then(|| us_to_secs(hist.max() as f64))),
     ]
 }
 
@@ -94,7 +94,7 @@ fn hop_row(record: &RunRecord, spec: &RunShape, h: usize, requests: u64) -> Metr
     let c = &record.hops[h];
     let hop = &spec.hops[h];
     let peak = peak_per_s(&record.hop_series[h], spec.bucket);
-    let service_mean_s = hop.service_mean_ns / 1e9;
+    let service_mean_s = ns_f64_to_secs(hop.service_mean_ns);
     let capacity = ratio(f64::from(hop.workers), service_mean_s);
     vec![
         (Metric::Attempts, Some(c.attempts as f64)),
@@ -114,7 +114,7 @@ fn hop_row(record: &RunRecord, spec: &RunShape, h: usize, requests: u64) -> Metr
         (Metric::Deduplicated, Some(c.deduplicated as f64)),
         (Metric::WastedWorkS, Some(ns_to_secs(c.wasted_work_ns))),
         (Metric::BusyS, Some(ns_to_secs(c.busy_ns))),
-        (Metric::QueueWaitSMean, ratio(c.queue_wait_ns_sum as f64 / 1e9, c.services_started as f64)),
+        (Metric::QueueWaitSMean, ratio(ns_f64_to_secs(c.queue_wait_ns_sum as f64), c.services_started as f64)),
     ]
 }
 

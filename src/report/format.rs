@@ -1,4 +1,12 @@
-//! Number and duration formatting shared by the charts, the HTML report and the reading.
+//! Number and duration formatting shared by the charts, the HTML report and the reading, and
+//! the one way CSV files are put together in memory.
+
+/// A CSV file's bytes, written by `write` into memory.
+pub fn csv_bytes(write: impl FnOnce(&mut csv::Writer<Vec<u8>>) -> csv::Result<()>) -> Vec<u8> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    write(&mut w).expect("writing CSV to memory cannot fail");
+    w.into_inner().expect("flushing to memory cannot fail")
+}
 
 /// `12,345` for large values, three significant digits for small ones.
 pub fn fmt_num(x: f64) -> String {

@@ -2,6 +2,7 @@
 
 use crate::engine::time::ns_to_secs;
 use crate::metrics::catalogue::Metric;
+use crate::report::format::csv_bytes;
 use crate::runner::compare::Difference;
 use crate::runner::{MeanSeries, StatRow, Study, SERIES_COLUMNS};
 use serde::{Deserialize, Serialize};
@@ -177,12 +178,6 @@ impl Summary {
     }
 }
 
-fn csv_bytes(write: impl FnOnce(&mut csv::Writer<Vec<u8>>) -> csv::Result<()>) -> Vec<u8> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    write(&mut w).expect("writing CSV to memory cannot fail");
-    w.into_inner().expect("flushing to memory cannot fail")
-}
-
 fn num(x: Option<f64>) -> String {
     x.map(|v| v.to_string()).unwrap_or_default()
 }
@@ -261,7 +256,7 @@ pub fn active_buckets(study: &Study) -> usize {
 /// `timeseries.csv`: mean over replications per bucket, per hop and tenant, per variant.
 pub fn timeseries_csv(study: &Study) -> Vec<u8> {
     let buckets = active_buckets(study);
-    let bucket_s = study.bucket as f64 / 1e9;
+    let bucket_s = ns_to_secs(study.bucket);
     csv_bytes(|w| {
         let mut header = vec!["variant", "scope", "name", "t_s"];
         header.extend(SERIES_COLUMNS);

@@ -7,6 +7,7 @@ pub mod compare;
 pub mod progress;
 pub mod sweep;
 
+use crate::engine::time::ns_to_secs;
 use crate::engine::Nanos;
 use crate::metrics::stats::Stat;
 use crate::metrics::summary::{scalars, MetricRow, Scalars};
@@ -240,7 +241,7 @@ fn hop_columns(b: &HopBucket) -> [f64; 8] {
         f64::from(b.failures),
         f64::from(b.queue_len_max),
         f64::from(b.in_flight_max),
-        b.queue_wait_max_ns as f64 / 1e9,
+        ns_to_secs(b.queue_wait_max_ns),
     ]
 }
 

@@ -10,9 +10,7 @@ use crate::engine::Nanos;
 pub(super) type V<T> = Result<T, Invalid>;
 
 /// Human form of a duration for messages.
-pub fn show(ns: Nanos) -> String {
-    humantime::format_duration(std::time::Duration::from_nanos(ns)).to_string()
-}
+pub(super) use crate::engine::time::duration_words as show;
 
 pub(super) fn positive(d: Dur, path: &str) -> V<Nanos> {
     if d.0 == 0 {

@@ -3,6 +3,7 @@
 use super::axes::{log_bound, LogAxis};
 use super::key::{with_key, KeyItem, Swatch};
 use super::{variant_colour, DrawResult, FONT};
+use crate::engine::time::us_to_secs;
 use crate::metrics::catalogue::Metric;
 use crate::report::data::ReportData;
 use crate::report::format::{fmt_num, fmt_secs};
@@ -20,7 +21,7 @@ pub fn cdf_points(latency_us: &[(u64, u64)]) -> Vec<(f64, f64)> {
         .iter()
         .map(|&(us, count)| {
             seen += count;
-            (us.max(1) as f64 / 1e6, 100.0 * seen as f64 / total as f64)
+            (us_to_secs(us.max(1) as f64), 100.0 * seen as f64 / total as f64)
         })
         .collect()
 }
