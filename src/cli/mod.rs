@@ -1,6 +1,6 @@
 //! The command line: raw flags (clap) become a validated [`Job`] before any work starts.
 
-pub mod table;
+pub(crate) mod table;
 
 use crate::report;
 use crate::runner::{run_study, RunOptions};
@@ -235,6 +235,6 @@ fn validate(path: &str, set: &[String]) -> Result<(), CliError> {
     Ok(())
 }
 
-pub mod budget_args;
-pub mod plot;
-pub mod sweep;
+pub(crate) mod budget_args;
+pub(crate) mod plot;
+pub(crate) mod sweep;

@@ -482,11 +482,6 @@ impl VariantData {
         self.setup.hops.get(h).and_then(|hop| hop.capacity_per_s)
     }
 
-    /// Fault windows at the hop named `hop`: (from_s, to_s, summary).
-    pub fn faults_at(&self, hop: &str) -> Vec<&FaultInfo> {
-        self.setup.faults.iter().filter(|f| f.hop == hop).collect()
-    }
-
     /// Policies the clients use (distinct, in tenant order).
     pub fn client_policies(&self) -> Vec<&PolicyInfo> {
         let mut out: Vec<&PolicyInfo> = Vec::new();

@@ -1,14 +1,14 @@
 //! Reporting: the output directory's files (JSON, CSV, charts, HTML), written atomically.
 
-pub mod charts;
-pub mod data;
-pub mod files;
+pub(crate) mod charts;
+pub(crate) mod data;
+pub(crate) mod files;
 pub mod format;
-pub mod html;
-pub mod readback;
-pub mod reading;
+pub(crate) mod html;
+pub(crate) mod readback;
+pub(crate) mod reading;
 pub mod summary;
-pub mod sweep;
+pub(crate) mod sweep;
 
 pub use files::OutputError;
 

@@ -4,8 +4,8 @@
 //! are collected in task order, so the outcome does not depend on the thread count.
 
 pub mod compare;
-pub mod progress;
-pub mod sweep;
+pub(crate) mod progress;
+pub(crate) mod sweep;
 
 use crate::engine::time::ns_to_secs;
 use crate::engine::Nanos;

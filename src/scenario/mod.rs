@@ -2,13 +2,13 @@
 
 mod checks;
 pub mod error;
-pub mod invariants;
-pub mod locate;
-pub mod overrides;
-pub mod policies;
+pub(crate) mod invariants;
+pub(crate) mod locate;
+pub(crate) mod overrides;
+pub(crate) mod policies;
 pub mod presets;
-pub mod raw;
-pub mod validate;
+pub(crate) mod raw;
+pub(crate) mod validate;
 
 pub use error::ScenarioError;
 pub use overrides::{parse_assignment, Override};

@@ -3,13 +3,13 @@
 //! One colour per variant across every chart (its index in the run, in the Okabe–Ito palette);
 //! black and grey are kept for reference marks (capacity, caps, fault windows).
 
-pub mod axes;
-pub mod bars;
-pub mod delays;
-pub mod key;
-pub mod latency;
-pub mod load;
-pub mod sweep;
+pub(crate) mod axes;
+pub(crate) mod bars;
+pub(crate) mod delays;
+pub(crate) mod key;
+pub(crate) mod latency;
+pub(crate) mod load;
+pub(crate) mod sweep;
 
 use super::files::{commit_temp, write_atomic, OutputError};
 use crate::report::data::ReportData;
@@ -274,11 +274,6 @@ pub fn write_charts(dir: &Path, data: &ReportData) -> Result<Rendered, OutputErr
     Ok(out)
 }
 
-/// True when `v` is (numerically) a power of ten: log axes label only those.
-pub fn is_decade(v: f64) -> bool {
-    v > 0.0 && (v.log10() - v.log10().round()).abs() < 1e-9
-}
-
 /// Means of consecutive groups of rows so a chart never draws more than ~`limit` points.
 pub fn downsample(points: &[(f64, f64)], limit: usize) -> Vec<(f64, f64)> {
     if points.len() <= limit {
@@ -286,14 +281,4 @@ pub fn downsample(points: &[(f64, f64)], limit: usize) -> Vec<(f64, f64)> {
     }
     let group = points.len().div_ceil(limit);
     points.chunks(group).map(|c| (c[0].0, c.iter().map(|p| p.1).sum::<f64>() / c.len() as f64)).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn decades_are_powers_of_ten() {
-        assert!(is_decade(1000.0) && is_decade(0.001) && !is_decade(20.0));
-    }
 }
