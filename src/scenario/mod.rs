@@ -136,11 +136,10 @@ impl Scenario {
                     let policy =
                         base.table.get_mut("policy").and_then(|v| v.get_mut(*p)).and_then(|v| v.as_table_mut());
                     if let Some(policy) = policy {
-                        if j != "schedule" {
-                            policy.remove("schedule");
-                        }
-                        if j != "proportional" {
-                            policy.remove("ratio");
+                        for (field, owner) in crate::model::Jitter::owned_fields() {
+                            if j != owner {
+                                policy.remove(field);
+                            }
                         }
                     }
                 }
