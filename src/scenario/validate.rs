@@ -5,6 +5,7 @@ use super::checks::{count, finite_at_least, positive, probability, show, unknown
 use super::error::Invalid;
 use super::raw::{parse_duration, Dur, RawArrival, RawDist, RawFault, RawHop, RawScenario, RawTenant};
 use crate::engine::{Nanos, NS_PER_MS, NS_PER_S};
+use crate::model::fault::FAULT_KINDS;
 use crate::model::{Arrival, Dist, Fault, FaultKind, HopSpec, IdempotencySpec, RetryPolicy, SimSpec, TenantSpec};
 
 /// Clients above this many are refused before anything is allocated.
@@ -369,8 +370,6 @@ fn ttl(text: &str, at: &str, window: Option<Nanos>) -> V<Nanos> {
     Ok(ttl)
 }
 
-const FAULT_KINDS: [&str; 7] = ["outage", "hang", "throttle", "error_rate", "lost_reply", "slow", "capacity"];
-
 fn faults(raw: &[RawFault], hops: &[HopSpec]) -> V<Vec<Fault>> {
     let hop_names: Vec<&str> = hops.iter().map(|h| h.name.as_str()).collect();
     let mut out: Vec<Fault> = Vec::new();
@@ -398,9 +397,12 @@ fn faults(raw: &[RawFault], hops: &[HopSpec]) -> V<Vec<Fault>> {
                 None => Ok(()),
             }
         };
+        // The one parameter field the kind takes; any other is refused.
+        if let Some((_, param)) = FAULT_KINDS.iter().find(|(name, _)| *name == f.kind) {
+            forbid_all_but(param.unwrap_or(""))?;
+        }
         let kind = match f.kind.as_str() {
             "outage" | "hang" => {
-                forbid_all_but("")?;
                 if f.kind == "outage" {
                     FaultKind::Outage
                 } else {
@@ -408,14 +410,12 @@ fn faults(raw: &[RawFault], hops: &[HopSpec]) -> V<Vec<Fault>> {
                 }
             }
             "throttle" => {
-                forbid_all_but("retry_after")?;
                 let retry_after = f.retry_after.ok_or_else(|| {
                     Invalid::at(&format!("fault.{i}"), "kind `throttle` needs retry_after, e.g. \"1s\"")
                 })?;
                 FaultKind::Throttle { retry_after: retry_after.0 }
             }
             "error_rate" | "lost_reply" => {
-                forbid_all_but("p")?;
                 let need = format!("kind `{}` needs p, e.g. 0.1", f.kind);
                 let p = probability(Some(f.p.ok_or_else(|| Invalid::at(&format!("fault.{i}"), need))?), &at("p"))?;
                 if f.kind == "error_rate" {
@@ -425,7 +425,6 @@ fn faults(raw: &[RawFault], hops: &[HopSpec]) -> V<Vec<Fault>> {
                 }
             }
             "slow" => {
-                forbid_all_but("factor")?;
                 let factor = f
                     .factor
                     .ok_or_else(|| Invalid::at(&format!("fault.{i}"), "kind `slow` needs factor, e.g. 10.0"))?;
@@ -438,13 +437,15 @@ fn faults(raw: &[RawFault], hops: &[HopSpec]) -> V<Vec<Fault>> {
                 FaultKind::Slow { factor }
             }
             "capacity" => {
-                forbid_all_but("workers")?;
                 let w = f
                     .workers
                     .ok_or_else(|| Invalid::at(&format!("fault.{i}"), "kind `capacity` needs workers, e.g. 2"))?;
                 FaultKind::Capacity { workers: count(w, &at("workers"), 0, 10_000_000)? as u32 }
             }
-            other => return Err(unknown(&at("kind"), "fault kind", other, &FAULT_KINDS)),
+            other => {
+                let names: Vec<&str> = FAULT_KINDS.iter().map(|k| k.0).collect();
+                return Err(unknown(&at("kind"), "fault kind", other, &names));
+            }
         };
         let fault = Fault { hop, kind, from: f.from.0, to: f.to.0 };
         if let Some(other) = out
