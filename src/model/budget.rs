@@ -84,6 +84,32 @@ pub enum BudgetKind {
     },
 }
 
+/// Every budget kind once: its scenario-file name and the fields it takes, in the order error
+/// messages list them. Parsing reads this (which fields belong to which kind, the unknown-kind
+/// list); [`BudgetKind::name`] agrees.
+pub const BUDGET_KINDS: [(&str, &[&str]); 6] = [
+    ("aws_quota", &["capacity", "retry_cost", "timeout_cost", "throttling_cost", "no_retry_increment"]),
+    ("grpc_throttle", &["max_tokens", "token_ratio"]),
+    ("finagle", &["ttl", "percent", "min_retries_per_s"]),
+    ("ratio", &["ratio", "window", "min_retries"]),
+    ("adaptive_throttle", &["k", "window"]),
+    ("token_bucket", &["capacity", "per_request"]),
+];
+
+impl BudgetKind {
+    /// The scenario-file name of this kind.
+    pub fn name(&self) -> &'static str {
+        match self {
+            BudgetKind::AwsQuota { .. } => "aws_quota",
+            BudgetKind::GrpcThrottle { .. } => "grpc_throttle",
+            BudgetKind::Finagle { .. } => "finagle",
+            BudgetKind::Ratio { .. } => "ratio",
+            BudgetKind::AdaptiveThrottle { .. } => "adaptive_throttle",
+            BudgetKind::TokenBucket { .. } => "token_bucket",
+        }
+    }
+}
+
 /// A budget and who shares it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BudgetSpec {

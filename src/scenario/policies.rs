@@ -5,7 +5,7 @@ use super::error::Invalid;
 use super::presets;
 use super::raw::{Dur, RawBreaker, RawBudget, RawPolicy, RawRetryAfter};
 use crate::engine::{Nanos, NS_PER_MS, NS_PER_S};
-use crate::model::budget::{BreakerSpec, BudgetKind, BudgetSpec, Scope};
+use crate::model::budget::{BreakerSpec, BudgetKind, BudgetSpec, Scope, BUDGET_KINDS};
 use crate::model::{Jitter, RetryAfterMode, RetryPolicy};
 
 /// Validates one policy (after applying its preset, if any).
@@ -126,8 +126,6 @@ fn scope(raw: Option<&str>, at: &str) -> V<Scope> {
     }
 }
 
-const BUDGETS: [&str; 6] = ["aws_quota", "grpc_throttle", "finagle", "ratio", "adaptive_throttle", "token_bucket"];
-
 fn budget(raw: &RawBudget, at: &str) -> V<BudgetSpec> {
     let field = |f: &str| format!("{at}.{f}");
     let positive = |v: Option<f64>, f: &str, default: f64| -> V<f64> {
@@ -144,14 +142,9 @@ fn budget(raw: &RawBudget, at: &str) -> V<BudgetSpec> {
             None => Ok(default),
         }
     };
-    let used: &[&str] = match raw.kind.as_str() {
-        "aws_quota" => &["capacity", "retry_cost", "timeout_cost", "throttling_cost", "no_retry_increment"],
-        "grpc_throttle" => &["max_tokens", "token_ratio"],
-        "finagle" => &["ttl", "percent", "min_retries_per_s"],
-        "ratio" => &["ratio", "window", "min_retries"],
-        "adaptive_throttle" => &["k", "window"],
-        "token_bucket" => &["capacity", "per_request"],
-        other => return Err(unknown(&field("kind"), "budget kind", other, &BUDGETS)),
+    let Some(&(_, used)) = BUDGET_KINDS.iter().find(|(name, _)| *name == raw.kind) else {
+        let names: Vec<&str> = BUDGET_KINDS.iter().map(|k| k.0).collect();
+        return Err(unknown(&field("kind"), "budget kind", &raw.kind, &names));
     };
     let present = [
         ("capacity", raw.capacity.is_some()),
@@ -271,6 +264,14 @@ mod tests {
                     )
                 );
             }
+        }
+    }
+
+    #[test]
+    fn every_budget_kind_parses_to_itself() {
+        for (name, _) in crate::model::budget::BUDGET_KINDS {
+            let parsed = parse(&format!("jitter = \"full\"\nbudget = {{ kind = \"{name}\" }}")).expect(name);
+            assert_eq!(parsed.budget.expect("a budget").kind.name(), name);
         }
     }
 }
