@@ -4,6 +4,7 @@
 use super::{baseline_index, overrides, table, CliError, RunArgs, DEFAULT_JITTERS};
 use crate::metrics::catalogue::Metric;
 use crate::report::files;
+use crate::report::format::{fmt_short, table_cell as cell};
 use crate::report::sweep::{self as sweep_files, SweepHeader};
 use crate::runner::sweep::{run_cells, Cell, CellResult, Grid, Shard, SweepResult};
 use crate::scenario::{Scenario, ScenarioError, Variant};
@@ -191,11 +192,11 @@ fn sweep_table(header: &SweepHeader, shard: Option<Shard>, cells: &[CellResult])
             let mut row = vec![c.index.to_string()];
             row.extend(params.iter().cloned());
             row.push(variant.clone());
-            row.extend(TABLE_METRICS.iter().map(|&m| table::cell(metrics.get(m))));
+            row.extend(TABLE_METRICS.iter().map(|&m| cell(metrics.get(m))));
             let diff = c.comparisons.iter().find(|x| &x.variant == variant);
             let paired =
                 diff.and_then(|x| x.metrics.iter().find(|(m, _)| *m == table::DIFF_METRIC)).map(|(_, d)| &d.paired);
-            row.push(if diff.is_some() { table::cell(paired) } else { "baseline".into() });
+            row.push(if diff.is_some() { cell(paired) } else { "baseline".into() });
             rows.push(row);
         }
     }
@@ -223,7 +224,7 @@ fn sweep_table(header: &SweepHeader, shard: Option<Shard>, cells: &[CellResult])
 fn short_value(value: &toml::Value) -> String {
     match value {
         toml::Value::String(s) => s.clone(),
-        toml::Value::Float(x) => table::short(*x),
+        toml::Value::Float(x) => fmt_short(*x),
         other => other.to_string(),
     }
 }

@@ -1,7 +1,7 @@
 //! The compact table `run` and `compare` print: one row per variant, key metrics with CIs.
 
 use crate::metrics::catalogue::Metric;
-use crate::metrics::stats::Stat;
+use crate::report::format::table_cell as cell;
 use crate::runner::Study;
 use std::fmt::Write;
 
@@ -19,33 +19,6 @@ const COLUMNS: [Metric; 8] = [
 
 /// The metric whose paired difference vs the baseline the table shows.
 pub const DIFF_METRIC: Metric = Metric::Attempts;
-
-/// Formats a mean with its CI half-width, `—` when absent.
-pub fn cell(stat: Option<&Stat>) -> String {
-    let Some(stat) = stat else { return "—".into() };
-    match (stat.mean, stat.ci95) {
-        (Some(m), Some([lo, hi])) if hi > lo => format!("{} ±{}", short(m), short((hi - lo) / 2.0)),
-        (Some(m), _) => short(m),
-        (None, _) => "null".into(),
-    }
-}
-
-/// Three significant digits, without exponent clutter for ordinary magnitudes.
-pub fn short(x: f64) -> String {
-    if x == 0.0 {
-        return "0".into();
-    }
-    let mag = x.abs();
-    if mag >= 1e6 {
-        format!("{:.3e}", x)
-    } else if mag >= 100.0 {
-        format!("{x:.0}")
-    } else if mag >= 1.0 {
-        format!("{x:.3}").trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        format!("{x:.3}")
-    }
-}
 
 /// The table as text.
 pub fn summary_table(study: &Study) -> String {
