@@ -52,7 +52,9 @@ fn ci_text(ratio: &Ratio) -> String {
     }
 }
 
-fn mean_ci(s: &Stat, scale: f64, unit: &str) -> String {
+/// `mean [95% CI lo–hi]` of `metric`, scaled and with the unit its catalogue entry gives.
+fn mean_ci(s: &Stat, metric: Metric) -> String {
+    let (scale, unit) = (metric.def().unit.scale(), metric.def().unit.suffix());
     let Some(mean) = s.mean else { return "n/a".into() };
     match s.ci95 {
         Some([lo, hi]) if hi > lo => {
@@ -132,17 +134,16 @@ fn peak_finding(data: &ReportData) -> Vec<String> {
 }
 
 fn spread_finding(data: &ReportData, metric: Metric, lead: &str) -> Option<String> {
-    let (scale, unit) = (metric.def().unit.scale(), metric.def().unit.suffix());
     let list = ranked(data, metric);
     let ((low, low_s), (high, high_s)) = (list.first()?, list.last()?);
     if low_s.mean == high_s.mean {
-        return Some(format!("{lead}: {} in every variant.", mean_ci(low_s, scale, unit)));
+        return Some(format!("{lead}: {} in every variant.", mean_ci(low_s, metric)));
     }
     Some(format!(
         "{lead}: from {} ({}) to {} ({}).",
-        mean_ci(low_s, scale, unit),
+        mean_ci(low_s, metric),
         low.name,
-        mean_ci(high_s, scale, unit),
+        mean_ci(high_s, metric),
         high.name
     ))
 }
@@ -166,10 +167,10 @@ fn success_finding(data: &ReportData) -> Option<String> {
     Some(format!(
         "Success: {} delivered the most, {} of requests{}; {} the fewest, {}{}.",
         tied(&list, true),
-        mean_ci(high_s, 100.0, "%"),
+        mean_ci(high_s, Metric::SuccessRatio),
         dlq(high),
         tied(&list, false),
-        mean_ci(low_s, 100.0, "%"),
+        mean_ci(low_s, Metric::SuccessRatio),
         dlq(low)
     ))
 }
@@ -186,8 +187,8 @@ fn tradeoff_finding(data: &ReportData) -> Option<String> {
         format!(
             "Trade-off: {}'s lower peak came with fewer successes ({} vs {} for {}).",
             calm.name,
-            mean_ci(calm_s, 100.0, "%"),
-            mean_ci(best_s, 100.0, "%"),
+            mean_ci(calm_s, Metric::SuccessRatio),
+            mean_ci(best_s, Metric::SuccessRatio),
             tied(&successes, true)
         )
     })
@@ -202,9 +203,9 @@ fn duplicates_finding(data: &ReportData) -> Option<String> {
     let (best, best_s) = list.first()?;
     Some(format!(
         "Duplicated side effects: {} per run with {}, {} with {}.",
-        mean_ci(worst_s, 1.0, ""),
+        mean_ci(worst_s, Metric::Duplicates),
         worst.name,
-        mean_ci(best_s, 1.0, ""),
+        mean_ci(best_s, Metric::Duplicates),
         best.name
     ))
 }
@@ -225,7 +226,7 @@ fn recovery_finding(data: &ReportData) -> Option<String> {
         parts.push(format!(
             "{} recovered fastest, {} after the last disturbance",
             tied(&list, false),
-            mean_ci(fast_s, 1.0, " s")
+            mean_ci(fast_s, Metric::RecoveryTimeS)
         ));
     }
     let mut never_everywhere = true;
@@ -273,17 +274,20 @@ fn single_variant(v: &VariantData) -> Vec<String> {
     if let Some(peak) = get(Metric::PeakAttemptsPerS) {
         let capacity =
             v.mean(Metric::PeakOverCapacity).map(|r| format!(", {}× capacity", fmt_num(r))).unwrap_or_default();
-        out.push(format!("Peak load at the first hop: {} attempts/s{capacity}.", mean_ci(peak, 1.0, "")));
+        out.push(format!(
+            "Peak load at the first hop: {} attempts/s{capacity}.",
+            mean_ci(peak, Metric::PeakAttemptsPerS)
+        ));
     }
     if let Some(a) = get(Metric::Amplification) {
-        out.push(format!("Amplification: {} attempts per logical request.", mean_ci(a, 1.0, "×")));
+        out.push(format!("Amplification: {} attempts per logical request.", mean_ci(a, Metric::Amplification)));
     }
     if let Some(s) = get(Metric::SuccessRatio) {
         let dlq = v.mean(Metric::Dlq).map(|d| format!("; {} dead-lettered per run", fmt_num(d))).unwrap_or_default();
-        out.push(format!("{} of requests succeeded{dlq}.", mean_ci(s, 100.0, "%")));
+        out.push(format!("{} of requests succeeded{dlq}.", mean_ci(s, Metric::SuccessRatio)));
     }
     if let Some(d) = get(Metric::Duplicates).filter(|d| d.mean.is_some_and(|m| m > 0.0)) {
-        out.push(format!("Duplicated side effects: {} per run.", mean_ci(d, 1.0, "")));
+        out.push(format!("Duplicated side effects: {} per run.", mean_ci(d, Metric::Duplicates)));
     }
     if let Some(p99) = get(Metric::LatencySP99).and_then(|s| s.mean) {
         out.push(format!("p99 latency of succeeded requests: {}.", fmt_secs(p99)));
