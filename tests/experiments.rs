@@ -187,7 +187,9 @@ fn metastable_collapse_sticks_without_backoff_and_recovers_with_brookers_backoff
     let spec = &s.variants.iter().find(|v| v.name == "no-backoff").expect("variant").spec;
     for rep in 0..100 {
         let record = sim::run(spec, s.seed, rep);
-        let metastable = retrystorm::metrics::recovery::recovery_time_ns(&record, spec).is_none();
+        let scalars = retrystorm::metrics::summary::scalars(&record, &spec.run_shape());
+        let flag = scalars.global.iter().find(|(m, _)| *m == retrystorm::metrics::catalogue::Metric::Metastable);
+        let metastable = flag.and_then(|(_, v)| *v) == Some(1.0);
         let goodput_lost = goodput_recovery_s(&record, bucket_s, spike_end_s, horizon_s).is_none();
         assert_eq!(metastable, goodput_lost, "no-backoff replication {rep} (seed {})", s.seed);
     }

@@ -10,7 +10,8 @@ mod fuzz_harness;
 
 use proptest::prelude::*;
 use proptest::sample::select;
-use retrystorm::report::summary::summary_json;
+use retrystorm::metrics::catalogue::Metric;
+use retrystorm::report::summary::Summary;
 use retrystorm::runner::{run_study, RunOptions, StatRow, Study};
 use retrystorm::scenario::Scenario;
 
@@ -195,7 +196,7 @@ fn study(scenario: &Scenario, threads: usize) -> Study {
 
 /// Per-replication values of `metric` in `row`.
 fn values(row: &StatRow, metric: &str) -> Vec<f64> {
-    let stat = row.iter().find(|(n, _)| n == metric).map(|(_, s)| s).unwrap_or_else(|| panic!("no {metric}"));
+    let stat = row.get(Metric::from_name(metric).expect("catalogued")).unwrap_or_else(|| panic!("no {metric}"));
     stat.values.iter().map(|v| v.unwrap_or_else(|| panic!("{metric} missing in a replication"))).collect()
 }
 
@@ -226,7 +227,7 @@ proptest! {
             }
         }
         let again = study(&scenario, 2);
-        let bytes = |s: &Study| serde_json::to_string_pretty(&summary_json(s)).expect("serialises");
+        let bytes = |s: &Study| Summary::of(s).to_bytes();
         prop_assert!(bytes(&first) == bytes(&again), "same seed, different summary.json:\n{}", text);
     }
 }

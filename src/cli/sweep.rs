@@ -2,7 +2,9 @@
 //! `retrystorm merge` (shard directories back into the unsharded sweep's files).
 
 use super::{baseline_index, overrides, table, CliError, RunArgs, DEFAULT_JITTERS};
+use crate::metrics::catalogue::Metric;
 use crate::report::files;
+use crate::report::format::{fmt_short, table_cell as cell};
 use crate::report::sweep::{self as sweep_files, SweepHeader};
 use crate::runner::sweep::{run_cells, Cell, CellResult, Grid, Shard, SweepResult};
 use crate::scenario::{Scenario, ScenarioError, Variant};
@@ -135,7 +137,7 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
         }
     }
     let (json, csv) = sweep_files::sweep_files(&header, shard, &result.cells);
-    let write = |name: &str, bytes: &[u8]| files::write_atomic(&out.join(name), bytes).map_err(bad);
+    let write = |name: &str, bytes: &[u8]| files::write_atomic(&out.join(name), bytes);
     write("sweep.json", &json)?;
     write("sweep.csv", &csv)?;
     write("perf.json", &perf_json(&header, &result))?;
@@ -149,6 +151,7 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
 }
 
 /// Draws the sweep's charts and report from the files just written; returns how many files.
+/// Any failure here (even reading back what was just written) is not bad input: exit code 1.
 fn render_charts(out: &Path) -> Result<usize, CliError> {
     crate::report::render_sweep(out).map(|files| files.len()).map_err(|e| CliError::Failure(e.to_string()))
 }
@@ -172,20 +175,16 @@ fn perf_json(header: &SweepHeader, result: &SweepResult) -> Vec<u8> {
 }
 
 /// Metrics of the stdout table: the headline ones, readable at a glance.
-const TABLE_METRICS: [(&str, &str); 4] = [
-    ("attempts", "attempts"),
-    ("peak_over_capacity", "peak/cap"),
-    ("success_ratio", "success"),
-    ("completion_time_s", "done s"),
-];
+const TABLE_METRICS: [Metric; 4] =
+    [Metric::Attempts, Metric::PeakOverCapacity, Metric::SuccessRatio, Metric::CompletionTimeS];
 
 /// One line per cell × variant: the varied values, headline metrics and Δattempts vs baseline.
 fn sweep_table(header: &SweepHeader, shard: Option<Shard>, cells: &[CellResult]) -> String {
     let mut head: Vec<String> = vec!["cell".into()];
     head.extend(header.grid.axes.iter().map(|a| a.path.rsplit('.').next().unwrap_or(&a.path).to_string()));
     head.push("variant".into());
-    head.extend(TABLE_METRICS.iter().map(|m| m.1.to_string()));
-    head.push("Δattempts".into());
+    head.extend(TABLE_METRICS.iter().map(|m| m.def().short.to_string()));
+    head.push(format!("Δ{}", table::DIFF_METRIC));
     let mut rows = vec![head];
     for c in cells {
         let params: Vec<String> = header.grid.overrides(c.index).iter().map(|o| short_value(&o.value)).collect();
@@ -193,11 +192,11 @@ fn sweep_table(header: &SweepHeader, shard: Option<Shard>, cells: &[CellResult])
             let mut row = vec![c.index.to_string()];
             row.extend(params.iter().cloned());
             row.push(variant.clone());
-            let find = |m: &str| metrics.iter().find(|(n, _)| n == m).map(|(_, s)| s);
-            row.extend(TABLE_METRICS.iter().map(|(m, _)| table::cell(find(m))));
+            row.extend(TABLE_METRICS.iter().map(|&m| cell(metrics.get(m))));
             let diff = c.comparisons.iter().find(|x| &x.variant == variant);
-            let paired = diff.and_then(|x| x.metrics.iter().find(|(m, _)| m == "attempts")).map(|(_, d)| &d.paired);
-            row.push(if diff.is_some() { table::cell(paired) } else { "baseline".into() });
+            let paired =
+                diff.and_then(|x| x.metrics.iter().find(|(m, _)| *m == table::DIFF_METRIC)).map(|(_, d)| &d.paired);
+            row.push(if diff.is_some() { cell(paired) } else { "baseline".into() });
             rows.push(row);
         }
     }
@@ -225,7 +224,7 @@ fn sweep_table(header: &SweepHeader, shard: Option<Shard>, cells: &[CellResult])
 fn short_value(value: &toml::Value) -> String {
     match value {
         toml::Value::String(s) => s.clone(),
-        toml::Value::Float(x) => table::short(*x),
+        toml::Value::Float(x) => fmt_short(*x),
         other => other.to_string(),
     }
 }
@@ -239,8 +238,8 @@ pub fn merge(args: MergeArgs) -> Result<(), CliError> {
     let (json, csv) = sweep_files::merge(&shards).map_err(bad)?;
     let out = args.out.clone().unwrap_or_else(|| first.parent().unwrap_or(Path::new(".")).join("merged"));
     files::prepare_dir(&out).map_err(|e| bad(format!("{e}; choose another --out")))?;
-    files::write_atomic(&out.join("sweep.json"), &json).map_err(bad)?;
-    files::write_atomic(&out.join("sweep.csv"), &csv).map_err(bad)?;
+    files::write_atomic(&out.join("sweep.json"), &json)?;
+    files::write_atomic(&out.join("sweep.csv"), &csv)?;
     let charts = render_charts(&out)?;
     println!("merged {} shard(s) into {} ({charts} chart/report files)", shards.len(), out.display());
     Ok(())

@@ -84,6 +84,32 @@ pub enum BudgetKind {
     },
 }
 
+/// Every budget kind once: its scenario-file name and the fields it takes, in the order error
+/// messages list them. Parsing reads this (which fields belong to which kind, the unknown-kind
+/// list); [`BudgetKind::name`] agrees.
+pub const BUDGET_KINDS: [(&str, &[&str]); 6] = [
+    ("aws_quota", &["capacity", "retry_cost", "timeout_cost", "throttling_cost", "no_retry_increment"]),
+    ("grpc_throttle", &["max_tokens", "token_ratio"]),
+    ("finagle", &["ttl", "percent", "min_retries_per_s"]),
+    ("ratio", &["ratio", "window", "min_retries"]),
+    ("adaptive_throttle", &["k", "window"]),
+    ("token_bucket", &["capacity", "per_request"]),
+];
+
+impl BudgetKind {
+    /// The scenario-file name of this kind.
+    pub fn name(&self) -> &'static str {
+        match self {
+            BudgetKind::AwsQuota { .. } => "aws_quota",
+            BudgetKind::GrpcThrottle { .. } => "grpc_throttle",
+            BudgetKind::Finagle { .. } => "finagle",
+            BudgetKind::Ratio { .. } => "ratio",
+            BudgetKind::AdaptiveThrottle { .. } => "adaptive_throttle",
+            BudgetKind::TokenBucket { .. } => "token_bucket",
+        }
+    }
+}
+
 /// A budget and who shares it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BudgetSpec {
@@ -160,82 +186,74 @@ impl<const N: usize> SlidingCounts<N> {
     }
 }
 
+/// Window slot of requests (Finagle, ratio, adaptive throttling).
 const REQUESTS: usize = 0;
-const RETRIES: usize = 1;
+/// Window slot of retries paid for (Finagle, ratio).
+const RETRIES_PAID: usize = 1;
+/// Window slot of accepted attempts (adaptive throttling).
+const ACCEPTS: usize = 1;
 
-/// The live state of one budget instance.
+/// The live state of one budget instance. Its kind ([`BudgetKind`]) says which part it uses:
+/// the tokens (AWS quota, gRPC throttle, token bucket) or the window (Finagle, ratio, adaptive
+/// throttling), so each operation matches the kind alone.
 #[derive(Clone, Debug)]
-pub enum BudgetState {
-    /// Tokens of an AWS quota.
-    AwsQuota {
-        /// Current tokens.
-        tokens: f64,
-    },
-    /// Tokens of gRPC throttling.
-    GrpcThrottle {
-        /// Current tokens.
-        tokens: f64,
-    },
-    /// Requests and retries in a sliding window (Finagle, ratio, adaptive: accepts in slot 1).
-    Windowed(SlidingCounts<2>),
-    /// Tokens of a Brooker bucket.
-    TokenBucket {
-        /// Current tokens.
-        tokens: f64,
-    },
+pub struct BudgetState {
+    /// Current tokens.
+    pub tokens: f64,
+    /// Requests and retries paid (or accepts) in a sliding window.
+    pub window: SlidingCounts<2>,
 }
 
 impl BudgetKind {
     /// A fresh state.
     pub fn new_state(&self) -> BudgetState {
+        let tokens = |tokens: f64| BudgetState { tokens, window: SlidingCounts::new(0) };
+        let windowed = |window: Nanos| BudgetState { tokens: 0.0, window: SlidingCounts::new(window) };
         match *self {
-            BudgetKind::AwsQuota { capacity, .. } => BudgetState::AwsQuota { tokens: capacity },
-            BudgetKind::GrpcThrottle { max_tokens, .. } => BudgetState::GrpcThrottle { tokens: max_tokens },
+            BudgetKind::AwsQuota { capacity, .. } => tokens(capacity),
+            BudgetKind::GrpcThrottle { max_tokens, .. } => tokens(max_tokens),
             BudgetKind::Finagle { ttl: window, .. }
             | BudgetKind::Ratio { window, .. }
-            | BudgetKind::AdaptiveThrottle { window, .. } => BudgetState::Windowed(SlidingCounts::new(window)),
-            BudgetKind::TokenBucket { capacity, .. } => BudgetState::TokenBucket { tokens: capacity },
+            | BudgetKind::AdaptiveThrottle { window, .. } => windowed(window),
+            BudgetKind::TokenBucket { capacity, .. } => tokens(capacity),
         }
     }
 
     /// A new logical call starts (every request deposits, whatever its fate).
     pub fn on_request(&self, state: &mut BudgetState, now: Nanos) {
-        match (self, state) {
-            (BudgetKind::Finagle { .. } | BudgetKind::Ratio { .. }, BudgetState::Windowed(w)) => {
-                w.add(now, REQUESTS, 1.0)
+        match self {
+            BudgetKind::Finagle { .. } | BudgetKind::Ratio { .. } => state.window.add(now, REQUESTS, 1.0),
+            BudgetKind::TokenBucket { capacity, per_request } => {
+                state.tokens = (state.tokens + per_request).min(*capacity)
             }
-            (BudgetKind::TokenBucket { capacity, per_request }, BudgetState::TokenBucket { tokens }) => {
-                *tokens = (*tokens + per_request).min(*capacity)
-            }
-            _ => {}
+            BudgetKind::AwsQuota { .. } | BudgetKind::GrpcThrottle { .. } | BudgetKind::AdaptiveThrottle { .. } => {}
         }
     }
 
     /// Probability that an attempt is rejected locally before it is sent (adaptive throttling);
     /// counts the attempt as a request of the window.
     pub fn local_reject_probability(&self, state: &mut BudgetState, now: Nanos) -> f64 {
-        let (BudgetKind::AdaptiveThrottle { k, .. }, BudgetState::Windowed(w)) = (self, state) else { return 0.0 };
+        let BudgetKind::AdaptiveThrottle { k, .. } = self else { return 0.0 };
+        let w = &mut state.window;
         let requests = w.sum(now, REQUESTS);
-        let accepts = w.sum(now, RETRIES);
+        let accepts = w.sum(now, ACCEPTS);
         w.add(now, REQUESTS, 1.0);
         ((requests - k * accepts) / (requests + 1.0)).max(0.0)
     }
 
     /// An attempt failed (before the retry decision): gRPC spends a token.
     pub fn on_failure(&self, state: &mut BudgetState) {
-        if let BudgetState::GrpcThrottle { tokens } = state {
-            *tokens = (*tokens - 1.0).max(0.0);
+        if let BudgetKind::GrpcThrottle { .. } = self {
+            state.tokens = (state.tokens - 1.0).max(0.0);
         }
     }
 
     /// May the call retry now? On yes, the retry is paid for; returns the cost paid (AWS refunds
     /// it on success), or `None` to refuse.
     pub fn try_retry(&self, state: &mut BudgetState, now: Nanos, failure: FailureKind) -> Option<f64> {
-        match (self, state) {
-            (
-                BudgetKind::AwsQuota { retry_cost, timeout_cost, throttling_cost, .. },
-                BudgetState::AwsQuota { tokens },
-            ) => {
+        let BudgetState { tokens, window: w } = state;
+        match self {
+            BudgetKind::AwsQuota { retry_cost, timeout_cost, throttling_cost, .. } => {
                 let cost = match failure {
                     FailureKind::Transient => *retry_cost,
                     FailureKind::Timeout => *timeout_cost,
@@ -246,40 +264,35 @@ impl BudgetKind {
                     cost
                 })
             }
-            (BudgetKind::GrpcThrottle { max_tokens, .. }, BudgetState::GrpcThrottle { tokens }) => {
-                (*tokens > max_tokens / 2.0).then_some(0.0)
+            BudgetKind::GrpcThrottle { max_tokens, .. } => (*tokens > max_tokens / 2.0).then_some(0.0),
+            BudgetKind::Finagle { ttl, percent, min_retries_per_s } => {
+                let reserve = min_retries_per_s * crate::engine::time::ns_to_secs(*ttl);
+                let credit = percent * w.sum(now, REQUESTS) + reserve - w.sum(now, RETRIES_PAID);
+                (credit >= 1.0 - EPS).then(|| w.add(now, RETRIES_PAID, 1.0)).map(|_| 0.0)
             }
-            (BudgetKind::Finagle { ttl, percent, min_retries_per_s }, BudgetState::Windowed(w)) => {
-                let reserve = min_retries_per_s * (*ttl as f64 / 1e9);
-                let credit = percent * w.sum(now, REQUESTS) + reserve - w.sum(now, RETRIES);
-                (credit >= 1.0 - EPS).then(|| w.add(now, RETRIES, 1.0)).map(|_| 0.0)
+            BudgetKind::Ratio { ratio, min_retries, .. } => {
+                let allowed = (ratio * w.sum(now, REQUESTS)).max(*min_retries) - w.sum(now, RETRIES_PAID);
+                (allowed >= 1.0 - EPS).then(|| w.add(now, RETRIES_PAID, 1.0)).map(|_| 0.0)
             }
-            (BudgetKind::Ratio { ratio, min_retries, .. }, BudgetState::Windowed(w)) => {
-                let allowed = (ratio * w.sum(now, REQUESTS)).max(*min_retries) - w.sum(now, RETRIES);
-                (allowed >= 1.0 - EPS).then(|| w.add(now, RETRIES, 1.0)).map(|_| 0.0)
-            }
-            (BudgetKind::AdaptiveThrottle { .. }, _) => Some(0.0),
-            (BudgetKind::TokenBucket { .. }, BudgetState::TokenBucket { tokens }) => {
-                (*tokens >= 1.0 - EPS).then(|| {
-                    *tokens = (*tokens - 1.0).max(0.0);
-                    1.0
-                })
-            }
-            (kind, state) => unreachable!("budget {kind:?} with state {state:?}"),
+            BudgetKind::AdaptiveThrottle { .. } => Some(0.0),
+            BudgetKind::TokenBucket { .. } => (*tokens >= 1.0 - EPS).then(|| {
+                *tokens = (*tokens - 1.0).max(0.0);
+                1.0
+            }),
         }
     }
 
     /// An attempt succeeded; `last_cost` is what its last retry paid (None if it was the first try).
     pub fn on_success(&self, state: &mut BudgetState, now: Nanos, last_cost: Option<f64>) {
-        match (self, state) {
-            (BudgetKind::AwsQuota { capacity, no_retry_increment, .. }, BudgetState::AwsQuota { tokens }) => {
-                *tokens = (*tokens + last_cost.unwrap_or(*no_retry_increment)).min(*capacity);
+        match self {
+            BudgetKind::AwsQuota { capacity, no_retry_increment, .. } => {
+                state.tokens = (state.tokens + last_cost.unwrap_or(*no_retry_increment)).min(*capacity);
             }
-            (BudgetKind::GrpcThrottle { max_tokens, token_ratio }, BudgetState::GrpcThrottle { tokens }) => {
-                *tokens = (*tokens + token_ratio).min(*max_tokens);
+            BudgetKind::GrpcThrottle { max_tokens, token_ratio } => {
+                state.tokens = (state.tokens + token_ratio).min(*max_tokens);
             }
-            (BudgetKind::AdaptiveThrottle { .. }, BudgetState::Windowed(w)) => w.add(now, RETRIES, 1.0),
-            _ => {}
+            BudgetKind::AdaptiveThrottle { .. } => state.window.add(now, ACCEPTS, 1.0),
+            BudgetKind::Finagle { .. } | BudgetKind::Ratio { .. } | BudgetKind::TokenBucket { .. } => {}
         }
     }
 }

@@ -37,6 +37,18 @@ pub enum FaultKind {
     },
 }
 
+/// Every fault kind once: its scenario-file name and the one parameter field it takes (if any).
+/// Parsing, its error messages and the "unknown kind" list read this; [`FaultKind::name`] agrees.
+pub const FAULT_KINDS: [(&str, Option<&str>); 7] = [
+    ("outage", None),
+    ("hang", None),
+    ("throttle", Some("retry_after")),
+    ("error_rate", Some("p")),
+    ("lost_reply", Some("p")),
+    ("slow", Some("factor")),
+    ("capacity", Some("workers")),
+];
+
 impl FaultKind {
     /// The scenario-file name of this fault kind.
     pub fn name(&self) -> &'static str {
@@ -69,5 +81,25 @@ impl Fault {
     /// True while the fault is active at `now`.
     pub fn active_at(&self, now: Nanos) -> bool {
         self.from <= now && now < self.to
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_is_listed_once_under_its_name() {
+        let all = [
+            FaultKind::Outage,
+            FaultKind::Hang,
+            FaultKind::Throttle { retry_after: 1 },
+            FaultKind::ErrorRate { p: 0.1 },
+            FaultKind::LostReply { p: 0.1 },
+            FaultKind::Slow { factor: 2.0 },
+            FaultKind::Capacity { workers: 1 },
+        ];
+        let names: Vec<&str> = all.iter().map(FaultKind::name).collect();
+        assert_eq!(names, FAULT_KINDS.map(|k| k.0).to_vec());
     }
 }

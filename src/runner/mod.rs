@@ -4,9 +4,10 @@
 //! are collected in task order, so the outcome does not depend on the thread count.
 
 pub mod compare;
-pub mod progress;
-pub mod sweep;
+pub(crate) mod progress;
+pub(crate) mod sweep;
 
+use crate::engine::time::ns_to_secs;
 use crate::engine::Nanos;
 use crate::metrics::stats::Stat;
 use crate::metrics::summary::{scalars, MetricRow, Scalars};
@@ -27,8 +28,7 @@ pub struct RunOptions {
     pub progress: bool,
 }
 
-/// A metric summarised over replications, by name.
-pub type StatRow = Vec<(String, Stat)>;
+pub use crate::metrics::stats::StatRow;
 
 /// Mean time series of one scope (hop or tenant) of one variant.
 #[derive(Clone, Debug)]
@@ -163,16 +163,19 @@ pub fn simulate(scenario: &Scenario, variants: &[Variant], progress: &Progress) 
 }
 
 fn stat_row(rows: &[&MetricRow]) -> StatRow {
-    rows[0]
-        .iter()
-        .enumerate()
-        .map(|(i, (name, _))| (name.to_string(), Stat::from_values(rows.iter().map(|r| r[i].1).collect())))
-        .collect()
+    StatRow(
+        rows[0]
+            .iter()
+            .enumerate()
+            .map(|(i, (metric, _))| (*metric, Stat::from_values(rows.iter().map(|r| r[i].1).collect())))
+            .collect(),
+    )
 }
 
 fn aggregate(variant: &Variant, records: &[RunRecord]) -> VariantResult {
     let spec = &variant.spec;
-    let per_replication: Vec<Scalars> = records.iter().map(|r| scalars(r, spec)).collect();
+    let shape = spec.run_shape();
+    let per_replication: Vec<Scalars> = records.iter().map(|r| scalars(r, &shape)).collect();
     let globals: Vec<&MetricRow> = per_replication.iter().map(|s| &s.global).collect();
     let scope = |pick: &dyn Fn(&Scalars) -> &MetricRow| stat_row(&per_replication.iter().map(pick).collect::<Vec<_>>());
     let hops = spec.hops.iter().enumerate().map(|(h, hop)| (hop.name.clone(), scope(&|s| &s.hops[h]))).collect();
@@ -238,7 +241,7 @@ fn hop_columns(b: &HopBucket) -> [f64; 8] {
         f64::from(b.failures),
         f64::from(b.queue_len_max),
         f64::from(b.in_flight_max),
-        b.queue_wait_max_ns as f64 / 1e9,
+        ns_to_secs(b.queue_wait_max_ns),
     ]
 }
 

@@ -1,10 +1,10 @@
 //! `service = { dist = "empirical", … }` from a histogram CSV or from percentiles, and
 //! `dist = "lognormal"` fitted through two percentiles.
 
+use super::checks::V;
 use super::error::Invalid;
 use super::import;
 use super::raw::{Dur, RawDist};
-use super::validate::V;
 use crate::model::empirical::{lognormal_from_percentiles, Empirical};
 use crate::model::Dist;
 use std::sync::Arc;
@@ -82,7 +82,7 @@ pub fn fitted_lognormal(d: &RawDist, at: &str) -> V<Option<Dist>> {
 }
 
 fn show(ns: u64) -> String {
-    super::validate::show(ns)
+    super::checks::show(ns)
 }
 
 /// `dist = "empirical"`.
@@ -201,7 +201,7 @@ fn histogram(d: &RawDist, file: &str, min: f64, at: &str) -> V<Vec<(f64, f64)>> 
         "us" => 1e3,
         "ns" => 1.0,
         other => {
-            return Err(super::validate::unknown(
+            return Err(super::checks::unknown(
                 &at.replace(".file", ".unit"),
                 "time unit",
                 other,

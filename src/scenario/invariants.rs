@@ -2,7 +2,7 @@
 //! idempotency TTL (end to end at inner stores), inner horizons strictly smaller than their
 //! caller's and shorter than its attempt timeout, and attempts that can never end.
 
-use super::validate::show;
+use super::checks::show;
 use crate::engine::Nanos;
 use crate::model::{FaultKind, RetryPolicy, SimSpec};
 

@@ -1,16 +1,17 @@
 //! Scenario files: parse the TOML, apply overrides, validate into a [`SimSpec`] per variant.
 
-pub mod empirical;
+mod checks;
+pub(crate) mod empirical;
 pub mod error;
-pub mod import;
-pub mod invariants;
-pub mod locate;
-pub mod overrides;
-pub mod policies;
+pub(crate) mod import;
+pub(crate) mod invariants;
+pub(crate) mod locate;
+pub(crate) mod overrides;
+pub(crate) mod policies;
 pub mod presets;
-pub mod raw;
-pub mod trace;
-pub mod validate;
+pub(crate) mod raw;
+pub(crate) mod trace;
+pub(crate) mod validate;
 
 pub use error::ScenarioError;
 pub use overrides::{parse_assignment, Override};
@@ -140,11 +141,10 @@ impl Scenario {
                     let policy =
                         base.table.get_mut("policy").and_then(|v| v.get_mut(*p)).and_then(|v| v.as_table_mut());
                     if let Some(policy) = policy {
-                        if j != "schedule" {
-                            policy.remove("schedule");
-                        }
-                        if j != "proportional" {
-                            policy.remove("ratio");
+                        for (field, owner) in crate::model::Jitter::owned_fields() {
+                            if j != owner {
+                                policy.remove(field);
+                            }
                         }
                     }
                 }

@@ -5,10 +5,10 @@
 //! Parsed traces are cached per (file, size, modification time, reading options), so the base
 //! scenario, its variants and `compare`'s jitter variants share one copy.
 
+use super::checks::{finite_at_least, V};
 use super::error::Invalid;
 use super::import;
 use super::raw::RawArrival;
-use super::validate::{finite_at_least, V};
 use crate::engine::{Nanos, NS_PER_S};
 use crate::model::trace::{TraceArrival, TraceData};
 use crate::model::Arrival;
@@ -155,7 +155,7 @@ fn read(a: &RawArrival, file: &str, handle: std::fs::File, at: &str) -> V<TraceD
     let format = match a.format.as_deref() {
         Some(f @ ("timestamps" | "counts")) => f,
         Some(other) => {
-            return Err(super::validate::unknown(
+            return Err(super::checks::unknown(
                 &at.replace(".file", ".format"),
                 "trace format",
                 other,
@@ -202,7 +202,7 @@ fn read(a: &RawArrival, file: &str, handle: std::fs::File, at: &str) -> V<TraceD
         "minute" => 1.0 / 60.0,
         "interval" => f64::NAN, // divided by the interval width below
         other => {
-            return Err(super::validate::unknown(
+            return Err(super::checks::unknown(
                 &at.replace(".file", ".per"),
                 "per",
                 other,
@@ -219,7 +219,7 @@ fn unit_ns(unit: Option<&str>, at: &str) -> V<f64> {
         "ms" => 1e6,
         "us" => 1e3,
         "ns" => 1.0,
-        other => return Err(super::validate::unknown(at, "time unit", other, &["s", "ms", "us", "ns"])),
+        other => return Err(super::checks::unknown(at, "time unit", other, &["s", "ms", "us", "ns"])),
     })
 }
 

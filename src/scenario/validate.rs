@@ -1,9 +1,11 @@
 //! Validation: a [`RawScenario`] becomes a [`SimSpec`] whose every value is in range, or an
 //! [`Invalid`] naming the field, the value and the fix.
 
-use super::error::{closest, Invalid};
+use super::checks::{count, finite_at_least, positive, probability, show, unknown, V};
+use super::error::Invalid;
 use super::raw::{parse_duration, Dur, RawArrival, RawDist, RawFault, RawHop, RawScenario, RawTenant};
 use crate::engine::{Nanos, NS_PER_MS, NS_PER_S};
+use crate::model::fault::FAULT_KINDS;
 use crate::model::{
     Arrival, Dist, Fault, FaultKind, HopSpec, IdempotencySpec, InProgress, RetryPolicy, SimSpec, TenantSpec,
 };
@@ -30,8 +32,6 @@ pub struct Meta {
     /// Independent replications.
     pub replications: u32,
 }
-
-pub(super) type V<T> = Result<T, Invalid>;
 
 /// Validates the whole file; warnings are invariant violations that do not stop a run.
 pub fn validate(raw: &RawScenario) -> V<(Meta, SimSpec, Vec<String>)> {
@@ -109,45 +109,6 @@ fn check_name(name: &str, kind: &str, index: usize) -> V<()> {
 
 fn default_bucket(horizon: Nanos) -> Nanos {
     (horizon / 1_000).max(NS_PER_MS)
-}
-
-/// Human form of a duration for messages.
-pub fn show(ns: Nanos) -> String {
-    humantime::format_duration(std::time::Duration::from_nanos(ns)).to_string()
-}
-
-pub(super) fn positive(d: Dur, path: &str) -> V<Nanos> {
-    if d.0 == 0 {
-        return Err(Invalid::at(path, "is 0; it must be a positive duration such as \"100ms\""));
-    }
-    Ok(d.0)
-}
-
-pub(super) fn count(value: i64, path: &str, min: i64, max: i64) -> V<i64> {
-    if value < min || value > max {
-        return Err(Invalid::at(path, format!("is {value}; it must be between {min} and {max}")));
-    }
-    Ok(value)
-}
-
-pub(super) fn probability(value: Option<f64>, path: &str) -> V<f64> {
-    let p = value.unwrap_or(0.0);
-    if !(0.0..=1.0).contains(&p) {
-        return Err(Invalid::at(path, format!("is {p}; a probability must be within [0, 1]")));
-    }
-    Ok(p)
-}
-
-pub(super) fn finite_at_least(value: f64, min: f64, path: &str, what: &str) -> V<f64> {
-    if !value.is_finite() || value < min {
-        return Err(Invalid::at(path, format!("is {value}; {what}")));
-    }
-    Ok(value)
-}
-
-pub(super) fn unknown(path: &str, kind: &str, value: &str, allowed: &[&str]) -> Invalid {
-    let hint = closest(value, allowed.iter().copied()).map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default();
-    Invalid::at(path, format!("unknown {kind} `{value}`; allowed: {}{hint}", allowed.join(", ")))
 }
 
 fn tenants(raw: &RawScenario, policy_names: &[&str]) -> V<Vec<TenantSpec>> {
@@ -466,8 +427,6 @@ fn ttl(text: &str, at: &str, window: Option<Nanos>) -> V<Nanos> {
     Ok(ttl)
 }
 
-const FAULT_KINDS: [&str; 7] = ["outage", "hang", "throttle", "error_rate", "lost_reply", "slow", "capacity"];
-
 fn faults(raw: &[RawFault], hops: &[HopSpec]) -> V<Vec<Fault>> {
     let hop_names: Vec<&str> = hops.iter().map(|h| h.name.as_str()).collect();
     let mut out: Vec<Fault> = Vec::new();
@@ -495,9 +454,12 @@ fn faults(raw: &[RawFault], hops: &[HopSpec]) -> V<Vec<Fault>> {
                 None => Ok(()),
             }
         };
+        // The one parameter field the kind takes; any other is refused.
+        if let Some((_, param)) = FAULT_KINDS.iter().find(|(name, _)| *name == f.kind) {
+            forbid_all_but(param.unwrap_or(""))?;
+        }
         let kind = match f.kind.as_str() {
             "outage" | "hang" => {
-                forbid_all_but("")?;
                 if f.kind == "outage" {
                     FaultKind::Outage
                 } else {
@@ -505,14 +467,12 @@ fn faults(raw: &[RawFault], hops: &[HopSpec]) -> V<Vec<Fault>> {
                 }
             }
             "throttle" => {
-                forbid_all_but("retry_after")?;
                 let retry_after = f.retry_after.ok_or_else(|| {
                     Invalid::at(&format!("fault.{i}"), "kind `throttle` needs retry_after, e.g. \"1s\"")
                 })?;
                 FaultKind::Throttle { retry_after: retry_after.0 }
             }
             "error_rate" | "lost_reply" => {
-                forbid_all_but("p")?;
                 let need = format!("kind `{}` needs p, e.g. 0.1", f.kind);
                 let p = probability(Some(f.p.ok_or_else(|| Invalid::at(&format!("fault.{i}"), need))?), &at("p"))?;
                 if f.kind == "error_rate" {
@@ -522,7 +482,6 @@ fn faults(raw: &[RawFault], hops: &[HopSpec]) -> V<Vec<Fault>> {
                 }
             }
             "slow" => {
-                forbid_all_but("factor")?;
                 let factor = f
                     .factor
                     .ok_or_else(|| Invalid::at(&format!("fault.{i}"), "kind `slow` needs factor, e.g. 10.0"))?;
@@ -535,13 +494,15 @@ fn faults(raw: &[RawFault], hops: &[HopSpec]) -> V<Vec<Fault>> {
                 FaultKind::Slow { factor }
             }
             "capacity" => {
-                forbid_all_but("workers")?;
                 let w = f
                     .workers
                     .ok_or_else(|| Invalid::at(&format!("fault.{i}"), "kind `capacity` needs workers, e.g. 2"))?;
                 FaultKind::Capacity { workers: count(w, &at("workers"), 0, 10_000_000)? as u32 }
             }
-            other => return Err(unknown(&at("kind"), "fault kind", other, &FAULT_KINDS)),
+            other => {
+                let names: Vec<&str> = FAULT_KINDS.iter().map(|k| k.0).collect();
+                return Err(unknown(&at("kind"), "fault kind", other, &names));
+            }
         };
         let fault = Fault { hop, kind, from: f.from.0, to: f.to.0 };
         if let Some(other) = out

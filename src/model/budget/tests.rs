@@ -19,10 +19,7 @@ fn aws_2026_vectors_with_the_random_draw_forced_to_one() {
     // Quota: 500 → 486 → 472 on two retries, back to 486 after the success (refund of the last cost).
     let budget = p.budget.as_ref().expect("quota").kind.clone();
     let mut state = budget.new_state();
-    let tokens = |s: &BudgetState| match s {
-        BudgetState::AwsQuota { tokens } => *tokens,
-        other => panic!("{other:?}"),
-    };
+    let tokens = |s: &BudgetState| s.tokens;
     assert_eq!(tokens(&state), 500.0);
     let first = budget.try_retry(&mut state, 0, FailureKind::Transient);
     assert_eq!((first, tokens(&state)), (Some(14.0), 486.0));

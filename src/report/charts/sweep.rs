@@ -3,84 +3,43 @@
 
 use super::axes::{CategoryAxis, LogAxis};
 use super::key::{with_key, KeyItem, Swatch};
-use super::{fmt_num, fmt_secs, variant_colour, DrawResult, FONT};
-use crate::metrics::stats::Stat;
+use super::{variant_colour, DrawResult, FONT};
+use crate::metrics::catalogue::Metric;
+use crate::report::data::{SweepAxis, SweepData};
+use crate::report::format::fmt_value;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use std::collections::BTreeMap;
 
-/// One varied parameter: its path and values as typed (labels) with numeric positions when
-/// every value is a number or a duration.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SweepAxis {
-    /// Override path, e.g. `tenant.main.clients`.
-    pub path: String,
-    /// Values as typed.
-    pub labels: Vec<String>,
-    /// Numeric positions (durations in seconds), if every value has one.
-    pub numbers: Option<Vec<f64>>,
-}
-
-/// A sweep's results, as `sweep.json` holds them.
-#[derive(Clone, Debug)]
-pub struct SweepData {
-    /// Scenario name.
-    pub scenario: String,
-    /// Master seed.
-    pub seed: u64,
-    /// Replications per variant and cell.
-    pub replications: u32,
-    /// Variant names in order (fixes their colours).
-    pub variants: Vec<String>,
-    /// Varied parameters, in `--vary` order (the last varies fastest across cells).
-    pub axes: Vec<SweepAxis>,
-    /// (cell, variant index, metric) → statistic.
-    pub stats: BTreeMap<(usize, usize, String), Stat>,
-}
-
-impl SweepData {
-    /// The cell index of value indices `coords` (mixed radix, last axis fastest).
-    pub fn cell(&self, coords: &[usize]) -> usize {
-        coords.iter().zip(&self.axes).fold(0, |acc, (&c, axis)| acc * axis.labels.len() + c)
-    }
-
-    /// The statistic of `metric` for variant `v` in `cell`, if the sweep holds it.
-    pub fn stat(&self, cell: usize, v: usize, metric: &str) -> Option<&Stat> {
-        self.stats.get(&(cell, v, metric.to_string()))
-    }
-}
-
-/// How a sweep metric is shown.
+/// A sweep chart's metric and its panel title (scale and unit come from the catalogue).
 pub struct SweepMetric {
-    /// Metric name in `sweep.json`.
-    pub name: &'static str,
+    /// The metric.
+    pub metric: Metric,
     /// Panel title.
     pub title: &'static str,
-    /// Scale for display (100 for ratios in %).
-    pub scale: f64,
+}
+
+impl SweepMetric {
+    /// Scale for display (100 for shares in %).
+    pub fn scale(&self) -> f64 {
+        self.metric.def().unit.scale()
+    }
+
     /// Unit after values: `×`, `%`; ` s` formats a duration.
-    pub suffix: &'static str,
+    pub fn suffix(&self) -> &'static str {
+        self.metric.def().unit.suffix()
+    }
 }
 
 /// The metrics a sweep chart shows, in panel order.
 pub const SWEEP_METRICS: [SweepMetric; 6] = [
-    SweepMetric { name: "peak_over_capacity", title: "Peak load ÷ capacity (×)", scale: 1.0, suffix: "×" },
-    SweepMetric { name: "amplification", title: "Attempts per request (×)", scale: 1.0, suffix: "×" },
-    SweepMetric { name: "success_ratio", title: "Requests that succeeded (%)", scale: 100.0, suffix: "%" },
-    SweepMetric { name: "dlq", title: "Dead-lettered requests per run", scale: 1.0, suffix: "" },
-    SweepMetric { name: "duplicates", title: "Duplicated side effects per run", scale: 1.0, suffix: "" },
-    SweepMetric { name: "latency_s_p99", title: "p99 latency of succeeded requests (s)", scale: 1.0, suffix: " s" },
+    SweepMetric { metric: Metric::PeakOverCapacity, title: "Peak load ÷ capacity (×)" },
+    SweepMetric { metric: Metric::Amplification, title: "Attempts per request (×)" },
+    SweepMetric { metric: Metric::SuccessRatio, title: "Requests that succeeded (%)" },
+    SweepMetric { metric: Metric::Dlq, title: "Dead-lettered requests per run" },
+    SweepMetric { metric: Metric::Duplicates, title: "Duplicated side effects per run" },
+    SweepMetric { metric: Metric::LatencySP99, title: "p99 latency of succeeded requests (s)" },
 ];
-
-/// A value with its unit, as labels show it.
-pub fn fmt_value(x: f64, suffix: &str) -> String {
-    if suffix == " s" {
-        fmt_secs(x)
-    } else {
-        format!("{}{suffix}", fmt_num(x))
-    }
-}
 
 /// The horizontal axis of a one-parameter sweep: (low, high, log?) over the swept values'
 /// positions (numeric, or 0, 1, 2, … for names).
@@ -150,9 +109,9 @@ where
             xs.iter()
                 .enumerate()
                 .filter_map(|(c, &x)| {
-                    let s = data.stat(data.cell(&[c]), v, m.name)?;
-                    let mean = s.mean? * m.scale;
-                    let [lo, hi] = s.ci95.map_or([mean, mean], |c| [c[0] * m.scale, c[1] * m.scale]);
+                    let s = data.stat(data.cell(&[c]), v, m.metric)?;
+                    let mean = s.mean? * m.scale();
+                    let [lo, hi] = s.ci95.map_or([mean, mean], |c| [c[0] * m.scale(), c[1] * m.scale()]);
                     Some((x, mean, lo, hi))
                 })
                 .collect()
@@ -177,7 +136,7 @@ where
                 .map(|i| labels[i].clone())
                 .unwrap_or_default()
         })
-        .y_label_formatter(&|y| super::fmt_tick(*y))
+        .y_label_formatter(&|y| crate::report::format::fmt_tick(*y))
         .light_line_style(WHITE.mix(0.0))
         .bold_line_style(BLACK.mix(0.08))
         .label_style((FONT, 13))
@@ -241,8 +200,8 @@ where
     );
     let root = root.titled(&title, (FONT, 22))?;
     let values: Vec<f64> = (0..data.variants.len())
-        .flat_map(|v| (0..rows.labels.len() * cols.labels.len()).filter_map(move |c| data.stat(c, v, m.name)?.mean))
-        .map(|x| x * m.scale)
+        .flat_map(|v| (0..rows.labels.len() * cols.labels.len()).filter_map(move |c| data.stat(c, v, m.metric)?.mean))
+        .map(|x| x * m.scale())
         .collect();
     let (lo, hi) = values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
     let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
@@ -251,7 +210,7 @@ where
         .map(|k| {
             let x = lo + (hi - lo) * k as f64 / 4.0;
             let label =
-                if k == 0 { format!("colour scale: {}", fmt_value(x, m.suffix)) } else { fmt_value(x, m.suffix) };
+                if k == 0 { format!("colour scale: {}", fmt_value(x, m.suffix())) } else { fmt_value(x, m.suffix()) };
             (Swatch::Fill(shade(x).mix(1.0)), label)
         })
         .collect();
@@ -282,8 +241,8 @@ where
             .draw()?;
         for r in 0..rows.labels.len() {
             for c in 0..cols.labels.len() {
-                let Some(mean) = data.stat(data.cell(&[r, c]), v, m.name).and_then(|s| s.mean) else { continue };
-                let x = mean * m.scale;
+                let Some(mean) = data.stat(data.cell(&[r, c]), v, m.metric).and_then(|s| s.mean) else { continue };
+                let x = mean * m.scale();
                 let (fx, fy) = (c as f64, r as f64);
                 let fill = shade(x);
                 chart.draw_series(std::iter::once(Rectangle::new(
@@ -298,7 +257,7 @@ where
                 };
                 let style =
                     TextStyle::from((FONT, 14).into_font()).pos(Pos::new(HPos::Center, VPos::Center)).color(&ink);
-                chart.draw_series(std::iter::once(Text::new(fmt_value(x, m.suffix), (fx, fy), style)))?;
+                chart.draw_series(std::iter::once(Text::new(fmt_value(x, m.suffix()), (fx, fy), style)))?;
             }
         }
     }
@@ -351,7 +310,7 @@ impl super::Figure for SweepFigure<'_> {
     fn stem(&self) -> String {
         match self.chart {
             SweepChart::Lines => "sweep_metrics".into(),
-            SweepChart::Heatmap(i) => format!("sweep_heatmap_{}", SWEEP_METRICS[i].name),
+            SweepChart::Heatmap(i) => format!("sweep_heatmap_{}", SWEEP_METRICS[i].metric),
         }
     }
 

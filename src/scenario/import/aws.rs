@@ -64,7 +64,7 @@ pub fn import(text: &str, select: Option<&str>) -> Result<Imported, String> {
             for f in
                 ["jitter", "base", "multiplier", "cap", "max_attempts", "throttle_base", "honor_retry_after", "budget"]
             {
-                out.from_key(f, &format!("{mode_at} = {mode} → preset aws-standard-2026"));
+                out.record_key(f, &format!("{mode_at} = {mode} → preset aws-standard-2026"));
             }
             if mode == "adaptive" {
                 out.unsupported(
@@ -81,14 +81,14 @@ pub fn import(text: &str, select: Option<&str>) -> Result<Imported, String> {
             out.policy.max_attempts = Some(5);
             out.policy.retry_on = Some(vec!["transient".into(), "throttling".into(), "timeout".into()]);
             for f in ["jitter", "base", "multiplier", "cap", "max_attempts", "retry_on"] {
-                out.from_key(f, &format!("{mode_at} = legacy (botocore: rand·2^(n−1) s, 5 attempts)"));
+                out.record_key(f, &format!("{mode_at} = legacy (botocore: rand·2^(n−1) s, 5 attempts)"));
             }
         }
         other => return Err(format!("{mode_at}: `{other}` is not a retry mode; use legacy, standard or adaptive")),
     }
     if let Some((n, at)) = attempts {
         out.policy.max_attempts = Some(n);
-        out.from_key("max_attempts", &at);
+        out.record_key("max_attempts", &at);
     }
     Ok(out)
 }

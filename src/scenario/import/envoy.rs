@@ -43,7 +43,7 @@ pub fn import(text: &str, select: Option<&str>) -> Result<Imported, String> {
         let d = duration_at(timeout, key, false)?;
         if d.0 > 0 {
             out.policy.deadline = Some(d);
-            out.from_key("deadline", key);
+            out.record_key("deadline", key);
         }
     }
     Ok(out)
@@ -150,10 +150,10 @@ fn retry_policy(p: &Mapping, prefix: &str, out: &mut Imported) -> Result<(), Str
     out.policy.max_attempts = Some(retries + 1);
     let source =
         if get(p, "num_retries").is_some() { key("num_retries") } else { key("num_retries (Envoy default 1)") };
-    out.from_key("max_attempts", &source);
+    out.record_key("max_attempts", &source);
     if let Some(t) = get(p, "per_try_timeout").and_then(text) {
         out.policy.attempt_timeout = Some(duration_at(&t, &key("per_try_timeout"), false)?);
-        out.from_key("attempt_timeout", &key("per_try_timeout"));
+        out.record_key("attempt_timeout", &key("per_try_timeout"));
     }
     let back_off = get(p, "retry_back_off").and_then(Value::as_mapping);
     let mut base = Dur(BASE_DEFAULT_NS);
@@ -172,13 +172,13 @@ fn retry_policy(p: &Mapping, prefix: &str, out: &mut Imported) -> Result<(), Str
         None => Dur(base.0.saturating_mul(10)),
     };
     out.policy.jitter = Some("full".into());
-    out.from_key("jitter", &format!("{prefix} (Envoy: fully jittered exponential back-off)"));
+    out.record_key("jitter", &format!("{prefix} (Envoy: fully jittered exponential back-off)"));
     out.policy.base = Some(base);
-    out.from_key("base", &key("retry_back_off.base_interval"));
+    out.record_key("base", &key("retry_back_off.base_interval"));
     out.policy.multiplier = Some(2.0);
-    out.from_key("multiplier", "Envoy's back-off doubles");
+    out.record_key("multiplier", "Envoy's back-off doubles");
     out.policy.cap = Some(cap);
-    out.from_key("cap", &key(if max.is_some() { "retry_back_off.max_interval" } else { "retry_back_off (10 × base)" }));
+    out.record_key("cap", &key(if max.is_some() { "retry_back_off.max_interval" } else { "retry_back_off (10 × base)" }));
     let codes: Vec<i64> = get(p, "retriable_status_codes")
         .and_then(Value::as_sequence)
         .map(|s| s.iter().filter_map(Value::as_i64).collect())
@@ -221,14 +221,14 @@ fn retry_policy(p: &Mapping, prefix: &str, out: &mut Imported) -> Result<(), Str
         .map(|(n, _)| n.to_string())
         .collect();
     out.policy.retry_on = Some(retry_on);
-    out.from_key("retry_on", &key("retry_on"));
+    out.record_key("retry_on", &key("retry_on"));
     if let Some(rl) = get(p, "rate_limited_retry_back_off").and_then(Value::as_mapping) {
         let at = key("rate_limited_retry_back_off");
         for k in unknown_keys(keys(rl), &["reset_headers", "max_interval"], &at) {
             out.unsupported(&k, "not part of Envoy's rate_limited_retry_back_off");
         }
         out.policy.honor_retry_after = Some(RawRetryAfter::Mode("exact".into()));
-        out.from_key("honor_retry_after", &format!("{at}.reset_headers"));
+        out.record_key("honor_retry_after", &format!("{at}.reset_headers"));
         if get(rl, "max_interval").is_some() {
             out.unsupported(
                 &format!("{at}.max_interval"),

@@ -35,7 +35,7 @@ pub fn import(text: &str, select: Option<&str>) -> Result<Imported, String> {
     if let Some(t) = config.get("timeout").and_then(Value::as_str) {
         let key = format!("{prefix}.timeout");
         out.policy.deadline = Some(duration_at(t, &key, false)?);
-        out.from_key("deadline", &key);
+        out.record_key("deadline", &key);
     }
     let policy = config
         .get("retryPolicy")
@@ -124,9 +124,9 @@ fn retry_policy(p: &Map<String, Value>, prefix: &str, out: &mut Imported) -> Res
         ));
     }
     out.policy.max_attempts = Some(attempts.min(MAX_ATTEMPTS_LIMIT));
-    out.from_key("max_attempts", &key("maxAttempts"));
+    out.record_key("max_attempts", &key("maxAttempts"));
     out.policy.jitter = Some("full".into());
-    out.from_key("jitter", &format!("{prefix} (gRFC A6: random(0, backoff))"));
+    out.record_key("jitter", &format!("{prefix} (gRFC A6: random(0, backoff))"));
     for (field, name) in [("base", "initialBackoff"), ("cap", "maxBackoff")] {
         let text =
             p.get(name).and_then(Value::as_str).ok_or_else(|| format!("`{}` is required, e.g. \"0.1s\"", key(name)))?;
@@ -136,17 +136,17 @@ fn retry_policy(p: &Map<String, Value>, prefix: &str, out: &mut Imported) -> Res
         } else {
             out.policy.cap = Some(d);
         }
-        out.from_key(field, &key(name));
+        out.record_key(field, &key(name));
     }
     let multiplier = p
         .get("backoffMultiplier")
         .and_then(Value::as_f64)
         .ok_or_else(|| format!("`{}` is required (a number > 0)", key("backoffMultiplier")))?;
     out.policy.multiplier = Some(multiplier);
-    out.from_key("multiplier", &key("backoffMultiplier"));
+    out.record_key("multiplier", &key("backoffMultiplier"));
     if let Some(t) = p.get("perAttemptRecvTimeout").and_then(Value::as_str) {
         out.policy.attempt_timeout = Some(duration_at(t, &key("perAttemptRecvTimeout"), false)?);
-        out.from_key("attempt_timeout", &key("perAttemptRecvTimeout"));
+        out.record_key("attempt_timeout", &key("perAttemptRecvTimeout"));
     }
     let codes = p
         .get("retryableStatusCodes")
@@ -167,9 +167,9 @@ fn retry_policy(p: &Map<String, Value>, prefix: &str, out: &mut Imported) -> Res
     }
     retry_on.dedup();
     out.policy.retry_on = Some(retry_on.into_iter().map(String::from).collect());
-    out.from_key("retry_on", &key("retryableStatusCodes"));
+    out.record_key("retry_on", &key("retryableStatusCodes"));
     out.policy.honor_retry_after = Some(RawRetryAfter::Mode("exact".into()));
-    out.from_key("honor_retry_after", "gRFC A6 server pushback (grpc-retry-pushback-ms)");
+    out.record_key("honor_retry_after", "gRFC A6 server pushback (grpc-retry-pushback-ms)");
     Ok(())
 }
 
@@ -187,7 +187,7 @@ fn throttle(t: &Map<String, Value>, out: &mut Imported) -> Result<(), String> {
         token_ratio: Some(get("tokenRatio")?),
         ..RawBudget::default()
     });
-    out.from_key("budget", "retryThrottling");
+    out.record_key("budget", "retryThrottling");
     Ok(())
 }
 

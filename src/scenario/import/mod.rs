@@ -12,9 +12,9 @@ pub mod grpc;
 pub mod resilience4j;
 mod resolved;
 
+use super::checks::V;
 use super::error::Invalid;
 use super::raw::{Dur, RawPolicy};
-use super::validate::V;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -32,7 +32,7 @@ pub struct Imported {
 
 impl Imported {
     /// Records that `field` came from `key` of the file.
-    pub fn from_key(&mut self, field: &'static str, key: &str) {
+    pub fn record_key(&mut self, field: &'static str, key: &str) {
         self.sources.insert(field, key.to_string());
     }
 

@@ -84,13 +84,13 @@ pub fn import(text: &str, select: Option<&str>) -> Result<Imported, String> {
         None => (3, "maxAttempts (resilience4j default 3)".into()),
     };
     out.policy.max_attempts = Some(attempts);
-    out.from_key("max_attempts", &attempts_at);
+    out.record_key("max_attempts", &attempts_at);
     let (wait, wait_at) = match lookup("waitDuration") {
         Some((v, at)) => (duration_at(&text(v), &at, true)?, at),
         None => (Dur(500_000_000), "waitDuration (resilience4j default 500ms)".into()),
     };
     out.policy.base = Some(wait);
-    out.from_key("base", &wait_at);
+    out.record_key("base", &wait_at);
     let exponential = flag("enableExponentialBackoff").transpose()?;
     let randomized = flag("enableRandomizedWait").transpose()?;
     let is_exp = exponential.as_ref().is_some_and(|e| e.0);
@@ -103,15 +103,15 @@ pub fn import(text: &str, select: Option<&str>) -> Result<Imported, String> {
         (1.0, "no enableExponentialBackoff: constant wait".into())
     };
     out.policy.multiplier = Some(multiplier);
-    out.from_key("multiplier", &mult_at);
+    out.record_key("multiplier", &mult_at);
     let cap = match lookup("exponentialMaxWaitDuration").filter(|_| is_exp) {
         Some((v, at)) => {
-            out.from_key("cap", &at);
+            out.record_key("cap", &at);
             duration_at(&text(v), &at, true)?
         }
         None => {
             // Unbounded in resilience4j: the largest wait the attempts can reach.
-            out.from_key("cap", "unbounded in resilience4j: the last retry's wait");
+            out.record_key("cap", "unbounded in resilience4j: the last retry's wait");
             let largest = wait.0 as f64 * multiplier.powi(attempts.clamp(1, 10_000) as i32);
             Dur(if largest >= u64::MAX as f64 { u64::MAX } else { largest as u64 }.max(wait.0))
         }
@@ -123,10 +123,10 @@ pub fn import(text: &str, select: Option<&str>) -> Result<Imported, String> {
             .unwrap_or((0.5, "randomizedWaitFactor (resilience4j default 0.5)".into()));
         out.policy.jitter = Some("proportional".into());
         out.policy.ratio = Some(factor);
-        out.from_key("jitter", &format!("{} + {at}", randomized.map(|r| r.1).unwrap_or_default()));
+        out.record_key("jitter", &format!("{} + {at}", randomized.map(|r| r.1).unwrap_or_default()));
     } else {
         out.policy.jitter = Some("exponential".into());
-        out.from_key("jitter", "no enableRandomizedWait: no jitter");
+        out.record_key("jitter", "no enableRandomizedWait: no jitter");
     }
     Ok(out)
 }

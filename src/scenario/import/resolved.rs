@@ -3,8 +3,8 @@
 
 use super::{import_policy, provenance, take_warnings};
 use crate::model::{Jitter, RetryAfterMode, RetryPolicy};
+use crate::scenario::checks::show;
 use crate::scenario::raw::RawPolicy;
-use crate::scenario::validate::show;
 use crate::scenario::Scenario;
 use serde::Deserialize;
 
