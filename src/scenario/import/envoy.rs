@@ -178,7 +178,10 @@ fn retry_policy(p: &Mapping, prefix: &str, out: &mut Imported) -> Result<(), Str
     out.policy.multiplier = Some(2.0);
     out.record_key("multiplier", "Envoy's back-off doubles");
     out.policy.cap = Some(cap);
-    out.record_key("cap", &key(if max.is_some() { "retry_back_off.max_interval" } else { "retry_back_off (10 × base)" }));
+    out.record_key(
+        "cap",
+        &key(if max.is_some() { "retry_back_off.max_interval" } else { "retry_back_off (10 × base)" }),
+    );
     let codes: Vec<i64> = get(p, "retriable_status_codes")
         .and_then(Value::as_sequence)
         .map(|s| s.iter().filter_map(Value::as_i64).collect())
