@@ -45,11 +45,11 @@ enum Command {
 pub struct RunArgs {
     /// Scenario file (TOML).
     scenario: String,
-    /// Master seed (overrides the file's).
-    #[arg(long)]
+    /// Master seed (overrides the file's), 0 to 9223372036854775807.
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_seed)]
     pub seed: Option<u64>,
     /// Replications per variant (overrides the file's).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_count::<u32>)]
     pub replications: Option<u32>,
     /// Override a field, e.g. --set hop.api.workers=4 (repeatable).
     #[arg(long = "set", value_name = "PATH=VALUE")]
@@ -57,12 +57,15 @@ pub struct RunArgs {
     /// Output directory (default: output/<scenario name>).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Worker threads (default: one per core). Results do not depend on it.
-    #[arg(long)]
+    /// Worker threads (default: one per core; at most 1024). Results do not depend on it.
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_count::<usize>)]
     pub threads: Option<usize>,
     /// No progress bar and no table on stdout.
     #[arg(long)]
     pub quiet: bool,
+    /// Write into --out even if it holds files retrystorm did not write (they are left alone).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -105,6 +108,44 @@ impl CliError {
     }
 }
 
+/// Most worker threads `--threads` accepts: more only costs memory (each has a stack).
+pub const THREADS_MAX: usize = 1024;
+
+/// `--seed`: an integer the scenario format can also hold (TOML integers are signed 64-bit),
+/// refused rather than clamped when out of range.
+fn parse_seed(text: &str) -> Result<u64, String> {
+    let max = i64::MAX as u64;
+    match text.trim().parse::<i128>() {
+        Ok(n) if n < 0 => Err(format!("is negative; give an integer from 0 to {max}")),
+        Ok(n) if n > i128::from(max) => Err(format!("is beyond the range; give an integer from 0 to {max}")),
+        Ok(n) => Ok(n as u64),
+        Err(_) => Err(format!("is not an integer; give one from 0 to {max}")),
+    }
+}
+
+/// A non-negative count flag (`--replications`, `--threads`): negative numbers are named as such.
+fn parse_count<T: TryFrom<u64>>(text: &str) -> Result<T, String> {
+    match text.trim().parse::<i128>() {
+        Ok(n) if n < 0 => Err("is negative; give a whole number".to_string()),
+        Ok(n) => u64::try_from(n)
+            .ok()
+            .and_then(|n| T::try_from(n).ok())
+            .ok_or_else(|| "is too large for this flag; give a smaller whole number".to_string()),
+        Err(_) => Err("is not a whole number".to_string()),
+    }
+}
+
+/// Refuses `--threads` outside 1..=[`THREADS_MAX`] (shared by `run`, `compare` and `sweep`).
+pub fn check_threads(threads: Option<usize>) -> Result<(), CliError> {
+    match threads {
+        Some(0) => Err(CliError::BadInput("--threads 0: give at least 1 thread, or leave it out for one per core".into())),
+        Some(n) if n > THREADS_MAX => Err(CliError::BadInput(format!(
+            "--threads {n}: at most {THREADS_MAX}; more threads than cores only cost memory (leave it out for one per core)"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Default jitter strategies of `compare`.
 pub const DEFAULT_JITTERS: [&str; 5] = ["none", "exponential", "full", "equal", "decorrelated"];
 
@@ -143,7 +184,9 @@ pub fn overrides(args: &RunArgs) -> Result<Vec<Override>, CliError> {
     let mut list: Vec<Override> =
         args.set.iter().map(|s| parse_assignment(s).map_err(CliError::BadInput)).collect::<Result<_, _>>()?;
     if let Some(seed) = args.seed {
-        list.push(Override { path: "seed".into(), value: toml::Value::Integer(seed.min(i64::MAX as u64) as i64) });
+        // parse_seed refused anything beyond i64::MAX.
+        let seed = i64::try_from(seed).map_err(|_| CliError::BadInput(format!("--seed {seed}: beyond the range")))?;
+        list.push(Override { path: "seed".into(), value: toml::Value::Integer(seed) });
     }
     if let Some(r) = args.replications {
         list.push(Override { path: "replications".into(), value: toml::Value::Integer(i64::from(r)) });
@@ -154,9 +197,7 @@ pub fn overrides(args: &RunArgs) -> Result<Vec<Override>, CliError> {
 /// `run` (compare = None) and `compare` (Some(jitters), None meaning the defaults); differences
 /// are against the variant named `baseline` (default: the first).
 fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<String>) -> Result<(), CliError> {
-    if args.threads == Some(0) {
-        return Err(CliError::BadInput("--threads 0: give at least 1 thread, or leave it out for one per core".into()));
-    }
+    check_threads(args.threads)?;
     let scenario = Scenario::load(&args.scenario, &overrides(&args)?)?;
     let variants = match compare {
         None => scenario.run_variants(),
@@ -166,7 +207,7 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
     };
     let baseline = baseline_index(&variants, baseline.as_deref())?;
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("output").join(&scenario.name));
-    report::files::prepare_dir(&out).map_err(|e| CliError::BadInput(format!("{e}; choose another --out")))?;
+    let claim = claim(&out, args.force)?;
     for w in &scenario.warnings {
         eprintln!("warning: {w}");
     }
@@ -178,12 +219,21 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
             eprintln!("warning: variant `{}` {t}: its results are partial", v.name);
         }
     }
-    let written = report::write_study(&out, &study).map_err(|e| CliError::BadInput(e.to_string()))?;
+    // The directory was checked before simulating: a failure now is an I/O failure, not bad input.
+    let written = report::write_study(&claim, &study).map_err(|e| CliError::Failure(e.to_string()))?;
     if !args.quiet {
         print!("{}", table::summary_table(&study));
         println!("wrote {} files to {}", written.len(), out.display());
     }
     Ok(())
+}
+
+/// Claims output directory `out` (see [`report::Claim`]): refusals are bad input.
+pub fn claim(out: &std::path::Path, force: bool) -> Result<report::Claim, CliError> {
+    report::Claim::new(out, force).map_err(|e| match e {
+        report::ClaimError::Refused(m) => CliError::BadInput(m),
+        report::ClaimError::Io(e) => CliError::BadInput(format!("{e}; choose another --out")),
+    })
 }
 
 /// The index of the variant named `name` (None: the first), or a message listing the names.

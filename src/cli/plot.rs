@@ -24,7 +24,16 @@ pub fn run(args: PlotArgs) -> Result<(), CliError> {
         )));
     }
     // Both a directory that is not a run and one we cannot write to are the caller's to fix.
-    let written = report::render_dir(&args.dir).map_err(|e| CliError::BadInput(format!("plot: {e}")))?;
+    let claim = report::Claim::reopen(&args.dir).map_err(|e| CliError::BadInput(format!("plot: {e}")))?;
+    let mut written = Vec::new();
+    let rendered = report::render_dir(&args.dir, &mut written).map_err(|e| match e {
+        report::RenderError::Read(e) => CliError::BadInput(format!("plot: {e}")),
+        report::RenderError::Write(e) => {
+            CliError::Failure(format!("plot: {}", report::files::partial_failure(&e, &claim.abandon(&written))))
+        }
+    });
+    rendered?;
+    claim.finish(&written).map_err(|e| CliError::Failure(format!("plot: {e}")))?;
     if !args.quiet {
         println!("re-rendered {} files in {}", written.len(), args.dir.display());
     }

@@ -54,11 +54,11 @@ pub const BASELINE: &str = "baseline";
 impl Scenario {
     /// Reads and validates `path` with `overrides` applied (before the variants' own).
     pub fn load(path: &str, overrides: &[Override]) -> Result<Scenario, ScenarioError> {
-        let source = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        let source = read_scenario_file(path).map_err(|message| ScenarioError {
             file: path.to_string(),
             location: None,
             field: None,
-            message: format!("cannot read the scenario file: {e}"),
+            message: format!("cannot read the scenario file: {message}"),
         })?;
         Scenario::from_source(path, &source, overrides)
     }
@@ -83,9 +83,17 @@ impl Scenario {
             source: source.to_string(),
             table,
         };
+        let duplicate = validate::first_duplicate(raw.variant.iter().map(|v| v.name.as_str()));
         for (i, v) in raw.variant.iter().enumerate() {
-            if v.name.trim().is_empty() || raw.variant[..i].iter().any(|o| o.name == v.name) {
-                let why = format!("`{}` is empty or defined twice; variant names must be non-empty and unique", v.name);
+            let bad_name = v.name.trim().is_empty()
+                || v.name.chars().any(char::is_control)
+                || v.name.chars().count() > validate::NAME_MAX_CHARS;
+            if bad_name || duplicate == Some(i) {
+                let why = format!(
+                    "`{}` is empty, too long or defined twice; variant names must be non-empty, unique, at most {} characters and free of control characters",
+                    error::shorten(&v.name, 40),
+                    validate::NAME_MAX_CHARS
+                );
                 let e = Invalid::at(&format!("variant.{i}.name"), why);
                 return Err(origin.place(&[], e));
             }
@@ -156,6 +164,35 @@ impl Scenario {
             self.variants.clone()
         }
     }
+}
+
+/// Largest scenario file read, in bytes: far beyond any hand-written scenario (150,000 tenants
+/// take about 12 MB), small enough to parse in seconds.
+pub const FILE_MAX_BYTES: u64 = 16 << 20;
+
+/// Reads a scenario file after checking that it is a regular file of at most
+/// [`FILE_MAX_BYTES`] (`/dev/zero`, a FIFO or a huge file would hang or exhaust memory); the
+/// read itself stops past the limit, for files whose size the system misreports.
+fn read_scenario_file(path: &str) -> Result<String, String> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if meta.is_dir() {
+        return Err("it is a directory; give a .toml file".to_string());
+    }
+    if !meta.is_file() {
+        return Err("it is not a regular file (a device, FIFO or socket); give a .toml file".to_string());
+    }
+    let too_big = |size: u64| format!("it is {size} bytes, more than the {FILE_MAX_BYTES} a scenario may have");
+    if meta.len() > FILE_MAX_BYTES {
+        return Err(too_big(meta.len()));
+    }
+    let mut bytes = Vec::new();
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    file.take(FILE_MAX_BYTES + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > FILE_MAX_BYTES {
+        return Err(too_big(bytes.len() as u64));
+    }
+    String::from_utf8(bytes).map_err(|_| "stream did not contain valid UTF-8".to_string())
 }
 
 /// A TOML syntax, type or unknown-key error, at its position and named by the field there.
