@@ -260,6 +260,9 @@ pub fn merge(args: MergeArgs) -> Result<(), CliError> {
     };
     let shards = args.dirs.iter().map(|d| sweep_files::read_shard(d)).collect::<Result<Vec<_>, _>>().map_err(bad)?;
     let (json, csv) = sweep_files::merge(&shards).map_err(bad)?;
+    // Everything `plot` will read back is checked before anything is written.
+    let value: serde_json::Value = serde_json::from_slice(&json).map_err(|e| bad(format!("merged sweep.json: {e}")))?;
+    crate::report::readback::sweep_from_json(&first.join("sweep.json"), &value).map_err(|e| bad(format!("{e}")))?;
     let out = args.out.clone().unwrap_or_else(|| first.parent().unwrap_or(Path::new(".")).join("merged"));
     if let Some(input) = args.dirs.iter().find(|d| same_dir(d, &out)) {
         return Err(bad(format!(

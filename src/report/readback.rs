@@ -66,7 +66,10 @@ pub fn read_run(dir: &Path) -> Result<ReportData, ReadError> {
         let scoped = |key: &str| -> Result<Vec<(String, StatRow)>, ReadError> {
             let list = v[key].as_array().ok_or_else(|| bad(key))?;
             list.iter()
-                .map(|s| Ok((s["name"].as_str().ok_or_else(|| bad(key))?.to_string(), stat_row(&s["metrics"]))))
+                .map(|s| {
+                    let row = stat_row(&s["metrics"]).map_err(|m| fail(&summary_path, m))?;
+                    Ok((s["name"].as_str().ok_or_else(|| bad(key))?.to_string(), row))
+                })
                 .collect()
         };
         let pick = |scope: &str, names: Vec<String>| -> Vec<MeanSeries> {
@@ -81,7 +84,7 @@ pub fn read_run(dir: &Path) -> Result<ReportData, ReadError> {
         let hop_series = pick("hop", setup.hops.iter().map(|h| h.name.clone()).collect());
         let tenant_series = pick("tenant", setup.tenants.iter().map(|t| t.name.clone()).collect());
         variants.push(VariantData {
-            metrics: stat_row(&v["metrics"]),
+            metrics: stat_row(&v["metrics"]).map_err(|m| fail(&summary_path, format!("variant `{name}`: {m}")))?,
             hops: scoped("hops")?,
             tenants: scoped("tenants")?,
             truncated: strings(&v["truncated"]),
@@ -99,9 +102,15 @@ pub fn read_run(dir: &Path) -> Result<ReportData, ReadError> {
     Ok(ReportData {
         scenario: summary["scenario"].as_str().ok_or_else(|| bad("scenario"))?.to_string(),
         seed: summary["seed"].as_u64().ok_or_else(|| bad("seed"))?,
-        replications: summary["replications"].as_u64().ok_or_else(|| bad("replications"))? as u32,
+        replications: summary["replications"]
+            .as_u64()
+            .and_then(|r| u32::try_from(r).ok())
+            .ok_or_else(|| bad("replications"))?,
         version: summary["version"].as_str().unwrap_or("?").to_string(),
-        bucket_s: summary["bucket_s"].as_f64().ok_or_else(|| bad("bucket_s"))?,
+        bucket_s: summary["bucket_s"]
+            .as_f64()
+            .filter(|b| *b > 0.0 && *b <= 1e9)
+            .ok_or_else(|| bad("bucket_s (a positive number of seconds)"))?,
         warnings: strings(&summary["warnings"]),
         variants,
     })
@@ -111,16 +120,36 @@ fn strings(v: &Value) -> Vec<String> {
     v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect()).unwrap_or_default()
 }
 
-fn stat_row(metrics: &Value) -> StatRow {
-    let Some(map) = metrics.as_object() else { return Vec::new() };
-    map.iter().map(|(name, s)| (name.clone(), stat_of(s))).collect()
+/// Largest magnitude of a number a run writes: beyond it (1e308, u64::MAX) a file was edited or
+/// damaged, and charts would compute infinities from it.
+pub const PLAUSIBLE_MAX: f64 = 1e15;
+
+/// Is `x` a number a run could have written (finite, |x| ≤ [`PLAUSIBLE_MAX`])?
+fn plausible(x: f64) -> bool {
+    x.is_finite() && x.abs() <= PLAUSIBLE_MAX
 }
 
-/// A statistic from its JSON fields (`mean`, `sd`, `ci95`, `values`; nulls stay None).
-fn stat_of(s: &Value) -> Stat {
+fn stat_row(metrics: &Value) -> Result<StatRow, String> {
+    let Some(map) = metrics.as_object() else { return Ok(Vec::new()) };
+    map.iter()
+        .map(|(name, s)| stat_of(s).map(|st| (name.clone(), st)).map_err(|m| format!("metric `{name}`: {m}")))
+        .collect()
+}
+
+/// A statistic from its JSON fields (`mean`, `sd`, `ci95`, `values`; nulls stay None); refused
+/// when a number is beyond what a run writes.
+fn stat_of(s: &Value) -> Result<Stat, String> {
     let ci95 = s["ci95"].as_array().and_then(|c| Some([c.first()?.as_f64()?, c.get(1)?.as_f64()?]));
-    let values = s["values"].as_array().map(|a| a.iter().map(Value::as_f64).collect()).unwrap_or_default();
-    Stat { mean: s["mean"].as_f64(), sd: s["sd"].as_f64(), ci95, values }
+    let values: Vec<Option<f64>> =
+        s["values"].as_array().map(|a| a.iter().map(Value::as_f64).collect()).unwrap_or_default();
+    let stat = Stat { mean: s["mean"].as_f64(), sd: s["sd"].as_f64(), ci95, values };
+    let all = stat.mean.iter().chain(&stat.sd).chain(stat.ci95.iter().flatten()).chain(stat.values.iter().flatten());
+    if let Some(x) = all.copied().find(|x| !plausible(*x)) {
+        return Err(format!(
+            "holds {x:e}, beyond what a run writes (|x| ≤ {PLAUSIBLE_MAX:e}); the file was edited or damaged: rerun the run"
+        ));
+    }
+    Ok(stat)
 }
 
 fn csv_reader(path: &Path) -> Result<csv::Reader<std::fs::File>, ReadError> {
@@ -138,6 +167,36 @@ fn field<T: std::str::FromStr>(path: &Path, record: &csv::StringRecord, i: usize
     text.parse().map_err(|_| fail(path, format!("line {line}: column {} is `{text}`, expected a number", i + 1)))
 }
 
+/// A float field that a run writes as a finite value of at least `min` and at most
+/// [`PLAUSIBLE_MAX`].
+fn number_field(path: &Path, record: &csv::StringRecord, i: usize, min: f64) -> Result<f64, ReadError> {
+    let x: f64 = field(path, record, i)?;
+    if plausible(x) && x >= min {
+        return Ok(x);
+    }
+    let line = record.position().map_or(0, |p| p.line());
+    Err(fail(
+        path,
+        format!(
+            "line {line}: column {} is `{}`, beyond what a run writes (a finite number from {min} to {PLAUSIBLE_MAX:e}); rerun the run",
+            i + 1,
+            record.get(i).unwrap_or("")
+        ),
+    ))
+}
+
+/// A count field: a whole number of at most [`PLAUSIBLE_MAX`].
+fn count_field<T: TryFrom<u64>>(path: &Path, record: &csv::StringRecord, i: usize) -> Result<T, ReadError> {
+    let x: u64 = field(path, record, i)?;
+    let line = record.position().map_or(0, |p| p.line());
+    let refuse =
+        || fail(path, format!("line {line}: column {} is {x}, beyond what a run writes; rerun the run", i + 1));
+    if x as f64 > PLAUSIBLE_MAX {
+        return Err(refuse());
+    }
+    T::try_from(x).map_err(|_| refuse())
+}
+
 type SeriesKey = (String, String, String, Vec<[f64; SERIES_COLUMNS.len()]>);
 
 /// `timeseries.csv` → (variant, scope, name, rows) in file order.
@@ -148,7 +207,7 @@ fn read_series(path: &Path) -> Result<Vec<SeriesKey>, ReadError> {
         let record = record.map_err(|e| csv_error(path, e))?;
         let mut row = [0.0; SERIES_COLUMNS.len()];
         for (c, x) in row.iter_mut().enumerate() {
-            *x = field(path, &record, 4 + c)?;
+            *x = number_field(path, &record, 4 + c, 0.0)?;
         }
         let key = (&record[0], &record[1], &record[2]);
         match out.last_mut() {
@@ -165,10 +224,10 @@ fn read_delays(path: &Path) -> Result<Vec<(String, DelayBin)>, ReadError> {
     for record in reader.records() {
         let record = record.map_err(|e| csv_error(path, e))?;
         let bin = DelayBin {
-            retry: field(path, &record, 1)?,
-            low_s: field(path, &record, 2)?,
-            high_s: field(path, &record, 3)?,
-            count: field(path, &record, 4)?,
+            retry: count_field(path, &record, 1)?,
+            low_s: number_field(path, &record, 2, 0.0)?,
+            high_s: number_field(path, &record, 3, 0.0)?,
+            count: count_field(path, &record, 4)?,
         };
         out.push((record[0].to_string(), bin));
     }
@@ -180,7 +239,7 @@ fn read_latency(path: &Path) -> Result<Vec<(String, u64, u64)>, ReadError> {
     let mut out = Vec::new();
     for record in reader.records() {
         let record = record.map_err(|e| csv_error(path, e))?;
-        out.push((record[0].to_string(), field(path, &record, 1)?, field(path, &record, 2)?));
+        out.push((record[0].to_string(), count_field(path, &record, 1)?, count_field(path, &record, 2)?));
     }
     Ok(out)
 }
@@ -189,6 +248,12 @@ fn read_latency(path: &Path) -> Result<Vec<(String, u64, u64)>, ReadError> {
 pub fn read_sweep(dir: &Path) -> Result<SweepData, ReadError> {
     let path = dir.join("sweep.json");
     let json = read_json(&path)?;
+    sweep_from_json(&path, &json)
+}
+
+/// The sweep in `json` (the contents of `path`, for messages).
+pub fn sweep_from_json(path: &Path, json: &Value) -> Result<SweepData, ReadError> {
+    let path = path.to_path_buf();
     let bad = |what: &str| fail(&path, format!("missing or malformed `{what}`"));
     let header = &json["sweep"];
     let variants = strings(&header["variants"]);
@@ -216,7 +281,8 @@ pub fn read_sweep(dir: &Path) -> Result<SweepData, ReadError> {
         let name = row["variant"].as_str().ok_or_else(|| bad("rows[].variant"))?;
         let v = variants.iter().position(|n| n == name).ok_or_else(|| bad("rows[].variant"))?;
         let metric = row["metric"].as_str().ok_or_else(|| bad("rows[].metric"))?.to_string();
-        stats.insert((cell, v, metric), stat_of(row));
+        let stat = stat_of(row).map_err(|m| fail(&path, format!("row of cell {cell}, metric `{metric}`: {m}")))?;
+        stats.insert((cell, v, metric), stat);
     }
     Ok(SweepData {
         scenario: header["scenario"].as_str().ok_or_else(|| bad("sweep.scenario"))?.to_string(),
