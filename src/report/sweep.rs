@@ -315,14 +315,10 @@ pub fn read_shard(dir: &Path) -> Result<ShardFiles, MergeError> {
     }
     let cells_total = header.get("cells").and_then(Value::as_u64).ok_or_else(|| bad("no cell count"))?;
     // The grid a sweep can write: anything larger was edited, and would be enumerated below.
-    let grid_cells = header
-        .get("vary")
-        .and_then(Value::as_array)
-        .and_then(|axes| {
-            axes.iter().try_fold(1u64, |n, a| {
-                n.checked_mul(a.get("values").and_then(Value::as_array).map_or(0, Vec::len) as u64)
-            })
-        });
+    let grid_cells = header.get("vary").and_then(Value::as_array).and_then(|axes| {
+        axes.iter()
+            .try_fold(1u64, |n, a| n.checked_mul(a.get("values").and_then(Value::as_array).map_or(0, Vec::len) as u64))
+    });
     if cells_total == 0 || cells_total > CELLS_MAX as u64 || grid_cells != Some(cells_total) {
         return Err(bad(&format!(
             "the header's cell count {cells_total} is not the grid's ({}; at most {CELLS_MAX})",

@@ -1,6 +1,6 @@
 //! The hop's side of an attempt: arrival, faults, queueing, service, side effects, reply.
 
-use super::{Commit, Event, Payload, Phase, Reply, Simulation};
+use super::{Event, Payload, Phase, Reply, Simulation};
 use crate::engine::{Handle, Nanos};
 use crate::model::FaultKind;
 use rand::Rng;
@@ -136,12 +136,7 @@ impl Simulation<'_> {
         let a = self.attempts.get(handle).expect("live");
         let (hop, tenant) = (a.hop as usize, a.tenant as usize);
         let store = self.spec.hops[hop].idempotency.as_ref().map(|s| s.ttl);
-        let per_hop = &mut self.commits[hop];
-        let index = usize::try_from(a.request_id).expect("request ids fit in memory");
-        if per_hop.len() <= index {
-            per_hop.resize(index + 1, Commit::default());
-        }
-        let commit = &mut per_hop[index];
+        let commit = self.history.commit(hop, a.request_id);
         let counters = &mut self.record.hops[hop];
         let tc = &mut self.record.tenants[tenant];
         if let Some(ttl) = store {
@@ -200,7 +195,7 @@ impl Simulation<'_> {
             counters.wasted_work_ns = counters.wasted_work_ns.saturating_add(service_ns);
             counters.lost_replies += 1;
             if !waiting {
-                self.attempts.remove(handle);
+                self.remove_attempt(handle);
             }
             return;
         }
@@ -223,7 +218,7 @@ impl Simulation<'_> {
         a.phase = Phase::Done;
         self.hops[a.hop as usize].in_flight -= 1;
         if !a.caller_waiting {
-            self.attempts.remove(handle);
+            self.remove_attempt(handle);
         }
     }
 }
