@@ -65,7 +65,8 @@ impl EffectHistory {
         &mut per_hop[slot]
     }
 
-    /// The longest the window of live request ids has been.
+    /// The longest the window of live request ids has been (tests check the bound).
+    #[cfg(test)]
     pub(super) fn peak(&self) -> usize {
         self.peak
     }
