@@ -3,7 +3,7 @@
 pub mod table;
 
 use crate::report;
-use crate::runner::{run_study, RunOptions};
+use crate::runner::{memory, run_study, RunOptions};
 use crate::scenario::{parse_assignment, Override, Scenario, ScenarioError};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -66,6 +66,9 @@ pub struct RunArgs {
     /// Write into --out even if it holds files retrystorm did not write (they are left alone).
     #[arg(long)]
     pub force: bool,
+    /// Refuse runs whose memory estimate exceeds SIZE (e.g. 8GiB; default: half the machine's).
+    #[arg(long, value_name = "SIZE", value_parser = crate::runner::memory::parse_size)]
+    pub max_memory: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -206,6 +209,8 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
         Some(Some(jitters)) => scenario.jitter_variants(&jitters)?,
     };
     let baseline = baseline_index(&variants, baseline.as_deref())?;
+    let threads = args.threads.unwrap_or_else(rayon::current_num_threads);
+    check_memory(&memory::estimate_run(&scenario, &variants, threads), &args)?;
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("output").join(&scenario.name));
     let claim = claim(&out, args.force)?;
     for w in &scenario.warnings {
@@ -224,6 +229,17 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
     if !args.quiet {
         print!("{}", table::summary_table(&study));
         println!("wrote {} files to {}", written.len(), out.display());
+    }
+    Ok(())
+}
+
+/// Refuses a command whose memory estimate exceeds `--max-memory` (bad input: the scenario or
+/// flags ask for too much); notes long runs.
+pub fn check_memory(estimate: &memory::Estimate, args: &RunArgs) -> Result<(), CliError> {
+    let limit = args.max_memory.unwrap_or_else(memory::default_limit);
+    memory::check(estimate, limit).map_err(CliError::BadInput)?;
+    if !args.quiet && estimate.events > 1e9 {
+        eprintln!("note: about {:.1e} events to simulate; this may take a while (Ctrl-C stops it)", estimate.events);
     }
     Ok(())
 }

@@ -107,8 +107,13 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
     let shard = args.shard.as_deref().map(Shard::parse).transpose().map_err(bad)?;
     // Cell 0 names the scenario, seed and variants: they are the same in every cell.
     let first = Scenario::load(&args.run.scenario, &overrides(&args.run)?)?;
-    let cells = load_cells(&args, &grid, shard)?;
     let probe = cell_variants(&first, &args.jitter)?;
+    // Before loading every cell (slow for a huge grid): the estimate with cell 0's size for all.
+    let threads = args.run.threads.unwrap_or_else(rayon::current_num_threads);
+    let guess: Vec<_> = (0..grid.cells()).map(|_| (&first, probe.as_slice())).collect();
+    let limit = args.run.max_memory.unwrap_or_else(crate::runner::memory::default_limit);
+    crate::runner::memory::check(&crate::runner::memory::estimate_sweep(&guess, threads), limit).map_err(bad)?;
+    let cells = load_cells(&args, &grid, shard)?;
     let baseline = baseline_index(&probe, args.baseline.as_deref())?;
     let header = SweepHeader {
         scenario: first.name.clone(),
@@ -118,6 +123,8 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
         variants: probe.iter().map(|v| v.name.clone()).collect(),
         grid,
     };
+    let sized: Vec<_> = cells.iter().map(|c| (&c.scenario, c.variants.as_slice())).collect();
+    super::check_memory(&crate::runner::memory::estimate_sweep(&sized, threads), &args.run)?;
     let out = args.run.out.clone().unwrap_or_else(|| {
         let dir = PathBuf::from("output").join(&first.name).join("sweep");
         shard.map_or(dir.clone(), |s| dir.join(format!("shard-{}-of-{}", s.index, s.count)))

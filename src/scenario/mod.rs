@@ -156,6 +156,12 @@ impl Scenario {
             .collect()
     }
 
+    /// Bytes this loaded scenario holds (its text and the parsed table, a few times the text),
+    /// for memory estimates.
+    pub fn base_bytes(&self) -> u64 {
+        (self.source.len() as u64).saturating_mul(8) + 4096
+    }
+
     /// What `run` simulates: the declared variants, or the base scenario as [`BASELINE`].
     pub fn run_variants(&self) -> Vec<Variant> {
         if self.variants.is_empty() {

@@ -63,6 +63,7 @@ pub fn validate(raw: &RawScenario) -> V<(Meta, SimSpec, Vec<String>)> {
     let tenants = tenants(raw, &policy_names)?;
     let hops = hops(raw, &policy_names, &policies, &tenants)?;
     let faults = faults(&raw.fault, &hops)?;
+    time_advances(&tenants, &hops)?;
     let spec = SimSpec {
         name: raw.name.clone(),
         horizon,
@@ -131,6 +132,20 @@ fn check_name(name: &str, kind: &str, index: usize) -> V<()> {
 pub fn first_duplicate<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<usize> {
     let mut seen = std::collections::HashSet::new();
     names.into_iter().position(|n| !seen.insert(n))
+}
+
+/// A closed loop with no think time against hops that answer in zero time would issue requests
+/// forever at one instant: simulated time never advances, and memory runs out.
+fn time_advances(tenants: &[TenantSpec], hops: &[HopSpec]) -> V<()> {
+    let instant = hops.iter().all(|h| h.service.mean_ns(1) == 0.0 && h.network.mean_ns(1) == 0.0);
+    let stuck = tenants.iter().find(|t| matches!(t.arrival, Arrival::Closed { think: 0, .. }));
+    match stuck {
+        Some(t) if instant => Err(Invalid::at(
+            &format!("tenant.{}.arrival.think", t.name),
+            "is 0 and every hop answers in 0 time (service and network means 0), so simulated time would never advance; give think or a hop's service a positive duration",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Refuses more entries than the simulation's `u16` index holds.
