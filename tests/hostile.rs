@@ -363,3 +363,83 @@ fn long_names_and_many_tenants_are_refused_quickly() {
     );
     assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
 }
+
+#[test]
+fn repeated_jitters_and_equal_vary_values_are_refused() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    refused(
+        dir,
+        &["compare", "good.toml", "--quiet", "--jitter", "full,none,full"],
+        "error: --jitter full,none,full: `full` is given twice; list each strategy once",
+    );
+    refused(
+        dir,
+        &["sweep", "good.toml", "--quiet", "--vary", "policy.client.base=10ms,10000us"],
+        "error: --vary policy.client.base: the values `10ms` and `10000us` are the same; list each value once",
+    );
+    refused(
+        dir,
+        &["sweep", "good.toml", "--quiet", "--vary", "tenant.main.clients=2,2.0"],
+        "error: --vary tenant.main.clients: the values `2` and `2.0` are the same; list each value once",
+    );
+}
+
+/// Legal but probably unintended scenarios are run with a warning naming what is wrong.
+#[test]
+fn pointless_scenarios_are_warned_about() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    let with_faults = format!(
+        "{GOOD}\n[[fault]]\nhop = \"api\"\nkind = \"outage\"\nfrom = \"0s\"\nto = \"10s\"\n\n[[fault]]\nhop = \"api\"\nkind = \"slow\"\nfactor = 2.0\nfrom = \"1s\"\nto = \"2s\"\n\n[[fault]]\nhop = \"api\"\nkind = \"error_rate\"\np = 0.5\nfrom = \"30s\"\nto = \"40s\"\n"
+    );
+    std::fs::write(dir.join("faults.toml"), with_faults).expect("write");
+    let output = ok(dir, &["validate", "faults.toml"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    for expected in [
+        "warning: a `error_rate` fault on hop `api` starts at 30s, after the run ends (drain limit 4s): it has no effect",
+        "warning: faults `outage` [0s, 10s) and `slow` [1s, 2s) overlap on hop `api`: both apply at once",
+        "warning: nothing can succeed in this scenario (a hop fails for the whole run, or every request is invalid or poison)",
+    ] {
+        assert!(text.contains(expected), "missing `{expected}` in:\n{text}");
+    }
+    let late = GOOD
+        .replace("spread = \"1s\" }", "start = \"5s\" }")
+        .replace("[policy.client]", "[policy.client]\ndeadline = \"50ms\"\nbase = \"100ms\"");
+    std::fs::write(dir.join("late.toml"), late).expect("write");
+    let output = ok(dir, &["validate", "late.toml", "--set", "tenant.main.invalid_fraction=1"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    for expected in [
+        "warning: tenant `main` starts sending at 5s, at or after the horizon (2s): it sends nothing",
+        "warning: tenant `main` has invalid_fraction = 1: every request it sends is rejected",
+        "warning: policy `client` has a deadline of 50ms but its first backoff is 100ms: no retry fits before the deadline",
+    ] {
+        assert!(text.contains(expected), "missing `{expected}` in:\n{text}");
+    }
+    // A healthy scenario gets none of them.
+    let output = ok(dir, &["validate", "good.toml"]);
+    assert!(
+        !String::from_utf8_lossy(&output.stdout).contains("warning"),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+}
+
+/// An explicit `effect = false` on the only hop is honoured: no executions are counted.
+#[test]
+fn an_explicit_effect_false_is_honoured() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    ok(dir, &["run", "good.toml", "--quiet", "--out", "with", "--set", "hop.api.effect=false"]);
+    ok(dir, &["run", "good.toml", "--quiet", "--out", "default"]);
+    let executions = |out: &str| -> f64 {
+        let text = std::fs::read_to_string(dir.join(out).join("summary.csv")).expect("summary.csv");
+        let line = text
+            .lines()
+            .find(|l| l.contains(",hop,api,executions,"))
+            .unwrap_or_else(|| panic!("no hop executions row in {out}/summary.csv"));
+        line.split(',').nth(4).expect("mean column").parse().expect("number")
+    };
+    assert_eq!(executions("default"), 20.0, "the last hop is the effect hop by default: 20 requests, 20 executions");
+    assert_eq!(executions("with"), 0.0, "effect = false was overridden");
+}

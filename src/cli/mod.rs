@@ -206,7 +206,10 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
         None => scenario.run_variants(),
         Some(None) if !scenario.variants.is_empty() => scenario.variants.clone(),
         Some(None) => scenario.jitter_variants(&DEFAULT_JITTERS.map(String::from))?,
-        Some(Some(jitters)) => scenario.jitter_variants(&jitters)?,
+        Some(Some(jitters)) => {
+            check_jitters(&jitters)?;
+            scenario.jitter_variants(&jitters)?
+        }
     };
     let baseline = baseline_index(&variants, baseline.as_deref())?;
     let threads = args.threads.unwrap_or_else(rayon::current_num_threads);
@@ -242,6 +245,18 @@ pub fn check_memory(estimate: &memory::Estimate, args: &RunArgs) -> Result<(), C
         eprintln!("note: about {:.1e} events to simulate; this may take a while (Ctrl-C stops it)", estimate.events);
     }
     Ok(())
+}
+
+/// Refuses a `--jitter` list naming a strategy twice (two identical variants).
+pub fn check_jitters(jitters: &[String]) -> Result<(), CliError> {
+    match crate::scenario::validate::first_duplicate(jitters.iter().map(String::as_str)) {
+        Some(i) => Err(CliError::BadInput(format!(
+            "--jitter {}: `{}` is given twice; list each strategy once",
+            jitters.join(","),
+            jitters[i]
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Claims output directory `out` (see [`report::Claim`]): refusals are bad input.

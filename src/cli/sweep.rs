@@ -103,6 +103,7 @@ fn load_cells(args: &SweepArgs, grid: &Grid, shard: Option<Shard>) -> Result<Vec
 /// Runs a sweep (or one shard of it) and writes `sweep.json`, `sweep.csv` and `perf.json`.
 pub fn run(args: SweepArgs) -> Result<(), CliError> {
     super::check_threads(args.run.threads)?;
+    super::check_jitters(&args.jitter)?;
     let grid = Grid::parse(&args.vary).map_err(bad)?;
     let shard = args.shard.as_deref().map(Shard::parse).transpose().map_err(bad)?;
     // Cell 0 names the scenario, seed and variants: they are the same in every cell.

@@ -7,6 +7,7 @@ pub mod overrides;
 pub mod policies;
 pub mod presets;
 pub mod raw;
+pub mod sanity;
 pub mod validate;
 
 pub use error::ScenarioError;

@@ -76,7 +76,8 @@ pub fn validate(raw: &RawScenario) -> V<(Meta, SimSpec, Vec<String>)> {
         policies,
         faults,
     };
-    let warnings = super::invariants::warnings(&spec);
+    let mut warnings = super::invariants::warnings(&spec);
+    warnings.extend(super::sanity::warnings(&spec));
     Ok((Meta { seed, replications }, spec, warnings))
 }
 
@@ -401,7 +402,9 @@ fn hops(raw: &RawScenario, policy_names: &[&str], policies: &[RetryPolicy], tena
         };
         out.push(hop(h, raw.hop.get(i + 1), policy_names, caller_deadline)?);
     }
-    if !out.iter().any(|h| h.effect) {
+    // The last hop performs the side effect unless the file says which hops do; an explicit
+    // `effect = false` everywhere is honoured (no hop then counts executions).
+    if !out.iter().any(|h| h.effect) && raw.hop.iter().all(|h| h.effect.is_none()) {
         out.last_mut().expect("at least one hop").effect = true;
     }
     Ok(out)
