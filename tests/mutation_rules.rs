@@ -1,0 +1,91 @@
+//! Tests that pin the rules cargo-mutants found unguarded (issue 17): each names the rule it
+//! protects and fails when the code computing it changes (a `*` for a `/`, a constant, a
+//! comparison). See docs/OUTPUT-CONTRACT.md, "Mutation testing", for the command and scores.
+
+use retrystorm::metrics::recovery::recovery_time_ns;
+use retrystorm::metrics::{HopBucket, RunRecord};
+use retrystorm::scenario::Scenario;
+
+/// An outage over [0, 2 s), 100 ms buckets, a 500 ms hold, 1 ms service at hop 0.
+const OUTAGE: &str = r#"name = "recovery"
+horizon = "10s"
+bucket = "100ms"
+recovery_hold = "500ms"
+
+[[tenant]]
+name = "main"
+clients = 10
+arrival = { kind = "herd", spread = "1s" }
+policy = "client"
+
+[policy.client]
+jitter = "full"
+max_attempts = 3
+
+[[hop]]
+name = "api"
+service = { dist = "constant", mean = "1ms" }
+
+[[fault]]
+hop = "api"
+kind = "outage"
+from = "0s"
+to = "2s"
+"#;
+
+fn spec() -> retrystorm::model::SimSpec {
+    Scenario::from_source("recovery.toml", OUTAGE, &[]).expect("valid").base
+}
+
+/// A record whose hop-0 series has `attempts`/`retries`/`wait` per bucket from the closure.
+fn record(spec: &retrystorm::model::SimSpec, prefault_p99_ns: Option<u64>, bucket: impl Fn(usize) -> HopBucket) -> RunRecord {
+    let buckets = spec.bucket_count();
+    RunRecord {
+        hops: vec![Default::default(); spec.hops.len()],
+        tenants: spec.tenants.iter().map(|_| Default::default()).collect(),
+        hop_series: vec![(0..buckets).map(bucket).collect()],
+        tenant_series: vec![vec![Default::default(); buckets]; spec.tenants.len()],
+        completion_time_ns: 0,
+        in_flight: vec![0; spec.tenants.len()],
+        events: 0,
+        truncated: None,
+        prefault_wait_p99_ns: prefault_p99_ns,
+        retry_delays_ns: Vec::new(),
+    }
+}
+
+fn hop_bucket(attempts: u32, retries: u32, wait_ns: u64) -> HopBucket {
+    HopBucket { attempts, retries, first_attempts: attempts - retries, queue_wait_max_ns: wait_ns, ..HopBucket::default() }
+}
+
+/// Rule: recovery time = start of the first calm window (retries ≤ 5% of attempts over the
+/// hold) minus the end of the last fault. Retries stop at bucket 35 (3.5 s): 3.5 − 2 = 1.5 s.
+#[test]
+fn recovery_time_is_the_first_calm_window_after_the_fault_end() {
+    let spec = spec();
+    let rec = record(&spec, None, |b| if b < 35 { hop_bucket(100, 50, 0) } else { hop_bucket(100, 0, 0) });
+    assert_eq!(recovery_time_ns(&rec, &spec), Some(1_500_000_000));
+    // 5% retries are still calm, 6% are not: the threshold is inclusive and exactly 5%.
+    let five = record(&spec, None, |b| if b < 35 { hop_bucket(100, 50, 0) } else { hop_bucket(100, 5, 0) });
+    assert_eq!(recovery_time_ns(&five, &spec), Some(1_500_000_000));
+    let six = record(&spec, None, |b| if b < 35 { hop_bucket(100, 50, 0) } else { hop_bucket(100, 6, 0) });
+    assert_eq!(recovery_time_ns(&six, &spec), None, "6% retries throughout is never calm: metastable");
+}
+
+/// Rule: a bucket is slow when its longest queue wait exceeds twice the baseline, the baseline
+/// being the pre-fault p99 wait floored at one mean service time. Baseline 10 ms here: 15 ms is
+/// not slow, 21 ms is (the calm window then starts after it, at bucket 23: 0.3 s).
+#[test]
+fn a_slow_bucket_is_one_above_twice_the_baseline_wait() {
+    let spec = spec();
+    let ms = 1_000_000;
+    let with_wait = |wait| record(&spec, Some(10 * ms), move |b| hop_bucket(100, 0, if b == 22 { wait } else { 0 }));
+    assert_eq!(recovery_time_ns(&with_wait(15 * ms), &spec), Some(0), "15 ms < 2 × 10 ms is calm");
+    assert_eq!(recovery_time_ns(&with_wait(20 * ms), &spec), Some(0), "exactly 2× is still calm");
+    assert_eq!(recovery_time_ns(&with_wait(21 * ms), &spec), Some(300_000_000), "21 ms > 2 × 10 ms is slow");
+    // Without a pre-fault measurement the floor is the 1 ms mean service: 2.5 ms is slow.
+    let floor = record(&spec, None, move |b| hop_bucket(100, 0, if b == 22 { 2_500_000 } else { 0 }));
+    assert_eq!(recovery_time_ns(&floor, &spec), Some(300_000_000));
+    let under = record(&spec, None, move |b| hop_bucket(100, 0, if b == 22 { 1_900_000 } else { 0 }));
+    assert_eq!(recovery_time_ns(&under, &spec), Some(0));
+}
