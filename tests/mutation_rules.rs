@@ -38,7 +38,11 @@ fn spec() -> retrystorm::model::SimSpec {
 }
 
 /// A record whose hop-0 series has `attempts`/`retries`/`wait` per bucket from the closure.
-fn record(spec: &retrystorm::model::SimSpec, prefault_p99_ns: Option<u64>, bucket: impl Fn(usize) -> HopBucket) -> RunRecord {
+fn record(
+    spec: &retrystorm::model::SimSpec,
+    prefault_p99_ns: Option<u64>,
+    bucket: impl Fn(usize) -> HopBucket,
+) -> RunRecord {
     let buckets = spec.bucket_count();
     RunRecord {
         hops: vec![Default::default(); spec.hops.len()],
@@ -55,7 +59,13 @@ fn record(spec: &retrystorm::model::SimSpec, prefault_p99_ns: Option<u64>, bucke
 }
 
 fn hop_bucket(attempts: u32, retries: u32, wait_ns: u64) -> HopBucket {
-    HopBucket { attempts, retries, first_attempts: attempts - retries, queue_wait_max_ns: wait_ns, ..HopBucket::default() }
+    HopBucket {
+        attempts,
+        retries,
+        first_attempts: attempts - retries,
+        queue_wait_max_ns: wait_ns,
+        ..HopBucket::default()
+    }
 }
 
 /// Rule: recovery time = start of the first calm window (retries ≤ 5% of attempts over the

@@ -347,6 +347,33 @@ proptest! {
     }
 }
 
+proptest! {
+    // Each case renders every chart: a few dozen keep the suite fast; the fuzz targets `plot`
+    // and `merge` run the same bodies for as long as one likes.
+    #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// The stable stand-in for `cargo fuzz run plot` and `cargo fuzz run merge`: one file of a
+    /// finished run or shard, mutated, then `plot` or `merge`; nothing panics or hangs.
+    #[test]
+    fn the_plot_and_merge_targets_survive_mutated_run_files(which in 0u8..7, edits in proptest::collection::vec(edit(), 1..5)) {
+        let (dir, file) = match which {
+            5 => ("s1", "sweep.json"),
+            6 => ("s1", "sweep.csv"),
+            w => ("run", fuzz_harness::RUN_FILES[usize::from(w)]),
+        };
+        let mut input = fuzz_harness::base_file(dir, file);
+        for e in &edits {
+            input = apply(&input, e);
+        }
+        let data: Vec<u8> = std::iter::once(if file == "sweep.csv" { 1 } else if dir == "s1" { 0 } else { which }).chain(input).collect();
+        if dir == "run" {
+            fuzz_harness::check_plot_bytes(&data);
+        } else {
+            fuzz_harness::check_merge_bytes(&data);
+        }
+    }
+}
+
 #[test]
 fn fuzz_regressions_stay_fixed() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
