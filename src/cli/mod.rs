@@ -236,10 +236,20 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
     Ok(())
 }
 
+/// The default limit: half the machine's memory (`MemTotal` of /proc/meminfo), else 4 GiB.
+pub fn default_memory_limit() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|text| {
+        let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib.saturating_mul(1024))
+    });
+    total.map_or(4 << 30, |t| t / 2)
+}
+
 /// Refuses a command whose memory estimate exceeds `--max-memory` (bad input: the scenario or
 /// flags ask for too much); notes long runs.
 pub fn check_memory(estimate: &memory::Estimate, args: &RunArgs) -> Result<(), CliError> {
-    let limit = args.max_memory.unwrap_or_else(memory::default_limit);
+    let limit = args.max_memory.unwrap_or_else(default_memory_limit);
     memory::check(estimate, limit).map_err(CliError::BadInput)?;
     if !args.quiet && estimate.events > 1e9 {
         eprintln!("note: about {:.1e} events to simulate; this may take a while (Ctrl-C stops it)", estimate.events);

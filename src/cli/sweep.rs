@@ -112,7 +112,7 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
     // Before loading every cell (slow for a huge grid): the estimate with cell 0's size for all.
     let threads = args.run.threads.unwrap_or_else(rayon::current_num_threads);
     let guess: Vec<_> = (0..grid.cells()).map(|_| (&first, probe.as_slice())).collect();
-    let limit = args.run.max_memory.unwrap_or_else(crate::runner::memory::default_limit);
+    let limit = args.run.max_memory.unwrap_or_else(super::default_memory_limit);
     crate::runner::memory::check(&crate::runner::memory::estimate_sweep(&guess, threads), limit).map_err(bad)?;
     let cells = load_cells(&args, &grid, shard)?;
     let baseline = baseline_index(&probe, args.baseline.as_deref())?;

@@ -126,16 +126,6 @@ pub fn estimate_sweep(cells: &[(&Scenario, &[crate::scenario::Variant])], thread
     estimate
 }
 
-/// The default limit: half the machine's memory (`MemTotal` of /proc/meminfo), else 4 GiB.
-pub fn default_limit() -> u64 {
-    let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|text| {
-        let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
-        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(kib.saturating_mul(1024))
-    });
-    total.map_or(4 << 30, |t| t / 2)
-}
-
 /// Parses a `--max-memory` size: `512MiB`, `8GiB`, `2G`, `1500M`, or bytes.
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
