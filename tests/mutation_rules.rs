@@ -99,3 +99,35 @@ fn a_slow_bucket_is_one_above_twice_the_baseline_wait() {
     let under = record(&spec, None, move |b| hop_bucket(100, 0, if b == 22 { 1_900_000 } else { 0 }));
     assert_eq!(recovery_time_ns(&under, &spec), Some(0));
 }
+
+fn policy(extra: &str) -> retrystorm::model::policy::RetryPolicy {
+    let source =
+        OUTAGE.replace("max_attempts = 3", &format!("max_attempts = 5\nbase = \"100ms\"\ncap = \"20s\"\n{extra}"));
+    let spec = Scenario::from_source("policy.toml", &source, &[]).unwrap_or_else(|e| panic!("{e}")).base;
+    spec.policies[0].clone()
+}
+
+/// Rule: after a throttling error with `throttle_base` set, the delay is full jitter over
+/// throttle_base × 2^(k−1): uniform on [0, 2 s] for k = 2 with a 1 s base, mean 1 s. 20,000
+/// draws: standard error 2/√12/√20000 ≈ 4.1 ms, so ±25 ms is six standard errors (seed 17).
+#[test]
+fn the_backoff_after_a_throttle_is_full_jitter_from_throttle_base() {
+    use rand::SeedableRng;
+    let p = policy("throttle_base = \"1s\"");
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(17);
+    let mut state = retrystorm::model::policy::JitterState::default();
+    let n = 20_000;
+    let draws: Vec<u64> = (0..n).map(|_| p.delay_after_throttle(2, &mut state, &mut rng)).collect();
+    assert!(draws.iter().all(|&d| d <= 2_000_000_000), "a draw beyond 2 s");
+    let mean_s = draws.iter().map(|&d| d as f64 / 1e9).sum::<f64>() / n as f64;
+    assert!((mean_s - 1.0).abs() < 0.025, "mean {mean_s} s, expected 1 s (seed 17)");
+    let zeros = draws.iter().filter(|&&d| d == 0).count();
+    assert!(zeros < 5, "{zeros} zero delays: the backoff after a throttle collapsed");
+    // Without throttle_base, a throttle gets the ordinary backoff: the same draws as a retry.
+    let plain = policy("");
+    let (mut a, mut b) = (rand_chacha::ChaCha8Rng::seed_from_u64(3), rand_chacha::ChaCha8Rng::seed_from_u64(3));
+    let (mut sa, mut sb) = (Default::default(), Default::default());
+    for k in 1..5 {
+        assert_eq!(plain.delay_after_throttle(k, &mut sa, &mut a), plain.delay_before_retry(k, &mut sb, &mut b));
+    }
+}
