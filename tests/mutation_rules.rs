@@ -131,3 +131,57 @@ fn the_backoff_after_a_throttle_is_full_jitter_from_throttle_base() {
         assert_eq!(plain.delay_after_throttle(k, &mut sa, &mut a), plain.delay_before_retry(k, &mut sb, &mut b));
     }
 }
+
+fn breaker(threshold: f64, min_calls: u32, probes: u32) -> retrystorm::model::BreakerSpec {
+    retrystorm::model::BreakerSpec {
+        scope: retrystorm::model::Scope::Global,
+        window: 10_000_000_000,
+        threshold,
+        min_calls,
+        open_for: 1_000_000_000,
+        probes,
+        retries_only: false,
+    }
+}
+
+/// Rule: a closed breaker opens when failures / calls in the window reach the threshold (and
+/// at least min_calls were made). 3 failures in 10 calls is 0.3: open at threshold 0.3, not at
+/// 0.31 (a `*` for the `/` would give 30 and open at both; a ratio over successes, 3/7, too).
+#[test]
+fn a_breaker_opens_at_its_failure_ratio() {
+    use retrystorm::model::budget::BreakerPosition;
+    let run = |threshold: f64| {
+        let spec = breaker(threshold, 10, 1);
+        let mut state = spec.new_state();
+        for i in 0..10u64 {
+            spec.record(&mut state, i, i < 7);
+        }
+        matches!(state.position, BreakerPosition::Open { .. })
+    };
+    assert!(run(0.3), "3 failures in 10 calls reach a 0.3 threshold");
+    assert!(!run(0.31), "0.3 < 0.31: the breaker must stay closed");
+    assert!(!run(0.42), "3/7 (failures over successes) is not the ratio");
+}
+
+/// Rule: half-open lets exactly `probes` trial calls through, and closes only when all of them
+/// succeed; one failing probe reopens it.
+#[test]
+fn a_half_open_breaker_counts_its_probes() {
+    use retrystorm::model::budget::BreakerPosition;
+    let spec = breaker(0.5, 2, 3);
+    let mut state = spec.new_state();
+    spec.record(&mut state, 0, false);
+    spec.record(&mut state, 1, false);
+    assert!(matches!(state.position, BreakerPosition::Open { .. }));
+    let later = 2_000_000_000;
+    let allowed = (0..5).filter(|_| spec.allow(&mut state, later)).count();
+    assert_eq!(allowed, 3, "half-open admits exactly the 3 probes");
+    spec.record(&mut state, later, true);
+    spec.record(&mut state, later, true);
+    assert!(matches!(state.position, BreakerPosition::HalfOpen { .. }), "2 of 3 probes do not close it");
+    spec.record(&mut state, later, true);
+    assert!(matches!(state.position, BreakerPosition::Closed), "3 of 3 close it");
+    // After closing, the window starts empty: one failure out of one call is below min_calls 2.
+    spec.record(&mut state, later + 1, false);
+    assert!(matches!(state.position, BreakerPosition::Closed), "the window was not cleared on closing");
+}

@@ -397,8 +397,9 @@ fn metric(study: &Study, name: &str) -> f64 {
     values(&study.variants[0].metrics, name)[0]
 }
 
-/// A closed loop with no think time, no service time and no network: infinitely many events at
-/// t = 0. Only `max_events` can end it.
+/// A closed loop with no think time and a 1 ns service: millions of events per simulated second
+/// over a 10 s horizon. Only `max_events` can end it early. (With a 0 s service time never
+/// advances at all; that scenario is refused by validation: `closed_loop_zero_time.toml`.)
 const RUNAWAY: &str = r#"name = "runaway"
 horizon = "10s"
 max_events = 50000
@@ -415,7 +416,7 @@ max_attempts = 1
 
 [[hop]]
 name = "api"
-service = { dist = "constant", mean = "0s" }
+service = { dist = "constant", mean = "1ns" }
 "#;
 
 #[test]
