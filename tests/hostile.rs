@@ -443,3 +443,40 @@ fn an_explicit_effect_false_is_honoured() {
     assert_eq!(executions("default"), 20.0, "the last hop is the effect hop by default: 20 requests, 20 executions");
     assert_eq!(executions("with"), 0.0, "effect = false was overridden");
 }
+
+/// 20,000 tenants or 6,000 variants would draw charts gigabytes tall and hold gigabytes of
+/// series: refused from the estimate in well under a second of work (loading included).
+#[test]
+fn thousands_of_tenants_or_variants_are_refused_by_the_estimate() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    let head = "name = \"wide\"\nhorizon = \"2s\"\n[policy.client]\njitter = \"full\"\n[[hop]]\nname = \"api\"\nservice = { dist = \"constant\", mean = \"1ms\" }\n";
+    let mut tenants = head.to_string();
+    for i in 0..20_000 {
+        tenants.push_str(&format!(
+            "[[tenant]]\nname = \"t{i}\"\nclients = 1\narrival = {{ kind = \"herd\" }}\npolicy = \"client\"\n"
+        ));
+    }
+    let mut variants = format!(
+        "{head}[[tenant]]\nname = \"main\"\nclients = 5\narrival = {{ kind = \"herd\" }}\npolicy = \"client\"\n"
+    );
+    for i in 0..6_000 {
+        variants.push_str(&format!(
+            "[[variant]]\nname = \"v{i}\"\nset = {{ \"policy.client.max_attempts\" = {} }}\n",
+            i % 5 + 1
+        ));
+    }
+    for (file, text, part) in [
+        ("tenants.toml", tenants, "the tallest chart: "),
+        ("variants.toml", variants, "time series of 6000 replication(s)"),
+    ] {
+        std::fs::write(dir.join(file), text).expect("write");
+        let started = Instant::now();
+        let output = retrystorm(dir, &["run", file, "--quiet", "--out", "out", "--max-memory", "4GiB"]);
+        let text = stderr(&output);
+        assert!(started.elapsed() < Duration::from_secs(10), "{file} took {:?}", started.elapsed());
+        assert_eq!(output.status.code(), Some(2), "{file}: {text}");
+        assert!(text.starts_with("error: this run would need about ") && text.contains(part), "{file}: {text}");
+        assert!(!dir.join("out").exists(), "{file}: output written");
+    }
+}
