@@ -241,7 +241,7 @@ fn unreadable_scenario_files_are_refused_naming_the_file() {
     refused(
         dir,
         &["validate", "folder.toml"],
-        "error: folder.toml: cannot read the scenario file: Is a directory (os error 21)",
+        "error: folder.toml: cannot read the scenario file: it is a directory; give a .toml file",
     );
     std::fs::write(dir.join("latin1.toml"), b"name = \"caf\xe9\"\n").expect("write");
     refused(
@@ -278,7 +278,7 @@ fn an_output_directory_that_cannot_be_created_is_refused_before_simulating() {
     refused(
         dir,
         &["run", "good.toml", "--quiet", "--out", "plain-file"],
-        "error: cannot write `plain-file`: File exists (os error 17); choose another --out",
+        "error: --out `plain-file` is a file, not a directory; give a directory path",
     );
     assert_eq!(std::fs::read(dir.join("plain-file")).expect("still there"), b"not a directory");
 }

@@ -3,7 +3,7 @@
 pub(crate) mod table;
 
 use crate::report;
-use crate::runner::{run_study, RunOptions};
+use crate::runner::{memory, run_study, RunOptions};
 use crate::scenario::{parse_assignment, Override, Scenario, ScenarioError};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -47,11 +47,11 @@ enum Command {
 pub struct RunArgs {
     /// Scenario file (TOML).
     scenario: String,
-    /// Master seed (overrides the file's).
-    #[arg(long)]
+    /// Master seed (overrides the file's), 0 to 9223372036854775807.
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_seed)]
     pub seed: Option<u64>,
     /// Replications per variant (overrides the file's).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_count::<u32>)]
     pub replications: Option<u32>,
     /// Override a field, e.g. --set hop.api.workers=4 (repeatable).
     #[arg(long = "set", value_name = "PATH=VALUE")]
@@ -59,12 +59,18 @@ pub struct RunArgs {
     /// Output directory (default: output/<scenario name>).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Worker threads (default: one per core). Results do not depend on it.
-    #[arg(long)]
+    /// Worker threads (default: one per core; at most 1024). Results do not depend on it.
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_count::<usize>)]
     pub threads: Option<usize>,
     /// No progress bar and no table on stdout.
     #[arg(long)]
     pub quiet: bool,
+    /// Write into --out even if it holds files retrystorm did not write (they are left alone).
+    #[arg(long)]
+    pub force: bool,
+    /// Refuse runs whose memory estimate exceeds SIZE (e.g. 8GiB; default: half the machine's).
+    #[arg(long, value_name = "SIZE", value_parser = crate::runner::memory::parse_size)]
+    pub max_memory: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -126,6 +132,44 @@ impl CliError {
     }
 }
 
+/// Most worker threads `--threads` accepts: more only costs memory (each has a stack).
+pub const THREADS_MAX: usize = 1024;
+
+/// `--seed`: an integer the scenario format can also hold (TOML integers are signed 64-bit),
+/// refused rather than clamped when out of range.
+fn parse_seed(text: &str) -> Result<u64, String> {
+    let max = i64::MAX as u64;
+    match text.trim().parse::<i128>() {
+        Ok(n) if n < 0 => Err(format!("is negative; give an integer from 0 to {max}")),
+        Ok(n) if n > i128::from(max) => Err(format!("is beyond the range; give an integer from 0 to {max}")),
+        Ok(n) => Ok(n as u64),
+        Err(_) => Err(format!("is not an integer; give one from 0 to {max}")),
+    }
+}
+
+/// A non-negative count flag (`--replications`, `--threads`): negative numbers are named as such.
+fn parse_count<T: TryFrom<u64>>(text: &str) -> Result<T, String> {
+    match text.trim().parse::<i128>() {
+        Ok(n) if n < 0 => Err("is negative; give a whole number".to_string()),
+        Ok(n) => u64::try_from(n)
+            .ok()
+            .and_then(|n| T::try_from(n).ok())
+            .ok_or_else(|| "is too large for this flag; give a smaller whole number".to_string()),
+        Err(_) => Err("is not a whole number".to_string()),
+    }
+}
+
+/// Refuses `--threads` outside 1..=[`THREADS_MAX`] (shared by `run`, `compare` and `sweep`).
+pub fn check_threads(threads: Option<usize>) -> Result<(), CliError> {
+    match threads {
+        Some(0) => Err(CliError::BadInput("--threads 0: give at least 1 thread, or leave it out for one per core".into())),
+        Some(n) if n > THREADS_MAX => Err(CliError::BadInput(format!(
+            "--threads {n}: at most {THREADS_MAX}; more threads than cores only cost memory (leave it out for one per core)"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Default jitter strategies of `compare`.
 pub const DEFAULT_JITTERS: [&str; 5] = ["none", "exponential", "full", "equal", "decorrelated"];
 
@@ -165,7 +209,9 @@ pub fn overrides(args: &RunArgs) -> Result<Vec<Override>, CliError> {
     let mut list: Vec<Override> =
         args.set.iter().map(|s| parse_assignment(s).map_err(CliError::BadInput)).collect::<Result<_, _>>()?;
     if let Some(seed) = args.seed {
-        list.push(Override { path: "seed".into(), value: toml::Value::Integer(seed.min(i64::MAX as u64) as i64) });
+        // parse_seed refused anything beyond i64::MAX.
+        let seed = i64::try_from(seed).map_err(|_| CliError::BadInput(format!("--seed {seed}: beyond the range")))?;
+        list.push(Override { path: "seed".into(), value: toml::Value::Integer(seed) });
     }
     if let Some(r) = args.replications {
         list.push(Override { path: "replications".into(), value: toml::Value::Integer(i64::from(r)) });
@@ -176,19 +222,22 @@ pub fn overrides(args: &RunArgs) -> Result<Vec<Override>, CliError> {
 /// `run` (compare = None) and `compare` (Some(jitters), None meaning the defaults); differences
 /// are against the variant named `baseline` (default: the first).
 fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<String>) -> Result<(), CliError> {
-    if args.threads == Some(0) {
-        return Err(CliError::BadInput("--threads 0: give at least 1 thread, or leave it out for one per core".into()));
-    }
+    check_threads(args.threads)?;
     let scenario = Scenario::load(&args.scenario, &overrides(&args)?)?;
     let variants = match compare {
         None => scenario.run_variants(),
         Some(None) if !scenario.variants.is_empty() => scenario.variants.clone(),
         Some(None) => scenario.jitter_variants(&DEFAULT_JITTERS.map(String::from))?,
-        Some(Some(jitters)) => scenario.jitter_variants(&jitters)?,
+        Some(Some(jitters)) => {
+            check_jitters(&jitters)?;
+            scenario.jitter_variants(&jitters)?
+        }
     };
     let baseline = baseline_index(&variants, baseline.as_deref())?;
+    let threads = args.threads.unwrap_or_else(rayon::current_num_threads);
+    check_memory(&memory::estimate_run(&scenario, &variants, threads), &args)?;
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("output").join(&scenario.name));
-    report::files::prepare_dir(&out).map_err(|e| CliError::BadInput(format!("{e}; choose another --out")))?;
+    let claim = claim(&out, args.force)?;
     for w in &scenario.warnings {
         eprintln!("warning: {w}");
     }
@@ -200,12 +249,54 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
             eprintln!("warning: variant `{}` {t}: its results are partial", v.name);
         }
     }
-    let written = report::write_study(&out, &study)?;
+    // The directory was checked before simulating: a failure now is an I/O failure, not bad input.
+    let written = report::write_study(&claim, &study).map_err(|e| CliError::Failure(e.to_string()))?;
     if !args.quiet {
         print!("{}", table::summary_table(&study));
         println!("wrote {} files to {}", written.len(), out.display());
     }
     Ok(())
+}
+
+/// The default limit: half the machine's memory (`MemTotal` of /proc/meminfo), else 4 GiB.
+pub fn default_memory_limit() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|text| {
+        let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib.saturating_mul(1024))
+    });
+    total.map_or(4 << 30, |t| t / 2)
+}
+
+/// Refuses a command whose memory estimate exceeds `--max-memory` (bad input: the scenario or
+/// flags ask for too much); notes long runs.
+pub fn check_memory(estimate: &memory::Estimate, args: &RunArgs) -> Result<(), CliError> {
+    let limit = args.max_memory.unwrap_or_else(default_memory_limit);
+    memory::check(estimate, limit).map_err(CliError::BadInput)?;
+    if !args.quiet && estimate.events > 1e9 {
+        eprintln!("note: about {:.1e} events to simulate; this may take a while (Ctrl-C stops it)", estimate.events);
+    }
+    Ok(())
+}
+
+/// Refuses a `--jitter` list naming a strategy twice (two identical variants).
+pub fn check_jitters(jitters: &[String]) -> Result<(), CliError> {
+    match crate::scenario::validate::first_duplicate(jitters.iter().map(String::as_str)) {
+        Some(i) => Err(CliError::BadInput(format!(
+            "--jitter {}: `{}` is given twice; list each strategy once",
+            jitters.join(","),
+            jitters[i]
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Claims output directory `out` (see [`report::Claim`]): refusals are bad input.
+pub fn claim(out: &std::path::Path, force: bool) -> Result<report::Claim, CliError> {
+    report::Claim::new(out, force).map_err(|e| match e {
+        report::ClaimError::Refused(m) => CliError::BadInput(m),
+        report::ClaimError::Io(e) => CliError::BadInput(format!("{e}; choose another --out")),
+    })
 }
 
 /// The index of the variant named `name` (None: the first), or a message listing the names.

@@ -23,10 +23,17 @@ pub fn run(args: PlotArgs) -> Result<(), CliError> {
             args.dir.display()
         )));
     }
-    let written = report::render_dir(&args.dir).map_err(|e| match CliError::from(e) {
-        CliError::BadInput(m) => CliError::BadInput(format!("plot: {m}")),
-        CliError::Failure(m) => CliError::Failure(format!("plot: {m}")),
-    })?;
+    // Both a directory that is not a run and one we cannot write to are the caller's to fix.
+    let claim = report::Claim::reopen(&args.dir).map_err(|e| CliError::BadInput(format!("plot: {e}")))?;
+    let mut written = Vec::new();
+    let rendered = report::render_dir(&args.dir, &mut written).map_err(|e| match e {
+        report::RenderError::Read(e) => CliError::BadInput(format!("plot: {e}")),
+        report::RenderError::Write(e) => {
+            CliError::Failure(format!("plot: {}", report::files::partial_failure(&e, &claim.abandon(&written))))
+        }
+    });
+    rendered?;
+    claim.finish(&written).map_err(|e| CliError::Failure(format!("plot: {e}")))?;
     if !args.quiet {
         println!("re-rendered {} files in {}", written.len(), args.dir.display());
     }

@@ -44,6 +44,9 @@ pub struct MergeArgs {
     /// Where to write the merged sweep (default: the first directory's parent / merged).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Write into --out even if it holds files retrystorm did not write (they are left alone).
+    #[arg(long)]
+    pub force: bool,
 }
 
 fn bad(e: impl ToString) -> CliError {
@@ -101,15 +104,19 @@ fn load_cells(args: &SweepArgs, grid: &Grid, shard: Option<Shard>) -> Result<Vec
 
 /// Runs a sweep (or one shard of it) and writes `sweep.json`, `sweep.csv` and `perf.json`.
 pub fn run(args: SweepArgs) -> Result<(), CliError> {
-    if args.run.threads == Some(0) {
-        return Err(bad("--threads 0: give at least 1 thread, or leave it out for one per core"));
-    }
+    super::check_threads(args.run.threads)?;
+    super::check_jitters(&args.jitter)?;
     let grid = Grid::parse(&args.vary).map_err(bad)?;
     let shard = args.shard.as_deref().map(Shard::parse).transpose().map_err(bad)?;
     // Cell 0 names the scenario, seed and variants: they are the same in every cell.
     let first = Scenario::load(&args.run.scenario, &overrides(&args.run)?)?;
-    let cells = load_cells(&args, &grid, shard)?;
     let probe = cell_variants(&first, &args.jitter)?;
+    // Before loading every cell (slow for a huge grid): the estimate with cell 0's size for all.
+    let threads = args.run.threads.unwrap_or_else(rayon::current_num_threads);
+    let guess: Vec<_> = (0..grid.cells()).map(|_| (&first, probe.as_slice())).collect();
+    let limit = args.run.max_memory.unwrap_or_else(super::default_memory_limit);
+    crate::runner::memory::check(&crate::runner::memory::estimate_sweep(&guess, threads), limit).map_err(bad)?;
+    let cells = load_cells(&args, &grid, shard)?;
     let baseline = baseline_index(&probe, args.baseline.as_deref())?;
     let header = SweepHeader {
         scenario: first.name.clone(),
@@ -119,11 +126,13 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
         variants: probe.iter().map(|v| v.name.clone()).collect(),
         grid,
     };
+    let sized: Vec<_> = cells.iter().map(|c| (&c.scenario, c.variants.as_slice())).collect();
+    super::check_memory(&crate::runner::memory::estimate_sweep(&sized, threads), &args.run)?;
     let out = args.run.out.clone().unwrap_or_else(|| {
         let dir = PathBuf::from("output").join(&first.name).join("sweep");
         shard.map_or(dir.clone(), |s| dir.join(format!("shard-{}-of-{}", s.index, s.count)))
     });
-    files::prepare_dir(&out).map_err(|e| bad(format!("{e}; choose another --out")))?;
+    let claim = super::claim(&out, args.run.force)?;
     let mut warnings: Vec<&String> = cells.iter().flat_map(|c| &c.scenario.warnings).collect();
     warnings.sort();
     warnings.dedup();
@@ -137,12 +146,11 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
         }
     }
     let (json, csv) = sweep_files::sweep_files(&header, shard, &result.cells);
-    let write = |name: &str, bytes: &[u8]| files::write_atomic(&out.join(name), bytes);
-    write("sweep.json", &json)?;
-    write("sweep.csv", &csv)?;
-    write("perf.json", &perf_json(&header, &result))?;
+    let perf = perf_json(&header, &result);
     // A shard holds only part of the grid: its charts wait for `merge`.
-    let charts = if shard.is_none() { render_charts(&out)? } else { 0 };
+    let written =
+        write_sweep(&claim, &[("sweep.json", &json), ("sweep.csv", &csv), ("perf.json", &perf)], shard.is_none())?;
+    let charts = written - 3;
     if !args.run.quiet {
         print!("{}", sweep_table(&header, shard, &result.cells));
         println!("wrote sweep.json, sweep.csv, perf.json and {charts} chart/report files to {}", out.display());
@@ -150,10 +158,32 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Draws the sweep's charts and report from the files just written; returns how many files.
-/// Any failure here (even reading back what was just written) is not bad input: exit code 1.
-fn render_charts(out: &Path) -> Result<usize, CliError> {
-    crate::report::render_sweep(out).map(|files| files.len()).map_err(|e| CliError::Failure(e.to_string()))
+/// Writes `data` files into the claimed directory, then (with `charts`) the sweep's charts and
+/// report drawn from them, then the manifest; returns how many files were written. A failure
+/// part-way is exit code 1 naming the complete files.
+fn write_sweep(claim: &files::Claim, data: &[(&str, &[u8])], charts: bool) -> Result<usize, CliError> {
+    let mut written = Vec::new();
+    let mut write = || -> Result<(), files::OutputError> {
+        for (name, bytes) in data {
+            let path = claim.dir().join(name);
+            files::write_atomic(&path, bytes)?;
+            written.push(path);
+        }
+        if charts {
+            crate::report::render_sweep(claim.dir(), &mut written).map_err(|e| match e {
+                crate::report::RenderError::Read(e) => files::OutputError {
+                    path: e.path,
+                    message: format!("reading back the sweep failed: {}", e.message),
+                },
+                crate::report::RenderError::Write(e) => e,
+            })?;
+        }
+        claim.finish(&written)
+    };
+    match write() {
+        Ok(()) => Ok(written.len()),
+        Err(e) => Err(CliError::Failure(files::partial_failure(&e, &claim.abandon(&written)))),
+    }
 }
 
 /// `perf.json` of a sweep (not part of the determinism contract).
@@ -236,11 +266,27 @@ pub fn merge(args: MergeArgs) -> Result<(), CliError> {
     };
     let shards = args.dirs.iter().map(|d| sweep_files::read_shard(d)).collect::<Result<Vec<_>, _>>().map_err(bad)?;
     let (json, csv) = sweep_files::merge(&shards).map_err(bad)?;
+    // Everything `plot` will read back is checked before anything is written.
+    let value: serde_json::Value = serde_json::from_slice(&json).map_err(|e| bad(format!("merged sweep.json: {e}")))?;
+    crate::report::readback::sweep_from_json(&first.join("sweep.json"), &value).map_err(|e| bad(format!("{e}")))?;
     let out = args.out.clone().unwrap_or_else(|| first.parent().unwrap_or(Path::new(".")).join("merged"));
-    files::prepare_dir(&out).map_err(|e| bad(format!("{e}; choose another --out")))?;
-    files::write_atomic(&out.join("sweep.json"), &json)?;
-    files::write_atomic(&out.join("sweep.csv"), &csv)?;
-    let charts = render_charts(&out)?;
+    if let Some(input) = args.dirs.iter().find(|d| same_dir(d, &out)) {
+        return Err(bad(format!(
+            "merge --out `{}` is one of the shard directories it reads (`{}`); give a separate output directory",
+            out.display(),
+            input.display()
+        )));
+    }
+    let claim = super::claim(&out, args.force)?;
+    let charts = write_sweep(&claim, &[("sweep.json", &json), ("sweep.csv", &csv)], true)? - 2;
     println!("merged {} shard(s) into {} ({charts} chart/report files)", shards.len(), out.display());
     Ok(())
+}
+
+/// Do `a` and `b` name the same existing directory (after resolving links and `..`)?
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }

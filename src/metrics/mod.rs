@@ -2,7 +2,7 @@
 //! across replications.
 
 pub mod catalogue;
-pub(crate) mod recovery;
+pub mod recovery;
 pub mod stats;
 pub mod summary;
 

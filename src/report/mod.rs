@@ -10,16 +10,39 @@ pub(crate) mod reading;
 pub mod summary;
 pub(crate) mod sweep;
 
-pub use files::OutputError;
+pub use files::{Claim, ClaimError, OutputError};
 
 use crate::runner::Study;
 use std::path::{Path, PathBuf};
 
 /// Writes `summary.json`, `summary.csv`, `timeseries.csv`, `perf.json`, the chart data files,
-/// the charts and `report.html` to `dir`.
-pub fn write_study(dir: &Path, study: &Study) -> Result<Vec<PathBuf>, OutputError> {
-    files::prepare_dir(dir)?;
+/// the charts and `report.html` to the claimed directory, then its manifest; returns the files
+/// written. A failure part-way names the files that are complete.
+pub fn write_study(claim: &Claim, study: &Study) -> Result<Vec<PathBuf>, WriteError> {
     let mut written = Vec::new();
+    match write_study_files(claim.dir(), study, &mut written).and_then(|()| claim.finish(&written)) {
+        Ok(()) => Ok(written),
+        Err(error) => Err(WriteError::new(claim, error, &written)),
+    }
+}
+
+/// A write that failed part-way: the error and the files that were complete.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", files::partial_failure(.error, .complete))]
+pub struct WriteError {
+    /// What failed.
+    pub error: OutputError,
+    /// Names of the files this run completed.
+    pub complete: Vec<String>,
+}
+
+impl WriteError {
+    fn new(claim: &Claim, error: OutputError, written: &[PathBuf]) -> WriteError {
+        WriteError { error, complete: claim.abandon(written) }
+    }
+}
+
+fn write_study_files(dir: &Path, study: &Study, written: &mut Vec<PathBuf>) -> Result<(), OutputError> {
     let mut put = |name: &str, bytes: Vec<u8>| -> Result<(), OutputError> {
         let path = dir.join(name);
         files::write_atomic(&path, &bytes)?;
@@ -39,13 +62,12 @@ pub fn write_study(dir: &Path, study: &Study) -> Result<Vec<PathBuf>, OutputErro
     put("delays.csv", data::delays_csv(study))?;
     put("latency.csv", data::latency_csv(study))?;
     // Render from the files just written, exactly as `plot` will: one path, identical output.
-    written.extend(render_run(dir).map_err(|e| match e {
+    render_run_into(dir, written).map_err(|e| match e {
         RenderError::Read(e) => {
             OutputError { path: e.path, message: format!("reading back the run failed: {}", e.message) }
         }
         RenderError::Write(e) => e,
-    })?);
-    Ok(written)
+    })
 }
 
 /// Why re-rendering a run failed.
@@ -60,37 +82,50 @@ pub enum RenderError {
 }
 
 /// Renders the charts and `report.html` of the run or sweep in `dir` from its files (a sweep
-/// when `dir` holds `sweep.json` and no `summary.json`); returns the files written.
-pub fn render_dir(dir: &Path) -> Result<Vec<PathBuf>, RenderError> {
+/// when `dir` holds `sweep.json` and no `summary.json`), adding each complete file to `written`.
+pub fn render_dir(dir: &Path, written: &mut Vec<PathBuf>) -> Result<(), RenderError> {
     if dir.join("sweep.json").is_file() && !dir.join("summary.json").exists() {
-        render_sweep(dir)
+        render_sweep(dir, written)
     } else {
-        render_run(dir)
+        render_run_into(dir, written)
     }
 }
 
 /// Renders the sweep charts and `report.html` of the sweep in `dir` from its `sweep.json`.
-pub fn render_sweep(dir: &Path) -> Result<Vec<PathBuf>, RenderError> {
+pub fn render_sweep(dir: &Path, written: &mut Vec<PathBuf>) -> Result<(), RenderError> {
     let data = readback::read_sweep(dir)?;
     let mut rendered = charts::Rendered::default();
+    let mut result = Ok(());
     for chart in charts::sweep::SweepChart::for_sweep(&data) {
-        rendered.add(dir, &charts::sweep::SweepFigure { chart, data: &data })?;
+        result = rendered.add(dir, &charts::sweep::SweepFigure { chart, data: &data });
+        if result.is_err() {
+            break;
+        }
     }
+    written.append(&mut rendered.files);
+    result?;
     let report = dir.join("report.html");
     files::write_atomic(&report, html::sweep_html(&data, &rendered.charts).as_bytes())?;
-    let mut written = rendered.files;
     written.push(report);
-    Ok(written)
+    Ok(())
 }
 
 /// Renders every chart and `report.html` of the run in `dir` from its files; returns the files
 /// written.
 pub fn render_run(dir: &Path) -> Result<Vec<PathBuf>, RenderError> {
+    let mut written = Vec::new();
+    render_run_into(dir, &mut written)?;
+    Ok(written)
+}
+
+fn render_run_into(dir: &Path, written: &mut Vec<PathBuf>) -> Result<(), RenderError> {
     let data = readback::read_run(dir)?;
-    let rendered = charts::write_charts(dir, &data)?;
+    let mut rendered = charts::Rendered::default();
+    let result = charts::write_charts(dir, &data, &mut rendered);
+    written.append(&mut rendered.files);
+    result?;
     let report = dir.join("report.html");
     files::write_atomic(&report, html::report_html(&data, &rendered.charts).as_bytes())?;
-    let mut written = rendered.files;
     written.push(report);
-    Ok(written)
+    Ok(())
 }

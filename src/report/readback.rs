@@ -47,6 +47,7 @@ fn read_json(path: &Path) -> Result<Value, ReadError> {
 pub fn read_run(dir: &Path) -> Result<ReportData, ReadError> {
     let summary_path = dir.join("summary.json");
     let summary = Summary::from_json(&read_text(&summary_path)?).map_err(|e| fail(&summary_path, e))?;
+    check_summary(&summary).map_err(|e| fail(&summary_path, e))?;
     let setups_path = dir.join("scenario.json");
     let setups = read_json(&setups_path)?;
     let setups: Vec<VariantSetup> = serde_json::from_value(setups["variants"].clone())
@@ -106,11 +107,52 @@ fn strings(v: &Value) -> Vec<String> {
     v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect()).unwrap_or_default()
 }
 
+/// Largest magnitude of a number a run writes: beyond it (1e308, u64::MAX) a file was edited or
+/// damaged, and charts would compute infinities from it.
+pub const PLAUSIBLE_MAX: f64 = 1e15;
+
+/// Is `x` a number a run could have written (finite, |x| ≤ [`PLAUSIBLE_MAX`])?
+fn plausible(x: f64) -> bool {
+    x.is_finite() && x.abs() <= PLAUSIBLE_MAX
+}
+
+/// Refuses a summary holding numbers a run never writes (a bucket width outside (0, 1e9] s, a
+/// statistic beyond [`PLAUSIBLE_MAX`]): charts would loop or compute infinities from them.
+fn check_summary(summary: &Summary) -> Result<(), String> {
+    if !(summary.bucket_s > 0.0 && summary.bucket_s <= 1e9) {
+        return Err(format!("`bucket_s` is {}; expected a positive number of seconds", summary.bucket_s));
+    }
+    for v in &summary.variants {
+        let scoped = v.hops.iter().chain(&v.tenants).map(|s| (s.name.as_str(), &s.metrics));
+        for (scope, row) in std::iter::once(("", &v.metrics)).chain(scoped) {
+            for (metric, stat) in &row.0 {
+                check_stat(stat).map_err(|m| {
+                    let at = if scope.is_empty() { String::new() } else { format!(" `{scope}`") };
+                    format!("variant `{}`{at}, metric `{}`: {m}", v.name, metric.name())
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A statistic from its JSON fields (`mean`, `sd`, `ci95`, `values`; nulls stay None).
 fn stat_of(s: &Value) -> Stat {
     let ci95 = s["ci95"].as_array().and_then(|c| Some([c.first()?.as_f64()?, c.get(1)?.as_f64()?]));
-    let values = s["values"].as_array().map(|a| a.iter().map(Value::as_f64).collect()).unwrap_or_default();
+    let values: Vec<Option<f64>> =
+        s["values"].as_array().map(|a| a.iter().map(Value::as_f64).collect()).unwrap_or_default();
     Stat { mean: s["mean"].as_f64(), sd: s["sd"].as_f64(), ci95, values }
+}
+
+/// Refuses a statistic holding a number beyond what a run writes.
+fn check_stat(stat: &Stat) -> Result<(), String> {
+    let all = stat.mean.iter().chain(&stat.sd).chain(stat.ci95.iter().flatten()).chain(stat.values.iter().flatten());
+    if let Some(x) = all.copied().find(|x| !plausible(*x)) {
+        return Err(format!(
+            "holds {x:e}, beyond what a run writes (|x| ≤ {PLAUSIBLE_MAX:e}); the file was edited or damaged: rerun the run"
+        ));
+    }
+    Ok(())
 }
 
 fn csv_reader(path: &Path) -> Result<csv::Reader<std::fs::File>, ReadError> {
@@ -128,6 +170,36 @@ fn field<T: std::str::FromStr>(path: &Path, record: &csv::StringRecord, i: usize
     text.parse().map_err(|_| fail(path, format!("line {line}: column {} is `{text}`, expected a number", i + 1)))
 }
 
+/// A float field that a run writes as a finite value of at least `min` and at most
+/// [`PLAUSIBLE_MAX`].
+fn number_field(path: &Path, record: &csv::StringRecord, i: usize, min: f64) -> Result<f64, ReadError> {
+    let x: f64 = field(path, record, i)?;
+    if plausible(x) && x >= min {
+        return Ok(x);
+    }
+    let line = record.position().map_or(0, |p| p.line());
+    Err(fail(
+        path,
+        format!(
+            "line {line}: column {} is `{}`, beyond what a run writes (a finite number from {min} to {PLAUSIBLE_MAX:e}); rerun the run",
+            i + 1,
+            record.get(i).unwrap_or("")
+        ),
+    ))
+}
+
+/// A count field: a whole number of at most [`PLAUSIBLE_MAX`].
+fn count_field<T: TryFrom<u64>>(path: &Path, record: &csv::StringRecord, i: usize) -> Result<T, ReadError> {
+    let x: u64 = field(path, record, i)?;
+    let line = record.position().map_or(0, |p| p.line());
+    let refuse =
+        || fail(path, format!("line {line}: column {} is {x}, beyond what a run writes; rerun the run", i + 1));
+    if x as f64 > PLAUSIBLE_MAX {
+        return Err(refuse());
+    }
+    T::try_from(x).map_err(|_| refuse())
+}
+
 type SeriesKey = (String, String, String, Vec<[f64; SERIES_COLUMNS.len()]>);
 
 /// `timeseries.csv` → (variant, scope, name, rows) in file order.
@@ -138,7 +210,7 @@ fn read_series(path: &Path) -> Result<Vec<SeriesKey>, ReadError> {
         let record = record.map_err(|e| csv_error(path, e))?;
         let mut row = [0.0; SERIES_COLUMNS.len()];
         for (c, x) in row.iter_mut().enumerate() {
-            *x = field(path, &record, 4 + c)?;
+            *x = number_field(path, &record, 4 + c, 0.0)?;
         }
         let key = (&record[0], &record[1], &record[2]);
         match out.last_mut() {
@@ -155,10 +227,10 @@ fn read_delays(path: &Path) -> Result<Vec<(String, DelayBin)>, ReadError> {
     for record in reader.records() {
         let record = record.map_err(|e| csv_error(path, e))?;
         let bin = DelayBin {
-            retry: field(path, &record, 1)?,
-            low_s: field(path, &record, 2)?,
-            high_s: field(path, &record, 3)?,
-            count: field(path, &record, 4)?,
+            retry: count_field(path, &record, 1)?,
+            low_s: number_field(path, &record, 2, 0.0)?,
+            high_s: number_field(path, &record, 3, 0.0)?,
+            count: count_field(path, &record, 4)?,
         };
         out.push((record[0].to_string(), bin));
     }
@@ -170,7 +242,7 @@ fn read_latency(path: &Path) -> Result<Vec<(String, u64, u64)>, ReadError> {
     let mut out = Vec::new();
     for record in reader.records() {
         let record = record.map_err(|e| csv_error(path, e))?;
-        out.push((record[0].to_string(), field(path, &record, 1)?, field(path, &record, 2)?));
+        out.push((record[0].to_string(), count_field(path, &record, 1)?, count_field(path, &record, 2)?));
     }
     Ok(out)
 }
@@ -179,6 +251,12 @@ fn read_latency(path: &Path) -> Result<Vec<(String, u64, u64)>, ReadError> {
 pub fn read_sweep(dir: &Path) -> Result<SweepData, ReadError> {
     let path = dir.join("sweep.json");
     let json = read_json(&path)?;
+    sweep_from_json(&path, &json)
+}
+
+/// The sweep in `json` (the contents of `path`, for messages).
+pub fn sweep_from_json(path: &Path, json: &Value) -> Result<SweepData, ReadError> {
+    let path = path.to_path_buf();
     let bad = |what: &str| fail(&path, format!("missing or malformed `{what}`"));
     let header = &json["sweep"];
     let variants = strings(&header["variants"]);
@@ -206,7 +284,9 @@ pub fn read_sweep(dir: &Path) -> Result<SweepData, ReadError> {
         let name = row["variant"].as_str().ok_or_else(|| bad("rows[].variant"))?;
         let v = variants.iter().position(|n| n == name).ok_or_else(|| bad("rows[].variant"))?;
         let metric = row["metric"].as_str().and_then(Metric::from_name).ok_or_else(|| bad("rows[].metric"))?;
-        stats.insert((cell, v, metric), stat_of(row));
+        let stat = stat_of(row);
+        check_stat(&stat).map_err(|m| fail(&path, format!("row of cell {cell}, metric `{}`: {m}", metric.name())))?;
+        stats.insert((cell, v, metric), stat);
     }
     Ok(SweepData {
         scenario: header["scenario"].as_str().ok_or_else(|| bad("sweep.scenario"))?.to_string(),

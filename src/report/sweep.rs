@@ -45,7 +45,7 @@ use crate::metrics::catalogue::Metric;
 use crate::metrics::stats::Stat;
 use crate::report::format::csv_bytes;
 use crate::runner::compare::Difference;
-use crate::runner::sweep::{CellResult, Grid, Shard};
+use crate::runner::sweep::{CellResult, Grid, Shard, CELLS_MAX};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -312,7 +312,19 @@ pub fn read_shard(dir: &Path) -> Result<ShardFiles, MergeError> {
     if header.get("format").and_then(Value::as_str) != Some(FORMAT) {
         return Err(bad(&format!("not a `{FORMAT}` file")));
     }
-    let cells_total = header.get("cells").and_then(Value::as_u64).ok_or_else(|| bad("no cell count"))? as usize;
+    let cells_total = header.get("cells").and_then(Value::as_u64).ok_or_else(|| bad("no cell count"))?;
+    // The grid a sweep can write: anything larger was edited, and would be enumerated below.
+    let grid_cells = header.get("vary").and_then(Value::as_array).and_then(|axes| {
+        axes.iter()
+            .try_fold(1u64, |n, a| n.checked_mul(a.get("values").and_then(Value::as_array).map_or(0, Vec::len) as u64))
+    });
+    if cells_total == 0 || cells_total > CELLS_MAX as u64 || grid_cells != Some(cells_total) {
+        return Err(bad(&format!(
+            "the header's cell count {cells_total} is not the grid's ({}; at most {CELLS_MAX})",
+            grid_cells.map_or("no `vary` list".to_string(), |g| g.to_string())
+        )));
+    }
+    let cells_total = cells_total as usize;
     let shard_value: Value = serde_json::from_str(shard_text).map_err(|e| bad(&format!("bad shard line ({e})")))?;
     let (shard, cells) = match &shard_value {
         Value::Null => (None, (0..cells_total).collect()),
@@ -323,7 +335,7 @@ pub fn read_shard(dir: &Path) -> Result<ShardFiles, MergeError> {
                 .and_then(Value::as_array)
                 .map(|a| a.iter().filter_map(|c| c.as_u64().map(|c| c as usize)).collect());
             match (get("index"), get("count"), cells) {
-                (Some(k), Some(n), Some(c)) => (Some((k, n)), c),
+                (Some(k), Some(n), Some(c)) if 1 <= k && k <= n && n <= CELLS_MAX => (Some((k, n)), c),
                 _ => return Err(bad("bad shard line")),
             }
         }

@@ -41,6 +41,32 @@ pub struct Grid {
     pub axes: Vec<Axis>,
 }
 
+/// Two values of one axis that mean the same (`10ms` and `10000us`, `2` and `2.0`), if any.
+fn same_values(values: &[toml::Value]) -> Option<(String, String)> {
+    let key = |v: &toml::Value| -> String {
+        match v {
+            toml::Value::Integer(i) => format!("n{}", *i as f64),
+            toml::Value::Float(x) => format!("n{x}"),
+            toml::Value::String(s) => match crate::scenario::raw::parse_duration(s) {
+                Ok(ns) => format!("d{ns}"),
+                Err(_) => format!("s{s}"),
+            },
+            other => format!("v{other}"),
+        }
+    };
+    let mut seen: std::collections::HashMap<String, &toml::Value> = std::collections::HashMap::new();
+    for v in values {
+        if let Some(first) = seen.insert(key(v), v) {
+            return Some((show_value(first), show_value(v)));
+        }
+    }
+    None
+}
+
+fn show_value(v: &toml::Value) -> String {
+    v.as_str().map_or_else(|| v.to_string(), str::to_string)
+}
+
 impl Grid {
     /// Parses `--vary PATH=V1,V2,…` flags. Commas inside brackets, braces or quotes belong to
     /// the value (`--vary 'hop.api.service={dist="constant", mean="2ms"},…'`).
@@ -56,6 +82,12 @@ impl Grid {
             if axes.iter().any(|a| a.path == axis.path) {
                 return Err(format!(
                     "--vary {}: the path is varied twice; list all its values in one --vary",
+                    axis.path
+                ));
+            }
+            if let Some((a, b)) = same_values(&axis.values) {
+                return Err(format!(
+                    "--vary {}: the values `{a}` and `{b}` are the same; list each value once",
                     axis.path
                 ));
             }

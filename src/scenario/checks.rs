@@ -2,7 +2,7 @@
 //! value or an [`Invalid`] naming the field, the value and the fix. Everything in `scenario`
 //! that checks a field uses these (and nothing here imports the files that use it).
 
-use super::error::{closest, Invalid};
+use super::error::{closest, shorten, some_names, Invalid};
 use super::raw::Dur;
 use crate::engine::Nanos;
 
@@ -43,5 +43,5 @@ pub(super) fn finite_at_least(value: f64, min: f64, path: &str, what: &str) -> V
 
 pub(super) fn unknown(path: &str, kind: &str, value: &str, allowed: &[&str]) -> Invalid {
     let hint = closest(value, allowed.iter().copied()).map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default();
-    Invalid::at(path, format!("unknown {kind} `{value}`; allowed: {}{hint}", allowed.join(", ")))
+    Invalid::at(path, format!("unknown {kind} `{}`; allowed: {}{hint}", shorten(value, 60), some_names(allowed, 12)))
 }

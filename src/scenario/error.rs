@@ -62,10 +62,47 @@ pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// Words longer than this get no suggestion: nobody mistypes a 300,000-character name, and the
+/// edit distance is quadratic.
+pub const SUGGEST_MAX_CHARS: usize = 100;
+
 /// The candidate closest to `word` by edit distance, if it is close enough to be a likely typo.
+/// The work is bounded: long words get no suggestion, and candidates whose length differs by
+/// more than the allowed distance are skipped without computing it.
 pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let limit = (word.chars().count() / 3).max(2);
-    candidates.into_iter().map(|c| (edit_distance(word, c), c)).filter(|&(d, _)| d <= limit).min().map(|(_, c)| c)
+    let len = word.chars().count();
+    if len > SUGGEST_MAX_CHARS {
+        return None;
+    }
+    let limit = (len / 3).max(2);
+    candidates
+        .into_iter()
+        .filter(|c| c.len() <= 4 * (len + limit) && c.chars().count().abs_diff(len) <= limit)
+        .map(|c| (edit_distance(word, c), c))
+        .filter(|&(d, _)| d <= limit)
+        .min()
+        .map(|(_, c)| c)
+}
+
+/// At most `max` of `names`, comma-separated, with "and N more" for the rest.
+pub fn some_names<S: AsRef<str>>(names: &[S], max: usize) -> String {
+    let shown: Vec<String> = names.iter().take(max).map(|n| shorten(n.as_ref(), 40)).collect();
+    match names.len().checked_sub(max) {
+        Some(rest) if rest > 0 => format!("{} and {rest} more", shown.join(", ")),
+        _ => shown.join(", "),
+    }
+}
+
+/// `text` cut to `max` characters (with `…`), control characters escaped: quoting user values
+/// in one readable line.
+pub fn shorten(text: &str, max: usize) -> String {
+    let line = one_line(text);
+    if line.chars().count() <= max {
+        line
+    } else {
+        let cut: String = line.chars().take(max).collect();
+        format!("{cut}…")
+    }
 }
 
 /// Levenshtein distance over chars.

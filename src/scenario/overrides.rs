@@ -4,7 +4,7 @@
 //! `fault.N.FIELD` (faults have no name: N is the 0-based index), with deeper inline-table fields
 //! (`hop.api.service.mean`). Arrays of tables are addressed by their `name`.
 
-use super::error::{closest, one_line};
+use super::error::{closest, one_line, some_names};
 use toml::{Table, Value};
 
 /// One override.
@@ -56,6 +56,13 @@ pub fn apply(doc: &mut Table, o: &Override) -> Result<(), String> {
         if !table.contains_key(seg) && i == 0 {
             return Err(unknown_section(seg));
         }
+        if i == 1 && segments[0] == "policy" && !table.contains_key(seg) {
+            // A misspelt policy would otherwise be created, unused, and the override lost.
+            let names: Vec<&str> = table.keys().map(String::as_str).collect();
+            let hint =
+                closest(seg, names.iter().copied()).map(|c| format!("; did you mean `{c}`?")).unwrap_or_default();
+            return Err(format!("no policy named `{}` (there are: {}){hint}", one_line(seg), some_names(&names, 10)));
+        }
         let entry = table.entry(seg.to_string()).or_insert_with(|| Value::Table(Table::new()));
         table =
             entry.as_table_mut().ok_or_else(|| format!("`{seg}` is a value, not a table; set a field beside it"))?;
@@ -85,7 +92,7 @@ fn find_element<'a>(items: &'a mut [Value], array: &str, key: &str) -> Result<&'
             let hint = closest(key, names.iter().map(String::as_str))
                 .map(|c| format!(" did you mean `{c}`?"))
                 .unwrap_or_default();
-            Err(format!("no {array} named `{key}` (there are: {});{hint}", names.join(", ")))
+            Err(format!("no {array} named `{}` (there are: {});{hint}", one_line(key), some_names(&names, 10)))
         }
     }
 }

@@ -2,7 +2,7 @@
 //! [`Invalid`] naming the field, the value and the fix.
 
 use super::checks::{count, finite_at_least, positive, probability, show, unknown, V};
-use super::error::Invalid;
+use super::error::{shorten, Invalid};
 use super::raw::{parse_duration, Dur, RawArrival, RawDist, RawFault, RawHop, RawScenario, RawTenant};
 use crate::engine::{Nanos, NS_PER_MS, NS_PER_S};
 use crate::model::fault::FAULT_KINDS;
@@ -24,6 +24,11 @@ pub const HOPS_MAX: usize = 64;
 /// See [`TENANTS_MAX`].
 pub const POLICIES_MAX: usize = 1_000;
 
+/// Tenants, hops and policies are indexed by `u16` in the simulation: at most this many of each.
+pub const ENTRIES_MAX: usize = u16::MAX as usize + 1;
+/// Longest scenario, tenant, hop, policy or variant name, in characters.
+pub const NAME_MAX_CHARS: usize = 64;
+
 /// Top-level values that are not part of the simulated system.
 #[derive(Clone, Debug)]
 pub struct Meta {
@@ -35,9 +40,7 @@ pub struct Meta {
 
 /// Validates the whole file; warnings are invariant violations that do not stop a run.
 pub fn validate(raw: &RawScenario) -> V<(Meta, SimSpec, Vec<String>)> {
-    if raw.name.trim().is_empty() {
-        return Err(Invalid::at("name", "is empty; give the scenario a name, e.g. name = \"outage-herd\""));
-    }
+    scenario_name(&raw.name)?;
     super::import::begin(&raw.base_dir);
     let seed = raw.seed.unwrap_or(1);
     let seed =
@@ -79,6 +82,7 @@ pub fn validate(raw: &RawScenario) -> V<(Meta, SimSpec, Vec<String>)> {
     let tenants = tenants(raw, &policy_names)?;
     let hops = hops(raw, &policy_names, &policies, &tenants)?;
     let faults = faults(&raw.fault, &hops)?;
+    time_advances(&tenants, &hops)?;
     let spec = SimSpec {
         name: raw.name.clone(),
         horizon,
@@ -93,15 +97,84 @@ pub fn validate(raw: &RawScenario) -> V<(Meta, SimSpec, Vec<String>)> {
     };
     let mut warnings = super::import::take_warnings();
     warnings.extend(super::invariants::warnings(&spec));
+    warnings.extend(super::sanity::warnings(&spec));
     Ok((Meta { seed, replications }, spec, warnings))
 }
 
-/// Tenant and hop names address entries in `--set` paths and messages (`hop.NAME.workers`).
+/// The scenario name is a label that also names the default output directory
+/// (`output/NAME`): 1–64 ASCII letters, digits, `-`, `_` or `.`, starting with a letter or digit,
+/// so it can never be empty, `.`, `..`, absolute, contain a path separator or a control character.
+pub fn scenario_name(name: &str) -> V<()> {
+    let chars = name.chars().count();
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    let problem = if name.is_empty() {
+        Some("is empty".to_string())
+    } else if chars > NAME_MAX_CHARS {
+        Some(format!("is {chars} characters long (at most {NAME_MAX_CHARS})"))
+    } else if let Some(c) = name.chars().find(|c| !allowed(*c)) {
+        Some(format!("`{}` contains {}", shorten(name, 40), describe_char(c)))
+    } else if !name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        Some(format!("`{name}` does not start with a letter or digit"))
+    } else {
+        None
+    };
+    match problem {
+        None => Ok(()),
+        Some(p) => Err(Invalid::at(
+            "name",
+            format!("{p}; the name is a label that also names the output directory output/NAME: use 1-{NAME_MAX_CHARS} letters, digits, `-`, `_` or `.`, starting with a letter or digit, e.g. name = \"outage-herd\" (choose where files go with --out)"),
+        )),
+    }
+}
+
+fn describe_char(c: char) -> String {
+    match c {
+        '/' | '\\' => format!("a path separator `{c}`"),
+        c if c.is_control() => format!("a control character `{}`", c.escape_default()),
+        ' ' => "a space".to_string(),
+        c => format!("the character `{c}`"),
+    }
+}
+
+/// Tenant, hop and variant names address entries in `--set` paths and messages
+/// (`hop.NAME.workers`): non-empty, at most 64 characters, no `.` and no control character.
 fn check_name(name: &str, kind: &str, index: usize) -> V<()> {
-    if name.trim().is_empty() || name.contains('.') {
+    let chars = name.chars().count();
+    if name.trim().is_empty() || name.contains('.') || name.chars().any(char::is_control) || chars > NAME_MAX_CHARS {
         return Err(Invalid::at(
             &format!("{kind}.{index}.name"),
-            format!("{kind} name `{name}` must be non-empty and contain no `.` (it is used in paths like `{kind}.NAME.field`)"),
+            format!("{kind} name `{}` must be non-empty, at most {NAME_MAX_CHARS} characters and contain no `.` or control character (it is used in paths like `{kind}.NAME.field`)", shorten(name, 40)),
+        ));
+    }
+    Ok(())
+}
+
+/// The index of the first entry whose name repeats an earlier one (O(n log n), not O(n²)).
+pub fn first_duplicate<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<usize> {
+    let mut seen = std::collections::HashSet::new();
+    names.into_iter().position(|n| !seen.insert(n))
+}
+
+/// A closed loop with no think time against hops that answer in zero time would issue requests
+/// forever at one instant: simulated time never advances, and memory runs out.
+fn time_advances(tenants: &[TenantSpec], hops: &[HopSpec]) -> V<()> {
+    let instant = hops.iter().all(|h| h.service.mean_ns(1) == 0.0 && h.network.mean_ns(1) == 0.0);
+    let stuck = tenants.iter().find(|t| matches!(t.arrival, Arrival::Closed { think: 0, .. }));
+    match stuck {
+        Some(t) if instant => Err(Invalid::at(
+            &format!("tenant.{}.arrival.think", t.name),
+            "is 0 and every hop answers in 0 time (service and network means 0), so simulated time would never advance; give think or a hop's service a positive duration",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Refuses more entries than the simulation's `u16` index holds.
+fn at_most_entries(len: usize, path: &str, kind: &str) -> V<()> {
+    if len > ENTRIES_MAX {
+        return Err(Invalid::at(
+            path,
+            format!("{len} {kind} are defined; at most {ENTRIES_MAX} are supported (they are indexed by 16 bits)"),
         ));
     }
     Ok(())
@@ -115,21 +188,29 @@ fn tenants(raw: &RawScenario, policy_names: &[&str]) -> V<Vec<TenantSpec>> {
     if raw.tenant.is_empty() {
         return Err(Invalid::at("tenant", "no [[tenant]] is defined; add one with name, clients, arrival and policy"));
     }
-    let total: i64 = raw.tenant.iter().map(|t| t.clients.max(0)).fold(0, i64::saturating_add);
-    if total > CLIENTS_MAX {
-        let gib = total as f64 * BYTES_PER_CLIENT_MAX as f64 / (1u64 << 30) as f64;
-        return Err(Invalid::at(
-            &format!("tenant.{}.clients", raw.tenant[0].name),
-            format!("{total} clients in all would need up to {gib:.1} GiB; at most {CLIENTS_MAX} are simulated"),
-        ));
+    at_most_entries(raw.tenant.len(), "tenant", "tenants")?;
+    at_most_entries(policy_names.len(), "policy", "policies")?;
+    // Blame the tenant whose clients push the running total over the limit.
+    let mut total: i64 = 0;
+    for t in &raw.tenant {
+        total = total.saturating_add(t.clients.max(0));
+        if total > CLIENTS_MAX {
+            let gib = total as f64 * BYTES_PER_CLIENT_MAX as f64 / (1u64 << 30) as f64;
+            return Err(Invalid::at(
+                &format!("tenant.{}.clients", t.name),
+                format!("brings the total to {total} clients, which would need up to {gib:.1} GiB; at most {CLIENTS_MAX} are simulated in all"),
+            ));
+        }
     }
-    let mut out = Vec::new();
     for (i, t) in raw.tenant.iter().enumerate() {
         check_name(&t.name, "tenant", i)?;
-        if raw.tenant[..i].iter().any(|o| o.name == t.name) {
-            let why = format!("`{}` is defined twice; tenant names must be unique", t.name);
-            return Err(Invalid::at(&format!("tenant.{i}.name"), why));
-        }
+    }
+    if let Some(i) = first_duplicate(raw.tenant.iter().map(|t| t.name.as_str())) {
+        let why = format!("`{}` is defined twice; tenant names must be unique", raw.tenant[i].name);
+        return Err(Invalid::at(&format!("tenant.{i}.name"), why));
+    }
+    let mut out = Vec::new();
+    for t in &raw.tenant {
         out.push(tenant(t, policy_names)?);
     }
     Ok(out)
@@ -308,13 +389,16 @@ fn hops(raw: &RawScenario, policy_names: &[&str], policies: &[RetryPolicy], tena
     if raw.hop.is_empty() {
         return Err(Invalid::at("hop", "no [[hop]] is defined; add one with name, workers and service"));
     }
-    let mut out: Vec<HopSpec> = Vec::new();
+    at_most_entries(raw.hop.len(), "hop", "hops")?;
     for (i, h) in raw.hop.iter().enumerate() {
         check_name(&h.name, "hop", i)?;
-        if raw.hop[..i].iter().any(|o| o.name == h.name) {
-            let why = format!("`{}` is defined twice; hop names must be unique", h.name);
-            return Err(Invalid::at(&format!("hop.{i}.name"), why));
-        }
+    }
+    if let Some(i) = first_duplicate(raw.hop.iter().map(|h| h.name.as_str())) {
+        let why = format!("`{}` is defined twice; hop names must be unique", raw.hop[i].name);
+        return Err(Invalid::at(&format!("hop.{i}.name"), why));
+    }
+    let mut out: Vec<HopSpec> = Vec::new();
+    for (i, h) in raw.hop.iter().enumerate() {
         let caller_deadline = if i == 0 {
             tenants.iter().filter_map(|t| policies[t.policy].deadline).max()
         } else {
@@ -322,7 +406,9 @@ fn hops(raw: &RawScenario, policy_names: &[&str], policies: &[RetryPolicy], tena
         };
         out.push(hop(h, raw.hop.get(i + 1), policy_names, caller_deadline)?);
     }
-    if !out.iter().any(|h| h.effect) {
+    // The last hop performs the side effect unless the file says which hops do; an explicit
+    // `effect = false` everywhere is honoured (no hop then counts executions).
+    if !out.iter().any(|h| h.effect) && raw.hop.iter().all(|h| h.effect.is_none()) {
         out.last_mut().expect("at least one hop").effect = true;
     }
     Ok(out)

@@ -7,6 +7,7 @@
 
 mod accounting;
 mod budgets;
+mod history;
 mod hop_queue;
 mod occ;
 mod server;
@@ -200,9 +201,8 @@ pub struct Simulation<'a> {
     calls: Slab<Call>,
     attempts: Slab<Attempt>,
     hops: Vec<HopState>,
-    /// Side-effect history per hop, indexed by request id (ids are dense and sequential; only
-    /// effect hops ever grow theirs: 16 bytes per request that reached them).
-    commits: Vec<Vec<Commit>>,
+    /// Side-effect history per hop of the live requests (see [`history`]).
+    history: history::EffectHistory,
     /// Deliveries waiting for an in-progress key (`in_progress = "wait"`), by (hop, request id),
     /// in arrival order. Only probed by key, never iterated.
     waiters: HashMap<(usize, u64), Vec<Handle>>,
@@ -264,7 +264,7 @@ impl<'a> Simulation<'a> {
                 .iter()
                 .map(|h| HopState { queue: HopQueue::new(h.fair, spec.tenants.len()), ..HopState::default() })
                 .collect(),
-            commits: vec![Vec::new(); spec.hops.len()],
+            history: history::EffectHistory::new(spec.hops.len()),
             waiters: HashMap::new(),
             seed,
             replication,
@@ -437,7 +437,7 @@ impl<'a> Simulation<'a> {
             jitter: JitterState::default(),
             last_cost: None,
         };
-        let handle = self.calls.insert(call);
+        let handle = self.insert_call(call);
         self.budget_on_request(handle);
         self.start_attempt(handle);
     }
@@ -479,7 +479,7 @@ impl<'a> Simulation<'a> {
             holds_key: false,
         };
         self.count_attempt(hop, tenant as usize, retry, b);
-        let handle = self.attempts.insert(attempt);
+        let handle = self.insert_attempt(attempt);
         let net = self.spec.hops[hop].network.sample(&mut self.rngs.network[hop], 0);
         self.queue.push(now.saturating_add(net), Event::AttemptArrive { attempt: handle });
         if timeout_at != Nanos::MAX {
@@ -513,13 +513,13 @@ impl<'a> Simulation<'a> {
             jitter: JitterState::default(),
             last_cost: None,
         };
-        let handle = self.calls.insert(call);
+        let handle = self.insert_call(call);
         self.budget_on_request(handle);
         self.start_attempt(handle);
     }
 
     fn on_reply_arrive(&mut self, handle: Handle) {
-        let a = self.attempts.remove(handle).expect("a reply's attempt is live until it arrives");
+        let a = self.remove_attempt(handle).expect("a reply's attempt is live until it arrives");
         if !a.caller_waiting {
             let counters = &mut self.record.hops[a.hop as usize];
             counters.wasted_work_ns = counters.wasted_work_ns.saturating_add(a.service_ns);
@@ -536,7 +536,7 @@ impl<'a> Simulation<'a> {
         a.caller_waiting = false;
         let call = a.call;
         if a.phase == Phase::Done {
-            self.attempts.remove(handle);
+            self.remove_attempt(handle);
         }
         self.caller_sees(call, Reply::Timeout);
     }
@@ -592,7 +592,7 @@ impl<'a> Simulation<'a> {
     }
 
     fn end_call(&mut self, call_handle: Handle, end: CallEnd) {
-        let call = self.calls.remove(call_handle).expect("ending a live call");
+        let call = self.remove_call(call_handle).expect("ending a live call");
         if let Some(parent) = call.parent {
             let reply = match end {
                 CallEnd::Succeeded => Reply::Ok,

@@ -1,6 +1,6 @@
 //! The hop's side of an attempt: arrival, faults, queueing, service, side effects, reply.
 
-use super::{Commit, Event, Payload, Phase, Reply, Simulation};
+use super::{Event, Payload, Phase, Reply, Simulation};
 use crate::engine::{Handle, Nanos};
 use crate::model::{FaultKind, InProgress};
 use rand::RngExt;
@@ -142,13 +142,8 @@ impl Simulation<'_> {
         }
     }
 
-    fn commit_slot(&mut self, hop: usize, request_id: u64) -> &mut Commit {
-        let per_hop = &mut self.commits[hop];
-        let index = usize::try_from(request_id).expect("request ids fit in memory");
-        if per_hop.len() <= index {
-            per_hop.resize(index + 1, Commit::default());
-        }
-        &mut per_hop[index]
+    fn commit_slot(&mut self, hop: usize, request_id: u64) -> &mut super::Commit {
+        self.history.commit(hop, request_id)
     }
 
     /// Idempotency store, as real layers work: a live completed key returns the stored result
@@ -283,7 +278,7 @@ impl Simulation<'_> {
             counters.wasted_work_ns = counters.wasted_work_ns.saturating_add(service_ns);
             counters.lost_replies += 1;
             if !waiting {
-                self.attempts.remove(handle);
+                self.remove_attempt(handle);
             }
             return;
         }
@@ -307,7 +302,7 @@ impl Simulation<'_> {
         let (hop, waiting) = (a.hop as usize, a.caller_waiting);
         self.leave_hop(hop);
         if !waiting {
-            self.attempts.remove(handle);
+            self.remove_attempt(handle);
         }
     }
 

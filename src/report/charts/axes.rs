@@ -55,8 +55,10 @@ pub struct LogAxis {
 impl LogAxis {
     /// An axis covering `[low, high]`; ticks at 1-2-5 × 10^k for spans up to three decades,
     /// at decades beyond that, and at every integer multiple of the decade within one decade.
+    /// A range that is not `0 < low < high` (0, negative, NaN or infinite values read back from a
+    /// damaged run) is first made one: see [`sane_log_range`].
     pub fn new(low: f64, high: f64) -> LogAxis {
-        assert!(low > 0.0 && high > low, "log axis needs 0 < low < high, got {low}..{high}");
+        let (low, high) = sane_log_range(low, high);
         let decades = (high / low).log10();
         let steps: &[f64] = if decades > 3.5 {
             &[1.0]
@@ -82,7 +84,8 @@ impl LogAxis {
 
     /// An axis covering `[low, high]` with ticks exactly at `ticks` (e.g. a sweep's values).
     pub fn with_ticks(low: f64, high: f64, ticks: Vec<f64>) -> LogAxis {
-        assert!(low > 0.0 && high > low, "log axis needs 0 < low < high, got {low}..{high}");
+        let (low, high) = sane_log_range(low, high);
+        let ticks = ticks.into_iter().filter(|t| (low..=high).contains(t)).collect();
         LogAxis { low, high, ticks }
     }
 
@@ -90,6 +93,27 @@ impl LogAxis {
     #[cfg(test)]
     pub fn ticks(&self) -> &[f64] {
         &self.ticks
+    }
+}
+
+/// Smallest and largest bounds a log axis takes: the tick loop runs at most ~600 decades, and
+/// `log10` of either is finite.
+const LOG_MIN: f64 = 1e-300;
+const LOG_MAX: f64 = 1e300;
+
+/// `[low, high]` made drawable on a log axis: bounds clamped to [1e-300, 1e300], a non-positive
+/// or NaN `high` replaced by 1 and `low` by `high / 10`, and an empty range widened by a decade
+/// upwards.
+pub fn sane_log_range(low: f64, high: f64) -> (f64, f64) {
+    let clamp = |x: f64| if x.is_nan() { 1.0 } else { x.clamp(LOG_MIN, LOG_MAX) };
+    let high = if high > 0.0 { clamp(high) } else { 1.0 };
+    let low = if low > 0.0 { clamp(low) } else { (high / 10.0).max(LOG_MIN) };
+    if high > low {
+        (low, high)
+    } else if low * 10.0 <= LOG_MAX {
+        (low, low * 10.0)
+    } else {
+        (LOG_MAX / 10.0, LOG_MAX)
     }
 }
 
@@ -146,5 +170,29 @@ mod tests {
         assert_eq!(log_bound(8.2, 1.0, false), 8.0);
         assert_eq!(log_bound(21.6, 1.1, true), 30.0);
         assert_eq!(log_bound(0.3, 1.0, true), 0.3);
+    }
+
+    /// Values read back from a damaged run never hang the tick loop or panic.
+    #[test]
+    fn log_axes_over_absurd_ranges_stay_finite_and_small() {
+        for (low, high) in [
+            (0.0, 0.0),
+            (-5.0, 10.0),
+            (f64::NAN, f64::NAN),
+            (1.0, f64::INFINITY),
+            (f64::NEG_INFINITY, f64::INFINITY),
+            (5.0, 5.0),
+            (10.0, 1.0),
+            (u64::MAX as f64, u64::MAX as f64),
+            (1e-320, 1e308),
+        ] {
+            let axis = LogAxis::new(low, high);
+            let (lo, hi) = (axis.low, axis.high);
+            assert!(lo > 0.0 && hi > lo && hi.is_finite(), "{low}..{high} gave {lo}..{hi}");
+            assert!(axis.ticks().len() <= 700, "{low}..{high}: {} ticks", axis.ticks().len());
+            let inside = |t: &f64| (lo * (1.0 - 1e-9)..=hi * (1.0 + 1e-9)).contains(t);
+            assert!(axis.ticks().iter().all(inside), "{low}..{high}: {:?}", axis.ticks());
+        }
+        assert_eq!(sane_log_range(2.0, 50.0), (2.0, 50.0), "a sane range is left alone");
     }
 }

@@ -215,9 +215,9 @@ where
     Ok(())
 }
 
-/// Renders `figure` to `dir/<stem>.svg` and `dir/<stem>.png` (each written atomically); returns
-/// the files and the SVG text, for the HTML report.
-pub fn render<F: Figure>(dir: &Path, figure: &F) -> Result<(Vec<PathBuf>, RenderedChart), OutputError> {
+/// Renders `figure` to `dir/<stem>.svg` and `dir/<stem>.png` (each written atomically), adding
+/// each to `files` once it is complete; returns the SVG text, for the HTML report.
+pub fn render<F: Figure>(dir: &Path, figure: &F, files: &mut Vec<PathBuf>) -> Result<RenderedChart, OutputError> {
     let size = figure.size();
     let stem = figure.stem();
     let svg_path = dir.join(format!("{stem}.svg"));
@@ -231,6 +231,7 @@ pub fn render<F: Figure>(dir: &Path, figure: &F) -> Result<(Vec<PathBuf>, Render
         draw_on(root, figure).map_err(|e| failed(&svg_path, e))?;
     }
     write_atomic(&svg_path, svg.as_bytes())?;
+    files.push(svg_path);
     let png_path = dir.join(format!("{stem}.png"));
     // The bitmap backend picks the encoder from the extension, so the temp file ends in `.png`
     // (and carries the process id, like every temporary, so concurrent writers never collide).
@@ -243,7 +244,8 @@ pub fn render<F: Figure>(dir: &Path, figure: &F) -> Result<(Vec<PathBuf>, Render
         }
     }
     commit_temp(&tmp, &png_path)?;
-    Ok((vec![svg_path, png_path], RenderedChart { stem, caption: figure.caption(), svg }))
+    files.push(png_path);
+    Ok(RenderedChart { stem, caption: figure.caption(), svg })
 }
 
 /// What [`write_charts`] produced: the files, and each chart's SVG text for the HTML report.
@@ -258,20 +260,19 @@ pub struct Rendered {
 impl Rendered {
     /// Renders `figure` and records its files and SVG.
     pub fn add<F: Figure>(&mut self, dir: &Path, figure: &F) -> Result<(), OutputError> {
-        let (files, chart) = render(dir, figure)?;
-        self.files.extend(files);
+        let chart = render(dir, figure, &mut self.files)?;
         self.charts.push(chart);
         Ok(())
     }
 }
 
-/// Writes every chart that applies to `data`.
-pub fn write_charts(dir: &Path, data: &ReportData) -> Result<Rendered, OutputError> {
-    let mut out = Rendered::default();
+/// Writes every chart that applies to `data` into `out` (which keeps the files completed before
+/// a failure).
+pub fn write_charts(dir: &Path, data: &ReportData, out: &mut Rendered) -> Result<(), OutputError> {
     for chart in Chart::for_run(data) {
         out.add(dir, &RunFigure { chart, data })?;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Means of consecutive groups of rows so a chart never draws more than ~`limit` points.

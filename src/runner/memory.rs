@@ -1,0 +1,212 @@
+//! Memory estimate before anything is allocated: a scenario whose run would exhaust memory is
+//! refused up front with the estimate and the fix (`--max-memory`, default half the machine's
+//! memory), instead of aborting with out-of-memory minutes later.
+//!
+//! The estimate is an upper bound of the large allocations: per-client state of the runs in
+//! flight (one per thread), the time series every finished replication holds until aggregation,
+//! retry-delay samples, the tallest chart's bitmap and, for sweeps, every cell's loaded scenario
+//! and results.
+
+use crate::metrics::{HopBucket, TenantBucket, RETRY_DELAY_RETRIES, RETRY_DELAY_SAMPLES_MAX};
+use crate::model::budget::{BreakerState, BudgetState, Scope};
+use crate::model::{Arrival, SimSpec};
+use crate::scenario::validate::BYTES_PER_CLIENT_MAX;
+use crate::scenario::Scenario;
+use std::mem::size_of;
+
+/// An estimate: total bytes, the parts it adds up, and the events one replication processes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Estimate {
+    /// Upper bound of the memory the command needs, in bytes.
+    pub bytes: u64,
+    /// What the bytes are (name, bytes), largest first.
+    pub parts: Vec<(String, u64)>,
+    /// Rough number of events over all runs (for the long-run note).
+    pub events: f64,
+}
+
+/// Bytes of one client-scoped budget or breaker state (the map entry and its key).
+const CLIENT_STATE_BYTES: u64 = (size_of::<BudgetState>() + size_of::<BreakerState>() + 64) as u64;
+
+/// Bytes one run holds per client, for its clients and their client-scoped retry state.
+fn client_bytes(spec: &SimSpec) -> u64 {
+    spec.tenants
+        .iter()
+        .map(|t| {
+            let policy = &spec.policies[t.policy];
+            let scoped = policy.budget.as_ref().is_some_and(|b| b.scope == Scope::Client)
+                || policy.breaker.as_ref().is_some_and(|b| b.scope == Scope::Client);
+            u64::from(t.clients) * (BYTES_PER_CLIENT_MAX + if scoped { CLIENT_STATE_BYTES } else { 0 })
+        })
+        .sum()
+}
+
+/// Bytes a finished replication holds until aggregation: its time series and delay samples.
+fn record_bytes(spec: &SimSpec) -> u64 {
+    let buckets = spec.bucket_count() as u64;
+    let per_bucket = spec.hops.len() as u64 * size_of::<HopBucket>() as u64
+        + spec.tenants.len() as u64 * size_of::<TenantBucket>() as u64;
+    buckets.saturating_mul(per_bucket) + (RETRY_DELAY_RETRIES * RETRY_DELAY_SAMPLES_MAX * 8) as u64
+}
+
+/// Requests one replication issues (an upper bound for open loops: the highest rate throughout).
+pub fn requests(spec: &SimSpec) -> f64 {
+    let horizon_s = spec.horizon as f64 / 1e9;
+    // A closed-loop client waits at least its think time plus the hops' mean latency.
+    let latency_ns: f64 = spec.hops.iter().map(|h| h.service.mean_ns(1) + h.network.mean_ns(1)).sum();
+    spec.tenants
+        .iter()
+        .map(|t| match &t.arrival {
+            Arrival::Herd { requests_per_client, .. } => f64::from(t.clients) * f64::from(*requests_per_client),
+            Arrival::Poisson { rate_per_s } => rate_per_s * horizon_s,
+            Arrival::Profile { steps } => steps.iter().map(|s| s.1).fold(0.0, f64::max) * horizon_s,
+            // A replayed trace issues its mean rate over the horizon (all of it, when not looped).
+            Arrival::Trace(trace) => {
+                let replayed = trace.mean_rate_per_s() * horizon_s;
+                if trace.looped {
+                    replayed
+                } else {
+                    replayed.min(trace.data.requests() * trace.volume_scale)
+                }
+            }
+            Arrival::Closed { think, .. } => {
+                f64::from(t.clients) * spec.horizon as f64 / (*think as f64 + latency_ns).max(1.0)
+            }
+        })
+        .sum()
+}
+
+/// Events of one replication: about four per attempt (start, arrive, serve, reply) at each hop.
+fn events(spec: &SimSpec) -> f64 {
+    let attempts: f64 = spec.policies.iter().map(|p| f64::from(p.attempts_max)).fold(1.0, f64::max);
+    requests(spec) * attempts * 4.0 * spec.hops.len() as f64
+}
+
+/// The tallest chart's bitmap: charts grow with variants × (hops + tenants) panels.
+fn chart_bytes(spec: &SimSpec, variants: usize) -> u64 {
+    let (v, h, t) = (variants as u64, spec.hops.len() as u64, spec.tenants.len() as u64);
+    let height = 200 + 240 * v + 400 * h + 36 * h.max(t) * (v + 1);
+    1800 * height * 3
+}
+
+/// The estimate of `run`/`compare`: `variants` variants of `scenario` on `threads` threads.
+pub fn estimate_run(scenario: &Scenario, variants: &[crate::scenario::Variant], threads: usize) -> Estimate {
+    let tasks = (variants.len() as u64).saturating_mul(u64::from(scenario.replications));
+    let in_flight = tasks.min(threads.max(1) as u64);
+    let clients = variants.iter().map(|v| client_bytes(&v.spec)).max().unwrap_or(0);
+    let record = variants.iter().map(|v| record_bytes(&v.spec)).max().unwrap_or(0);
+    let chart = chart_bytes(&scenario.base, variants.len());
+    // Aggregated mean series (8 f64 per bucket and scope) and their timeseries.csv rows.
+    let scopes = (scenario.base.hops.len() + scenario.base.tenants.len()) as u64;
+    let output =
+        (variants.len() as u64).saturating_mul(scenario.base.bucket_count() as u64).saturating_mul(scopes * 160);
+    let events: f64 = variants.iter().map(|v| events(&v.spec)).sum::<f64>() * f64::from(scenario.replications);
+    let mut parts = vec![
+        (format!("clients and their retry state, {in_flight} run(s) at a time"), in_flight.saturating_mul(clients)),
+        (format!("time series of {tasks} replication(s) held for aggregation"), tasks.saturating_mul(record)),
+        ("the tallest chart".to_string(), chart),
+        ("mean series and timeseries.csv".to_string(), output),
+    ];
+    parts.sort_by_key(|p| std::cmp::Reverse(p.1));
+    Estimate { bytes: parts.iter().map(|p| p.1).fold(0, u64::saturating_add), parts, events }
+}
+
+/// The estimate of a sweep: every cell's scenario and results held, plus the largest cell's run.
+pub fn estimate_sweep(cells: &[(&Scenario, &[crate::scenario::Variant])], threads: usize) -> Estimate {
+    let mut worst: Option<Estimate> = None;
+    let mut held: u64 = 0;
+    let mut events = 0.0;
+    for (scenario, variants) in cells {
+        let e = estimate_run(scenario, variants, threads);
+        events += e.events;
+        // A loaded cell keeps its source and parsed table; its results keep ~40 metrics per
+        // variant with every replication's value.
+        let results = variants.len() as u64 * 40 * (u64::from(scenario.replications) * 8 + 96);
+        held = held.saturating_add(scenario.base_bytes()).saturating_add(results);
+        if worst.as_ref().is_none_or(|w| e.bytes > w.bytes) {
+            worst = Some(e);
+        }
+    }
+    let mut estimate = worst.unwrap_or(Estimate { bytes: 0, parts: Vec::new(), events: 0.0 });
+    estimate.parts.push((format!("{} loaded cell(s) and their results", cells.len()), held));
+    estimate.parts.sort_by_key(|p| std::cmp::Reverse(p.1));
+    estimate.bytes = estimate.parts.iter().map(|p| p.1).fold(0, u64::saturating_add);
+    estimate.events = events;
+    estimate
+}
+
+/// Parses a `--max-memory` size: `512MiB`, `8GiB`, `2G`, `1500M`, or bytes.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" | "kib" => 1024.0,
+        "m" | "mb" | "mib" => 1024.0 * 1024.0,
+        "g" | "gb" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        "t" | "tb" | "tib" => 1024.0f64.powi(4),
+        other => return Err(format!("unknown unit `{other}`; write e.g. 8GiB, 512MiB or a number of bytes")),
+    };
+    let value: f64 =
+        number.parse().map_err(|_| "is not a size; write e.g. 8GiB, 512MiB or a number of bytes".to_string())?;
+    let bytes = value * scale;
+    if !(bytes.is_finite() && bytes >= 1.0 && bytes < 2f64.powi(63)) {
+        return Err("must be a positive size below 8 EiB, e.g. 8GiB".to_string());
+    }
+    Ok(bytes as u64)
+}
+
+/// `1.5 GiB`: bytes for messages.
+pub fn show_bytes(bytes: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < units.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", units[unit])
+    }
+}
+
+/// Refuses `estimate` above `limit` bytes, naming the largest parts and the fixes.
+pub fn check(estimate: &Estimate, limit: u64) -> Result<(), String> {
+    if estimate.bytes <= limit {
+        return Ok(());
+    }
+    let parts: Vec<String> = estimate
+        .parts
+        .iter()
+        .filter(|p| p.1 > 0)
+        .take(3)
+        .map(|(what, b)| format!("{what}: {}", show_bytes(*b)))
+        .collect();
+    Err(format!(
+        "this run would need about {} of memory ({}), more than the limit of {}; use fewer clients, replications, variants, cells or tenants, a wider bucket, fewer --threads, or raise --max-memory",
+        show_bytes(estimate.bytes),
+        parts.join("; "),
+        show_bytes(limit)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_binary_units() {
+        assert_eq!(parse_size("512MiB"), Ok(512 << 20));
+        assert_eq!(parse_size("8GiB"), Ok(8 << 30));
+        assert_eq!(parse_size("2g"), Ok(2 << 30));
+        assert_eq!(parse_size("1000"), Ok(1000));
+        assert!(parse_size("-1G").is_err());
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("12 parsecs").is_err());
+        assert_eq!(show_bytes(1536 << 20), "1.5 GiB");
+        assert_eq!(show_bytes(10), "10 B");
+    }
+}

@@ -1,0 +1,484 @@
+//! Issue 17's hostile cases beyond the scenario corpus: output that stays where the user said
+//! and is the run's alone, argument ranges, runaway scenarios refused up front, damaged run
+//! directories that `plot` and `merge` refuse instead of panicking or hanging.
+//!
+//! Every refusal is pinned: exit code 2, one line, the exact message (with the temporary paths
+//! replaced by `DIR`), and nothing written.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const GOOD: &str = r#"name = "good"
+horizon = "2s"
+replications = 1
+
+[[tenant]]
+name = "main"
+clients = 20
+arrival = { kind = "herd", spread = "1s" }
+policy = "client"
+
+[policy.client]
+jitter = "full"
+max_attempts = 3
+
+[[hop]]
+name = "api"
+service = { dist = "constant", mean = "1ms" }
+"#;
+
+fn retrystorm(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_retrystorm")).current_dir(dir).args(args).output().expect("binary runs")
+}
+
+fn workdir() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    std::fs::write(tmp.path().join("good.toml"), GOOD).expect("write");
+    tmp
+}
+
+/// Every path under `dir`, sorted.
+fn listing(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("readable dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() && !path.is_symlink() {
+                stack.push(path.clone());
+            }
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).trim_end().replace("\n", "\\n")
+}
+
+/// Runs `args` in `dir`: exit code 2, exactly `expect` on stderr (after `DIR` replaces the
+/// directory), nothing on stdout, and `dir` unchanged.
+fn refused(dir: &Path, args: &[&str], expect: &str) {
+    let before = listing(dir);
+    let output = retrystorm(dir, args);
+    let got = stderr(&output).replace(dir.to_str().expect("utf-8"), "DIR");
+    assert_eq!(output.status.code(), Some(2), "retrystorm {}: {got}", args.join(" "));
+    assert_eq!(got, expect, "retrystorm {}", args.join(" "));
+    assert!(
+        output.stdout.is_empty(),
+        "retrystorm {}: stdout {}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert_eq!(listing(dir), before, "retrystorm {} wrote files", args.join(" "));
+}
+
+fn ok(dir: &Path, args: &[&str]) -> Output {
+    let output = retrystorm(dir, args);
+    assert!(output.status.success(), "retrystorm {}: {}", args.join(" "), stderr(&output));
+    output
+}
+
+#[test]
+fn a_scenario_name_never_leaves_the_output_directory() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    let rule = "the name is a label that also names the output directory output/NAME: use 1-64 letters, digits, `-`, `_` or `.`, starting with a letter or digit, e.g. name = \"outage-herd\" (choose where files go with --out)";
+    for (name, problem) in [
+        ("../../x", "`../../x` contains a path separator `/`"),
+        ("/tmp/x", "`/tmp/x` contains a path separator `/`"),
+        ("..", "`..` does not start with a letter or digit"),
+        ("a\u{1b}b", "`a\\u{1b}b` contains a control character `\\u{1b}`"),
+    ] {
+        let set = format!("name={name}");
+        let expect = format!("error: good.toml (--set name): `name`: {problem}; {rule}");
+        refused(dir, &["run", "good.toml", "--quiet", "--set", &set], &expect);
+    }
+    // A valid name becomes output/NAME.
+    ok(dir, &["run", "good.toml", "--quiet", "--set", "name=v1.2_ok-run"]);
+    assert!(dir.join("output/v1.2_ok-run/summary.json").is_file());
+}
+
+#[test]
+fn a_directory_holding_foreign_files_is_refused_unless_forced() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    std::fs::create_dir(dir.join("mine")).expect("mkdir");
+    std::fs::write(dir.join("mine/report.html"), b"my own report").expect("write");
+    std::fs::write(dir.join("mine/summary.json"), b"{}").expect("write");
+    refused(
+        dir,
+        &["run", "good.toml", "--quiet", "--out", "mine"],
+        "error: output directory `mine` holds files retrystorm did not write (`report.html`, `summary.json`); choose an empty or new --out, or pass --force to write there anyway (files retrystorm did not write are left alone)",
+    );
+    std::fs::write(dir.join("mine/notes.txt"), b"keep me").expect("write");
+    ok(dir, &["run", "good.toml", "--quiet", "--out", "mine", "--force"]);
+    assert_eq!(std::fs::read(dir.join("mine/notes.txt")).expect("kept"), b"keep me");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("mine/manifest.json")).expect("manifest")).expect("JSON");
+    let files: Vec<&str> = manifest["files"].as_array().expect("list").iter().filter_map(|f| f.as_str()).collect();
+    assert!(files.contains(&"summary.json") && files.contains(&"report.html"), "{files:?}");
+    assert!(!files.contains(&"notes.txt"), "the manifest claims a file we did not write: {files:?}");
+    // notes.txt is still foreign: without --force the next run is refused.
+    let again = retrystorm(dir, &["run", "good.toml", "--quiet", "--out", "mine"]);
+    assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
+}
+
+#[test]
+fn a_rerun_removes_the_previous_runs_files_it_does_not_write_and_nothing_else() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    // Two tenants draw the tenant charts; the rerun with one tenant does not.
+    let two = GOOD.replace(
+        "[policy.client]",
+        "[[tenant]]\nname = \"other\"\nclients = 5\narrival = { kind = \"herd\" }\npolicy = \"client\"\n\n[policy.client]",
+    );
+    std::fs::write(dir.join("two.toml"), two).expect("write");
+    ok(dir, &["run", "two.toml", "--quiet", "--out", "out"]);
+    let first: Vec<PathBuf> = listing(&dir.join("out"));
+    let tenant_charts: Vec<&PathBuf> =
+        first.iter().filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("tenant_"))).collect();
+    assert!(!tenant_charts.is_empty(), "two tenants draw tenant charts: {first:?}");
+    ok(dir, &["run", "good.toml", "--quiet", "--out", "out"]);
+    for chart in tenant_charts {
+        assert!(!chart.exists(), "{} from the previous run is still there", chart.display());
+    }
+    assert!(dir.join("out/summary.json").is_file());
+}
+
+#[test]
+fn out_pointing_at_a_file_and_merge_into_its_input_are_refused() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    std::fs::write(dir.join("file"), b"x").expect("write");
+    refused(
+        dir,
+        &["run", "good.toml", "--quiet", "--out", "file"],
+        "error: --out `file` is a file, not a directory; give a directory path",
+    );
+    ok(
+        dir,
+        &[
+            "sweep",
+            "good.toml",
+            "--quiet",
+            "--vary",
+            "tenant.main.clients=10,20",
+            "--jitter",
+            "full",
+            "--shard",
+            "1/2",
+            "--out",
+            "s1",
+        ],
+    );
+    ok(
+        dir,
+        &[
+            "sweep",
+            "good.toml",
+            "--quiet",
+            "--vary",
+            "tenant.main.clients=10,20",
+            "--jitter",
+            "full",
+            "--shard",
+            "2/2",
+            "--out",
+            "s2",
+        ],
+    );
+    refused(
+        dir,
+        &["merge", "s1", "s2", "--out", "s2"],
+        "error: merge --out `s2` is one of the shard directories it reads (`s2`); give a separate output directory",
+    );
+    refused(
+        dir,
+        &["merge", "s1", "s2", "--out", "./s1/../s1"],
+        "error: merge --out `./s1/../s1` is one of the shard directories it reads (`s1`); give a separate output directory",
+    );
+    let merged = ok(dir, &["merge", "s1", "s2", "--out", "merged"]);
+    assert!(String::from_utf8_lossy(&merged.stdout).contains("merged 2 shard(s)"));
+    assert!(dir.join("merged/manifest.json").is_file());
+}
+
+/// A write that fails part-way (here `perf.json` is a directory, so the rename onto it fails)
+/// is exit code 1, names the failing file and the complete ones; the manifest lists them.
+#[test]
+fn an_io_failure_mid_write_exits_1_naming_the_complete_files() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("out/perf.json/blocker")).expect("mkdir");
+    let output = retrystorm(dir, &["run", "good.toml", "--quiet", "--out", "out", "--force"]);
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(text.starts_with("error: cannot write `out/perf.json`: "), "{text}");
+    assert!(
+        text.ends_with("; 3 file(s) are complete (summary.json, summary.csv, timeseries.csv, listed in manifest.json), the others are missing or from the previous run"),
+        "{text}"
+    );
+    let manifest = std::fs::read_to_string(dir.join("out/manifest.json")).expect("manifest written");
+    assert!(manifest.contains("\"timeseries.csv\"") && !manifest.contains("perf.json"), "{manifest}");
+}
+
+#[test]
+fn flag_values_out_of_range_are_refused_not_clamped() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    let cases: [(&[&str], &str); 6] = [
+        (&["--seed", "-1"], "error: invalid value '-1' for '--seed <SEED>': is negative; give an integer from 0 to 9223372036854775807 (see --help)"),
+        (&["--seed", "18446744073709551615"], "error: invalid value '18446744073709551615' for '--seed <SEED>': is beyond the range; give an integer from 0 to 9223372036854775807 (see --help)"),
+        (&["--threads", "10000"], "error: --threads 10000: at most 1024; more threads than cores only cost memory (leave it out for one per core)"),
+        (&["--threads", "-2"], "error: invalid value '-2' for '--threads <THREADS>': is negative; give a whole number (see --help)"),
+        (&["--max-memory", "lots"], "error: invalid value 'lots' for '--max-memory <SIZE>': unknown unit `lots`; write e.g. 8GiB, 512MiB or a number of bytes (see --help)"),
+        (&["--set", "policy.clinet.jitter=none"], "error: good.toml (--set policy.clinet.jitter): `policy.clinet.jitter`: no policy named `clinet` (there are: client); did you mean `client`?"),
+    ];
+    for (extra, expect) in cases {
+        let mut args = vec!["run", "good.toml", "--quiet", "--out", "out"];
+        args.extend_from_slice(extra);
+        refused(dir, &args, expect);
+    }
+    // The largest seed is accepted as given.
+    ok(dir, &["run", "good.toml", "--quiet", "--out", "out", "--seed", "9223372036854775807"]);
+    let summary = std::fs::read_to_string(dir.join("out/summary.json")).expect("summary");
+    assert!(summary.contains("\"seed\": 9223372036854775807"), "the seed was changed");
+}
+
+/// Each runaway scenario is refused from its estimate, in well under a second, before any
+/// output exists (`--max-memory 4GiB` makes the outcome independent of the machine).
+#[test]
+fn runaway_scenarios_are_refused_up_front_with_the_estimate() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--set", "tenant.main.clients=50000000", "--replications", "2", "--threads", "2"],
+            "clients and their retry state, 2 run(s) at a time: 37.3 GiB",
+        ),
+        (
+            &["--set", "bucket=1us", "--set", "horizon=1s", "--replications", "40"],
+            "time series of 40 replication(s) held for aggregation: 5.2 GiB",
+        ),
+        (
+            &[
+                "--set",
+                "tenant.main.clients=8000000",
+                "--set",
+                "policy.client.budget={ kind = \"token_bucket\", scope = \"client\" }",
+                "--threads",
+                "1",
+            ],
+            "clients and their retry state, 1 run(s) at a time: 6.3 GiB",
+        ),
+        (
+            &["--set", "tenant.main.clients=20000000", "--threads", "1"],
+            "clients and their retry state, 1 run(s) at a time: 7.5 GiB",
+        ),
+    ];
+    for (extra, part) in cases {
+        let mut args = vec!["run", "good.toml", "--quiet", "--out", "out", "--max-memory", "4GiB"];
+        args.extend_from_slice(extra);
+        let started = Instant::now();
+        let before = listing(dir);
+        let output = retrystorm(dir, &args);
+        let text = stderr(&output);
+        assert!(started.elapsed() < Duration::from_secs(2), "{args:?} took {:?}", started.elapsed());
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {text}");
+        assert!(text.starts_with("error: this run would need about "), "{text}");
+        assert!(text.contains(part), "{args:?}: expected `{part}` in {text}");
+        assert!(text.contains("more than the limit of 4.0 GiB; use fewer clients"), "{text}");
+        assert_eq!(listing(dir), before, "{args:?} wrote files");
+    }
+}
+
+#[test]
+fn a_huge_sweep_grid_is_refused_before_its_cells_are_loaded() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    let values: Vec<String> = (1..=316).map(|c| c.to_string()).collect();
+    let vary_a = format!("tenant.main.clients={}", values.join(","));
+    let vary_b = format!("policy.client.max_attempts={}", values.join(","));
+    let started = Instant::now();
+    let output = retrystorm(
+        dir,
+        &["sweep", "good.toml", "--quiet", "--vary", &vary_a, "--vary", &vary_b, "--max-memory", "64MiB"],
+    );
+    assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{text}");
+    assert!(text.contains("99856 loaded cell(s) and their results"), "{text}");
+}
+
+#[test]
+fn special_and_huge_files_are_refused_before_reading() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    let started = Instant::now();
+    refused(
+        dir,
+        &["validate", "/dev/zero"],
+        "error: /dev/zero: cannot read the scenario file: it is not a regular file (a device, FIFO or socket); give a .toml file",
+    );
+    let big = std::fs::File::create(dir.join("big.toml")).expect("create");
+    big.set_len(100 << 20).expect("sparse file");
+    refused(
+        dir,
+        &["validate", "big.toml"],
+        "error: big.toml: cannot read the scenario file: it is 104857600 bytes, more than the 16777216 a scenario may have",
+    );
+    assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+}
+
+/// Suggestions on absurdly long names and duplicate checks over many tenants stay fast.
+#[test]
+fn long_names_and_many_tenants_are_refused_quickly() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    let long = "c".repeat(300_000);
+    std::fs::write(dir.join("long.toml"), GOOD.replace("policy = \"client\"", &format!("policy = \"{long}\"")))
+        .expect("write");
+    let started = Instant::now();
+    let output = retrystorm(dir, &["validate", "long.toml"]);
+    let shown = "c".repeat(60);
+    assert_eq!(
+        stderr(&output),
+        format!("error: long.toml:9:10: `tenant.main.policy`: unknown policy `{shown}…`; allowed: client")
+    );
+    // 70,000 tenants: more than the 1,000 validation allows (far below the 65,536 the u16 index
+    // holds), refused without O(n²) work.
+    let mut text = String::from("name = \"many\"\nhorizon = \"1s\"\n[policy.client]\njitter = \"full\"\n[[hop]]\nname = \"api\"\nservice = { dist = \"constant\", mean = \"1ms\" }\n");
+    for i in 0..70_000 {
+        text.push_str(&format!(
+            "[[tenant]]\nname = \"t{i}\"\nclients = 1\narrival = {{ kind = \"herd\" }}\npolicy = \"client\"\n"
+        ));
+    }
+    std::fs::write(dir.join("many.toml"), &text).expect("write");
+    let output = retrystorm(dir, &["validate", "many.toml"]);
+    assert_eq!(
+        stderr(&output),
+        "error: many.toml:8:1: `tenant`: 70000 are defined; at most 1000 are supported: merge some of them"
+    );
+    assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
+}
+
+#[test]
+fn repeated_jitters_and_equal_vary_values_are_refused() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    refused(
+        dir,
+        &["compare", "good.toml", "--quiet", "--jitter", "full,none,full"],
+        "error: --jitter full,none,full: `full` is given twice; list each strategy once",
+    );
+    refused(
+        dir,
+        &["sweep", "good.toml", "--quiet", "--vary", "policy.client.base=10ms,10000us"],
+        "error: --vary policy.client.base: the values `10ms` and `10000us` are the same; list each value once",
+    );
+    refused(
+        dir,
+        &["sweep", "good.toml", "--quiet", "--vary", "tenant.main.clients=2,2.0"],
+        "error: --vary tenant.main.clients: the values `2` and `2.0` are the same; list each value once",
+    );
+}
+
+/// Legal but probably unintended scenarios are run with a warning naming what is wrong.
+#[test]
+fn pointless_scenarios_are_warned_about() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    let with_faults = format!(
+        "{GOOD}\n[[fault]]\nhop = \"api\"\nkind = \"outage\"\nfrom = \"0s\"\nto = \"10s\"\n\n[[fault]]\nhop = \"api\"\nkind = \"slow\"\nfactor = 2.0\nfrom = \"1s\"\nto = \"2s\"\n\n[[fault]]\nhop = \"api\"\nkind = \"error_rate\"\np = 0.5\nfrom = \"30s\"\nto = \"40s\"\n"
+    );
+    std::fs::write(dir.join("faults.toml"), with_faults).expect("write");
+    let output = ok(dir, &["validate", "faults.toml"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    for expected in [
+        "warning: a `error_rate` fault on hop `api` starts at 30s, after the run ends (drain limit 4s): it has no effect",
+        "warning: faults `outage` [0s, 10s) and `slow` [1s, 2s) overlap on hop `api`: both apply at once",
+        "warning: nothing can succeed in this scenario (a hop fails for the whole run, or every request is invalid or poison)",
+    ] {
+        assert!(text.contains(expected), "missing `{expected}` in:\n{text}");
+    }
+    let late = GOOD
+        .replace("spread = \"1s\" }", "start = \"5s\" }")
+        .replace("[policy.client]", "[policy.client]\ndeadline = \"50ms\"\nbase = \"100ms\"");
+    std::fs::write(dir.join("late.toml"), late).expect("write");
+    let output = ok(dir, &["validate", "late.toml", "--set", "tenant.main.invalid_fraction=1"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    for expected in [
+        "warning: tenant `main` starts sending at 5s, at or after the horizon (2s): it sends nothing",
+        "warning: tenant `main` has invalid_fraction = 1: every request it sends is rejected",
+        "warning: policy `client` has a deadline of 50ms but its first backoff is 100ms: no retry fits before the deadline",
+    ] {
+        assert!(text.contains(expected), "missing `{expected}` in:\n{text}");
+    }
+    // A healthy scenario gets none of them.
+    let output = ok(dir, &["validate", "good.toml"]);
+    assert!(
+        !String::from_utf8_lossy(&output.stdout).contains("warning"),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+}
+
+/// An explicit `effect = false` on the only hop is honoured: no executions are counted.
+#[test]
+fn an_explicit_effect_false_is_honoured() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    ok(dir, &["run", "good.toml", "--quiet", "--out", "with", "--set", "hop.api.effect=false"]);
+    ok(dir, &["run", "good.toml", "--quiet", "--out", "default"]);
+    let executions = |out: &str| -> f64 {
+        let text = std::fs::read_to_string(dir.join(out).join("summary.csv")).expect("summary.csv");
+        let line = text
+            .lines()
+            .find(|l| l.contains(",hop,api,executions,"))
+            .unwrap_or_else(|| panic!("no hop executions row in {out}/summary.csv"));
+        line.split(',').nth(4).expect("mean column").parse().expect("number")
+    };
+    assert_eq!(executions("default"), 20.0, "the last hop is the effect hop by default: 20 requests, 20 executions");
+    assert_eq!(executions("with"), 0.0, "effect = false was overridden");
+}
+
+/// 20,000 tenants or 6,000 variants would draw charts gigabytes tall and hold gigabytes of
+/// series: refused from the estimate in well under a second of work (loading included).
+#[test]
+fn thousands_of_tenants_or_variants_are_refused_by_the_estimate() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    let head = "name = \"wide\"\nhorizon = \"2s\"\n[policy.client]\njitter = \"full\"\n[[hop]]\nname = \"api\"\nservice = { dist = \"constant\", mean = \"1ms\" }\n";
+    let mut tenants = head.to_string();
+    for i in 0..20_000 {
+        tenants.push_str(&format!(
+            "[[tenant]]\nname = \"t{i}\"\nclients = 1\narrival = {{ kind = \"herd\" }}\npolicy = \"client\"\n"
+        ));
+    }
+    let mut variants = format!(
+        "{head}[[tenant]]\nname = \"main\"\nclients = 5\narrival = {{ kind = \"herd\" }}\npolicy = \"client\"\n"
+    );
+    for i in 0..6_000 {
+        variants.push_str(&format!(
+            "[[variant]]\nname = \"v{i}\"\nset = {{ \"policy.client.max_attempts\" = {} }}\n",
+            i % 5 + 1
+        ));
+    }
+    for (file, text, part) in [
+        // 20,000 tenants are refused by the tenant limit before the estimate is made.
+        ("tenants.toml", tenants, "`tenant`: 20000 are defined; at most 1000 are supported"),
+        ("variants.toml", variants, "time series of 6000 replication(s)"),
+    ] {
+        std::fs::write(dir.join(file), text).expect("write");
+        let started = Instant::now();
+        let output = retrystorm(dir, &["run", file, "--quiet", "--out", "out", "--max-memory", "4GiB"]);
+        let text = stderr(&output);
+        assert!(started.elapsed() < Duration::from_secs(10), "{file} took {:?}", started.elapsed());
+        assert_eq!(output.status.code(), Some(2), "{file}: {text}");
+        assert!(text.starts_with("error: ") && text.contains(part), "{file}: {text}");
+        assert!(!dir.join("out").exists(), "{file}: output written");
+    }
+}

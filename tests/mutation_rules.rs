@@ -1,0 +1,191 @@
+//! Tests that pin the rules cargo-mutants found unguarded (issue 17): each names the rule it
+//! protects and fails when the code computing it changes (a `*` for a `/`, a constant, a
+//! comparison). See docs/OUTPUT-CONTRACT.md, "Mutation testing", for the command and scores.
+
+use retrystorm::metrics::recovery::recovery_time_ns;
+use retrystorm::metrics::{HopBucket, RunRecord};
+use retrystorm::scenario::Scenario;
+
+/// An outage over [0, 2 s), 100 ms buckets, a 500 ms hold, 1 ms service at hop 0.
+const OUTAGE: &str = r#"name = "recovery"
+horizon = "10s"
+bucket = "100ms"
+recovery_hold = "500ms"
+
+[[tenant]]
+name = "main"
+clients = 10
+arrival = { kind = "herd", spread = "1s" }
+policy = "client"
+
+[policy.client]
+jitter = "full"
+max_attempts = 3
+
+[[hop]]
+name = "api"
+service = { dist = "constant", mean = "1ms" }
+
+[[fault]]
+hop = "api"
+kind = "outage"
+from = "0s"
+to = "2s"
+"#;
+
+fn spec() -> retrystorm::model::SimSpec {
+    Scenario::from_source("recovery.toml", OUTAGE, &[]).expect("valid").base
+}
+
+/// A record whose hop-0 series has `attempts`/`retries`/`wait` per bucket from the closure.
+fn record(
+    spec: &retrystorm::model::SimSpec,
+    prefault_p99_ns: Option<u64>,
+    bucket: impl Fn(usize) -> HopBucket,
+) -> RunRecord {
+    let buckets = spec.bucket_count();
+    RunRecord {
+        hops: vec![Default::default(); spec.hops.len()],
+        tenants: spec.tenants.iter().map(|_| Default::default()).collect(),
+        hop_series: vec![(0..buckets).map(bucket).collect()],
+        tenant_series: vec![vec![Default::default(); buckets]; spec.tenants.len()],
+        completion_time_ns: 0,
+        in_flight: vec![0; spec.tenants.len()],
+        events: 0,
+        truncated: None,
+        prefault_wait_p99_ns: prefault_p99_ns,
+        retry_delays_ns: Vec::new(),
+    }
+}
+
+fn hop_bucket(attempts: u32, retries: u32, wait_ns: u64) -> HopBucket {
+    HopBucket {
+        attempts,
+        retries,
+        first_attempts: attempts - retries,
+        queue_wait_max_ns: wait_ns,
+        ..HopBucket::default()
+    }
+}
+
+/// Rule: recovery time = start of the first calm window (retries ≤ 5% of attempts over the
+/// hold) minus the end of the last fault. Retries stop at bucket 35 (3.5 s): 3.5 − 2 = 1.5 s.
+#[test]
+fn recovery_time_is_the_first_calm_window_after_the_fault_end() {
+    let spec = spec();
+    let rec = record(&spec, None, |b| if b < 35 { hop_bucket(100, 50, 0) } else { hop_bucket(100, 0, 0) });
+    assert_eq!(recovery_time_ns(&rec, &spec.run_shape()), Some(1_500_000_000));
+    // 5% retries are still calm, 6% are not: the threshold is inclusive and exactly 5%.
+    let five = record(&spec, None, |b| if b < 35 { hop_bucket(100, 50, 0) } else { hop_bucket(100, 5, 0) });
+    assert_eq!(recovery_time_ns(&five, &spec.run_shape()), Some(1_500_000_000));
+    let six = record(&spec, None, |b| if b < 35 { hop_bucket(100, 50, 0) } else { hop_bucket(100, 6, 0) });
+    assert_eq!(recovery_time_ns(&six, &spec.run_shape()), None, "6% retries throughout is never calm: metastable");
+}
+
+/// Rule: a bucket is slow when its longest queue wait exceeds twice the baseline, the baseline
+/// being the pre-fault p99 wait floored at one mean service time. Baseline 10 ms here: 15 ms is
+/// not slow, 21 ms is (the calm window then starts after it, at bucket 23: 0.3 s).
+#[test]
+fn a_slow_bucket_is_one_above_twice_the_baseline_wait() {
+    let spec = spec();
+    let ms = 1_000_000;
+    let with_wait = |wait| record(&spec, Some(10 * ms), move |b| hop_bucket(100, 0, if b == 22 { wait } else { 0 }));
+    assert_eq!(recovery_time_ns(&with_wait(15 * ms), &spec.run_shape()), Some(0), "15 ms < 2 × 10 ms is calm");
+    assert_eq!(recovery_time_ns(&with_wait(20 * ms), &spec.run_shape()), Some(0), "exactly 2× is still calm");
+    assert_eq!(
+        recovery_time_ns(&with_wait(21 * ms), &spec.run_shape()),
+        Some(300_000_000),
+        "21 ms > 2 × 10 ms is slow"
+    );
+    // Without a pre-fault measurement the floor is the 1 ms mean service: 2.5 ms is slow.
+    let floor = record(&spec, None, move |b| hop_bucket(100, 0, if b == 22 { 2_500_000 } else { 0 }));
+    assert_eq!(recovery_time_ns(&floor, &spec.run_shape()), Some(300_000_000));
+    let under = record(&spec, None, move |b| hop_bucket(100, 0, if b == 22 { 1_900_000 } else { 0 }));
+    assert_eq!(recovery_time_ns(&under, &spec.run_shape()), Some(0));
+}
+
+fn policy(extra: &str) -> retrystorm::model::policy::RetryPolicy {
+    let source =
+        OUTAGE.replace("max_attempts = 3", &format!("max_attempts = 5\nbase = \"100ms\"\ncap = \"20s\"\n{extra}"));
+    let spec = Scenario::from_source("policy.toml", &source, &[]).unwrap_or_else(|e| panic!("{e}")).base;
+    spec.policies[0].clone()
+}
+
+/// Rule: after a throttling error with `throttle_base` set, the delay is full jitter over
+/// throttle_base × 2^(k−1): uniform on [0, 2 s] for k = 2 with a 1 s base, mean 1 s. 20,000
+/// draws: standard error 2/√12/√20000 ≈ 4.1 ms, so ±25 ms is six standard errors (seed 17).
+#[test]
+fn the_backoff_after_a_throttle_is_full_jitter_from_throttle_base() {
+    use rand::SeedableRng;
+    let p = policy("throttle_base = \"1s\"");
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(17);
+    let mut state = retrystorm::model::policy::JitterState::default();
+    let n = 20_000;
+    let draws: Vec<u64> = (0..n).map(|_| p.delay_after_throttle(2, &mut state, &mut rng)).collect();
+    assert!(draws.iter().all(|&d| d <= 2_000_000_000), "a draw beyond 2 s");
+    let mean_s = draws.iter().map(|&d| d as f64 / 1e9).sum::<f64>() / n as f64;
+    assert!((mean_s - 1.0).abs() < 0.025, "mean {mean_s} s, expected 1 s (seed 17)");
+    let zeros = draws.iter().filter(|&&d| d == 0).count();
+    assert!(zeros < 5, "{zeros} zero delays: the backoff after a throttle collapsed");
+    // Without throttle_base, a throttle gets the ordinary backoff: the same draws as a retry.
+    let plain = policy("");
+    let (mut a, mut b) = (rand_chacha::ChaCha8Rng::seed_from_u64(3), rand_chacha::ChaCha8Rng::seed_from_u64(3));
+    let (mut sa, mut sb) = (Default::default(), Default::default());
+    for k in 1..5 {
+        assert_eq!(plain.delay_after_throttle(k, &mut sa, &mut a), plain.delay_before_retry(k, &mut sb, &mut b));
+    }
+}
+
+fn breaker(threshold: f64, min_calls: u32, probes: u32) -> retrystorm::model::BreakerSpec {
+    retrystorm::model::BreakerSpec {
+        scope: retrystorm::model::Scope::Global,
+        window: 10_000_000_000,
+        threshold,
+        min_calls,
+        open_for: 1_000_000_000,
+        probes,
+        retries_only: false,
+    }
+}
+
+/// Rule: a closed breaker opens when failures / calls in the window reach the threshold (and
+/// at least min_calls were made). 3 failures in 10 calls is 0.3: open at threshold 0.3, not at
+/// 0.31 (a `*` for the `/` would give 30 and open at both; a ratio over successes, 3/7, too).
+#[test]
+fn a_breaker_opens_at_its_failure_ratio() {
+    use retrystorm::model::budget::BreakerPosition;
+    let run = |threshold: f64| {
+        let spec = breaker(threshold, 10, 1);
+        let mut state = spec.new_state();
+        for i in 0..10u64 {
+            spec.record(&mut state, i, i < 7);
+        }
+        matches!(state.position, BreakerPosition::Open { .. })
+    };
+    assert!(run(0.3), "3 failures in 10 calls reach a 0.3 threshold");
+    assert!(!run(0.31), "0.3 < 0.31: the breaker must stay closed");
+    assert!(!run(0.42), "3/7 (failures over successes) is not the ratio");
+}
+
+/// Rule: half-open lets exactly `probes` trial calls through, and closes only when all of them
+/// succeed; one failing probe reopens it.
+#[test]
+fn a_half_open_breaker_counts_its_probes() {
+    use retrystorm::model::budget::BreakerPosition;
+    let spec = breaker(0.5, 2, 3);
+    let mut state = spec.new_state();
+    spec.record(&mut state, 0, false);
+    spec.record(&mut state, 1, false);
+    assert!(matches!(state.position, BreakerPosition::Open { .. }));
+    let later = 2_000_000_000;
+    let allowed = (0..5).filter(|_| spec.allow(&mut state, later)).count();
+    assert_eq!(allowed, 3, "half-open admits exactly the 3 probes");
+    spec.record(&mut state, later, true);
+    spec.record(&mut state, later, true);
+    assert!(matches!(state.position, BreakerPosition::HalfOpen { .. }), "2 of 3 probes do not close it");
+    spec.record(&mut state, later, true);
+    assert!(matches!(state.position, BreakerPosition::Closed), "3 of 3 close it");
+    // After closing, the window starts empty: one failure out of one call is below min_calls 2.
+    spec.record(&mut state, later + 1, false);
+    assert!(matches!(state.position, BreakerPosition::Closed), "the window was not cleared on closing");
+}
