@@ -115,6 +115,10 @@ fn hop_row(record: &RunRecord, spec: &SimSpec, h: usize, requests: u64) -> Metri
         ("wasted_work_s", Some(ns_to_secs(c.wasted_work_ns))),
         ("busy_s", Some(ns_to_secs(c.busy_ns))),
         ("queue_wait_s_mean", ratio(c.queue_wait_ns_sum as f64 / 1e9, c.services_started as f64)),
+        // Overload control (issue 16).
+        ("shed", Some(c.shed as f64)),
+        ("dropped_expired", Some(c.dropped_expired as f64)),
+        ("rejected_by_limit", Some(c.rejected_by_limit as f64)),
     ]
 }
 

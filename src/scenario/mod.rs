@@ -3,6 +3,7 @@
 pub mod error;
 pub mod invariants;
 pub mod locate;
+mod overload;
 pub mod overrides;
 pub mod policies;
 pub mod presets;

@@ -384,6 +384,7 @@ fn hop(h: &RawHop, next: Option<&RawHop>, policy_names: &[&str], caller_deadline
         effect,
         fair,
         occ,
+        overload: super::overload::overload(h, &at)?,
     })
 }
 

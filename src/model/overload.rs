@@ -1,0 +1,112 @@
+//! Server-side overload control of a hop: queue discipline, shedding, retry priority and
+//! admission control (issue 16). All off by default, which is the plain FIFO hop.
+
+use crate::engine::Nanos;
+
+/// In which order a hop's queue is served and what it drops at dequeue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Discipline {
+    /// First come, first served (the default).
+    Fifo,
+    /// Last come, first served.
+    Lifo,
+    /// FIFO while the queue is uncongested, LIFO while it is congested: the queue has not been
+    /// empty for the last `interval` (Facebook, "Fail at Scale", 2015).
+    AdaptiveLifo {
+        /// Congestion window (Fail at Scale's N, 100 ms).
+        interval: Nanos,
+    },
+    /// Controlled delay as Facebook uses it ("Fail at Scale"): an attempt queued while the queue
+    /// has not been empty for the last `interval` may wait `target`; otherwise `interval`.
+    /// Attempts that waited longer are dropped at dequeue (503) without being served.
+    Codel {
+        /// Allowed wait while congested (M, 5 ms).
+        target: Nanos,
+        /// Congestion window and allowed wait otherwise (N, 100 ms).
+        interval: Nanos,
+    },
+    /// FIFO, but an attempt whose caller has already given up (its attempt timeout or deadline,
+    /// propagated with the attempt) is dropped at dequeue instead of being served.
+    DeadlineDrop,
+}
+
+/// How a hop limits what it admits, checked at arrival before the queue.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Admission {
+    /// Admit everything (the default).
+    None,
+    /// At most `limit` attempts inside the hop (queued, in service or waiting downstream).
+    Concurrency {
+        /// The limit (≥ 1).
+        limit: u32,
+    },
+    /// A token bucket: `rate_per_s` tokens per second up to `burst`; an arrival takes one.
+    TokenBucket {
+        /// Refill rate (> 0).
+        rate_per_s: f64,
+        /// Bucket size (≥ 1), full at the start.
+        burst: f64,
+    },
+    /// Additive-increase multiplicative-decrease concurrency limit (Netflix concurrency-limits'
+    /// `AIMDLimit`): after each served attempt, a failure or a latency above `latency` multiplies
+    /// the limit by `backoff`; otherwise, when at least half the limit is in use, it grows by 1.
+    Aimd {
+        /// Starting limit.
+        initial: f64,
+        /// Lower bound (≥ 1).
+        min: f64,
+        /// Upper bound.
+        max: f64,
+        /// Latency (arrival at the hop → reply) above which a sample counts as a drop.
+        latency: Nanos,
+        /// Multiplicative decrease, in (0, 1).
+        backoff: f64,
+    },
+}
+
+/// What an attempt refused by admission control is answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RejectReply {
+    /// 503, retryable.
+    Unavailable,
+    /// 429 with this Retry-After.
+    Throttled(Nanos),
+}
+
+/// A hop's overload control.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OverloadSpec {
+    /// Queue discipline.
+    pub discipline: Discipline,
+    /// Arrivals finding this many queued are shed (503) (`u32::MAX`: never).
+    pub shed_queue_length: u32,
+    /// Retries finding this many queued are shed (503) (`u32::MAX`: never).
+    pub shed_retries_queue_length: u32,
+    /// First attempts are served before retries.
+    pub retry_priority: bool,
+    /// Admission control.
+    pub admission: Admission,
+    /// The answer to an attempt refused by admission control.
+    pub reject: RejectReply,
+}
+
+impl Default for OverloadSpec {
+    fn default() -> Self {
+        OverloadSpec {
+            discipline: Discipline::Fifo,
+            shed_queue_length: u32::MAX,
+            shed_retries_queue_length: u32::MAX,
+            retry_priority: false,
+            admission: Admission::None,
+            reject: RejectReply::Unavailable,
+        }
+    }
+}
+
+impl OverloadSpec {
+    /// True when the hop does anything beyond today's FIFO with a length limit: the simulation
+    /// then takes the slower path with admission and drop checks.
+    pub fn is_active(&self) -> bool {
+        *self != OverloadSpec::default()
+    }
+}
