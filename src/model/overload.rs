@@ -16,9 +16,10 @@ pub enum Discipline {
         /// Congestion window (Fail at Scale's N, 100 ms).
         interval: Nanos,
     },
-    /// Controlled delay as Facebook uses it ("Fail at Scale"): an attempt queued while the queue
-    /// has not been empty for the last `interval` may wait `target`; otherwise `interval`.
-    /// Attempts that waited longer are dropped at dequeue (503) without being served.
+    /// Controlled delay as Facebook runs it (folly's `Codel`; "Fail at Scale"): the hop is
+    /// overloaded for an `interval` when the shortest queueing delay of the previous interval
+    /// exceeded `target` (the CoDel paper's standing-queue test); while overloaded, attempts that
+    /// waited more than 2 × `target` are dropped (503) at dequeue, unserved.
     Codel {
         /// Allowed wait while congested (M, 5 ms).
         target: Nanos,
