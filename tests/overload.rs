@@ -190,3 +190,26 @@ fn retry_priority_and_retry_shedding_touch_only_retries() {
         assert!(p.tenants[0].succeeded > f.tenants[0].succeeded);
     }
 }
+
+#[test]
+fn the_aimd_limit_falls_while_latency_exceeds_its_threshold_and_recovers() {
+    // Netflix AIMDLimit: a sample slower than `latency` (100 ms) multiplies the limit by 0.9, so
+    // during the capacity dip (10–13 s, waits > 100 ms) the limit is cut towards `min` = 8; with
+    // capacity back it grows again. The series stays within [min, max] once arrivals started.
+    let s = scenario("overload-shedding", &["replications=3"]);
+    let v = s.variants.iter().find(|v| v.name == "adaptive-concurrency").expect("variant");
+    let bucket_at = |t: f64| (t / 0.25) as usize; // the scenario's 250 ms buckets
+    for r in (0..3).map(|rep| run(&v.spec, s.seed, rep)) {
+        let series = &r.hop_series[0];
+        let mean = |from: f64, to: f64| {
+            let bs = &series[bucket_at(from)..bucket_at(to)];
+            bs.iter().map(|b| f64::from(b.admission_limit)).sum::<f64>() / bs.len() as f64
+        };
+        let (before, during, after) = (mean(5.0, 10.0), mean(10.5, 13.0), mean(20.0, 30.0));
+        assert!(during < 0.6 * before, "limit during the dip {during} not well below {before} before");
+        assert!(after > 2.0 * during, "limit after the dip {after} did not recover from {during}");
+        for b in &series[1..bucket_at(60.0)] {
+            assert!((8..=200).contains(&b.admission_limit), "limit {} outside [8, 200]", b.admission_limit);
+        }
+    }
+}

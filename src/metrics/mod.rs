@@ -139,6 +139,10 @@ pub struct HopBucket {
     pub in_flight_max: u32,
     /// Longest queue wait among services started in the bucket.
     pub queue_wait_max_ns: u64,
+    // Overload control (issue 16).
+    /// Concurrency limit in force at the last arrival of the bucket (`concurrency`, `aimd`;
+    /// carried forward over buckets without arrivals; 0 without such a limit).
+    pub admission_limit: u32,
 }
 
 /// One time-series bucket of a tenant.

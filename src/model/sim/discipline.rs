@@ -58,6 +58,11 @@ impl Simulation<'_> {
                 admitted
             }
         };
+        if let Admission::Concurrency { .. } | Admission::Aimd { .. } = spec.admission {
+            let limit = state.overload.limit as u32;
+            let b = self.bucket();
+            self.record.hop_series[hop][b].admission_limit = limit;
+        }
         if !admitted {
             self.record.hops[hop].rejected_by_limit += 1;
             let reply = match spec.reject {
@@ -117,6 +122,23 @@ impl Simulation<'_> {
             o.limit = (o.limit * backoff).max(min);
         } else if f64::from(state.in_flight) * 2.0 >= o.limit {
             o.limit = (o.limit + 1.0).min(max);
+        }
+    }
+
+    /// Carries the concurrency limit forward over buckets without arrivals (at the end of a run).
+    pub(super) fn fill_limit_series(&mut self) {
+        for (hop, series) in self.record.hop_series.iter_mut().enumerate() {
+            if !matches!(self.spec.hops[hop].overload.admission, Admission::Concurrency { .. } | Admission::Aimd { .. })
+            {
+                continue;
+            }
+            let mut last = 0;
+            for bucket in series.iter_mut() {
+                if bucket.admission_limit == 0 {
+                    bucket.admission_limit = last;
+                }
+                last = bucket.admission_limit;
+            }
         }
     }
 }
