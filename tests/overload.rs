@@ -116,13 +116,22 @@ fn deadline_drop_never_serves_an_attempt_its_caller_gave_up_on() {
 }
 
 #[test]
-fn adaptive_lifo_codel_and_aimd_end_the_storm_fifo_and_jitter_alone_do_not() {
+fn adaptive_lifo_codel_aimd_and_a_budget_end_the_storm_fifo_jitter_and_backoff_do_not() {
     // Fail at Scale: under a standing queue, FIFO serves only requests whose callers have gone
     // (stale), adaptive LIFO serves fresh ones within their deadline. Here: FIFO stays metastable
-    // in every replication and most of its service is wasted; adaptive LIFO, CoDel and the AIMD
-    // limit recover in every replication and waste little.
+    // in every replication and most of its service is wasted, with or without jitter or long
+    // backoff (which delay retries but do not remove them); adaptive LIFO, CoDel and the AIMD
+    // limit recover in every replication and waste little; so does a client retry budget.
     let s = scenario("overload-shedding", &["replications=6"]);
-    let names = ["fifo", "fifo-jitter", "adaptive-lifo", "codel", "adaptive-concurrency"];
+    let names = [
+        "fifo",
+        "fifo-jitter",
+        "fifo-long-backoff",
+        "fifo-retry-budget",
+        "adaptive-lifo",
+        "codel",
+        "adaptive-concurrency",
+    ];
     let study = variants(&s, &names);
     for v in &study.variants {
         let metastable = values(metric(v, "metastable"));
@@ -131,7 +140,10 @@ fn adaptive_lifo_codel_and_aimd_end_the_storm_fifo_and_jitter_alone_do_not() {
         let wasted_share: Vec<f64> = wasted.iter().zip(&busy).map(|(w, b)| w / b).collect();
         let (lo, hi) = t_interval(&wasted_share, 0.99);
         let success = values(metric(v, "success_ratio"));
-        if v.name.starts_with("fifo") {
+        if v.name == "fifo-retry-budget" {
+            // A 10% retry budget removes the retries that sustain the storm (client side).
+            assert!(metastable.iter().all(|&m| m == 0.0), "{}: metastable in a run: {metastable:?}", v.name);
+        } else if v.name.starts_with("fifo") {
             assert!(metastable.iter().all(|&m| m == 1.0), "{}: not metastable in every run: {metastable:?}", v.name);
             assert!(lo > 0.5, "{}: wasted share CI [{lo}, {hi}] should be most of the work", v.name);
         } else {
