@@ -63,6 +63,25 @@ pub enum Admission {
         /// Multiplicative decrease, in (0, 1).
         backoff: f64,
     },
+    /// Netflix concurrency-limits' `Gradient2Limit`: the ratio of a long-run average latency to
+    /// the latest sample (× `tolerance`, clamped to [0.5, 1]) scales the limit, plus `queue_size`
+    /// headroom, smoothed by `smoothing`; unchanged while less than half the limit is in use.
+    Gradient {
+        /// Starting limit.
+        initial: f64,
+        /// Lower bound (≥ 1).
+        min: f64,
+        /// Upper bound.
+        max: f64,
+        /// How much slower than the long-run average a sample may be before the limit falls (≥ 1).
+        tolerance: f64,
+        /// Weight of the new estimate, in (0, 1].
+        smoothing: f64,
+        /// Headroom added to the scaled limit.
+        queue_size: f64,
+        /// Samples in the long-run exponential average (its first 10 samples are a plain mean).
+        long_window: u32,
+    },
 }
 
 /// What an attempt refused by admission control is answered.
@@ -101,6 +120,13 @@ impl Default for OverloadSpec {
             admission: Admission::None,
             reject: RejectReply::Unavailable,
         }
+    }
+}
+
+impl Admission {
+    /// True for the kinds that limit the attempts inside the hop (the limit is a time series).
+    pub fn is_concurrency_limit(&self) -> bool {
+        matches!(self, Admission::Concurrency { .. } | Admission::Aimd { .. } | Admission::Gradient { .. })
     }
 }
 

@@ -8,7 +8,7 @@ use crate::engine::NS_PER_MS;
 use crate::model::{Admission, Discipline, OverloadSpec, RejectReply};
 
 const DISCIPLINES: [&str; 5] = ["fifo", "lifo", "adaptive_lifo", "codel", "deadline_drop"];
-const ADMISSIONS: [&str; 4] = ["none", "concurrency", "token_bucket", "aimd"];
+const ADMISSIONS: [&str; 5] = ["none", "concurrency", "token_bucket", "aimd", "gradient"];
 
 pub(super) fn overload(h: &RawHop, at: &dyn Fn(&str) -> String) -> V<OverloadSpec> {
     let target = h.codel_target.map(|d| positive(d, &at("codel_target"))).transpose()?;
@@ -65,12 +65,17 @@ fn admission(a: &RawAdmission, at: &dyn Fn(&str) -> String) -> V<(Admission, Rej
         ("max", a.max.is_some()),
         ("latency", a.latency.is_some()),
         ("backoff", a.backoff.is_some()),
+        ("tolerance", a.tolerance.is_some()),
+        ("smoothing", a.smoothing.is_some()),
+        ("queue_size", a.queue_size.is_some()),
+        ("long_window", a.long_window.is_some()),
     ];
     let used: &[&str] = match kind {
         "none" => &[],
         "concurrency" => &["limit"],
         "token_bucket" => &["rate_per_s", "burst"],
         "aimd" => &["initial", "min", "max", "latency", "backoff"],
+        "gradient" => &["initial", "min", "max", "tolerance", "smoothing", "queue_size", "long_window"],
         other => return Err(unknown(&at("kind"), "admission kind", other, &ADMISSIONS)),
     };
     if let Some((field, _)) = present.iter().find(|(f, set)| *set && !used.contains(f)) {
@@ -105,6 +110,23 @@ fn admission(a: &RawAdmission, at: &dyn Fn(&str) -> String) -> V<(Admission, Rej
                     format!("is {initial}; it must be within [min, max] = [{min}, {max}]"),
                 ));
             }
+            if kind == "gradient" {
+                let tolerance = a.tolerance.unwrap_or(1.5);
+                let tolerance =
+                    finite_at_least(tolerance, 1.0, &at("tolerance"), "it must be finite and ≥ 1 (Netflix: 1.5)")?;
+                let smoothing = a.smoothing.unwrap_or(0.2);
+                if !(smoothing > 0.0 && smoothing <= 1.0) {
+                    let why = format!("is {smoothing}; it must be in (0, 1] (Netflix: 0.2)");
+                    return Err(Invalid::at(&at("smoothing"), why));
+                }
+                let queue_size = a.queue_size.unwrap_or(4.0);
+                let queue_size =
+                    finite_at_least(queue_size, 0.0, &at("queue_size"), "it must be finite and ≥ 0 (Netflix: 4)")?;
+                let long_window = count(a.long_window.unwrap_or(600), &at("long_window"), 1, 1_000_000)? as u32;
+                let admission =
+                    Admission::Gradient { initial, min, max, tolerance, smoothing, queue_size, long_window };
+                return Ok((admission, reject(a, at)?));
+            }
             let latency = positive(a.latency.ok_or_else(|| need("latency", "\"200ms\""))?, &at("latency"))?;
             let backoff = a.backoff.unwrap_or(0.9);
             if !(backoff > 0.0 && backoff < 1.0) {
@@ -113,7 +135,11 @@ fn admission(a: &RawAdmission, at: &dyn Fn(&str) -> String) -> V<(Admission, Rej
             Admission::Aimd { initial, min, max, latency, backoff }
         }
     };
-    let reject = match (a.reject.as_deref(), a.retry_after) {
+    Ok((admission, reject(a, at)?))
+}
+
+fn reject(a: &RawAdmission, at: &dyn Fn(&str) -> String) -> V<RejectReply> {
+    Ok(match (a.reject.as_deref(), a.retry_after) {
         (None | Some("503"), None) => RejectReply::Unavailable,
         (None | Some("503"), Some(_)) => {
             return Err(Invalid::at(
@@ -126,6 +152,5 @@ fn admission(a: &RawAdmission, at: &dyn Fn(&str) -> String) -> V<(Admission, Rej
             return Err(Invalid::at(&at("reject"), "is \"429\" without retry_after; add e.g. retry_after = \"1s\""))
         }
         (Some(other), _) => return Err(unknown(&at("reject"), "reject status", other, &["503", "429"])),
-    };
-    Ok((admission, reject))
+    })
 }

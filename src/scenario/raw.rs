@@ -234,6 +234,10 @@ pub struct RawAdmission {
     pub max: Option<f64>,
     pub latency: Option<Dur>,
     pub backoff: Option<f64>,
+    pub tolerance: Option<f64>,
+    pub smoothing: Option<f64>,
+    pub queue_size: Option<f64>,
+    pub long_window: Option<i64>,
     pub reject: Option<String>,
     pub retry_after: Option<Dur>,
 }
