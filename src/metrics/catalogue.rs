@@ -192,6 +192,9 @@ catalogue! {
     OkReplies: "ok_replies", "ok replies", "ok", "success replies", Count, Neither, H, "no value";
     Overflow: "overflow", "overflow", "overflow", "attempts refused by a full queue", Count, Lower, H, "no value";
     LostReplies: "lost_replies", "lost replies", "lost", "replies lost on the way back", Count, Lower, H, "no value";
+    Shed: "shed", "shed", "shed", "attempts shed by a queue-length threshold or CoDel", Count, Neither, H, "no value";
+    DroppedExpired: "dropped_expired", "dropped expired", "expired", "queued attempts dropped because their caller had given up", Count, Neither, H, "no value";
+    RejectedByLimit: "rejected_by_limit", "rejected by limit", "limited", "attempts refused by admission control", Count, Neither, H, "no value";
     Executions: "executions", "executions", "exec", "side effects executed", Count, Neither, H, "no value";
     CompletionTimeS: "completion_time_s", "completion (s)", "done s", "time of the last terminal state", Seconds, Lower, G, "no value";
     WastedWorkS: "wasted_work_s", "wasted work (s)", "wasted s", "service time spent after the caller gave up", Seconds, Lower, GH, "no value";

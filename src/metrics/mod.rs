@@ -55,6 +55,15 @@ pub struct HopCounters {
     pub services_started: u64,
     /// Sum of queue waits of started services.
     pub queue_wait_ns_sum: u128,
+    // Overload control (issue 16).
+    /// Attempts shed at arrival by a queue-length threshold (`shed_queue_length`,
+    /// `shed_retries_queue_length`).
+    pub shed: u64,
+    /// Queued attempts dropped at dequeue, unserved, because they expired (`codel`,
+    /// `deadline_drop`).
+    pub dropped_expired: u64,
+    /// Attempts refused by admission control (concurrency limit, token bucket, AIMD).
+    pub rejected_by_limit: u64,
 }
 
 /// Counters of one tenant over a run.
@@ -141,6 +150,10 @@ pub struct HopBucket {
     pub in_flight_max: u32,
     /// Longest queue wait among services started in the bucket.
     pub queue_wait_max_ns: u64,
+    // Overload control (issue 16).
+    /// Concurrency limit in force at the last arrival of the bucket (`concurrency`, `aimd`;
+    /// carried forward over buckets without arrivals; 0 without such a limit).
+    pub admission_limit: u32,
 }
 
 /// One time-series bucket of a tenant.

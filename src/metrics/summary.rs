@@ -119,6 +119,9 @@ fn hop_row(record: &RunRecord, spec: &RunShape, h: usize, requests: u64) -> Metr
         (Metric::WastedWorkS, Some(ns_to_secs(c.wasted_work_ns))),
         (Metric::BusyS, Some(ns_to_secs(c.busy_ns))),
         (Metric::QueueWaitSMean, ratio(ns_f64_to_secs(c.queue_wait_ns_sum as f64), c.services_started as f64)),
+        (Metric::Shed, Some(c.shed as f64)),
+        (Metric::DroppedExpired, Some(c.dropped_expired as f64)),
+        (Metric::RejectedByLimit, Some(c.rejected_by_limit as f64)),
     ]
 }
 

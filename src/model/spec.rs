@@ -2,6 +2,7 @@
 
 use super::dist::Dist;
 use super::fault::{Fault, FaultKind};
+use super::overload::OverloadSpec;
 use super::policy::RetryPolicy;
 use crate::engine::Nanos;
 use crate::metrics::{HopShape, RunShape};
@@ -101,6 +102,8 @@ pub struct HopSpec {
     pub fair: bool,
     /// An optimistic-concurrency register (`kind = "occ"`) instead of a queueing service.
     pub occ: bool,
+    /// Queue discipline, shedding and admission control (issue 16; default: none).
+    pub overload: OverloadSpec,
 }
 
 /// Everything a run needs, validated: nothing here can fail at run time.

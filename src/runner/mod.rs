@@ -41,7 +41,7 @@ pub struct MeanSeries {
 }
 
 /// Columns of the hop time series (tenant series fill the ones that apply, others are 0).
-pub const SERIES_COLUMNS: [&str; 8] = [
+pub const SERIES_COLUMNS: [&str; 9] = [
     "attempts",
     "first_attempts",
     "retries",
@@ -50,6 +50,7 @@ pub const SERIES_COLUMNS: [&str; 8] = [
     "queue_len_max",
     "in_flight",
     "queue_wait_max_s",
+    "admission_limit",
 ];
 
 /// The results of one variant.
@@ -233,7 +234,7 @@ fn aggregate(variant: &Variant, records: &[RunRecord]) -> VariantResult {
     }
 }
 
-fn hop_columns(b: &HopBucket) -> [f64; 8] {
+fn hop_columns(b: &HopBucket) -> [f64; SERIES_COLUMNS.len()] {
     [
         f64::from(b.attempts),
         f64::from(b.first_attempts),
@@ -243,10 +244,11 @@ fn hop_columns(b: &HopBucket) -> [f64; 8] {
         f64::from(b.queue_len_max),
         f64::from(b.in_flight_max),
         ns_to_secs(b.queue_wait_max_ns),
+        f64::from(b.admission_limit),
     ]
 }
 
-fn tenant_columns(b: &TenantBucket) -> [f64; 8] {
+fn tenant_columns(b: &TenantBucket) -> [f64; SERIES_COLUMNS.len()] {
     [
         f64::from(b.attempts),
         f64::from(b.first_attempts),
@@ -256,15 +258,19 @@ fn tenant_columns(b: &TenantBucket) -> [f64; 8] {
         0.0,
         f64::from(b.in_flight),
         0.0,
+        0.0,
     ]
 }
 
-fn mean_rows(records: &[RunRecord], columns: impl Fn(&RunRecord, usize) -> [f64; 8]) -> Vec<[f64; 8]> {
+fn mean_rows(
+    records: &[RunRecord],
+    columns: impl Fn(&RunRecord, usize) -> [f64; SERIES_COLUMNS.len()],
+) -> Vec<[f64; SERIES_COLUMNS.len()]> {
     let buckets = records[0].hop_series[0].len();
     let n = records.len() as f64;
     (0..buckets)
         .map(|b| {
-            let mut sum = [0.0; 8];
+            let mut sum = [0.0; SERIES_COLUMNS.len()];
             for r in records {
                 for (s, v) in sum.iter_mut().zip(columns(r, b)) {
                     *s += v;

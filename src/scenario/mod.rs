@@ -6,6 +6,7 @@ pub mod error;
 pub(crate) mod import;
 pub(crate) mod invariants;
 pub(crate) mod locate;
+mod overload;
 pub(crate) mod overrides;
 pub(crate) mod policies;
 pub mod presets;

@@ -247,6 +247,34 @@ pub struct RawHop {
     pub idempotency: Option<RawIdempotency>,
     pub effect: Option<bool>,
     pub scheduling: Option<String>,
+    pub discipline: Option<String>,
+    pub codel_target: Option<Dur>,
+    pub codel_interval: Option<Dur>,
+    pub shed_queue_length: Option<i64>,
+    pub shed_retries_queue_length: Option<i64>,
+    pub retry_priority: Option<bool>,
+    pub admission: Option<RawAdmission>,
+}
+
+/// `admission = { kind = "aimd", initial = 50, ... , reject = "429", retry_after = "1s" }`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAdmission {
+    pub kind: String,
+    pub limit: Option<i64>,
+    pub rate_per_s: Option<f64>,
+    pub burst: Option<f64>,
+    pub initial: Option<f64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub latency: Option<Dur>,
+    pub backoff: Option<f64>,
+    pub tolerance: Option<f64>,
+    pub smoothing: Option<f64>,
+    pub queue_size: Option<f64>,
+    pub long_window: Option<i64>,
+    pub reject: Option<String>,
+    pub retry_after: Option<Dur>,
 }
 
 /// `[[fault]]`.

@@ -472,6 +472,11 @@ fn hop(h: &RawHop, next: Option<&RawHop>, policy_names: &[&str], caller_deadline
         }),
     };
     let effect = h.effect.unwrap_or(idempotency.is_some());
+    let overload = super::overload::overload(h, &at)?;
+    if occ && overload.is_active() {
+        let why = "is a `kind = \"occ\"` register, which has no queue or admission; remove discipline, shed_*, retry_priority and admission";
+        return Err(Invalid::at(&format!("hop.{}", h.name), why));
+    }
     let fair = match h.scheduling.as_deref() {
         None | Some("fifo") => false,
         Some("fair") => true,
@@ -488,6 +493,7 @@ fn hop(h: &RawHop, next: Option<&RawHop>, policy_names: &[&str], caller_deadline
         effect,
         fair,
         occ,
+        overload,
     })
 }
 

@@ -85,6 +85,7 @@ impl Simulation<'_> {
         );
         self.record.in_flight = in_flight;
         self.fill_in_flight_series();
+        self.fill_limit_series();
         self.record.prefault_wait_p99_ns =
             (!self.prefault_wait_us.is_empty()).then(|| self.prefault_wait_us.value_at_quantile(0.99) * 1_000);
         self.record

@@ -7,6 +7,7 @@
 
 mod accounting;
 mod budgets;
+mod discipline;
 mod history;
 mod hop_queue;
 mod occ;
@@ -22,6 +23,7 @@ use crate::metrics::{
     new_latency_histogram, DlqReason, HopBucket, HopCounters, RunRecord, TenantBucket, TenantCounters,
     RETRY_DELAY_RETRIES, RETRY_DELAY_SAMPLES_MAX,
 };
+use discipline::OverloadState;
 use hdrhistogram::Histogram;
 use hop_queue::{HopQueue, ScopeKey};
 use rand::RngExt;
@@ -131,8 +133,12 @@ struct Attempt {
     draw_key: u64,
     arrived_at: Nanos,
     service_ns: Nanos,
+    /// When the caller gives up on this attempt (its timeout or deadline), propagated to the hop.
+    deadline_at: Nanos,
     tenant: u16,
     hop: u16,
+    /// Retry tagging: attempt 2 or later of its call.
+    retry: bool,
     payload: Payload,
     phase: Phase,
     caller_waiting: bool,
@@ -151,6 +157,7 @@ struct HopState {
     busy: u32,
     in_flight: u32,
     queue: HopQueue,
+    overload: OverloadState,
     /// OCC register version.
     version: u64,
 }
@@ -262,7 +269,11 @@ impl<'a> Simulation<'a> {
             hops: spec
                 .hops
                 .iter()
-                .map(|h| HopState { queue: HopQueue::new(h.fair, spec.tenants.len()), ..HopState::default() })
+                .map(|h| HopState {
+                    queue: HopQueue::new(h.fair, spec.tenants.len(), h.overload.retry_priority, h.overload.discipline),
+                    overload: OverloadState::new(&h.overload),
+                    ..HopState::default()
+                })
                 .collect(),
             history: history::EffectHistory::new(spec.hops.len()),
             waiters: HashMap::new(),
@@ -468,8 +479,10 @@ impl<'a> Simulation<'a> {
             draw_key: mix64(call.draw_key ^ u64::from(call.attempts_made)),
             arrived_at: now,
             service_ns: 0,
+            deadline_at: timeout_at,
             tenant,
             hop: hop as u16,
+            retry,
             payload: call.payload,
             phase: Phase::Network,
             caller_waiting: true,

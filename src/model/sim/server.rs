@@ -31,18 +31,13 @@ impl Simulation<'_> {
             self.occ_read(handle, hop);
             return;
         }
-        let spec = &self.spec.hops[hop];
-        let workers = self.effective_workers(hop);
-        let state = &mut self.hops[hop];
-        if state.busy < workers {
+        if self.hops[hop].overload.guarded && !self.admit(handle, hop) {
+            return;
+        }
+        if self.hops[hop].busy < self.effective_workers(hop) {
             self.start_service(handle);
-        } else if state.queue.push(self.attempts.get(handle).expect("live").tenant, handle, spec.queue_limit) {
-            self.attempts.get_mut(handle).expect("live").phase = Phase::Queued;
-            let bucket = &mut self.record.hop_series[hop][b];
-            bucket.queue_len_max = bucket.queue_len_max.max(state.queue.len() as u32);
         } else {
-            self.record.hops[hop].overflow += 1;
-            self.send_reply(handle, Reply::Failed);
+            self.enqueue(handle, hop, b);
         }
     }
 
@@ -247,8 +242,11 @@ impl Simulation<'_> {
         state.busy = state.busy.checked_sub(1).unwrap_or_else(|| {
             panic!("hop {hop}: a job finished with no busy worker (seed {seed}, replication {replication})")
         });
+        if self.hops[hop].overload.guarded {
+            self.admission_sample(handle, hop, reply);
+        }
         while self.hops[hop].busy < self.effective_workers(hop) {
-            let Some(next) = self.hops[hop].queue.pop() else { break };
+            let Some(next) = self.next_queued(hop) else { break };
             self.start_service(next);
         }
         self.send_reply(handle, reply);
