@@ -1,6 +1,6 @@
 //! Tests that pin the rules cargo-mutants found unguarded (issue 17): each names the rule it
 //! protects and fails when the code computing it changes (a `*` for a `/`, a constant, a
-//! comparison). See docs/OUTPUT-CONTRACT.md, "Mutation testing", for the command and scores.
+//! comparison). See docs/TESTING.md, "Mutation testing", for the command and scores.
 
 use retrystorm::metrics::recovery::recovery_time_ns;
 use retrystorm::metrics::{HopBucket, RunRecord};

@@ -143,7 +143,7 @@ fn adaptive_lifo_codel_aimd_and_a_budget_end_the_storm_fifo_jitter_and_backoff_d
         let success = values(metric(v, "success_ratio"));
         if v.name == "fifo-retry-budget" || v.name == "gradient-concurrency" {
             // A 10% retry budget removes the retries that sustain the storm (client side); the
-            // gradient limit ends it too, but can keep refusing work long after (OVERLOAD.md).
+            // gradient limit ends it too, but can keep refusing work long after (docs/EXPERIMENTS.md, section 5).
             assert!(metastable.iter().all(|&m| m == 0.0), "{}: metastable in a run: {metastable:?}", v.name);
         } else if v.name.starts_with("fifo") {
             assert!(metastable.iter().all(|&m| m == 1.0), "{}: not metastable in every run: {metastable:?}", v.name);
