@@ -1,6 +1,7 @@
 //! Metrics: what a run records (pure data), the scalar metrics derived from it, and statistics
 //! across replications.
 
+pub mod after;
 pub mod recovery;
 pub mod stats;
 pub mod summary;
@@ -130,6 +131,14 @@ pub struct HopBucket {
     pub in_flight_max: u32,
     /// Longest queue wait among services started in the bucket.
     pub queue_wait_max_ns: u64,
+    /// Attempts that entered the hop in the bucket (the backlog's inflow).
+    pub entered: u32,
+    /// Attempts that left the hop in the bucket (reply sent or dropped: the backlog's outflow).
+    pub left: u32,
+    /// Retries to this hop scheduled (a backoff timer set) in the bucket.
+    pub retries_scheduled: u32,
+    /// Backoff timers to this hop that fired in the bucket (retry sent, or ended locally).
+    pub retries_fired: u32,
 }
 
 /// One time-series bucket of a tenant.

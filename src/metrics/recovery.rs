@@ -4,6 +4,33 @@
 use super::{HopBucket, RunRecord};
 use crate::model::SimSpec;
 
+/// How a run came out of its trigger (the last fault or load spike).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecoveryOutcome {
+    /// Calm again this long (ns) after the trigger ended (0 without a trigger).
+    Recovered(u64),
+    /// The trigger ended and the system stayed overloaded: never calm before the horizon.
+    Metastable,
+    /// Recovery cannot be judged: the trigger lasts until the horizon, or no request succeeded
+    /// after it ended (every request was lost during it).
+    NotObservable,
+}
+
+/// Classifies a run's recovery (see [`RecoveryOutcome`] and [`recovery_time_ns`]).
+pub fn recovery_outcome(record: &RunRecord, spec: &SimSpec) -> RecoveryOutcome {
+    let Some(trigger_end) = spec.trigger_end() else { return RecoveryOutcome::Recovered(0) };
+    if trigger_end >= spec.horizon {
+        return RecoveryOutcome::NotObservable;
+    }
+    let first = trigger_end.div_ceil(spec.bucket) as usize;
+    let succeeded_after: u64 =
+        record.tenant_series.iter().flat_map(|s| s.iter().skip(first)).map(|b| u64::from(b.successes)).sum();
+    if succeeded_after == 0 {
+        return RecoveryOutcome::NotObservable;
+    }
+    recovery_time_ns(record, spec).map_or(RecoveryOutcome::Metastable, RecoveryOutcome::Recovered)
+}
+
 /// Share of arriving attempts that may be retries in a calm bucket.
 pub const CALM_RETRY_SHARE_MAX: f64 = 0.05;
 

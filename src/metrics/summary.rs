@@ -1,6 +1,7 @@
 //! Scalar metrics of one run (names end in their unit), as listed in MODEL.md "Metrics".
 
-use super::recovery::recovery_time_ns;
+use super::after::after_trigger;
+use super::recovery::{recovery_outcome, RecoveryOutcome};
 use super::{HopBucket, RunRecord};
 use crate::engine::time::ns_to_secs;
 use crate::model::SimSpec;
@@ -53,7 +54,8 @@ pub fn scalars(record: &RunRecord, spec: &SimSpec) -> Scalars {
     let hops: Vec<MetricRow> = (0..spec.hops.len()).map(|h| hop_row(record, spec, h, requests)).collect();
     let hop0 = &hops[0];
     let get = |row: &MetricRow, name: &str| row.iter().find(|(n, _)| *n == name).and_then(|(_, v)| *v);
-    let recovery = recovery_time_ns(record, spec);
+    let outcome = recovery_outcome(record, spec);
+    let flag = |b: bool| Some(if b { 1.0 } else { 0.0 });
     let mut global: MetricRow = vec![
         ("requests", Some(requests as f64)),
         ("attempts", get(hop0, "attempts")),
@@ -75,14 +77,21 @@ pub fn scalars(record: &RunRecord, spec: &SimSpec) -> Scalars {
         ("peak_attempts_per_s", get(hop0, "peak_attempts_per_s")),
         ("capacity_per_s", get(hop0, "capacity_per_s")),
         ("peak_over_capacity", get(hop0, "peak_over_capacity")),
+        ("peak_after_per_s", get(hop0, "peak_after_per_s")),
+        ("peak_after_over_capacity", get(hop0, "peak_after_over_capacity")),
+        ("time_over_capacity_after_s", get(hop0, "time_over_capacity_after_s")),
+        ("backlog_peak", get(hop0, "backlog_peak")),
+        ("backlog_cleared_s", get(hop0, "backlog_cleared_s")),
     ];
     global.extend(latency_rows(&latency));
     let wasted: u64 = record.hops.iter().map(|h| h.wasted_work_ns).sum();
     global.extend([
         ("completion_time_s", Some(ns_to_secs(record.completion_time_ns))),
         ("wasted_work_s", Some(ns_to_secs(wasted))),
-        ("recovery_time_s", recovery.map(ns_to_secs)),
-        ("metastable", Some(if recovery.is_none() { 1.0 } else { 0.0 })),
+        ("recovery_time_s", if let RecoveryOutcome::Recovered(ns) = outcome { Some(ns_to_secs(ns)) } else { None }),
+        ("recovered", flag(matches!(outcome, RecoveryOutcome::Recovered(_)))),
+        ("metastable", flag(outcome == RecoveryOutcome::Metastable)),
+        ("recovery_unobservable", flag(outcome == RecoveryOutcome::NotObservable)),
         ("events", Some(record.events as f64)),
         ("truncated", Some(if record.truncated.is_some() { 1.0 } else { 0.0 })),
     ]);
@@ -96,6 +105,7 @@ fn hop_row(record: &RunRecord, spec: &SimSpec, h: usize, requests: u64) -> Metri
     let peak = peak_per_s(&record.hop_series[h], spec.bucket);
     let service_mean_s = hop.service.mean_ns(hop.workers) / 1e9;
     let capacity = ratio(f64::from(hop.workers), service_mean_s);
+    let after = after_trigger(&record.hop_series[h], spec, h, capacity);
     vec![
         ("attempts", Some(c.attempts as f64)),
         ("first_attempts", Some(c.first_attempts as f64)),
@@ -107,6 +117,11 @@ fn hop_row(record: &RunRecord, spec: &SimSpec, h: usize, requests: u64) -> Metri
         ("peak_attempts_per_s", Some(peak)),
         ("capacity_per_s", capacity),
         ("peak_over_capacity", capacity.and_then(|cap| ratio(peak, cap))),
+        ("peak_after_per_s", after.peak_after_per_s),
+        ("peak_after_over_capacity", after.peak_after_over_capacity),
+        ("time_over_capacity_after_s", after.time_over_capacity_after_s),
+        ("backlog_peak", Some(after.backlog_peak)),
+        ("backlog_cleared_s", after.backlog_cleared_s),
         ("executions", Some(c.executions as f64)),
         ("duplicates", Some((c.duplicates_ttl_expired + c.duplicates_no_key) as f64)),
         ("duplicates_ttl_expired", Some(c.duplicates_ttl_expired as f64)),

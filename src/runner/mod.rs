@@ -40,7 +40,12 @@ pub struct MeanSeries {
 }
 
 /// Columns of the hop time series (tenant series fill the ones that apply, others are 0).
-pub const SERIES_COLUMNS: [&str; 8] = [
+///
+/// `goodput_per_s` is successes per second (success replies of a hop; requests that succeeded,
+/// for a tenant). `backlog` (hops only) is the number of attempts inside the hop (queued, in
+/// service or waiting on downstream calls) at the bucket's end, and `retries_pending` (hops only)
+/// the retries to the hop waiting on a backoff timer at the bucket's end.
+pub const SERIES_COLUMNS: [&str; 11] = [
     "attempts",
     "first_attempts",
     "retries",
@@ -49,6 +54,9 @@ pub const SERIES_COLUMNS: [&str; 8] = [
     "queue_len_max",
     "in_flight",
     "queue_wait_max_s",
+    "goodput_per_s",
+    "backlog",
+    "retries_pending",
 ];
 
 /// The results of one variant.
@@ -172,6 +180,7 @@ fn stat_row(rows: &[&MetricRow]) -> StatRow {
 
 fn aggregate(variant: &Variant, records: &[RunRecord]) -> VariantResult {
     let spec = &variant.spec;
+    let bucket_s = crate::engine::time::ns_to_secs(spec.bucket);
     let per_replication: Vec<Scalars> = records.iter().map(|r| scalars(r, spec)).collect();
     let globals: Vec<&MetricRow> = per_replication.iter().map(|s| &s.global).collect();
     let scope = |pick: &dyn Fn(&Scalars) -> &MetricRow| stat_row(&per_replication.iter().map(pick).collect::<Vec<_>>());
@@ -184,7 +193,7 @@ fn aggregate(variant: &Variant, records: &[RunRecord]) -> VariantResult {
         .enumerate()
         .map(|(h, hop)| MeanSeries {
             name: hop.name.clone(),
-            rows: mean_rows(records, |r, b| hop_columns(&r.hop_series[h][b])),
+            rows: mean_rows(records, |r| hop_columns(&r.hop_series[h], bucket_s)),
         })
         .collect();
     let tenant_series = spec
@@ -193,7 +202,7 @@ fn aggregate(variant: &Variant, records: &[RunRecord]) -> VariantResult {
         .enumerate()
         .map(|(t, ten)| MeanSeries {
             name: ten.name.clone(),
-            rows: mean_rows(records, |r, b| tenant_columns(&r.tenant_series[t][b])),
+            rows: mean_rows(records, |r| tenant_columns(&r.tenant_series[t], bucket_s)),
         })
         .collect();
     let mut retry_delays_ns = vec![Vec::new(); crate::metrics::RETRY_DELAY_RETRIES];
@@ -229,44 +238,69 @@ fn aggregate(variant: &Variant, records: &[RunRecord]) -> VariantResult {
     }
 }
 
-fn hop_columns(b: &HopBucket) -> [f64; 8] {
-    [
-        f64::from(b.attempts),
-        f64::from(b.first_attempts),
-        f64::from(b.retries),
-        f64::from(b.successes),
-        f64::from(b.failures),
-        f64::from(b.queue_len_max),
-        f64::from(b.in_flight_max),
-        b.queue_wait_max_ns as f64 / 1e9,
-    ]
-}
+/// Number of columns of a series row.
+const SERIES_WIDTH: usize = SERIES_COLUMNS.len();
 
-fn tenant_columns(b: &TenantBucket) -> [f64; 8] {
-    [
-        f64::from(b.attempts),
-        f64::from(b.first_attempts),
-        f64::from(b.retries),
-        f64::from(b.successes),
-        f64::from(b.failures),
-        0.0,
-        f64::from(b.in_flight),
-        0.0,
-    ]
-}
-
-fn mean_rows(records: &[RunRecord], columns: impl Fn(&RunRecord, usize) -> [f64; 8]) -> Vec<[f64; 8]> {
-    let buckets = records[0].hop_series[0].len();
-    let n = records.len() as f64;
-    (0..buckets)
-        .map(|b| {
-            let mut sum = [0.0; 8];
-            for r in records {
-                for (s, v) in sum.iter_mut().zip(columns(r, b)) {
-                    *s += v;
-                }
-            }
-            sum.map(|s| s / n)
+fn hop_columns(series: &[HopBucket], bucket_s: f64) -> Vec<[f64; SERIES_WIDTH]> {
+    let backlog = crate::metrics::after::backlog_levels(series);
+    let pending = crate::metrics::after::pending_retry_levels(series);
+    series
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            [
+                f64::from(b.attempts),
+                f64::from(b.first_attempts),
+                f64::from(b.retries),
+                f64::from(b.successes),
+                f64::from(b.failures),
+                f64::from(b.queue_len_max),
+                f64::from(b.in_flight_max),
+                b.queue_wait_max_ns as f64 / 1e9,
+                f64::from(b.successes) / bucket_s,
+                backlog[i + 1] as f64,
+                pending[i + 1] as f64,
+            ]
         })
         .collect()
+}
+
+fn tenant_columns(series: &[TenantBucket], bucket_s: f64) -> Vec<[f64; SERIES_WIDTH]> {
+    series
+        .iter()
+        .map(|b| {
+            [
+                f64::from(b.attempts),
+                f64::from(b.first_attempts),
+                f64::from(b.retries),
+                f64::from(b.successes),
+                f64::from(b.failures),
+                0.0,
+                f64::from(b.in_flight),
+                0.0,
+                f64::from(b.successes) / bucket_s,
+                0.0,
+                0.0,
+            ]
+        })
+        .collect()
+}
+
+/// Per bucket, the mean over `records` of the rows `columns` derives from each record.
+fn mean_rows(
+    records: &[RunRecord],
+    columns: impl Fn(&RunRecord) -> Vec<[f64; SERIES_WIDTH]>,
+) -> Vec<[f64; SERIES_WIDTH]> {
+    let n = records.len() as f64;
+    let mut sum: Vec<[f64; SERIES_WIDTH]> = Vec::new();
+    for r in records {
+        let rows = columns(r);
+        sum.resize(rows.len(), [0.0; SERIES_WIDTH]);
+        for (acc, row) in sum.iter_mut().zip(rows) {
+            for (s, v) in acc.iter_mut().zip(row) {
+                *s += v;
+            }
+        }
+    }
+    sum.into_iter().map(|row| row.map(|s| s / n)).collect()
 }

@@ -16,6 +16,7 @@ impl Simulation<'_> {
         state.in_flight += 1;
         let bucket = &mut self.record.hop_series[hop][b];
         bucket.in_flight_max = bucket.in_flight_max.max(state.in_flight);
+        bucket.entered += 1;
         if let Some(reply) = self.fault_reply(hop) {
             match reply {
                 None => self.drop_unanswered(handle),
@@ -185,6 +186,7 @@ impl Simulation<'_> {
         a.reply = reply;
         self.hops[hop].in_flight -= 1;
         let bucket = &mut self.record.hop_series[hop][b];
+        bucket.left += 1;
         if reply == Reply::Ok {
             bucket.successes += 1;
             self.record.hops[hop].ok_replies += 1;
@@ -219,9 +221,11 @@ impl Simulation<'_> {
 
     /// A hung hop never answers: the attempt ends on the server side without a reply.
     pub(super) fn drop_unanswered(&mut self, handle: Handle) {
+        let b = self.bucket();
         let a = self.attempts.get_mut(handle).expect("live");
         a.phase = Phase::Done;
         self.hops[a.hop as usize].in_flight -= 1;
+        self.record.hop_series[a.hop as usize][b].left += 1;
         if !a.caller_waiting {
             self.attempts.remove(handle);
         }
