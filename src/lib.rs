@@ -5,6 +5,7 @@
 //! every metric with a confidence interval; [`report::write_study`] writes the files and charts.
 //!
 //! ```
+//! use retrystorm::metrics::catalogue::Metric;
 //! use retrystorm::runner::{run_study, RunOptions};
 //! use retrystorm::scenario::{parse_assignment, Scenario};
 //!
@@ -16,12 +17,12 @@
 //! let study = run_study(&scenario, &variants, &RunOptions::default());
 //!
 //! for variant in &study.variants {
-//!     let (_, attempts) = variant.metrics.iter().find(|(name, _)| name == "attempts").unwrap();
+//!     let attempts = variant.metrics.get(Metric::Attempts).unwrap();
 //!     println!("{}: {:?} attempts, 95% CI {:?}", variant.name, attempts.mean, attempts.ci95);
 //! }
 //! // Un-jittered exponential backoff: exactly 8 attempts per client (see the scenario's comment).
 //! let exponential = &study.variants[0].metrics;
-//! assert_eq!(exponential.iter().find(|(n, _)| n == "attempts").unwrap().1.mean, Some(8000.0));
+//! assert_eq!(exponential.mean(Metric::Attempts), Some(8000.0));
 //! ```
 pub mod budget;
 pub mod cli;

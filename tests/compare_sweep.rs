@@ -224,7 +224,8 @@ fn common_random_numbers_make_paired_intervals_narrower_than_unpaired_ones_on_ou
     let mut scenario = scenario("outage-herd", &["replications=60"]);
     let variants = scenario.jitter_variants(&["full".into(), "equal".into()]).expect("variants");
     let study = run_study(&scenario, &variants, &RunOptions { threads: Some(2), progress: false });
-    let attempts = &study.comparisons[0].metrics.iter().find(|(m, _)| m == "attempts").expect("compared").1;
+    let attempts =
+        &study.comparisons[0].metrics.iter().find(|(m, _)| *m == catalogued("attempts")).expect("compared").1;
     let (paired, unpaired) = (width(attempts.paired.ci95), width(attempts.unpaired_ci95));
     assert!(paired < unpaired, "full − equal attempts: paired CI width {paired} ≥ unpaired {unpaired}");
 
@@ -236,7 +237,8 @@ fn common_random_numbers_make_paired_intervals_narrower_than_unpaired_ones_on_ou
     let (doubled, _) = scenario.variant_with("two_workers", &[two]).expect("valid variant");
     let variants = vec![Variant { name: "one_worker".into(), spec: scenario.base.clone() }, doubled];
     let study = run_study(&scenario, &variants, &RunOptions { threads: Some(2), progress: false });
-    let attempts = &study.comparisons[0].metrics.iter().find(|(m, _)| m == "attempts").expect("compared").1;
+    let attempts =
+        &study.comparisons[0].metrics.iter().find(|(m, _)| *m == catalogued("attempts")).expect("compared").1;
     assert_eq!(attempts.paired.ci95, Some([0.0, 0.0]));
     assert!(width(attempts.unpaired_ci95) > 10.0, "unpaired {:?}", attempts.unpaired_ci95);
     assert!(metric(&study.variants[1], "latency_s_mean").mean < metric(&study.variants[0], "latency_s_mean").mean);

@@ -65,7 +65,8 @@ fn ci95_of_attempts_per_client_and_of_paired_differences_cover_at_95_percent() {
         let amplification = metric(&study.variants[0], "amplification");
         assert_eq!(amplification.values.len(), 10);
         covered += u64::from(covers(amplification.ci95, half_mean));
-        let diff = &study.comparisons[0].metrics.iter().find(|(m, _)| m == "amplification").expect("compared").1;
+        let diff =
+            &study.comparisons[0].metrics.iter().find(|(m, _)| *m == catalogued("amplification")).expect("compared").1;
         covered_diff += u64::from(covers(diff.paired.ci95, quarter_mean - half_mean));
     }
     let (lo, hi) = acceptance(STUDIES);

@@ -10,6 +10,7 @@ mod fuzz_harness;
 
 use proptest::prelude::*;
 use proptest::sample::select;
+use retrystorm::metrics::catalogue::Metric;
 use retrystorm::report::summary::summary_json;
 use retrystorm::runner::{run_study, RunOptions, StatRow, Study};
 use retrystorm::scenario::Scenario;
@@ -195,7 +196,7 @@ fn study(scenario: &Scenario, threads: usize) -> Study {
 
 /// Per-replication values of `metric` in `row`.
 fn values(row: &StatRow, metric: &str) -> Vec<f64> {
-    let stat = row.iter().find(|(n, _)| n == metric).map(|(_, s)| s).unwrap_or_else(|| panic!("no {metric}"));
+    let stat = row.get(Metric::from_name(metric).expect("catalogued")).unwrap_or_else(|| panic!("no {metric}"));
     stat.values.iter().map(|v| v.unwrap_or_else(|| panic!("{metric} missing in a replication"))).collect()
 }
 

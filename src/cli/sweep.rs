@@ -2,6 +2,7 @@
 //! `retrystorm merge` (shard directories back into the unsharded sweep's files).
 
 use super::{baseline_index, overrides, table, CliError, RunArgs, DEFAULT_JITTERS};
+use crate::metrics::catalogue::Metric;
 use crate::report::files;
 use crate::report::sweep::{self as sweep_files, SweepHeader};
 use crate::runner::sweep::{run_cells, Cell, CellResult, Grid, Shard, SweepResult};
@@ -172,20 +173,16 @@ fn perf_json(header: &SweepHeader, result: &SweepResult) -> Vec<u8> {
 }
 
 /// Metrics of the stdout table: the headline ones, readable at a glance.
-const TABLE_METRICS: [(&str, &str); 4] = [
-    ("attempts", "attempts"),
-    ("peak_over_capacity", "peak/cap"),
-    ("success_ratio", "success"),
-    ("completion_time_s", "done s"),
-];
+const TABLE_METRICS: [Metric; 4] =
+    [Metric::Attempts, Metric::PeakOverCapacity, Metric::SuccessRatio, Metric::CompletionTimeS];
 
 /// One line per cell × variant: the varied values, headline metrics and Δattempts vs baseline.
 fn sweep_table(header: &SweepHeader, shard: Option<Shard>, cells: &[CellResult]) -> String {
     let mut head: Vec<String> = vec!["cell".into()];
     head.extend(header.grid.axes.iter().map(|a| a.path.rsplit('.').next().unwrap_or(&a.path).to_string()));
     head.push("variant".into());
-    head.extend(TABLE_METRICS.iter().map(|m| m.1.to_string()));
-    head.push("Δattempts".into());
+    head.extend(TABLE_METRICS.iter().map(|m| m.def().short.to_string()));
+    head.push(format!("Δ{}", table::DIFF_METRIC));
     let mut rows = vec![head];
     for c in cells {
         let params: Vec<String> = header.grid.overrides(c.index).iter().map(|o| short_value(&o.value)).collect();
@@ -193,10 +190,10 @@ fn sweep_table(header: &SweepHeader, shard: Option<Shard>, cells: &[CellResult])
             let mut row = vec![c.index.to_string()];
             row.extend(params.iter().cloned());
             row.push(variant.clone());
-            let find = |m: &str| metrics.iter().find(|(n, _)| n == m).map(|(_, s)| s);
-            row.extend(TABLE_METRICS.iter().map(|(m, _)| table::cell(find(m))));
+            row.extend(TABLE_METRICS.iter().map(|&m| table::cell(metrics.get(m))));
             let diff = c.comparisons.iter().find(|x| &x.variant == variant);
-            let paired = diff.and_then(|x| x.metrics.iter().find(|(m, _)| m == "attempts")).map(|(_, d)| &d.paired);
+            let paired =
+                diff.and_then(|x| x.metrics.iter().find(|(m, _)| *m == table::DIFF_METRIC)).map(|(_, d)| &d.paired);
             row.push(if diff.is_some() { table::cell(paired) } else { "baseline".into() });
             rows.push(row);
         }

@@ -1,26 +1,24 @@
 //! The compact table `run` and `compare` print: one row per variant, key metrics with CIs.
 
+use crate::metrics::catalogue::Metric;
 use crate::metrics::stats::Stat;
-use crate::runner::{StatRow, Study};
+use crate::runner::Study;
 use std::fmt::Write;
 
-const COLUMNS: [(&str, &str); 8] = [
-    ("attempts", "attempts"),
-    ("amplification", "amplif."),
-    ("peak_over_capacity", "peak/cap"),
-    ("success_ratio", "success"),
-    ("dlq", "dlq"),
-    ("latency_s_p99", "p99 s"),
-    ("completion_time_s", "done s"),
-    ("recovery_time_s", "recovery s"),
+/// The table's metric columns; headings are the catalogue's short labels.
+const COLUMNS: [Metric; 8] = [
+    Metric::Attempts,
+    Metric::Amplification,
+    Metric::PeakOverCapacity,
+    Metric::SuccessRatio,
+    Metric::Dlq,
+    Metric::LatencySP99,
+    Metric::CompletionTimeS,
+    Metric::RecoveryTimeS,
 ];
 
 /// The metric whose paired difference vs the baseline the table shows.
-const DIFF_METRIC: &str = "attempts";
-
-fn find<'a>(row: &'a StatRow, name: &str) -> Option<&'a Stat> {
-    row.iter().find(|(n, _)| n == name).map(|(_, s)| s)
-}
+pub const DIFF_METRIC: Metric = Metric::Attempts;
 
 /// Formats a mean with its CI half-width, `—` when absent.
 pub fn cell(stat: Option<&Stat>) -> String {
@@ -52,7 +50,7 @@ pub fn short(x: f64) -> String {
 /// The table as text.
 pub fn summary_table(study: &Study) -> String {
     let mut rows: Vec<Vec<String>> =
-        vec![std::iter::once("variant".to_string()).chain(COLUMNS.iter().map(|c| c.1.to_string())).collect()];
+        vec![std::iter::once("variant".to_string()).chain(COLUMNS.iter().map(|m| m.def().short.to_string())).collect()];
     // With several variants, one more column: the paired difference of attempts vs the baseline.
     let baseline = study.comparisons.first().map(|c| c.baseline.as_str());
     if baseline.is_some() {
@@ -60,10 +58,10 @@ pub fn summary_table(study: &Study) -> String {
     }
     for v in &study.variants {
         let mut row = vec![v.name.clone()];
-        row.extend(COLUMNS.iter().map(|(m, _)| cell(find(&v.metrics, m))));
+        row.extend(COLUMNS.iter().map(|&m| cell(v.metrics.get(m))));
         if baseline.is_some() {
             let diff = study.comparisons.iter().find(|c| c.variant == v.name);
-            let paired = diff.and_then(|c| c.metrics.iter().find(|(m, _)| m == DIFF_METRIC)).map(|(_, d)| &d.paired);
+            let paired = diff.and_then(|c| c.metrics.iter().find(|(m, _)| *m == DIFF_METRIC)).map(|(_, d)| &d.paired);
             row.push(if diff.is_some() { cell(paired) } else { "baseline".into() });
         }
         rows.push(row);

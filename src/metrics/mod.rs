@@ -2,6 +2,7 @@
 //! across replications.
 
 pub mod after;
+pub mod catalogue;
 pub mod recovery;
 pub mod stats;
 pub mod summary;

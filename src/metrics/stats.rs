@@ -1,11 +1,12 @@
 //! Statistics across replications: mean, sd and the Student-t 95% confidence interval.
 
-use serde::Serialize;
+use super::catalogue::Metric;
+use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// A metric summarised over replications. `None` values (e.g. no recovery) are left out of the
 /// mean and listed as `null`.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Stat {
     /// Mean of the non-null values (null when all are null).
     pub mean: Option<f64>,
@@ -27,6 +28,37 @@ impl Stat {
         let (mean, sd) = mean_sd(&present);
         let half = ci_half_width(sd, present.len(), 0.95);
         Stat { mean: Some(mean), sd: Some(sd), ci95: Some([mean - half, mean + half]), values }
+    }
+}
+
+/// The statistics of one scope's metrics, in the order the run produced them; serialised as a
+/// JSON object keyed by metric name.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct StatRow(#[serde(with = "super::catalogue::as_map")] pub Vec<(Metric, Stat)>);
+
+impl StatRow {
+    /// The statistic of `metric`, if the row has it.
+    pub fn get(&self, metric: Metric) -> Option<&Stat> {
+        self.0.iter().find(|(m, _)| *m == metric).map(|(_, s)| s)
+    }
+
+    /// The mean of `metric`, if the row has it and it is not null.
+    pub fn mean(&self, metric: Metric) -> Option<f64> {
+        self.get(metric).and_then(|s| s.mean)
+    }
+
+    /// (metric, statistic) in production order.
+    pub fn iter(&self) -> std::slice::Iter<'_, (Metric, Stat)> {
+        self.0.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a StatRow {
+    type Item = &'a (Metric, Stat);
+    type IntoIter = std::slice::Iter<'a, (Metric, Stat)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
     }
 }
 

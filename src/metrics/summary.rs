@@ -1,14 +1,15 @@
-//! Scalar metrics of one run (names end in their unit), as listed in MODEL.md "Metrics".
+//! Scalar metrics of one run, as catalogued in [`super::catalogue`] and listed in MODEL.md "Metrics".
 
 use super::after::after_trigger;
+use super::catalogue::Metric;
 use super::recovery::{recovery_outcome, RecoveryOutcome};
 use super::{HopBucket, RunRecord};
 use crate::engine::time::ns_to_secs;
 use crate::model::SimSpec;
 use hdrhistogram::Histogram;
 
-/// Named metric values of one scope; `None` is reported as `null`.
-pub type MetricRow = Vec<(&'static str, Option<f64>)>;
+/// Metric values of one scope; `None` is reported as `null`.
+pub type MetricRow = Vec<(Metric, Option<f64>)>;
 
 /// The scalar metrics of one run: overall, per hop, per tenant.
 #[derive(Clone, Debug)]
@@ -28,12 +29,12 @@ fn ratio(num: f64, den: f64) -> Option<f64> {
 fn latency_rows(hist: &Histogram<u64>) -> MetricRow {
     let q = |quantile: f64| (!hist.is_empty()).then(|| hist.value_at_quantile(quantile) as f64 / 1e6);
     vec![
-        ("latency_s_mean", (!hist.is_empty()).then(|| hist.mean() / 1e6)),
-        ("latency_s_p50", q(0.5)),
-        ("latency_s_p90", q(0.9)),
-        ("latency_s_p99", q(0.99)),
-        ("latency_s_p999", q(0.999)),
-        ("latency_s_max", (!hist.is_empty()).then(|| hist.max() as f64 / 1e6)),
+        (Metric::LatencySMean, (!hist.is_empty()).then(|| hist.mean() / 1e6)),
+        (Metric::LatencySP50, q(0.5)),
+        (Metric::LatencySP90, q(0.9)),
+        (Metric::LatencySP99, q(0.99)),
+        (Metric::LatencySP999, q(0.999)),
+        (Metric::LatencySMax, (!hist.is_empty()).then(|| hist.max() as f64 / 1e6)),
     ]
 }
 
@@ -53,47 +54,47 @@ pub fn scalars(record: &RunRecord, spec: &SimSpec) -> Scalars {
     }
     let hops: Vec<MetricRow> = (0..spec.hops.len()).map(|h| hop_row(record, spec, h, requests)).collect();
     let hop0 = &hops[0];
-    let get = |row: &MetricRow, name: &str| row.iter().find(|(n, _)| *n == name).and_then(|(_, v)| *v);
+    let get = |row: &MetricRow, metric: Metric| row.iter().find(|(m, _)| *m == metric).and_then(|(_, v)| *v);
     let outcome = recovery_outcome(record, spec);
     let flag = |b: bool| Some(if b { 1.0 } else { 0.0 });
     let mut global: MetricRow = vec![
-        ("requests", Some(requests as f64)),
-        ("attempts", get(hop0, "attempts")),
-        ("retries", get(hop0, "retries")),
-        ("amplification", get(hop0, "amplification")),
-        ("succeeded", Some(succeeded)),
-        ("rejected", Some(sum(|t| t.rejected))),
-        ("dlq", Some(sum(|t| t.dlq))),
-        ("dlq_deadline", Some(sum(|t| t.dlq_deadline))),
-        ("dlq_budget", Some(sum(|t| t.dlq_budget))),
-        ("retries_denied", Some(sum(|t| t.retries_denied))),
-        ("local_rejections", Some(sum(|t| t.local_rejections))),
-        ("in_flight", Some(record.in_flight.iter().sum::<u64>() as f64)),
-        ("success_ratio", ratio(succeeded, requests as f64)),
-        ("duplicates", Some(sum(|t| t.duplicates_ttl_expired + t.duplicates_no_key))),
-        ("duplicates_ttl_expired", Some(sum(|t| t.duplicates_ttl_expired))),
-        ("duplicates_no_key", Some(sum(|t| t.duplicates_no_key))),
-        ("deduplicated", Some(sum(|t| t.deduplicated))),
-        ("peak_attempts_per_s", get(hop0, "peak_attempts_per_s")),
-        ("capacity_per_s", get(hop0, "capacity_per_s")),
-        ("peak_over_capacity", get(hop0, "peak_over_capacity")),
-        ("peak_after_per_s", get(hop0, "peak_after_per_s")),
-        ("peak_after_over_capacity", get(hop0, "peak_after_over_capacity")),
-        ("time_over_capacity_after_s", get(hop0, "time_over_capacity_after_s")),
-        ("backlog_peak", get(hop0, "backlog_peak")),
-        ("backlog_cleared_s", get(hop0, "backlog_cleared_s")),
+        (Metric::Requests, Some(requests as f64)),
+        (Metric::Attempts, get(hop0, Metric::Attempts)),
+        (Metric::Retries, get(hop0, Metric::Retries)),
+        (Metric::Amplification, get(hop0, Metric::Amplification)),
+        (Metric::Succeeded, Some(succeeded)),
+        (Metric::Rejected, Some(sum(|t| t.rejected))),
+        (Metric::Dlq, Some(sum(|t| t.dlq))),
+        (Metric::DlqDeadline, Some(sum(|t| t.dlq_deadline))),
+        (Metric::DlqBudget, Some(sum(|t| t.dlq_budget))),
+        (Metric::RetriesDenied, Some(sum(|t| t.retries_denied))),
+        (Metric::LocalRejections, Some(sum(|t| t.local_rejections))),
+        (Metric::InFlight, Some(record.in_flight.iter().sum::<u64>() as f64)),
+        (Metric::SuccessRatio, ratio(succeeded, requests as f64)),
+        (Metric::Duplicates, Some(sum(|t| t.duplicates_ttl_expired + t.duplicates_no_key))),
+        (Metric::DuplicatesTtlExpired, Some(sum(|t| t.duplicates_ttl_expired))),
+        (Metric::DuplicatesNoKey, Some(sum(|t| t.duplicates_no_key))),
+        (Metric::Deduplicated, Some(sum(|t| t.deduplicated))),
+        (Metric::PeakAttemptsPerS, get(hop0, Metric::PeakAttemptsPerS)),
+        (Metric::CapacityPerS, get(hop0, Metric::CapacityPerS)),
+        (Metric::PeakOverCapacity, get(hop0, Metric::PeakOverCapacity)),
+        (Metric::PeakAfterPerS, get(hop0, Metric::PeakAfterPerS)),
+        (Metric::PeakAfterOverCapacity, get(hop0, Metric::PeakAfterOverCapacity)),
+        (Metric::TimeOverCapacityAfterS, get(hop0, Metric::TimeOverCapacityAfterS)),
+        (Metric::BacklogPeak, get(hop0, Metric::BacklogPeak)),
+        (Metric::BacklogClearedS, get(hop0, Metric::BacklogClearedS)),
     ];
     global.extend(latency_rows(&latency));
     let wasted: u64 = record.hops.iter().map(|h| h.wasted_work_ns).sum();
     global.extend([
-        ("completion_time_s", Some(ns_to_secs(record.completion_time_ns))),
-        ("wasted_work_s", Some(ns_to_secs(wasted))),
-        ("recovery_time_s", if let RecoveryOutcome::Recovered(ns) = outcome { Some(ns_to_secs(ns)) } else { None }),
-        ("recovered", flag(matches!(outcome, RecoveryOutcome::Recovered(_)))),
-        ("metastable", flag(outcome == RecoveryOutcome::Metastable)),
-        ("recovery_unobservable", flag(outcome == RecoveryOutcome::NotObservable)),
-        ("events", Some(record.events as f64)),
-        ("truncated", Some(if record.truncated.is_some() { 1.0 } else { 0.0 })),
+        (Metric::CompletionTimeS, Some(ns_to_secs(record.completion_time_ns))),
+        (Metric::WastedWorkS, Some(ns_to_secs(wasted))),
+        (Metric::RecoveryTimeS, if let RecoveryOutcome::Recovered(ns) = outcome { Some(ns_to_secs(ns)) } else { None }),
+        (Metric::Recovered, flag(matches!(outcome, RecoveryOutcome::Recovered(_)))),
+        (Metric::Metastable, flag(outcome == RecoveryOutcome::Metastable)),
+        (Metric::RecoveryUnobservable, flag(outcome == RecoveryOutcome::NotObservable)),
+        (Metric::Events, Some(record.events as f64)),
+        (Metric::Truncated, Some(if record.truncated.is_some() { 1.0 } else { 0.0 })),
     ]);
     let tenants = (0..spec.tenants.len()).map(|t| tenant_row(record, spec, t)).collect();
     Scalars { global, hops, tenants }
@@ -107,29 +108,29 @@ fn hop_row(record: &RunRecord, spec: &SimSpec, h: usize, requests: u64) -> Metri
     let capacity = ratio(f64::from(hop.workers), service_mean_s);
     let after = after_trigger(&record.hop_series[h], spec, h, capacity);
     vec![
-        ("attempts", Some(c.attempts as f64)),
-        ("first_attempts", Some(c.first_attempts as f64)),
-        ("retries", Some(c.retries as f64)),
-        ("amplification", ratio(c.attempts as f64, requests as f64)),
-        ("ok_replies", Some(c.ok_replies as f64)),
-        ("overflow", Some(c.overflow as f64)),
-        ("lost_replies", Some(c.lost_replies as f64)),
-        ("peak_attempts_per_s", Some(peak)),
-        ("capacity_per_s", capacity),
-        ("peak_over_capacity", capacity.and_then(|cap| ratio(peak, cap))),
-        ("peak_after_per_s", after.peak_after_per_s),
-        ("peak_after_over_capacity", after.peak_after_over_capacity),
-        ("time_over_capacity_after_s", after.time_over_capacity_after_s),
-        ("backlog_peak", Some(after.backlog_peak)),
-        ("backlog_cleared_s", after.backlog_cleared_s),
-        ("executions", Some(c.executions as f64)),
-        ("duplicates", Some((c.duplicates_ttl_expired + c.duplicates_no_key) as f64)),
-        ("duplicates_ttl_expired", Some(c.duplicates_ttl_expired as f64)),
-        ("duplicates_no_key", Some(c.duplicates_no_key as f64)),
-        ("deduplicated", Some(c.deduplicated as f64)),
-        ("wasted_work_s", Some(ns_to_secs(c.wasted_work_ns))),
-        ("busy_s", Some(ns_to_secs(c.busy_ns))),
-        ("queue_wait_s_mean", ratio(c.queue_wait_ns_sum as f64 / 1e9, c.services_started as f64)),
+        (Metric::Attempts, Some(c.attempts as f64)),
+        (Metric::FirstAttempts, Some(c.first_attempts as f64)),
+        (Metric::Retries, Some(c.retries as f64)),
+        (Metric::Amplification, ratio(c.attempts as f64, requests as f64)),
+        (Metric::OkReplies, Some(c.ok_replies as f64)),
+        (Metric::Overflow, Some(c.overflow as f64)),
+        (Metric::LostReplies, Some(c.lost_replies as f64)),
+        (Metric::PeakAttemptsPerS, Some(peak)),
+        (Metric::CapacityPerS, capacity),
+        (Metric::PeakOverCapacity, capacity.and_then(|cap| ratio(peak, cap))),
+        (Metric::PeakAfterPerS, after.peak_after_per_s),
+        (Metric::PeakAfterOverCapacity, after.peak_after_over_capacity),
+        (Metric::TimeOverCapacityAfterS, after.time_over_capacity_after_s),
+        (Metric::BacklogPeak, Some(after.backlog_peak)),
+        (Metric::BacklogClearedS, after.backlog_cleared_s),
+        (Metric::Executions, Some(c.executions as f64)),
+        (Metric::Duplicates, Some((c.duplicates_ttl_expired + c.duplicates_no_key) as f64)),
+        (Metric::DuplicatesTtlExpired, Some(c.duplicates_ttl_expired as f64)),
+        (Metric::DuplicatesNoKey, Some(c.duplicates_no_key as f64)),
+        (Metric::Deduplicated, Some(c.deduplicated as f64)),
+        (Metric::WastedWorkS, Some(ns_to_secs(c.wasted_work_ns))),
+        (Metric::BusyS, Some(ns_to_secs(c.busy_ns))),
+        (Metric::QueueWaitSMean, ratio(c.queue_wait_ns_sum as f64 / 1e9, c.services_started as f64)),
     ]
 }
 
@@ -138,24 +139,24 @@ fn tenant_row(record: &RunRecord, spec: &SimSpec, t: usize) -> MetricRow {
     let series = &record.tenant_series[t];
     let peak = series.iter().map(|b| b.attempts).max().unwrap_or(0);
     let mut row: MetricRow = vec![
-        ("requests", Some(c.requests as f64)),
-        ("attempts", Some(c.attempts as f64)),
-        ("retries", Some(c.retries as f64)),
-        ("amplification", ratio(c.attempts as f64, c.requests as f64)),
-        ("succeeded", Some(c.succeeded as f64)),
-        ("rejected", Some(c.rejected as f64)),
-        ("dlq", Some(c.dlq as f64)),
-        ("dlq_deadline", Some(c.dlq_deadline as f64)),
-        ("dlq_budget", Some(c.dlq_budget as f64)),
-        ("retries_denied", Some(c.retries_denied as f64)),
-        ("local_rejections", Some(c.local_rejections as f64)),
-        ("in_flight", Some(record.in_flight[t] as f64)),
-        ("success_ratio", ratio(c.succeeded as f64, c.requests as f64)),
-        ("duplicates", Some((c.duplicates_ttl_expired + c.duplicates_no_key) as f64)),
-        ("duplicates_ttl_expired", Some(c.duplicates_ttl_expired as f64)),
-        ("duplicates_no_key", Some(c.duplicates_no_key as f64)),
-        ("deduplicated", Some(c.deduplicated as f64)),
-        ("peak_attempts_per_s", Some(f64::from(peak) / ns_to_secs(spec.bucket))),
+        (Metric::Requests, Some(c.requests as f64)),
+        (Metric::Attempts, Some(c.attempts as f64)),
+        (Metric::Retries, Some(c.retries as f64)),
+        (Metric::Amplification, ratio(c.attempts as f64, c.requests as f64)),
+        (Metric::Succeeded, Some(c.succeeded as f64)),
+        (Metric::Rejected, Some(c.rejected as f64)),
+        (Metric::Dlq, Some(c.dlq as f64)),
+        (Metric::DlqDeadline, Some(c.dlq_deadline as f64)),
+        (Metric::DlqBudget, Some(c.dlq_budget as f64)),
+        (Metric::RetriesDenied, Some(c.retries_denied as f64)),
+        (Metric::LocalRejections, Some(c.local_rejections as f64)),
+        (Metric::InFlight, Some(record.in_flight[t] as f64)),
+        (Metric::SuccessRatio, ratio(c.succeeded as f64, c.requests as f64)),
+        (Metric::Duplicates, Some((c.duplicates_ttl_expired + c.duplicates_no_key) as f64)),
+        (Metric::DuplicatesTtlExpired, Some(c.duplicates_ttl_expired as f64)),
+        (Metric::DuplicatesNoKey, Some(c.duplicates_no_key as f64)),
+        (Metric::Deduplicated, Some(c.deduplicated as f64)),
+        (Metric::PeakAttemptsPerS, Some(f64::from(peak) / ns_to_secs(spec.bucket))),
     ];
     row.extend(latency_rows(&c.latency_us));
     row

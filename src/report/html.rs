@@ -1,10 +1,11 @@
 //! `report.html`: one self-contained page (inline CSS and SVG, no network) with the key findings,
 //! the warnings, a summary table, the scenario and every chart.
 
-use super::charts::data::{stat, ReportData, Setup};
+use super::charts::data::{ReportData, Setup};
 use super::charts::sweep::SweepData;
 use super::charts::{fmt_num, variant_colour, RenderedChart};
 use super::reading::key_findings;
+use crate::metrics::catalogue::Metric;
 use std::fmt::Write;
 
 const STYLE: &str = "
@@ -37,19 +38,22 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-/// Columns of the summary table: metric, heading, scale, unit.
-const SUMMARY_COLUMNS: [(&str, &str, f64, &str); 10] = [
-    ("attempts", "attempts", 1.0, ""),
-    ("amplification", "amplification", 1.0, "×"),
-    ("peak_attempts_per_s", "peak attempts/s", 1.0, ""),
-    ("peak_over_capacity", "peak ÷ capacity", 1.0, "×"),
-    ("success_ratio", "succeeded", 100.0, "%"),
-    ("dlq", "DLQ", 1.0, ""),
-    ("duplicates", "duplicates", 1.0, ""),
-    ("latency_s_p50", "p50 latency (s)", 1.0, ""),
-    ("latency_s_p99", "p99 latency (s)", 1.0, ""),
-    ("recovery_time_s", "recovery (s)", 1.0, ""),
+/// Columns of the summary table (headings, scales and units from the catalogue).
+const SUMMARY_COLUMNS: [Metric; 10] = [
+    Metric::Attempts,
+    Metric::Amplification,
+    Metric::PeakAttemptsPerS,
+    Metric::PeakOverCapacity,
+    Metric::SuccessRatio,
+    Metric::Dlq,
+    Metric::Duplicates,
+    Metric::LatencySP50,
+    Metric::LatencySP99,
+    Metric::RecoveryTimeS,
 ];
+
+/// Columns of the sweep's summary table.
+const SWEEP_COLUMNS: [Metric; 4] = [Metric::PeakOverCapacity, Metric::Amplification, Metric::SuccessRatio, Metric::Dlq];
 
 /// The page head: title and style.
 pub fn head(title: &str) -> String {
@@ -126,25 +130,17 @@ pub fn sweep_html(data: &SweepData, charts: &[RenderedChart]) -> String {
             "<p>No charts: a sweep over three or more parameters has no single view; see <code>sweep.csv</code>.</p>\n",
         );
     }
-    const COLUMNS: [(&str, &str, f64, &str); 4] = [
-        ("peak_over_capacity", "peak ÷ capacity", 1.0, "×"),
-        ("amplification", "amplification", 1.0, "×"),
-        ("success_ratio", "succeeded", 100.0, "%"),
-        ("dlq", "DLQ", 1.0, ""),
-    ];
     let _ = write!(
         h,
         "<h2>Summary</h2>\n<p>Mean over {} replications, ± the half-width of the 95% confidence interval. \
          Every metric, with paired differences against the baseline: <code>sweep.csv</code>.</p>\n<table>\n<tr><th>cell</th><th>variant</th>",
         data.replications
     );
-    for (_, heading, _, _) in COLUMNS {
-        let _ = write!(h, "<th>{}</th>", escape(heading));
-    }
+    headings(&mut h, &SWEEP_COLUMNS);
     h.push_str("</tr>\n");
     for cell in 0..cells {
         for (v, name) in data.variants.iter().enumerate() {
-            if data.stat(cell, v, "attempts").is_none() {
+            if data.stat(cell, v, Metric::Attempts).is_none() {
                 continue;
             }
             let _ = write!(
@@ -154,8 +150,8 @@ pub fn sweep_html(data: &SweepData, charts: &[RenderedChart]) -> String {
                 swatch(v),
                 escape(name)
             );
-            for (metric, _, scale, unit) in COLUMNS {
-                let cell_text = data.stat(cell, v, metric).map_or("–".into(), |s| cell_text(s, scale, unit));
+            for metric in SWEEP_COLUMNS {
+                let cell_text = data.stat(cell, v, metric).map_or("–".into(), |s| cell_text(s, metric));
                 let _ = write!(h, "<td class=\"num\">{}</td>", escape(&cell_text));
             }
             h.push_str("</tr>\n");
@@ -198,15 +194,13 @@ fn summary_table(h: &mut String, data: &ReportData) {
          (Student t). Whole system; the first hop for load figures.</p>\n<table>\n<tr><th>variant</th>",
         data.replications
     );
-    for (_, heading, _, _) in SUMMARY_COLUMNS {
-        let _ = write!(h, "<th>{}</th>", escape(heading));
-    }
+    headings(h, &SUMMARY_COLUMNS);
     h.push_str("</tr>\n");
     for (i, v) in data.variants.iter().enumerate() {
         let _ = write!(h, "<tr><td>{}{}</td>", swatch(i), escape(&v.name));
-        for (metric, _, scale, unit) in SUMMARY_COLUMNS {
-            let cell = match stat(&v.metrics, metric) {
-                Some(s) => cell_text(s, scale, unit),
+        for metric in SUMMARY_COLUMNS {
+            let cell = match v.metrics.get(metric) {
+                Some(s) => cell_text(s, metric),
                 None => "–".into(),
             };
             let _ = write!(h, "<td class=\"num\">{}</td>", escape(&cell));
@@ -218,7 +212,15 @@ fn summary_table(h: &mut String, data: &ReportData) {
     );
 }
 
-fn cell_text(s: &crate::metrics::stats::Stat, scale: f64, unit: &str) -> String {
+fn headings(h: &mut String, columns: &[Metric]) {
+    for m in columns {
+        let _ = write!(h, "<th>{}</th>", escape(m.def().label));
+    }
+}
+
+/// A table cell: mean ± CI half-width, scaled, with the unit unless the heading names it.
+fn cell_text(s: &crate::metrics::stats::Stat, metric: Metric) -> String {
+    let (scale, unit) = (metric.def().unit.scale(), metric.def().unit.cell_suffix());
     let nulls = s.values.iter().filter(|v| v.is_none()).count();
     let Some(mean) = s.mean else { return "n/a".into() };
     let null_note = if nulls > 0 { format!(" ({nulls} of {} n/a)", s.values.len()) } else { String::new() };

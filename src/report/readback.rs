@@ -7,6 +7,7 @@
 
 use super::charts::data::{DelayBin, ReportData, VariantData, VariantSetup};
 use super::charts::sweep::{SweepAxis, SweepData};
+use crate::metrics::catalogue::Metric;
 use crate::metrics::stats::Stat;
 use crate::runner::{MeanSeries, StatRow, SERIES_COLUMNS};
 use serde_json::Value;
@@ -112,8 +113,9 @@ fn strings(v: &Value) -> Vec<String> {
 }
 
 fn stat_row(metrics: &Value) -> StatRow {
-    let Some(map) = metrics.as_object() else { return Vec::new() };
-    map.iter().map(|(name, s)| (name.clone(), stat_of(s))).collect()
+    let Some(map) = metrics.as_object() else { return StatRow::default() };
+    // Names outside the catalogue (a file from another version) are skipped.
+    StatRow(map.iter().filter_map(|(name, s)| Some((Metric::from_name(name)?, stat_of(s)))).collect())
 }
 
 /// A statistic from its JSON fields (`mean`, `sd`, `ci95`, `values`; nulls stay None).
@@ -215,7 +217,7 @@ pub fn read_sweep(dir: &Path) -> Result<SweepData, ReadError> {
         let cell = row["cell"].as_u64().ok_or_else(|| bad("rows[].cell"))? as usize;
         let name = row["variant"].as_str().ok_or_else(|| bad("rows[].variant"))?;
         let v = variants.iter().position(|n| n == name).ok_or_else(|| bad("rows[].variant"))?;
-        let metric = row["metric"].as_str().ok_or_else(|| bad("rows[].metric"))?.to_string();
+        let metric = row["metric"].as_str().and_then(Metric::from_name).ok_or_else(|| bad("rows[].metric"))?;
         stats.insert((cell, v, metric), stat_of(row));
     }
     Ok(SweepData {

@@ -5,9 +5,10 @@
 //! every variant saw the same arrivals: ratios are taken per replication and their mean gets a
 //! Student-t interval, which is much tighter than comparing two independent means.
 
-use super::charts::data::{stat, ReportData, VariantData};
+use super::charts::data::{ReportData, VariantData};
 use super::charts::sweep::SweepData;
 use super::charts::{fmt_num, fmt_secs};
+use crate::metrics::catalogue::{Better, Metric};
 use crate::metrics::stats::Stat;
 
 /// A ratio between two variants: mean of the paired per-replication ratios and its 95% CI.
@@ -62,11 +63,11 @@ fn mean_ci(s: &Stat, scale: f64, unit: &str) -> String {
 }
 
 /// Variants with a mean for `metric`, lowest first (ties keep run order).
-fn ranked<'a>(data: &'a ReportData, metric: &str) -> Vec<(&'a VariantData, &'a Stat)> {
+fn ranked(data: &ReportData, metric: Metric) -> Vec<(&VariantData, &Stat)> {
     let mut list: Vec<(&VariantData, &Stat)> = data
         .variants
         .iter()
-        .filter_map(|v| stat(&v.metrics, metric).filter(|s| s.mean.is_some()).map(|s| (v, s)))
+        .filter_map(|v| v.metrics.get(metric).filter(|s| s.mean.is_some()).map(|s| (v, s)))
         .collect();
     list.sort_by(|a, b| a.1.mean.partial_cmp(&b.1.mean).unwrap_or(std::cmp::Ordering::Equal));
     list
@@ -79,7 +80,7 @@ pub fn key_findings(data: &ReportData) -> Vec<String> {
     }
     let mut out = Vec::new();
     out.extend(peak_finding(data));
-    out.extend(spread_finding(data, "amplification", "Retries multiplied traffic at the first hop", 1.0, "×"));
+    out.extend(spread_finding(data, Metric::Amplification, "Retries multiplied traffic at the first hop"));
     out.extend(success_finding(data));
     out.extend(tradeoff_finding(data));
     out.extend(duplicates_finding(data));
@@ -89,14 +90,15 @@ pub fn key_findings(data: &ReportData) -> Vec<String> {
 }
 
 fn peak_finding(data: &ReportData) -> Vec<String> {
-    let list = ranked(data, "peak_attempts_per_s");
+    let list = ranked(data, Metric::PeakAttemptsPerS);
     if list.len() < 2 {
         return Vec::new();
     }
     // As the charts do: × capacity when that means something, attempts/s when capacity is absent
     // or so far above that the ratio reads 0.0000142×.
-    let largest_ratio = data.variants.iter().filter_map(|v| v.mean("peak_over_capacity")).fold(0.0, f64::max);
-    let describe = |v: &VariantData, s: &Stat| match v.mean("peak_over_capacity").filter(|_| largest_ratio >= 0.05) {
+    let largest_ratio = data.variants.iter().filter_map(|v| v.mean(Metric::PeakOverCapacity)).fold(0.0, f64::max);
+    let describe = |v: &VariantData, s: &Stat| match v.mean(Metric::PeakOverCapacity).filter(|_| largest_ratio >= 0.05)
+    {
         Some(r) => format!("{}× capacity", fmt_num(r)),
         None => format!("{} attempts/s", fmt_num(s.mean.unwrap_or(0.0))),
     };
@@ -129,7 +131,8 @@ fn peak_finding(data: &ReportData) -> Vec<String> {
     out
 }
 
-fn spread_finding(data: &ReportData, metric: &str, lead: &str, scale: f64, unit: &str) -> Option<String> {
+fn spread_finding(data: &ReportData, metric: Metric, lead: &str) -> Option<String> {
+    let (scale, unit) = (metric.def().unit.scale(), metric.def().unit.suffix());
     let list = ranked(data, metric);
     let ((low, low_s), (high, high_s)) = (list.first()?, list.last()?);
     if low_s.mean == high_s.mean {
@@ -152,10 +155,11 @@ fn tied(list: &[(&VariantData, &Stat)], last: bool) -> String {
 }
 
 fn success_finding(data: &ReportData) -> Option<String> {
-    let list = ranked(data, "success_ratio");
+    let list = ranked(data, Metric::SuccessRatio);
     let ((low, low_s), (high, high_s)) = (list.first()?, list.last()?);
-    let dlq =
-        |v: &VariantData| v.mean("dlq").map(|d| format!(", {} dead-lettered per run", fmt_num(d))).unwrap_or_default();
+    let dlq = |v: &VariantData| {
+        v.mean(Metric::Dlq).map(|d| format!(", {} dead-lettered per run", fmt_num(d))).unwrap_or_default()
+    };
     if low_s.mean == high_s.mean {
         return Some(format!("Every variant delivered {}% of requests{}.", fmt_num(high_s.mean? * 100.0), dlq(high)));
     }
@@ -173,10 +177,10 @@ fn success_finding(data: &ReportData) -> Option<String> {
 /// The lowest peak is no win if it came from giving up: say so when the lowest-peak variant
 /// delivered clearly fewer requests than the best one (the CIs do not overlap).
 fn tradeoff_finding(data: &ReportData) -> Option<String> {
-    let (calm, _) = *ranked(data, "peak_attempts_per_s").first()?;
-    let successes = ranked(data, "success_ratio");
+    let (calm, _) = *ranked(data, Metric::PeakAttemptsPerS).first()?;
+    let successes = ranked(data, Metric::SuccessRatio);
     let (_, best_s) = *successes.last()?;
-    let calm_s = stat(&calm.metrics, "success_ratio")?;
+    let calm_s = calm.metrics.get(Metric::SuccessRatio)?;
     let (calm_hi, best_lo) = (calm_s.ci95?[1], best_s.ci95?[0]);
     (calm_hi < best_lo).then(|| {
         format!(
@@ -190,7 +194,7 @@ fn tradeoff_finding(data: &ReportData) -> Option<String> {
 }
 
 fn duplicates_finding(data: &ReportData) -> Option<String> {
-    let list = ranked(data, "duplicates");
+    let list = ranked(data, Metric::Duplicates);
     let (worst, worst_s) = list.last()?;
     if worst_s.mean? == 0.0 {
         return Some("No side effect was executed twice in any variant.".into());
@@ -213,9 +217,9 @@ fn recovery_finding(data: &ReportData) -> Option<String> {
     // Race only variants that recovered in every replication (a mean over the few that did would
     // flatter a metastable one) and that delivered something (a variant that gave up on every
     // request "recovers" at once: nobody is left retrying).
-    let list: Vec<_> = ranked(data, "recovery_time_s")
+    let list: Vec<_> = ranked(data, Metric::RecoveryTimeS)
         .into_iter()
-        .filter(|(v, s)| v.mean("success_ratio").is_none_or(|r| r > 0.0) && s.values.iter().all(Option::is_some))
+        .filter(|(v, s)| v.mean(Metric::SuccessRatio).is_none_or(|r| r > 0.0) && s.values.iter().all(Option::is_some))
         .collect();
     if let Some((_, fast_s)) = list.first() {
         parts.push(format!(
@@ -227,7 +231,7 @@ fn recovery_finding(data: &ReportData) -> Option<String> {
     let mut never_everywhere = true;
     let mut metastable = Vec::new();
     for v in &data.variants {
-        let Some(s) = stat(&v.metrics, "recovery_time_s") else { continue };
+        let Some(s) = v.metrics.get(Metric::RecoveryTimeS) else { continue };
         let never = s.values.iter().filter(|x| x.is_none()).count();
         never_everywhere &= never == s.values.len();
         if never > 0 {
@@ -246,7 +250,7 @@ fn recovery_finding(data: &ReportData) -> Option<String> {
 }
 
 fn latency_finding(data: &ReportData) -> Option<String> {
-    let list = ranked(data, "latency_s_p99");
+    let list = ranked(data, Metric::LatencySP99);
     let ((low, low_s), (high, high_s)) = (list.first()?, list.last()?);
     if low.name == high.name {
         return None;
@@ -264,23 +268,24 @@ fn latency_finding(data: &ReportData) -> Option<String> {
 }
 
 fn single_variant(v: &VariantData) -> Vec<String> {
-    let get = |name: &str| stat(&v.metrics, name);
+    let get = |metric: Metric| v.metrics.get(metric);
     let mut out = Vec::new();
-    if let Some(peak) = get("peak_attempts_per_s") {
-        let capacity = v.mean("peak_over_capacity").map(|r| format!(", {}× capacity", fmt_num(r))).unwrap_or_default();
+    if let Some(peak) = get(Metric::PeakAttemptsPerS) {
+        let capacity =
+            v.mean(Metric::PeakOverCapacity).map(|r| format!(", {}× capacity", fmt_num(r))).unwrap_or_default();
         out.push(format!("Peak load at the first hop: {} attempts/s{capacity}.", mean_ci(peak, 1.0, "")));
     }
-    if let Some(a) = get("amplification") {
+    if let Some(a) = get(Metric::Amplification) {
         out.push(format!("Amplification: {} attempts per logical request.", mean_ci(a, 1.0, "×")));
     }
-    if let Some(s) = get("success_ratio") {
-        let dlq = v.mean("dlq").map(|d| format!("; {} dead-lettered per run", fmt_num(d))).unwrap_or_default();
+    if let Some(s) = get(Metric::SuccessRatio) {
+        let dlq = v.mean(Metric::Dlq).map(|d| format!("; {} dead-lettered per run", fmt_num(d))).unwrap_or_default();
         out.push(format!("{} of requests succeeded{dlq}.", mean_ci(s, 100.0, "%")));
     }
-    if let Some(d) = get("duplicates").filter(|d| d.mean.is_some_and(|m| m > 0.0)) {
+    if let Some(d) = get(Metric::Duplicates).filter(|d| d.mean.is_some_and(|m| m > 0.0)) {
         out.push(format!("Duplicated side effects: {} per run.", mean_ci(d, 1.0, "")));
     }
-    if let Some(p99) = get("latency_s_p99").and_then(|s| s.mean) {
+    if let Some(p99) = get(Metric::LatencySP99).and_then(|s| s.mean) {
         out.push(format!("p99 latency of succeeded requests: {}.", fmt_secs(p99)));
     }
     out
@@ -305,12 +310,14 @@ pub fn cell_words(data: &SweepData, cell: usize) -> String {
 pub fn sweep_findings(data: &SweepData) -> Vec<String> {
     let cells: usize = data.axes.iter().map(|a| a.labels.len()).product();
     let mut out = Vec::new();
-    // (metric, words, lower is better)
-    for (metric, words, lower_better, scale, unit) in [
-        ("peak_over_capacity", "peak load ÷ capacity", true, 1.0, "×"),
-        ("success_ratio", "success ratio", false, 100.0, "%"),
-        ("amplification", "attempts per request", true, 1.0, "×"),
-    ] {
+    for metric in [Metric::PeakOverCapacity, Metric::SuccessRatio, Metric::Amplification] {
+        let def = metric.def();
+        let (words, scale, unit) = (def.words, def.unit.scale(), def.unit.suffix());
+        let lower_better = match def.better {
+            Better::Lower => true,
+            Better::Higher => false,
+            Better::Neither => unreachable!("sweep findings rank metrics with a better direction"),
+        };
         let mut points: Vec<(usize, usize, f64)> = Vec::new();
         for cell in 0..cells {
             for v in 0..data.variants.len() {

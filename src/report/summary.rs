@@ -13,7 +13,7 @@ fn stat_json(stat: &Stat) -> Value {
 }
 
 fn metrics_json(row: &StatRow) -> Value {
-    Value::Object(row.iter().map(|(name, stat)| (name.clone(), stat_json(stat))).collect::<Map<_, _>>())
+    Value::Object(row.iter().map(|(metric, stat)| (metric.name().to_string(), stat_json(stat))).collect::<Map<_, _>>())
 }
 
 /// The summary as JSON (deterministic: ordered maps, shortest round-trip floats).
@@ -59,7 +59,7 @@ fn comparisons_json(study: &Study) -> Value {
         .comparisons
         .iter()
         .map(|c| {
-            let metrics: Map<String, Value> = c.metrics.iter().map(|(m, d)| (m.clone(), diff(d))).collect();
+            let metrics: Map<String, Value> = c.metrics.iter().map(|(m, d)| (m.name().to_string(), diff(d))).collect();
             json!({"variant": c.variant, "baseline": c.baseline, "metrics": metrics})
         })
         .collect();
@@ -91,7 +91,17 @@ pub fn summary_csv(study: &Study) -> Vec<u8> {
                 for (metric, s) in row {
                     let n = s.values.iter().flatten().count().to_string();
                     let (lo, hi) = (s.ci95.map(|c| c[0]), s.ci95.map(|c| c[1]));
-                    w.write_record([&v.name, scope, name, metric, &num(s.mean), &num(s.sd), &num(lo), &num(hi), &n])?;
+                    w.write_record([
+                        &v.name,
+                        scope,
+                        name,
+                        metric.name(),
+                        &num(s.mean),
+                        &num(s.sd),
+                        &num(lo),
+                        &num(hi),
+                        &n,
+                    ])?;
                 }
             }
         }
@@ -105,7 +115,7 @@ pub fn summary_csv(study: &Study) -> Vec<u8> {
                     &c.variant,
                     "paired_difference",
                     &c.baseline,
-                    metric,
+                    metric.name(),
                     &mean,
                     &num(s.sd),
                     &lo,
@@ -114,7 +124,17 @@ pub fn summary_csv(study: &Study) -> Vec<u8> {
                 ])?;
                 let (lo, hi) = (num(d.unpaired_ci95.map(|c| c[0])), num(d.unpaired_ci95.map(|c| c[1])));
                 let mean = num(d.unpaired_mean);
-                w.write_record([&c.variant, "unpaired_difference", &c.baseline, metric, &mean, "", &lo, &hi, ""])?;
+                w.write_record([
+                    &c.variant,
+                    "unpaired_difference",
+                    &c.baseline,
+                    metric.name(),
+                    &mean,
+                    "",
+                    &lo,
+                    &hi,
+                    "",
+                ])?;
             }
         }
         Ok(())

@@ -41,10 +41,10 @@
 //! records of `sweep.csv`), never by re-formatting numbers, so the merged files are byte-identical
 //! to the files of the unsharded sweep.
 
+use crate::metrics::catalogue::Metric;
 use crate::metrics::stats::Stat;
 use crate::runner::compare::Difference;
 use crate::runner::sweep::{CellResult, Grid, Shard};
-use crate::runner::StatRow;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -125,7 +125,7 @@ fn diff_json(baseline: &str, d: &Difference) -> Value {
 /// One row of a cell: variant, metric, its stat and the difference vs the baseline.
 struct Row<'a> {
     variant: &'a str,
-    metric: &'a str,
+    metric: Metric,
     stat: &'a Stat,
     diff: Option<(&'a str, &'a Difference)>,
 }
@@ -134,9 +134,10 @@ fn cell_rows(cell: &CellResult) -> Vec<Row<'_>> {
     let mut rows = Vec::new();
     for (variant, metrics) in &cell.variants {
         let comparison = cell.comparisons.iter().find(|c| &c.variant == variant);
-        for (metric, stat) in metrics as &StatRow {
+        for (metric, stat) in metrics {
+            let metric = *metric;
             let diff = comparison
-                .and_then(|c| c.metrics.iter().find(|(m, _)| m == metric).map(|(_, d)| (c.baseline.as_str(), d)));
+                .and_then(|c| c.metrics.iter().find(|(m, _)| *m == metric).map(|(_, d)| (c.baseline.as_str(), d)));
             rows.push(Row { variant, metric, stat, diff });
         }
     }
@@ -154,7 +155,7 @@ fn json_rows(header: &SweepHeader, cell: &CellResult) -> Vec<(usize, String)> {
             m.insert("cell".into(), json!(cell.index));
             m.insert("params".into(), Value::Object(params.clone()));
             m.insert("variant".into(), json!(r.variant));
-            m.insert("metric".into(), json!(r.metric));
+            m.insert("metric".into(), json!(r.metric.name()));
             m.extend(stat_fields(r.stat));
             m.insert("values".into(), json!(r.stat.values));
             m.insert("diff".into(), r.diff.map_or(Value::Null, |(b, d)| diff_json(b, d)));
@@ -205,7 +206,7 @@ fn csv_rows(header: &SweepHeader, cell: &CellResult) -> Vec<(usize, Vec<String>)
         .map(|r| {
             let mut record = vec![cell.index.to_string()];
             record.extend(params.iter().cloned());
-            record.extend([r.variant.to_string(), r.metric.to_string()]);
+            record.extend([r.variant.to_string(), r.metric.name().to_string()]);
             record.extend(stat_csv(r.stat));
             match r.diff {
                 Some((_, d)) => {

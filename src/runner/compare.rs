@@ -7,7 +7,8 @@
 //! treats the two samples as independent. Both are reported: the paired one is the answer, the
 //! unpaired (Welch) one shows what CRN bought.
 
-use super::{StatRow, VariantResult};
+use super::VariantResult;
+use crate::metrics::catalogue::Metric;
 use crate::metrics::stats::{mean_sd, Stat};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
@@ -34,7 +35,7 @@ pub struct Comparison {
     /// The baseline variant it is compared with.
     pub baseline: String,
     /// Metric name and difference.
-    pub metrics: Vec<(String, Difference)>,
+    pub metrics: Vec<(Metric, Difference)>,
 }
 
 /// Compares `variant` with `baseline` replication by replication.
@@ -73,10 +74,6 @@ fn welch_ci95(a: &[f64], b: &[f64]) -> Option<[f64; 2]> {
     Some([diff - half, diff + half])
 }
 
-fn find<'a>(row: &'a StatRow, name: &str) -> Option<&'a Stat> {
-    row.iter().find(|(n, _)| n == name).map(|(_, s)| s)
-}
-
 /// Every variant but the baseline, compared with `variants[baseline]` on the system metrics.
 /// Empty with a single variant.
 pub fn comparisons(variants: &[VariantResult], baseline: usize) -> Vec<Comparison> {
@@ -91,7 +88,7 @@ pub fn comparisons(variants: &[VariantResult], baseline: usize) -> Vec<Compariso
             metrics: v
                 .metrics
                 .iter()
-                .filter_map(|(name, stat)| Some((name.clone(), difference(stat, find(&base.metrics, name)?))))
+                .filter_map(|(metric, stat)| Some((*metric, difference(stat, base.metrics.get(*metric)?))))
                 .collect(),
         })
         .collect()

@@ -27,8 +27,7 @@ pub struct RunOptions {
     pub progress: bool,
 }
 
-/// A metric summarised over replications, by name.
-pub type StatRow = Vec<(String, Stat)>;
+pub use crate::metrics::stats::StatRow;
 
 /// Mean time series of one scope (hop or tenant) of one variant.
 #[derive(Clone, Debug)]
@@ -171,11 +170,13 @@ pub fn simulate(scenario: &Scenario, variants: &[Variant], progress: &Progress) 
 }
 
 fn stat_row(rows: &[&MetricRow]) -> StatRow {
-    rows[0]
-        .iter()
-        .enumerate()
-        .map(|(i, (name, _))| (name.to_string(), Stat::from_values(rows.iter().map(|r| r[i].1).collect())))
-        .collect()
+    StatRow(
+        rows[0]
+            .iter()
+            .enumerate()
+            .map(|(i, (metric, _))| (*metric, Stat::from_values(rows.iter().map(|r| r[i].1).collect())))
+            .collect(),
+    )
 }
 
 fn aggregate(variant: &Variant, records: &[RunRecord]) -> VariantResult {

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests: load a bundled scenario, run it, read metrics.
 #![allow(dead_code)]
 
+use retrystorm::metrics::catalogue::Metric;
 use retrystorm::metrics::stats::Stat;
 use retrystorm::runner::{run_study, RunOptions, Study, VariantResult};
 use retrystorm::scenario::{parse_assignment, Override, Scenario};
@@ -18,21 +19,26 @@ pub fn study(name: &str, sets: &[&str]) -> Study {
     run_study(&s, &s.run_variants(), &RunOptions { threads: Some(2), progress: false })
 }
 
+/// The catalogued metric named `name` (tests name metrics as the output files do).
+pub fn catalogued(name: &str) -> Metric {
+    Metric::from_name(name).unwrap_or_else(|| panic!("`{name}` is not in the metric catalogue"))
+}
+
 /// The system-wide metric `metric` of variant `v`.
 pub fn metric<'a>(v: &'a VariantResult, metric: &str) -> &'a Stat {
-    v.metrics.iter().find(|(n, _)| n == metric).map(|(_, s)| s).unwrap_or_else(|| panic!("no metric {metric}"))
+    v.metrics.get(catalogued(metric)).unwrap_or_else(|| panic!("no metric {metric}"))
 }
 
 /// The metric `metric` of hop `hop` of variant `v`.
 pub fn hop_metric<'a>(v: &'a VariantResult, hop: &str, metric: &str) -> &'a Stat {
     let (_, row) = v.hops.iter().find(|(n, _)| n == hop).unwrap_or_else(|| panic!("no hop {hop}"));
-    row.iter().find(|(n, _)| n == metric).map(|(_, s)| s).unwrap_or_else(|| panic!("no hop metric {metric}"))
+    row.get(catalogued(metric)).unwrap_or_else(|| panic!("no hop metric {metric}"))
 }
 
 /// The metric `metric` of tenant `tenant` of variant `v`.
 pub fn tenant_metric<'a>(v: &'a VariantResult, tenant: &str, metric: &str) -> &'a Stat {
     let (_, row) = v.tenants.iter().find(|(n, _)| n == tenant).unwrap_or_else(|| panic!("no tenant {tenant}"));
-    row.iter().find(|(n, _)| n == metric).map(|(_, s)| s).unwrap_or_else(|| panic!("no tenant metric {metric}"))
+    row.get(catalogued(metric)).unwrap_or_else(|| panic!("no tenant metric {metric}"))
 }
 
 /// Per-replication values (all present).

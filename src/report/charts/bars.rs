@@ -2,63 +2,52 @@
 //! tenant.
 
 use super::axes::CategoryAxis;
-use super::data::{stat, ReportData};
+use super::data::ReportData;
 use super::key::{with_key, KeyItem, Swatch};
 use super::{fmt_num, fmt_secs, fmt_tick, variant_colour, DrawResult, FONT};
+use crate::metrics::catalogue::Metric;
 use crate::metrics::stats::Stat;
 use crate::runner::StatRow;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-/// A metric panel: which metric, how to title it and how to scale it.
-struct Metric {
-    name: &'static str,
+/// A metric panel: which metric and how to title it (scale, unit and the meaning of a null value
+/// come from the catalogue).
+struct Shown {
+    metric: Metric,
     title: &'static str,
     axis: &'static str,
-    /// Multiplies values for display (100 for ratios shown in %).
-    scale: f64,
-    /// Unit written after each value label (`×`, `%`); ` s` formats the value as a duration.
-    suffix: &'static str,
     /// A reference value drawn as a dashed line, with its label.
     reference: Option<(f64, &'static str)>,
 }
 
-const fn metric(name: &'static str, title: &'static str, axis: &'static str) -> Metric {
-    Metric { name, title, axis, scale: 1.0, suffix: "", reference: None }
+const fn metric(metric: Metric, title: &'static str, axis: &'static str) -> Shown {
+    Shown { metric, title, axis, reference: None }
 }
 
-fn headline_metrics(with_recovery: bool) -> Vec<Metric> {
+fn headline_metrics(with_recovery: bool) -> Vec<Shown> {
     let last = if with_recovery {
-        Metric {
-            suffix: " s",
-            ..metric(
-                "recovery_time_s",
-                "Recovery time after the last fault or spike",
-                "seconds (null: never recovered)",
-            )
-        }
+        metric(Metric::RecoveryTimeS, "Recovery time after the last fault or spike", "seconds (null: never recovered)")
     } else {
-        Metric { suffix: " s", ..metric("latency_s_p99", "p99 latency of succeeded requests", "seconds") }
+        metric(Metric::LatencySP99, "p99 latency of succeeded requests", "seconds")
     };
     vec![
-        Metric {
+        Shown {
             reference: Some((1.0, "no retries")),
-            suffix: "×",
-            ..metric("amplification", "Amplification: attempts per request", "attempts ÷ logical requests (×)")
+            ..metric(Metric::Amplification, "Amplification: attempts per request", "attempts ÷ logical requests (×)")
         },
-        Metric {
+        Shown {
             reference: Some((1.0, "capacity")),
-            suffix: "×",
-            ..metric("peak_over_capacity", "Peak load over capacity at the first hop", "peak attempts/s ÷ capacity (×)")
+            ..metric(
+                Metric::PeakOverCapacity,
+                "Peak load over capacity at the first hop",
+                "peak attempts/s ÷ capacity (×)",
+            )
         },
-        Metric {
-            scale: 100.0,
-            suffix: "%",
-            ..metric("success_ratio", "Requests that succeeded", "% of logical requests")
-        },
-        metric("dlq", "Dead-lettered requests (DLQ)", "requests per run"),
-        metric("duplicates", "Duplicated side effects", "side effects executed again, per run"),
+        metric(Metric::SuccessRatio, "Requests that succeeded", "% of logical requests"),
+        metric(Metric::Dlq, "Dead-lettered requests (DLQ)", "requests per run"),
+        metric(Metric::Duplicates, "Duplicated side effects", "side effects executed again, per run"),
         last,
     ]
 }
@@ -85,13 +74,13 @@ struct Panel<'a> {
 
 impl<'a> Panel<'a> {
     /// The panel of metric `m` with its bars and category labels.
-    fn of(m: &'a Metric, bars: Vec<Bar<'a>>, labels: Vec<(f64, String)>) -> Self {
+    fn of(m: &'a Shown, bars: Vec<Bar<'a>>, labels: Vec<(f64, String)>) -> Self {
         Panel {
             title: m.title.to_string(),
             axis: m.axis,
-            scale: m.scale,
-            suffix: m.suffix,
-            null_words: null_words(m.name),
+            scale: m.metric.def().unit.scale(),
+            suffix: m.metric.def().unit.suffix(),
+            null_words: m.metric.def().null_means,
             reference: m.reference,
             bars,
             labels,
@@ -153,15 +142,6 @@ where
     Ok(())
 }
 
-/// What a null value of `metric` means, in words.
-fn null_words(metric: &str) -> &'static str {
-    match metric {
-        "recovery_time_s" => "never recovered",
-        m if m.starts_with("latency") => "no success",
-        _ => "no value",
-    }
-}
-
 fn draw_bar<DB: DrawingBackend, CT>(
     chart: &mut ChartContext<'_, DB, CT>,
     bar: &Bar,
@@ -215,7 +195,7 @@ where
     let root = root.titled(&title, (FONT, 24))?;
     let with_recovery = data.shows_recovery();
     let rows: Vec<&StatRow> = data.variants.iter().map(|v| &v.metrics).collect();
-    let metrics: Vec<Metric> = headline_metrics(with_recovery)
+    let metrics: Vec<Shown> = headline_metrics(with_recovery)
         .into_iter()
         .map(|m| peak_fallback(m, &rows, "Peak load at the first hop"))
         .collect();
@@ -228,7 +208,7 @@ where
             .variants
             .iter()
             .enumerate()
-            .map(|(i, v)| Bar { y: (n - 1 - i) as f64, stat: stat(&v.metrics, m.name), colour: variant_colour(i) })
+            .map(|(i, v)| Bar { y: (n - 1 - i) as f64, stat: v.metrics.get(m.metric), colour: variant_colour(i) })
             .collect();
         draw_panel(area, &Panel::of(m, bars, labels.clone()))?;
     }
@@ -246,51 +226,41 @@ pub enum Scope {
 
 /// Peak over capacity says little when there is no capacity (an `occ` register) or the load
 /// stays far below it (0.0000496×): then the panel shows the peak in attempts/s instead.
-fn peak_fallback(m: Metric, rows: &[&StatRow], title: &'static str) -> Metric {
-    if m.name != "peak_over_capacity" {
+fn peak_fallback(m: Shown, rows: &[&StatRow], title: &'static str) -> Shown {
+    if m.metric != Metric::PeakOverCapacity {
         return m;
     }
     let largest = rows
         .iter()
-        .filter_map(|row| stat(row, m.name)?.mean)
+        .filter_map(|row| row.get(m.metric)?.mean)
         .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))));
     if largest.is_some_and(|r| r >= 0.05) {
         m
     } else {
-        metric("peak_attempts_per_s", title, "peak attempts per second (capacity far above, or none)")
+        metric(Metric::PeakAttemptsPerS, title, "peak attempts per second (capacity far above, or none)")
     }
 }
 
-fn scoped_metrics(scope: Scope) -> Vec<Metric> {
+fn scoped_metrics(scope: Scope) -> Vec<Shown> {
     match scope {
         Scope::Hops => vec![
-            Metric {
-                suffix: "×",
-                ..metric("amplification", "Attempts at each hop per logical request", "attempts ÷ logical requests (×)")
-            },
-            Metric {
+            metric(
+                Metric::Amplification,
+                "Attempts at each hop per logical request",
+                "attempts ÷ logical requests (×)",
+            ),
+            Shown {
                 reference: Some((1.0, "capacity")),
-                suffix: "×",
-                ..metric("peak_over_capacity", "Peak load over capacity", "peak attempts/s ÷ capacity (×)")
+                ..metric(Metric::PeakOverCapacity, "Peak load over capacity", "peak attempts/s ÷ capacity (×)")
             },
-            Metric {
-                suffix: " s",
-                ..metric("wasted_work_s", "Wasted work (caller had given up)", "service seconds per run")
-            },
-            Metric { suffix: " s", ..metric("queue_wait_s_mean", "Mean queue wait", "seconds") },
+            metric(Metric::WastedWorkS, "Wasted work (caller had given up)", "service seconds per run"),
+            metric(Metric::QueueWaitSMean, "Mean queue wait", "seconds"),
         ],
         Scope::Tenants => vec![
-            Metric {
-                scale: 100.0,
-                suffix: "%",
-                ..metric("success_ratio", "Requests that succeeded", "% of the tenant's requests")
-            },
-            metric("dlq", "Dead-lettered requests (DLQ)", "requests per run"),
-            Metric {
-                suffix: "×",
-                ..metric("amplification", "Attempts per request", "attempts ÷ logical requests (×)")
-            },
-            Metric { suffix: " s", ..metric("latency_s_p99", "p99 latency of succeeded requests", "seconds") },
+            metric(Metric::SuccessRatio, "Requests that succeeded", "% of the tenant's requests"),
+            metric(Metric::Dlq, "Dead-lettered requests (DLQ)", "requests per run"),
+            metric(Metric::Amplification, "Attempts per request", "attempts ÷ logical requests (×)"),
+            metric(Metric::LatencySP99, "p99 latency of succeeded requests", "seconds"),
         ],
     }
 }
@@ -323,13 +293,13 @@ where
         groups.iter().enumerate().map(|(g, name)| (y_of(g, 0) - (n - 1) as f64 / 2.0, name.clone())).collect();
     let all_rows: Vec<_> = data.variants.iter().map(rows).collect();
     let scoped_rows: Vec<&StatRow> = all_rows.iter().flat_map(|rows| rows.iter().map(|(_, row)| row)).collect();
-    let metrics: Vec<Metric> =
+    let metrics: Vec<Shown> =
         scoped_metrics(scope).into_iter().map(|m| peak_fallback(m, &scoped_rows, "Peak load at each hop")).collect();
     for (m, area) in metrics.iter().zip(&areas) {
         let mut bars = Vec::new();
         for (i, variant_rows) in all_rows.iter().enumerate() {
             for (g, (_, row)) in variant_rows.iter().enumerate().take(groups.len()) {
-                bars.push(Bar { y: y_of(g, i), stat: stat(row, m.name), colour: variant_colour(i) });
+                bars.push(Bar { y: y_of(g, i), stat: row.get(m.metric), colour: variant_colour(i) });
             }
         }
         draw_panel(area, &Panel::of(m, bars, labels.clone()))?;

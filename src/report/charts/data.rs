@@ -6,6 +6,7 @@
 //! same charts byte for byte, and the write path tests the read path on every run.
 
 use crate::engine::Nanos;
+use crate::metrics::catalogue::Metric;
 use crate::model::budget::{BudgetKind, BudgetSpec, Scope};
 use crate::model::policy::RetryAfterMode;
 use crate::model::{Arrival, Dist, FaultKind, Jitter, RetryPolicy, SimSpec};
@@ -475,16 +476,16 @@ impl ReportData {
     pub fn shows_recovery(&self) -> bool {
         self.variants.iter().any(|v| {
             !v.setup.faults.is_empty()
-                || v.mean("metastable").is_some_and(|m| m > 0.0)
-                || v.mean("recovery_time_s").is_some_and(|r| r > 0.0)
+                || v.mean(Metric::Metastable).is_some_and(|m| m > 0.0)
+                || v.mean(Metric::RecoveryTimeS).is_some_and(|r| r > 0.0)
         })
     }
 }
 
 impl VariantData {
-    /// The mean of metric `name` (whole system).
-    pub fn mean(&self, name: &str) -> Option<f64> {
-        stat(&self.metrics, name).and_then(|s| s.mean)
+    /// The mean of `metric` (whole system).
+    pub fn mean(&self, metric: Metric) -> Option<f64> {
+        self.metrics.mean(metric)
     }
 
     /// Capacity of hop `h` in attempts per second, if finite.
@@ -509,11 +510,6 @@ impl VariantData {
         }
         out
     }
-}
-
-/// The statistic `name` of a row.
-pub fn stat<'a>(row: &'a StatRow, name: &str) -> Option<&'a crate::metrics::stats::Stat> {
-    row.iter().find(|(n, _)| n == name).map(|(_, s)| s)
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@ use super::axes::{log_bound, LogAxis};
 use super::data::ReportData;
 use super::key::{with_key, KeyItem, Swatch};
 use super::{fmt_num, fmt_secs, variant_colour, DrawResult, FONT};
+use crate::metrics::catalogue::Metric;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -96,7 +97,8 @@ fn key_item(i: usize, v: &super::data::VariantData, cdf: &[(f64, f64)]) -> KeyIt
     let Some((p50, p99)) = quantile(cdf, 50.0).zip(quantile(cdf, 99.0)) else {
         return (Swatch::Line(colour.mix(0.4)), format!("{}: no request succeeded", v.name));
     };
-    let succeeded = v.mean("success_ratio").map(|r| format!(", {}% succeeded", fmt_num(r * 100.0))).unwrap_or_default();
+    let succeeded =
+        v.mean(Metric::SuccessRatio).map(|r| format!(", {}% succeeded", fmt_num(r * 100.0))).unwrap_or_default();
     (Swatch::Line(colour.mix(1.0)), format!("{}: p50 {}, p99 {}{succeeded}", v.name, fmt_secs(p50), fmt_secs(p99)))
 }
 

@@ -2,9 +2,10 @@
 //! stacked, and an overlay of all variants on a log axis.
 
 use super::axes::{log_bound, LogAxis};
-use super::data::{stat, ReportData, VariantData};
+use super::data::{ReportData, VariantData};
 use super::key::{with_key, KeyItem, Swatch};
 use super::{downsample, fmt_num, fmt_tick, variant_colour, DrawResult, FAULT_FILL, FONT};
+use crate::metrics::catalogue::Metric;
 use crate::runner::MeanSeries;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -190,16 +191,16 @@ where
         Scope::Hops => v.hops.get(column).map(|h| &h.1),
         Scope::Tenants => v.tenants.get(column).map(|t| &t.1),
     };
-    let mean_of = |name: &str| scoped.and_then(|row| stat(row, name)).and_then(|s| s.mean);
+    let mean_of = |metric: Metric| scoped.and_then(|row| row.mean(metric));
     let capacity = if scope == Scope::Hops { v.capacity_per_s(column) } else { None };
     let mut caption = match scope {
         Scope::Hops => format!("{} · hop {}", v.name, series.name),
         Scope::Tenants => format!("{} · tenant {}", v.name, series.name),
     };
-    if let Some(peak) = mean_of("peak_attempts_per_s") {
+    if let Some(peak) = mean_of(Metric::PeakAttemptsPerS) {
         caption.push_str(&format!(" · peak {}/s", fmt_num(peak)));
         // Far below capacity the ratio is noise to the reader (0.0000496×): leave it out.
-        if let Some(ratio) = mean_of("peak_over_capacity").filter(|&r| r >= 0.01) {
+        if let Some(ratio) = mean_of(Metric::PeakOverCapacity).filter(|&r| r >= 0.01) {
             caption.push_str(&format!(" = {}× capacity", fmt_num(ratio)));
         }
     }

@@ -4,6 +4,7 @@
 use super::axes::{CategoryAxis, LogAxis};
 use super::key::{with_key, KeyItem, Swatch};
 use super::{fmt_num, fmt_secs, variant_colour, DrawResult, FONT};
+use crate::metrics::catalogue::Metric;
 use crate::metrics::stats::Stat;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -36,7 +37,7 @@ pub struct SweepData {
     /// Varied parameters, in `--vary` order (the last varies fastest across cells).
     pub axes: Vec<SweepAxis>,
     /// (cell, variant index, metric) → statistic.
-    pub stats: BTreeMap<(usize, usize, String), Stat>,
+    pub stats: BTreeMap<(usize, usize, Metric), Stat>,
 }
 
 impl SweepData {
@@ -46,31 +47,39 @@ impl SweepData {
     }
 
     /// The statistic of `metric` for variant `v` in `cell`, if the sweep holds it.
-    pub fn stat(&self, cell: usize, v: usize, metric: &str) -> Option<&Stat> {
-        self.stats.get(&(cell, v, metric.to_string()))
+    pub fn stat(&self, cell: usize, v: usize, metric: Metric) -> Option<&Stat> {
+        self.stats.get(&(cell, v, metric))
     }
 }
 
-/// How a sweep metric is shown.
+/// A sweep chart's metric and its panel title (scale and unit come from the catalogue).
 pub struct SweepMetric {
-    /// Metric name in `sweep.json`.
-    pub name: &'static str,
+    /// The metric.
+    pub metric: Metric,
     /// Panel title.
     pub title: &'static str,
-    /// Scale for display (100 for ratios in %).
-    pub scale: f64,
+}
+
+impl SweepMetric {
+    /// Scale for display (100 for shares in %).
+    pub fn scale(&self) -> f64 {
+        self.metric.def().unit.scale()
+    }
+
     /// Unit after values: `×`, `%`; ` s` formats a duration.
-    pub suffix: &'static str,
+    pub fn suffix(&self) -> &'static str {
+        self.metric.def().unit.suffix()
+    }
 }
 
 /// The metrics a sweep chart shows, in panel order.
 pub const SWEEP_METRICS: [SweepMetric; 6] = [
-    SweepMetric { name: "peak_over_capacity", title: "Peak load ÷ capacity (×)", scale: 1.0, suffix: "×" },
-    SweepMetric { name: "amplification", title: "Attempts per request (×)", scale: 1.0, suffix: "×" },
-    SweepMetric { name: "success_ratio", title: "Requests that succeeded (%)", scale: 100.0, suffix: "%" },
-    SweepMetric { name: "dlq", title: "Dead-lettered requests per run", scale: 1.0, suffix: "" },
-    SweepMetric { name: "duplicates", title: "Duplicated side effects per run", scale: 1.0, suffix: "" },
-    SweepMetric { name: "latency_s_p99", title: "p99 latency of succeeded requests (s)", scale: 1.0, suffix: " s" },
+    SweepMetric { metric: Metric::PeakOverCapacity, title: "Peak load ÷ capacity (×)" },
+    SweepMetric { metric: Metric::Amplification, title: "Attempts per request (×)" },
+    SweepMetric { metric: Metric::SuccessRatio, title: "Requests that succeeded (%)" },
+    SweepMetric { metric: Metric::Dlq, title: "Dead-lettered requests per run" },
+    SweepMetric { metric: Metric::Duplicates, title: "Duplicated side effects per run" },
+    SweepMetric { metric: Metric::LatencySP99, title: "p99 latency of succeeded requests (s)" },
 ];
 
 /// A value with its unit, as labels show it.
@@ -150,9 +159,9 @@ where
             xs.iter()
                 .enumerate()
                 .filter_map(|(c, &x)| {
-                    let s = data.stat(data.cell(&[c]), v, m.name)?;
-                    let mean = s.mean? * m.scale;
-                    let [lo, hi] = s.ci95.map_or([mean, mean], |c| [c[0] * m.scale, c[1] * m.scale]);
+                    let s = data.stat(data.cell(&[c]), v, m.metric)?;
+                    let mean = s.mean? * m.scale();
+                    let [lo, hi] = s.ci95.map_or([mean, mean], |c| [c[0] * m.scale(), c[1] * m.scale()]);
                     Some((x, mean, lo, hi))
                 })
                 .collect()
@@ -241,8 +250,8 @@ where
     );
     let root = root.titled(&title, (FONT, 22))?;
     let values: Vec<f64> = (0..data.variants.len())
-        .flat_map(|v| (0..rows.labels.len() * cols.labels.len()).filter_map(move |c| data.stat(c, v, m.name)?.mean))
-        .map(|x| x * m.scale)
+        .flat_map(|v| (0..rows.labels.len() * cols.labels.len()).filter_map(move |c| data.stat(c, v, m.metric)?.mean))
+        .map(|x| x * m.scale())
         .collect();
     let (lo, hi) = values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
     let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
@@ -251,7 +260,7 @@ where
         .map(|k| {
             let x = lo + (hi - lo) * k as f64 / 4.0;
             let label =
-                if k == 0 { format!("colour scale: {}", fmt_value(x, m.suffix)) } else { fmt_value(x, m.suffix) };
+                if k == 0 { format!("colour scale: {}", fmt_value(x, m.suffix())) } else { fmt_value(x, m.suffix()) };
             (Swatch::Fill(shade(x).mix(1.0)), label)
         })
         .collect();
@@ -282,8 +291,8 @@ where
             .draw()?;
         for r in 0..rows.labels.len() {
             for c in 0..cols.labels.len() {
-                let Some(mean) = data.stat(data.cell(&[r, c]), v, m.name).and_then(|s| s.mean) else { continue };
-                let x = mean * m.scale;
+                let Some(mean) = data.stat(data.cell(&[r, c]), v, m.metric).and_then(|s| s.mean) else { continue };
+                let x = mean * m.scale();
                 let (fx, fy) = (c as f64, r as f64);
                 let fill = shade(x);
                 chart.draw_series(std::iter::once(Rectangle::new(
@@ -298,7 +307,7 @@ where
                 };
                 let style =
                     TextStyle::from((FONT, 14).into_font()).pos(Pos::new(HPos::Center, VPos::Center)).color(&ink);
-                chart.draw_series(std::iter::once(Text::new(fmt_value(x, m.suffix), (fx, fy), style)))?;
+                chart.draw_series(std::iter::once(Text::new(fmt_value(x, m.suffix()), (fx, fy), style)))?;
             }
         }
     }
@@ -351,7 +360,7 @@ impl super::Figure for SweepFigure<'_> {
     fn stem(&self) -> String {
         match self.chart {
             SweepChart::Lines => "sweep_metrics".into(),
-            SweepChart::Heatmap(i) => format!("sweep_heatmap_{}", SWEEP_METRICS[i].name),
+            SweepChart::Heatmap(i) => format!("sweep_heatmap_{}", SWEEP_METRICS[i].metric),
         }
     }
 

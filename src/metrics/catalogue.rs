@@ -1,0 +1,300 @@
+//! The metric catalogue: every scalar metric a run produces, defined once. Its name (the key in
+//! `summary.json`, `summary.csv` and `sweep.csv`), its labels, unit, better direction and the
+//! scopes it is measured in. The summary files, the terminal table, the HTML report, the charts
+//! and the plain-language reading all name metrics through [`Metric`], so a rename is one edit
+//! here and a metric that is produced but not catalogued (or the reverse) fails
+//! `catalogue_matches_what_a_run_produces` in `metrics::summary`.
+
+use serde::de::{Deserialize, Deserializer, Error as _};
+use serde::{Serialize, Serializer};
+use std::fmt;
+
+/// What a value counts, and so how it is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// A count per run (requests, attempts).
+    Count,
+    /// A dimensionless multiple, shown with `×`.
+    Times,
+    /// A share in [0, 1], shown ×100 with `%`.
+    Share,
+    /// Seconds, shown as a duration.
+    Seconds,
+    /// A rate per second.
+    PerSecond,
+    /// 1 or 0 per run (its mean is the share of runs).
+    Flag,
+}
+
+impl Unit {
+    /// Multiplier for display (100 for shares shown in %).
+    pub const fn scale(self) -> f64 {
+        match self {
+            Unit::Share => 100.0,
+            Unit::Count | Unit::Times | Unit::Seconds | Unit::PerSecond | Unit::Flag => 1.0,
+        }
+    }
+
+    /// Written after a displayed value: `×`, `%`, ` s` (charts format it as a duration), or nothing.
+    pub const fn suffix(self) -> &'static str {
+        match self {
+            Unit::Times => "×",
+            Unit::Share => "%",
+            Unit::Seconds => " s",
+            Unit::Count | Unit::PerSecond | Unit::Flag => "",
+        }
+    }
+
+    /// The suffix inside a table whose heading already names the unit (seconds say `(s)` there).
+    pub const fn cell_suffix(self) -> &'static str {
+        match self {
+            Unit::Seconds => "",
+            other => other.suffix(),
+        }
+    }
+}
+
+/// Which way is better, for rankings and findings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Better {
+    /// Lower values are better (load, latency, losses).
+    Lower,
+    /// Higher values are better (successes).
+    Higher,
+    /// Neither: a description of the run (requests, events).
+    Neither,
+}
+
+/// Where a metric is measured: whole system, per hop, per tenant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scopes {
+    /// In the whole-system row (`metrics` of a variant).
+    pub global: bool,
+    /// In every hop's row.
+    pub hop: bool,
+    /// In every tenant's row.
+    pub tenant: bool,
+}
+
+/// A metric scope of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Whole system.
+    Global,
+    /// One hop.
+    Hop,
+    /// One tenant.
+    Tenant,
+}
+
+impl Scopes {
+    /// True when the metric is measured in `scope`.
+    pub const fn has(self, scope: Scope) -> bool {
+        match scope {
+            Scope::Global => self.global,
+            Scope::Hop => self.hop,
+            Scope::Tenant => self.tenant,
+        }
+    }
+}
+
+const G: Scopes = Scopes { global: true, hop: false, tenant: false };
+const GHT: Scopes = Scopes { global: true, hop: true, tenant: true };
+const GH: Scopes = Scopes { global: true, hop: true, tenant: false };
+const GT: Scopes = Scopes { global: true, hop: false, tenant: true };
+const H: Scopes = Scopes { global: false, hop: true, tenant: false };
+
+/// A catalogued metric's definition.
+#[derive(Clone, Copy, Debug)]
+pub struct MetricDef {
+    /// The name in every output file (ends in its unit where it has one: `_s`, `_per_s`).
+    pub name: &'static str,
+    /// Heading in the HTML summary table.
+    pub label: &'static str,
+    /// Column heading in the terminal table (short).
+    pub short: &'static str,
+    /// The metric inside a sentence of the reading.
+    pub words: &'static str,
+    /// What the value counts.
+    pub unit: Unit,
+    /// Which way is better.
+    pub better: Better,
+    /// Where it is measured.
+    pub scopes: Scopes,
+    /// What a null value means, e.g. `never recovered`.
+    pub null_means: &'static str,
+}
+
+macro_rules! catalogue {
+    ($($variant:ident: $name:literal, $label:literal, $short:literal, $words:literal, $unit:ident, $better:ident, $scopes:ident, $null:literal;)*) => {
+        /// A scalar metric of a run (see the module documentation).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Metric {
+            $(
+                #[doc = concat!("`", $name, "`: ", $words, ".")]
+                $variant,
+            )*
+        }
+
+        impl Metric {
+            /// Every catalogued metric, in catalogue order.
+            pub const ALL: &'static [Metric] = &[$(Metric::$variant),*];
+
+            /// The metric's definition.
+            pub const fn def(self) -> &'static MetricDef {
+                match self {
+                    $(Metric::$variant => &MetricDef {
+                        name: $name,
+                        label: $label,
+                        short: $short,
+                        words: $words,
+                        unit: Unit::$unit,
+                        better: Better::$better,
+                        scopes: $scopes,
+                        null_means: $null,
+                    },)*
+                }
+            }
+        }
+    };
+}
+
+catalogue! {
+    Requests: "requests", "requests", "requests", "logical requests created", Count, Neither, GT, "no value";
+    Attempts: "attempts", "attempts", "attempts", "attempts sent", Count, Lower, GHT, "no value";
+    FirstAttempts: "first_attempts", "first attempts", "first", "first tries", Count, Neither, H, "no value";
+    Retries: "retries", "retries", "retries", "retries sent", Count, Lower, GHT, "no value";
+    Amplification: "amplification", "amplification", "amplif.", "attempts per request", Times, Lower, GHT, "no value";
+    Succeeded: "succeeded", "succeeded requests", "ok", "requests that succeeded", Count, Higher, GT, "no value";
+    Rejected: "rejected", "rejected", "rejected", "requests rejected as non-retryable", Count, Lower, GT, "no value";
+    Dlq: "dlq", "DLQ", "dlq", "requests dead-lettered", Count, Lower, GT, "no value";
+    DlqDeadline: "dlq_deadline", "DLQ: deadline", "dlq dl", "requests dead-lettered at their deadline", Count, Lower, GT, "no value";
+    DlqBudget: "dlq_budget", "DLQ: budget", "dlq bud", "requests dead-lettered by a retry budget", Count, Lower, GT, "no value";
+    RetriesDenied: "retries_denied", "retries denied", "denied", "retries refused by a budget", Count, Neither, GT, "no value";
+    LocalRejections: "local_rejections", "local rejections", "local", "attempts failed locally (breaker, throttle)", Count, Neither, GT, "no value";
+    InFlight: "in_flight", "in flight", "in flight", "requests still in flight when the run stopped", Count, Lower, GT, "no value";
+    SuccessRatio: "success_ratio", "succeeded", "success", "success ratio", Share, Higher, GT, "no value";
+    Duplicates: "duplicates", "duplicates", "dup", "duplicated side effects", Count, Lower, GHT, "no value";
+    DuplicatesTtlExpired: "duplicates_ttl_expired", "duplicates (TTL expired)", "dup ttl", "side effects re-executed after the idempotency key expired", Count, Lower, GHT, "no value";
+    DuplicatesNoKey: "duplicates_no_key", "duplicates (no key)", "dup nokey", "side effects re-executed without an idempotency store", Count, Lower, GHT, "no value";
+    Deduplicated: "deduplicated", "deduplicated", "dedup", "deliveries acknowledged without a side effect", Count, Neither, GHT, "no value";
+    PeakAttemptsPerS: "peak_attempts_per_s", "peak attempts/s", "peak/s", "peak attempts per second", PerSecond, Lower, GHT, "no value";
+    CapacityPerS: "capacity_per_s", "capacity/s", "cap/s", "capacity in attempts per second", PerSecond, Neither, GH, "no value";
+    PeakOverCapacity: "peak_over_capacity", "peak ÷ capacity", "peak/cap", "peak load ÷ capacity", Times, Lower, GH, "no value";
+    PeakAfterPerS: "peak_after_per_s", "peak attempts/s after recovery", "peak after/s", "peak attempts per second after the trigger ended", PerSecond, Lower, GH, "no trigger";
+    PeakAfterOverCapacity: "peak_after_over_capacity", "peak after recovery ÷ capacity", "after/cap", "peak load after the trigger ÷ capacity", Times, Lower, GH, "no trigger";
+    TimeOverCapacityAfterS: "time_over_capacity_after_s", "time over capacity after (s)", "over cap s", "time above capacity after the trigger ended", Seconds, Lower, GH, "no trigger";
+    BacklogPeak: "backlog_peak", "peak backlog", "backlog", "largest backlog (attempts queued, in service or waiting downstream)", Count, Lower, GH, "no value";
+    BacklogClearedS: "backlog_cleared_s", "backlog cleared (s)", "cleared s", "time from the trigger's end until the backlog cleared and no retry was pending", Seconds, Lower, GH, "never cleared";
+    LatencySMean: "latency_s_mean", "mean latency (s)", "mean s", "mean latency of succeeded requests", Seconds, Lower, GT, "no success";
+    LatencySP50: "latency_s_p50", "p50 latency (s)", "p50 s", "p50 latency of succeeded requests", Seconds, Lower, GT, "no success";
+    LatencySP90: "latency_s_p90", "p90 latency (s)", "p90 s", "p90 latency of succeeded requests", Seconds, Lower, GT, "no success";
+    LatencySP99: "latency_s_p99", "p99 latency (s)", "p99 s", "p99 latency of succeeded requests", Seconds, Lower, GT, "no success";
+    LatencySP999: "latency_s_p999", "p99.9 latency (s)", "p999 s", "p99.9 latency of succeeded requests", Seconds, Lower, GT, "no success";
+    LatencySMax: "latency_s_max", "max latency (s)", "max s", "longest latency of a succeeded request", Seconds, Lower, GT, "no success";
+    OkReplies: "ok_replies", "ok replies", "ok", "success replies", Count, Neither, H, "no value";
+    Overflow: "overflow", "overflow", "overflow", "attempts refused by a full queue", Count, Lower, H, "no value";
+    LostReplies: "lost_replies", "lost replies", "lost", "replies lost on the way back", Count, Lower, H, "no value";
+    Executions: "executions", "executions", "exec", "side effects executed", Count, Neither, H, "no value";
+    CompletionTimeS: "completion_time_s", "completion (s)", "done s", "time of the last terminal state", Seconds, Lower, G, "no value";
+    WastedWorkS: "wasted_work_s", "wasted work (s)", "wasted s", "service time spent after the caller gave up", Seconds, Lower, GH, "no value";
+    BusyS: "busy_s", "busy (s)", "busy s", "service time spent", Seconds, Neither, H, "no value";
+    QueueWaitSMean: "queue_wait_s_mean", "mean queue wait (s)", "wait s", "mean queue wait", Seconds, Lower, H, "no value";
+    RecoveryTimeS: "recovery_time_s", "recovery (s)", "recovery s", "recovery time after the last fault or spike", Seconds, Lower, G, "never recovered";
+    Recovered: "recovered", "recovered", "recov.", "share of runs that recovered", Flag, Higher, G, "no value";
+    Metastable: "metastable", "metastable", "metast.", "share of runs that never recovered", Flag, Lower, G, "no value";
+    RecoveryUnobservable: "recovery_unobservable", "recovery not observable", "unobs.", "share of runs whose recovery could not be observed (trigger until the horizon, or nothing succeeded after it)", Flag, Neither, G, "no value";
+    Events: "events", "events", "events", "events simulated", Count, Neither, G, "no value";
+    Truncated: "truncated", "truncated", "trunc.", "share of runs cut short by a limit", Flag, Lower, G, "no value";
+}
+
+impl Metric {
+    /// The name in output files.
+    pub const fn name(self) -> &'static str {
+        self.def().name
+    }
+
+    /// The metric named `name`, if catalogued.
+    pub fn from_name(name: &str) -> Option<Metric> {
+        Metric::ALL.iter().copied().find(|m| m.name() == name)
+    }
+
+    /// The metrics measured in `scope`, in catalogue order.
+    pub fn in_scope(scope: Scope) -> impl Iterator<Item = Metric> {
+        Metric::ALL.iter().copied().filter(move |m| m.def().scopes.has(scope))
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for Metric {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Metric {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Metric::from_name(&name).ok_or_else(|| D::Error::custom(format!("unknown metric `{name}`")))
+    }
+}
+
+/// Serde for `Vec<(Metric, T)>` as a JSON object keyed by metric name, in order
+/// (`#[serde(with = "as_map")]`).
+pub mod as_map {
+    use super::Metric;
+    use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+    use serde::ser::{SerializeMap, Serializer};
+    use serde::Serialize;
+    use std::fmt;
+    use std::marker::PhantomData;
+
+    /// Writes the pairs as an object in order.
+    pub fn serialize<S: Serializer, T: Serialize>(pairs: &[(Metric, T)], s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(pairs.len()))?;
+        for (m, v) in pairs {
+            map.serialize_entry(m, v)?;
+        }
+        map.end()
+    }
+
+    /// Reads an object into pairs, in order; an unknown metric name is an error.
+    pub fn deserialize<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Vec<(Metric, T)>, D::Error> {
+        struct Pairs<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Pairs<T> {
+            type Value = Vec<(Metric, T)>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object keyed by metric name")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(pair) = map.next_entry()? {
+                    out.push(pair);
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_map(Pairs(PhantomData))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_round_trip() {
+        for (i, m) in Metric::ALL.iter().enumerate() {
+            assert_eq!(Metric::from_name(m.name()), Some(*m));
+            assert!(Metric::ALL[..i].iter().all(|o| o.name() != m.name()), "`{m}` catalogued twice");
+            let json = serde_json::to_string(m).unwrap();
+            assert_eq!(serde_json::from_str::<Metric>(&json).unwrap(), *m);
+        }
+        assert!(serde_json::from_str::<Metric>("\"no_such_metric\"").is_err());
+    }
+}

@@ -1,0 +1,41 @@
+//! The metric catalogue and what a run produces agree: every catalogued metric is produced in
+//! exactly the scopes the catalogue names, once, and nothing else is produced.
+
+mod common;
+
+use retrystorm::metrics::catalogue::{Metric, Scope};
+use retrystorm::metrics::stats::StatRow;
+
+fn assert_scope(row: &StatRow, scope: Scope, what: &str) {
+    let produced: Vec<Metric> = row.iter().map(|(m, _)| *m).collect();
+    for (i, m) in produced.iter().enumerate() {
+        assert!(!produced[..i].contains(m), "{what}: `{m}` produced twice");
+        assert!(m.def().scopes.has(scope), "{what}: `{m}` is produced but not catalogued for {scope:?}");
+    }
+    for m in Metric::in_scope(scope) {
+        assert!(produced.contains(&m), "{what}: `{m}` is catalogued for {scope:?} but not produced");
+    }
+}
+
+#[test]
+fn catalogue_matches_what_a_run_produces() {
+    // A chain of hops, several tenants' worth of scopes, faults (recovery) and idempotency.
+    for name in ["chain-amplification", "noisy-neighbor"] {
+        let study = common::study(name, &["replications=2", "horizon=\"5s\""]);
+        for v in &study.variants {
+            assert_scope(&v.metrics, Scope::Global, &format!("{name}/{}", v.name));
+            assert!(!v.hops.is_empty() && !v.tenants.is_empty());
+            for (hop, row) in &v.hops {
+                assert_scope(row, Scope::Hop, &format!("{name}/{} hop {hop}", v.name));
+            }
+            for (tenant, row) in &v.tenants {
+                assert_scope(row, Scope::Tenant, &format!("{name}/{} tenant {tenant}", v.name));
+            }
+        }
+    }
+    // Every catalogued metric is measured somewhere.
+    for m in Metric::ALL {
+        let s = m.def().scopes;
+        assert!(s.global || s.hop || s.tenant, "`{m}` has no scope");
+    }
+}
