@@ -181,6 +181,7 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
     let written = report::write_study(&out, &study).map_err(|e| CliError::BadInput(e.to_string()))?;
     if !args.quiet {
         print!("{}", table::summary_table(&study));
+        print!("{}", table::verdict_text(&study));
         println!("wrote {} files to {}", written.len(), out.display());
     }
     Ok(())

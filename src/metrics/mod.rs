@@ -3,6 +3,7 @@
 
 pub mod after;
 pub mod catalogue;
+pub mod objective;
 pub mod recovery;
 pub mod stats;
 pub mod summary;

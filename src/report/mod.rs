@@ -2,11 +2,13 @@
 
 pub mod charts;
 pub mod files;
+pub mod format;
 pub mod html;
 pub mod readback;
 pub mod reading;
 pub mod summary;
 pub mod sweep;
+pub mod verdict_text;
 
 pub use files::OutputError;
 

@@ -42,6 +42,8 @@ pub fn summary_json(study: &Study) -> Value {
         "bucket_s": study.bucket as f64 / 1e9,
         "variants": variants,
         "comparisons": comparisons_json(study),
+        "objective": study.objective,
+        "verdict": study.verdict(),
         "warnings": study.warnings,
     })
 }

@@ -6,6 +6,7 @@
 pub mod compare;
 pub mod progress;
 pub mod sweep;
+pub mod verdict;
 
 use crate::engine::Nanos;
 use crate::metrics::stats::Stat;
@@ -109,9 +110,18 @@ pub struct Study {
     /// Paired differences of every other variant against the baseline (the first variant unless
     /// re-based with [`Study::set_baseline`]); empty with a single variant.
     pub comparisons: Vec<Comparison>,
+    /// What the verdict ranks by and requires (the scenario's `[objective]`).
+    pub objective: crate::metrics::objective::Objective,
 }
 
 impl Study {
+    /// The ranking of the variants under the study's objective.
+    pub fn verdict(&self) -> verdict::Verdict {
+        let candidates: Vec<verdict::Candidate> =
+            self.variants.iter().map(|v| verdict::Candidate::new(&v.name, &v.metrics, &v.hops, &v.tenants)).collect();
+        verdict::verdict(&self.objective, &candidates)
+    }
+
     /// Recomputes the comparisons against variant `baseline` (an index into `variants`).
     pub fn set_baseline(&mut self, baseline: usize) {
         self.comparisons = compare::comparisons(&self.variants, baseline);
@@ -166,6 +176,7 @@ pub fn simulate(scenario: &Scenario, variants: &[Variant], progress: &Progress) 
         wall_s,
         threads: rayon::current_num_threads(),
         comparisons,
+        objective: scenario.objective.clone(),
     }
 }
 

@@ -79,6 +79,17 @@ pub struct RawScenario {
     pub fault: Vec<RawFault>,
     #[serde(default)]
     pub variant: Vec<RawVariant>,
+    pub objective: Option<RawObjective>,
+}
+
+/// `[objective]`: ranking criteria and requirements for the verdict.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawObjective {
+    #[serde(default)]
+    pub rank: Vec<String>,
+    #[serde(default)]
+    pub require: Vec<String>,
 }
 
 /// `[[tenant]]`.
