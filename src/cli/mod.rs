@@ -38,6 +38,8 @@ enum Command {
     Merge(crate::cli::sweep::MergeArgs),
     /// Re-render all charts and the report from a finished run's files, without simulating.
     Plot(crate::cli::plot::PlotArgs),
+    /// The capacity question: the smallest value of a parameter meeting every requirement.
+    Plan(crate::cli::plan::PlanArgs),
 }
 
 /// Options shared by `run`, `compare` and `sweep`.
@@ -135,6 +137,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Res
         Command::Sweep(args) => crate::cli::sweep::run(args),
         Command::Merge(args) => crate::cli::sweep::merge(args),
         Command::Plot(args) => crate::cli::plot::run(args),
+        Command::Plan(args) => crate::cli::plan::run(args),
     }
 }
 
@@ -218,5 +221,6 @@ fn validate(path: &str, set: &[String]) -> Result<(), CliError> {
 }
 
 pub mod budget_args;
+pub mod plan;
 pub mod plot;
 pub mod sweep;

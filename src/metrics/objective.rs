@@ -168,7 +168,7 @@ impl Serialize for Requirement {
 }
 
 /// How one variant fares against one requirement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// The one-sided 95% confidence bound is on the right side of the threshold.

@@ -182,7 +182,7 @@ fn warnings(h: &mut String, data: &ReportData) {
     h.push_str("</ul></div>\n");
 }
 
-fn swatch(i: usize) -> String {
+pub fn swatch(i: usize) -> String {
     let c = variant_colour(i);
     format!("<span class=\"swatch\" style=\"background:#{:02x}{:02x}{:02x}\"></span>", c.0, c.1, c.2)
 }

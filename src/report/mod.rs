@@ -4,6 +4,7 @@ pub mod charts;
 pub mod files;
 pub mod format;
 pub mod html;
+pub mod plan;
 pub mod readback;
 pub mod reading;
 pub mod summary;

@@ -4,6 +4,7 @@
 //! are collected in task order, so the outcome does not depend on the thread count.
 
 pub mod compare;
+pub mod plan;
 pub mod progress;
 pub mod sweep;
 pub mod verdict;
