@@ -39,3 +39,31 @@ fn catalogue_matches_what_a_run_produces() {
         assert!(s.global || s.hop || s.tenant, "`{m}` has no scope");
     }
 }
+
+#[test]
+fn summary_json_round_trips_through_its_typed_definition() {
+    use retrystorm::report::summary::{Summary, FORMAT_VERSION};
+    let study = common::study("chain-amplification", &["replications=2", "horizon=\"5s\""]);
+    let summary = Summary::of(&study);
+    assert_eq!(summary.format_version, FORMAT_VERSION);
+    let bytes = summary.to_bytes();
+    let back = Summary::from_json(std::str::from_utf8(&bytes).unwrap()).expect("reads back");
+    let again = back.to_bytes();
+    if let Some(at) = bytes.iter().zip(&again).position(|(a, b)| a != b) {
+        let show = |b: &[u8]| String::from_utf8_lossy(&b[at.saturating_sub(80)..(at + 40).min(b.len())]).into_owned();
+        panic!("summary.json changes on a round trip at byte {at}:\n{}\nvs\n{}", show(&bytes), show(&again));
+    }
+    assert_eq!(again.len(), bytes.len());
+    assert!(back == summary, "the summary read back differs from the one written");
+    // A metric outside the catalogue, an unknown field or another format version is refused.
+    let text = String::from_utf8(bytes).unwrap();
+    for (from, to) in [
+        ("\"amplification\":", "\"amplificaton\":"),
+        ("\"bucket_s\":", "\"bucket_seconds\":"),
+        (&format!("\"format_version\": {FORMAT_VERSION}") as &str, "\"format_version\": 99"),
+    ] {
+        assert!(text.contains(from), "{from}");
+        let err = Summary::from_json(&text.replacen(from, to, 1)).expect_err(to);
+        assert!(!err.is_empty());
+    }
+}

@@ -3,7 +3,7 @@
 //! report's plain-language reading agrees with the numbers in `summary.json`.
 
 use retrystorm::metrics::stats::Stat;
-use retrystorm::report::charts::fmt_num;
+use retrystorm::report::format::fmt_num;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,6 +1,6 @@
 //! The command line: raw flags (clap) become a validated [`Job`] before any work starts.
 
-pub mod table;
+pub(crate) mod table;
 
 use crate::report;
 use crate::runner::{run_study, RunOptions};
@@ -97,6 +97,25 @@ impl From<ScenarioError> for CliError {
     }
 }
 
+/// A result file that could not be written after the inputs were accepted: not bad input, so
+/// exit code 1 for every command (an unusable `--out` is refused earlier, with exit code 2).
+impl From<report::files::OutputError> for CliError {
+    fn from(e: report::files::OutputError) -> Self {
+        CliError::Failure(e.to_string())
+    }
+}
+
+/// Re-rendering: a directory that holds no readable run is the caller's to fix (2); a chart or
+/// page that cannot be written is a failure (1).
+impl From<report::RenderError> for CliError {
+    fn from(e: report::RenderError) -> Self {
+        match e {
+            report::RenderError::Read(e) => CliError::BadInput(e.to_string()),
+            report::RenderError::Write(e) => e.into(),
+        }
+    }
+}
+
 impl CliError {
     /// The process exit code.
     pub fn exit_code(&self) -> i32 {
@@ -181,7 +200,7 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
             eprintln!("warning: variant `{}` {t}: its results are partial", v.name);
         }
     }
-    let written = report::write_study(&out, &study).map_err(|e| CliError::BadInput(e.to_string()))?;
+    let written = report::write_study(&out, &study)?;
     if !args.quiet {
         print!("{}", table::summary_table(&study));
         print!("{}", table::verdict_text(&study));
@@ -220,7 +239,7 @@ fn validate(path: &str, set: &[String]) -> Result<(), CliError> {
     Ok(())
 }
 
-pub mod budget_args;
-pub mod plan;
-pub mod plot;
-pub mod sweep;
+pub(crate) mod budget_args;
+pub(crate) mod plan;
+pub(crate) mod plot;
+pub(crate) mod sweep;

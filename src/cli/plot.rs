@@ -23,8 +23,10 @@ pub fn run(args: PlotArgs) -> Result<(), CliError> {
             args.dir.display()
         )));
     }
-    // Both a directory that is not a run and one we cannot write to are the caller's to fix.
-    let written = report::render_dir(&args.dir).map_err(|e| CliError::BadInput(format!("plot: {e}")))?;
+    let written = report::render_dir(&args.dir).map_err(|e| match CliError::from(e) {
+        CliError::BadInput(m) => CliError::BadInput(format!("plot: {m}")),
+        CliError::Failure(m) => CliError::Failure(format!("plot: {m}")),
+    })?;
     if !args.quiet {
         println!("re-rendered {} files in {}", written.len(), args.dir.display());
     }

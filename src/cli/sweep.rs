@@ -136,7 +136,7 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
         }
     }
     let (json, csv) = sweep_files::sweep_files(&header, shard, &result.cells);
-    let write = |name: &str, bytes: &[u8]| files::write_atomic(&out.join(name), bytes).map_err(bad);
+    let write = |name: &str, bytes: &[u8]| files::write_atomic(&out.join(name), bytes);
     write("sweep.json", &json)?;
     write("sweep.csv", &csv)?;
     write("perf.json", &perf_json(&header, &result))?;
@@ -150,6 +150,7 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
 }
 
 /// Draws the sweep's charts and report from the files just written; returns how many files.
+/// Any failure here (even reading back what was just written) is not bad input: exit code 1.
 fn render_charts(out: &Path) -> Result<usize, CliError> {
     crate::report::render_sweep(out).map(|files| files.len()).map_err(|e| CliError::Failure(e.to_string()))
 }
@@ -239,8 +240,8 @@ pub fn merge(args: MergeArgs) -> Result<(), CliError> {
     let (json, csv) = sweep_files::merge(&shards).map_err(bad)?;
     let out = args.out.clone().unwrap_or_else(|| first.parent().unwrap_or(Path::new(".")).join("merged"));
     files::prepare_dir(&out).map_err(|e| bad(format!("{e}; choose another --out")))?;
-    files::write_atomic(&out.join("sweep.json"), &json).map_err(bad)?;
-    files::write_atomic(&out.join("sweep.csv"), &csv).map_err(bad)?;
+    files::write_atomic(&out.join("sweep.json"), &json)?;
+    files::write_atomic(&out.join("sweep.csv"), &csv)?;
     let charts = render_charts(&out)?;
     println!("merged {} shard(s) into {} ({charts} chart/report files)", shards.len(), out.display());
     Ok(())

@@ -3,10 +3,11 @@
 //! This layer knows nothing about retries, hops or clients: it orders events in virtual time
 //! and hands out deterministic random numbers.
 
-pub mod prefetch;
+pub(crate) mod prefetch;
 pub mod queue;
 pub mod rng;
-pub mod slab;
+pub(crate) mod slab;
+pub mod text;
 pub mod time;
 
 pub use queue::EventQueue;

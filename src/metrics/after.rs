@@ -2,8 +2,8 @@
 //! ends, the time spent above capacity after it, the peak backlog and when the backlog cleared.
 
 use super::HopBucket;
+use super::RunShape;
 use crate::engine::time::ns_to_secs;
-use crate::model::SimSpec;
 
 /// The recovery metrics of one hop in one run (`None` where they do not apply).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -46,9 +46,9 @@ pub fn pending_retry_levels(series: &[HopBucket]) -> Vec<i64> {
 }
 
 /// The recovery metrics of hop `h` given its series and capacity (attempts/s, if known).
-pub fn after_trigger(series: &[HopBucket], spec: &SimSpec, h: usize, capacity: Option<f64>) -> AfterTrigger {
+pub fn after_trigger(series: &[HopBucket], spec: &RunShape, h: usize, capacity: Option<f64>) -> AfterTrigger {
     let backlog_peak = f64::from(series.iter().map(|b| b.in_flight_max).max().unwrap_or(0));
-    let Some(trigger_end) = spec.trigger_end() else {
+    let Some(trigger_end) = spec.trigger_end else {
         return AfterTrigger { backlog_peak, ..AfterTrigger::default() };
     };
     let bucket_s = ns_to_secs(spec.bucket);
@@ -70,10 +70,10 @@ pub fn after_trigger(series: &[HopBucket], spec: &SimSpec, h: usize, capacity: O
 /// is at most its normal level (the largest boundary level before the first trigger, and at
 /// least the hop's workers: requests in service are not a backlog) and pending retries are at
 /// most their pre-trigger largest level. `None` when that never happens before the run ends.
-fn cleared_ns(series: &[HopBucket], spec: &SimSpec, h: usize, trigger_end: u64) -> Option<u64> {
+fn cleared_ns(series: &[HopBucket], spec: &RunShape, h: usize, trigger_end: u64) -> Option<u64> {
     let backlog = backlog_levels(series);
     let pending = pending_retry_levels(series);
-    let start = spec.first_trigger_start().unwrap_or(0);
+    let start = spec.first_trigger_start.unwrap_or(0);
     let before = (start / spec.bucket) as usize + 1;
     let normal_backlog = backlog[..before].iter().copied().max().unwrap_or(0).max(i64::from(spec.hops[h].workers));
     let normal_pending = pending[..before].iter().copied().max().unwrap_or(0);

@@ -4,7 +4,7 @@
 pub mod after;
 pub mod catalogue;
 pub mod objective;
-pub mod recovery;
+pub(crate) mod recovery;
 pub mod stats;
 pub mod summary;
 
@@ -185,6 +185,37 @@ pub struct RunRecord {
     pub prefault_wait_p99_ns: Option<u64>,
     /// Delays drawn before retry k at hop 0, for k = 1..=16 (delay histograms per strategy).
     pub retry_delays_ns: Vec<Vec<u64>>,
+}
+
+/// What the scalar metrics need to know about the simulated system, as plain data (the model
+/// fills it from its `SimSpec`; metrics do not depend on the model).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunShape {
+    /// Width of a time-series bucket.
+    pub bucket: Nanos,
+    /// When arrivals stop.
+    pub horizon: Nanos,
+    /// How long calm must hold for recovery.
+    pub recovery_hold: Nanos,
+    /// End of the last fault or load spike, if any.
+    pub trigger_end: Option<Nanos>,
+    /// Start of the first fault or load spike, if any (the pre-trigger baseline ends there).
+    pub first_trigger_start: Option<Nanos>,
+    /// Per hop, in chain order.
+    pub hops: Vec<HopShape>,
+    /// Number of tenants.
+    pub tenants: usize,
+}
+
+/// A hop's capacity inputs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HopShape {
+    /// Workers.
+    pub workers: u32,
+    /// Mean service time with every worker busy, in nanoseconds.
+    pub service_mean_ns: f64,
+    /// Mean service time of a lone request, in nanoseconds (the recovery baseline's floor).
+    pub service_mean_alone_ns: f64,
 }
 
 /// How many retry-delay samples per retry number a run keeps for the delay charts.

@@ -63,7 +63,7 @@ impl MetricRef {
             (Scope::Global, "", text)
         };
         let metric = Metric::from_name(metric).ok_or_else(|| {
-            let near = crate::scenario::error::closest(metric, Metric::ALL.iter().map(|m| m.name()));
+            let near = crate::engine::text::closest(metric, Metric::ALL.iter().map(|m| m.name()));
             let hint = near.map(|n| format!(" (did you mean `{n}`?)")).unwrap_or_default();
             format!("`{metric}` is not a metric{hint}; metric names are those of summary.json, e.g. success_ratio, peak_after_over_capacity, latency_s_p99")
         })?;
@@ -167,6 +167,13 @@ impl Serialize for Requirement {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for Requirement {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Requirement::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 /// How one variant fares against one requirement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -258,6 +265,13 @@ impl Serialize for Criterion {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for Criterion {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Criterion::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 impl Criterion {
     /// Parses `METRIC`, `min METRIC` or `max METRIC` (the catalogue's better direction when
     /// neither is written).
@@ -285,7 +299,7 @@ impl Criterion {
 }
 
 /// The ranking criteria (in order) and the requirements.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct Objective {
     /// Criteria, most important first.
     pub rank: Vec<Criterion>,

@@ -1,8 +1,7 @@
 //! Recovery time: how long after the last fault the system is calm again, or `None`
 //! (metastable) when calm never holds while requests are still arriving.
 
-use super::{HopBucket, RunRecord};
-use crate::model::SimSpec;
+use super::{HopBucket, RunRecord, RunShape};
 
 /// How a run came out of its trigger (the last fault or load spike).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,8 +16,8 @@ pub enum RecoveryOutcome {
 }
 
 /// Classifies a run's recovery (see [`RecoveryOutcome`] and [`recovery_time_ns`]).
-pub fn recovery_outcome(record: &RunRecord, spec: &SimSpec) -> RecoveryOutcome {
-    let Some(trigger_end) = spec.trigger_end() else { return RecoveryOutcome::Recovered(0) };
+pub fn recovery_outcome(record: &RunRecord, spec: &RunShape) -> RecoveryOutcome {
+    let Some(trigger_end) = spec.trigger_end else { return RecoveryOutcome::Recovered(0) };
     if trigger_end >= spec.horizon {
         return RecoveryOutcome::NotObservable;
     }
@@ -45,9 +44,9 @@ pub const CALM_RETRY_SHARE_MAX: f64 = 0.05;
 /// calm window must begin before the horizon (after it, arrivals stop and any system drains).
 /// The trigger is the last fault or load spike (a profile step above the first rate); without
 /// one the system never left its steady state: `Some(0)`.
-pub fn recovery_time_ns(record: &RunRecord, spec: &SimSpec) -> Option<u64> {
-    let Some(trigger_end) = spec.trigger_end() else { return Some(0) };
-    let service_mean = spec.hops[0].service.mean_ns(1);
+pub fn recovery_time_ns(record: &RunRecord, spec: &RunShape) -> Option<u64> {
+    let Some(trigger_end) = spec.trigger_end else { return Some(0) };
+    let service_mean = spec.hops[0].service_mean_alone_ns;
     let baseline = (record.prefault_wait_p99_ns.unwrap_or(0) as f64).max(service_mean);
     let wait_max = 2.0 * baseline;
     let series = &record.hop_series[0];

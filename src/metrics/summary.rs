@@ -3,9 +3,8 @@
 use super::after::after_trigger;
 use super::catalogue::Metric;
 use super::recovery::{recovery_outcome, RecoveryOutcome};
-use super::{HopBucket, RunRecord};
-use crate::engine::time::ns_to_secs;
-use crate::model::SimSpec;
+use super::{HopBucket, RunRecord, RunShape};
+use crate::engine::time::{ns_f64_to_secs, ns_to_secs, us_to_secs};
 use hdrhistogram::Histogram;
 
 /// Metric values of one scope; `None` is reported as `null`.
@@ -27,14 +26,14 @@ fn ratio(num: f64, den: f64) -> Option<f64> {
 }
 
 fn latency_rows(hist: &Histogram<u64>) -> MetricRow {
-    let q = |quantile: f64| (!hist.is_empty()).then(|| hist.value_at_quantile(quantile) as f64 / 1e6);
+    let q = |quantile: f64| (!hist.is_empty()).then(|| us_to_secs(hist.value_at_quantile(quantile) as f64));
     vec![
-        (Metric::LatencySMean, (!hist.is_empty()).then(|| hist.mean() / 1e6)),
+        (Metric::LatencySMean, (!hist.is_empty()).then(|| us_to_secs(hist.mean()))),
         (Metric::LatencySP50, q(0.5)),
         (Metric::LatencySP90, q(0.9)),
         (Metric::LatencySP99, q(0.99)),
         (Metric::LatencySP999, q(0.999)),
-        (Metric::LatencySMax, (!hist.is_empty()).then(|| hist.max() as f64 / 1e6)),
+        (Metric::LatencySMax, (!hist.is_empty()).then(|| us_to_secs(hist.max() as f64))),
     ]
 }
 
@@ -44,7 +43,7 @@ fn peak_per_s(series: &[HopBucket], bucket_ns: u64) -> f64 {
 }
 
 /// Derives the scalar metrics of a run.
-pub fn scalars(record: &RunRecord, spec: &SimSpec) -> Scalars {
+pub fn scalars(record: &RunRecord, spec: &RunShape) -> Scalars {
     let requests: u64 = record.tenants.iter().map(|t| t.requests).sum();
     let sum = |f: fn(&super::TenantCounters) -> u64| record.tenants.iter().map(f).sum::<u64>() as f64;
     let succeeded = sum(|t| t.succeeded);
@@ -96,15 +95,15 @@ pub fn scalars(record: &RunRecord, spec: &SimSpec) -> Scalars {
         (Metric::Events, Some(record.events as f64)),
         (Metric::Truncated, Some(if record.truncated.is_some() { 1.0 } else { 0.0 })),
     ]);
-    let tenants = (0..spec.tenants.len()).map(|t| tenant_row(record, spec, t)).collect();
+    let tenants = (0..spec.tenants).map(|t| tenant_row(record, spec, t)).collect();
     Scalars { global, hops, tenants }
 }
 
-fn hop_row(record: &RunRecord, spec: &SimSpec, h: usize, requests: u64) -> MetricRow {
+fn hop_row(record: &RunRecord, spec: &RunShape, h: usize, requests: u64) -> MetricRow {
     let c = &record.hops[h];
     let hop = &spec.hops[h];
     let peak = peak_per_s(&record.hop_series[h], spec.bucket);
-    let service_mean_s = hop.service.mean_ns(hop.workers) / 1e9;
+    let service_mean_s = ns_f64_to_secs(hop.service_mean_ns);
     let capacity = ratio(f64::from(hop.workers), service_mean_s);
     let after = after_trigger(&record.hop_series[h], spec, h, capacity);
     vec![
@@ -130,11 +129,11 @@ fn hop_row(record: &RunRecord, spec: &SimSpec, h: usize, requests: u64) -> Metri
         (Metric::Deduplicated, Some(c.deduplicated as f64)),
         (Metric::WastedWorkS, Some(ns_to_secs(c.wasted_work_ns))),
         (Metric::BusyS, Some(ns_to_secs(c.busy_ns))),
-        (Metric::QueueWaitSMean, ratio(c.queue_wait_ns_sum as f64 / 1e9, c.services_started as f64)),
+        (Metric::QueueWaitSMean, ratio(ns_f64_to_secs(c.queue_wait_ns_sum as f64), c.services_started as f64)),
     ]
 }
 
-fn tenant_row(record: &RunRecord, spec: &SimSpec, t: usize) -> MetricRow {
+fn tenant_row(record: &RunRecord, spec: &RunShape, t: usize) -> MetricRow {
     let c = &record.tenants[t];
     let series = &record.tenant_series[t];
     let peak = series.iter().map(|b| b.attempts).max().unwrap_or(0);

@@ -250,7 +250,7 @@ impl BudgetKind {
                 (*tokens > max_tokens / 2.0).then_some(0.0)
             }
             (BudgetKind::Finagle { ttl, percent, min_retries_per_s }, BudgetState::Windowed(w)) => {
-                let reserve = min_retries_per_s * (*ttl as f64 / 1e9);
+                let reserve = min_retries_per_s * crate::engine::time::ns_to_secs(*ttl);
                 let credit = percent * w.sum(now, REQUESTS) + reserve - w.sum(now, RETRIES);
                 (credit >= 1.0 - EPS).then(|| w.add(now, RETRIES, 1.0)).map(|_| 0.0)
             }

@@ -47,7 +47,31 @@ pub enum Jitter {
     },
 }
 
+/// Every jitter strategy once: its scenario-file name and the policy fields only it uses. The
+/// parser, its error messages and `compare --jitter` read this list; [`Jitter::name`] must agree
+/// (`scenario::policies` tests that every name parses back to itself).
+pub const JITTER_STRATEGIES: [(&str, &[&str]); 8] = [
+    ("none", &[]),
+    ("exponential", &[]),
+    ("full", &[]),
+    ("equal", &[]),
+    ("decorrelated", &[]),
+    ("decorrelated_v2", &[]),
+    ("proportional", &["ratio"]),
+    ("schedule", &["schedule"]),
+];
+
 impl Jitter {
+    /// Every strategy's scenario-file name, in [`JITTER_STRATEGIES`] order.
+    pub fn names() -> Vec<&'static str> {
+        JITTER_STRATEGIES.iter().map(|s| s.0).collect()
+    }
+
+    /// (policy field, the strategy that owns it) for every strategy-specific field.
+    pub fn owned_fields() -> impl Iterator<Item = (&'static str, &'static str)> {
+        JITTER_STRATEGIES.iter().flat_map(|(name, fields)| fields.iter().map(move |f| (*f, *name)))
+    }
+
     /// The scenario-file name of this strategy.
     pub fn name(&self) -> &'static str {
         match self {

@@ -4,6 +4,7 @@ use super::dist::Dist;
 use super::fault::{Fault, FaultKind};
 use super::policy::RetryPolicy;
 use crate::engine::Nanos;
+use crate::metrics::{HopShape, RunShape};
 
 /// How a tenant's clients generate logical requests.
 #[derive(Clone, Debug)]
@@ -172,5 +173,26 @@ impl SimSpec {
     /// Number of time-series buckets covering `[0, drain_limit]`.
     pub fn bucket_count(&self) -> usize {
         (self.drain_limit / self.bucket) as usize + 1
+    }
+
+    /// What the scalar metrics need of this spec, as plain data.
+    pub fn run_shape(&self) -> RunShape {
+        RunShape {
+            bucket: self.bucket,
+            horizon: self.horizon,
+            recovery_hold: self.recovery_hold,
+            trigger_end: self.trigger_end(),
+            first_trigger_start: self.first_trigger_start(),
+            hops: self
+                .hops
+                .iter()
+                .map(|h| HopShape {
+                    workers: h.workers,
+                    service_mean_ns: h.service.mean_ns(h.workers),
+                    service_mean_alone_ns: h.service.mean_ns(1),
+                })
+                .collect(),
+            tenants: self.tenants.len(),
+        }
     }
 }

@@ -1,9 +1,10 @@
 //! `report.html`: one self-contained page (inline CSS and SVG, no network) with the key findings,
 //! the warnings, a summary table, the scenario and every chart.
 
-use super::charts::data::{ReportData, Setup};
-use super::charts::sweep::SweepData;
-use super::charts::{fmt_num, variant_colour, RenderedChart};
+use super::charts::{variant_colour, RenderedChart};
+use super::data::SweepData;
+use super::data::{ReportData, Setup};
+use super::format::fmt_num;
 use super::reading::key_findings;
 use crate::metrics::catalogue::Metric;
 use std::fmt::Write;
@@ -251,7 +252,7 @@ fn setup_tables(h: &mut String, s: &Setup) {
     h.push_str("</table>\n<h3>Hops (in chain order)</h3>\n<table>\n<tr><th>hop</th><th>workers</th><th>service time</th><th>capacity</th><th>queue limit</th><th>calls next hop with</th><th>idempotency TTL</th></tr>\n");
     for hop in &s.hops {
         let capacity = hop.capacity_per_s.map_or("unbounded".into(), |c| format!("{}/s", fmt_num(c)));
-        let ttl = hop.idempotency_ttl_s.map_or("none".into(), super::charts::fmt_secs);
+        let ttl = hop.idempotency_ttl_s.map_or("none".into(), super::format::fmt_secs);
         let _ = writeln!(
             h,
             "<tr><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
@@ -288,8 +289,8 @@ fn scenario_section(h: &mut String, data: &ReportData) {
     let _ = write!(
         h,
         "<h2>Scenario</h2>\n<p>Arrivals until {}; time series in buckets of {}.</p>\n",
-        super::charts::fmt_secs(first.horizon_s),
-        super::charts::fmt_secs(data.bucket_s)
+        super::format::fmt_secs(first.horizon_s),
+        super::format::fmt_secs(data.bucket_s)
     );
     setup_tables(h, first);
     h.push_str(

@@ -1,15 +1,17 @@
 //! Reporting: the output directory's files (JSON, CSV, charts, HTML), written atomically.
 
-pub mod charts;
-pub mod files;
+pub(crate) mod charts;
+pub(crate) mod data;
+pub(crate) mod files;
 pub mod format;
-pub mod html;
-pub mod plan;
-pub mod readback;
-pub mod reading;
+pub(crate) mod html;
+pub(crate) mod plan;
+pub(crate) mod readback;
+pub(crate) mod reading;
 pub mod summary;
-pub mod sweep;
-pub mod verdict_text;
+pub(crate) mod sweep;
+pub mod values;
+pub(crate) mod verdict_text;
 
 pub use files::OutputError;
 
@@ -32,13 +34,13 @@ pub fn write_study(dir: &Path, study: &Study) -> Result<Vec<PathBuf>, OutputErro
         s.push('\n');
         s.into_bytes()
     };
-    put("summary.json", pretty(&summary::summary_json(study)))?;
+    put("summary.json", summary::Summary::of(study).to_bytes())?;
     put("summary.csv", summary::summary_csv(study))?;
     put("timeseries.csv", summary::timeseries_csv(study))?;
     put("perf.json", pretty(&summary::perf_json(study)))?;
-    put("scenario.json", pretty(&charts::data::scenario_json(study)))?;
-    put("delays.csv", charts::data::delays_csv(study))?;
-    put("latency.csv", charts::data::latency_csv(study))?;
+    put("scenario.json", pretty(&data::scenario_json(study)))?;
+    put("delays.csv", data::delays_csv(study))?;
+    put("latency.csv", data::latency_csv(study))?;
     // Render from the files just written, exactly as `plot` will: one path, identical output.
     written.extend(render_run(dir).map_err(|e| match e {
         RenderError::Read(e) => {

@@ -2,10 +2,11 @@
 //! variant × probe × requirement), the chart `plan.svg`/`plan.png` (each requirement's metric
 //! against the parameter, the threshold and the chosen value marked) and `report.html`.
 
-use super::charts::{fmt_num, fmt_tick, variant_colour, DrawResult, Figure, Rendered, FONT};
+use super::charts::{variant_colour, DrawResult, Figure, Rendered, FONT};
 use super::files::{self, OutputError};
-use super::format;
+use super::format::{fmt_num, fmt_tick};
 use super::html::{escape, head, swatch};
+use super::values;
 use crate::metrics::objective::{Requirement, Verdict as Met};
 use crate::runner::plan::PlanFile;
 use plotters::coord::Shift;
@@ -80,7 +81,7 @@ pub fn answer_lines(plan: &PlanFile) -> Vec<String> {
                             .filter(|r| r.verdict == Met::NotMet)
                             .map(|r| {
                                 let metric = Requirement::parse(&r.requirement).ok().map(|x| x.metric.metric);
-                                let shown = metric.map_or("—".into(), |m| format::value(m, r.stat.as_ref()));
+                                let shown = metric.map_or("—".into(), |m| values::value(m, r.stat.as_ref()));
                                 format!("{} is {shown}", r.requirement)
                             })
                             .collect()
@@ -182,7 +183,7 @@ where
     y0 -= pad;
     y1 += pad;
     let log_x = plan.lo >= 1 && plan.hi >= 16 * plan.lo;
-    let caption = format!("{} (threshold {})", req, format::plain(req.metric.metric, req.threshold));
+    let caption = format!("{} (threshold {})", req, values::plain(req.metric.metric, req.threshold));
     let x_desc = plan.parameter.clone();
     let def = req.metric.metric.def();
     let unit = def.unit.suffix().trim();
@@ -273,8 +274,8 @@ pub fn plan_html(plan: &PlanFile, rendered: &Rendered) -> String {
             for r in &q.requirements {
                 let metric =
                     crate::metrics::objective::Requirement::parse(&r.requirement).map(|x| x.metric.metric).ok();
-                let shown = metric.map_or("—".into(), |m| format::value(m, r.stat.as_ref()));
-                let bound = metric.zip(r.bound).map_or("—".into(), |(m, b)| format::plain(m, b));
+                let shown = metric.map_or("—".into(), |m| values::value(m, r.stat.as_ref()));
+                let bound = metric.zip(r.bound).map_or("—".into(), |(m, b)| values::plain(m, b));
                 let _ = writeln!(
                     h,
                     "<tr><td>{}{}</td><td class=\"num\">{}{}</td><td><code>{}</code></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",

@@ -5,11 +5,12 @@
 //! (configuration per variant), `delays.csv` and `latency.csv`. Floats are written with Rust's
 //! shortest round-trip formatting, so the CSV values come back bit for bit.
 
-use super::charts::data::{DelayBin, ReportData, VariantData, VariantSetup};
-use super::charts::sweep::{SweepAxis, SweepData};
+use super::data::{DelayBin, ReportData, VariantData, VariantSetup};
+use super::data::{SweepAxis, SweepData};
+use super::summary::{Scoped, Summary};
 use crate::metrics::catalogue::Metric;
 use crate::metrics::stats::Stat;
-use crate::runner::{MeanSeries, StatRow, SERIES_COLUMNS};
+use crate::runner::{MeanSeries, SERIES_COLUMNS};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -45,7 +46,7 @@ fn read_json(path: &Path) -> Result<Value, ReadError> {
 /// Reads the run in `dir`.
 pub fn read_run(dir: &Path) -> Result<ReportData, ReadError> {
     let summary_path = dir.join("summary.json");
-    let summary = read_json(&summary_path)?;
+    let summary = Summary::from_json(&read_text(&summary_path)?).map_err(|e| fail(&summary_path, e))?;
     let setups_path = dir.join("scenario.json");
     let setups = read_json(&setups_path)?;
     let setups: Vec<VariantSetup> = serde_json::from_value(setups["variants"].clone())
@@ -53,23 +54,18 @@ pub fn read_run(dir: &Path) -> Result<ReportData, ReadError> {
     let series = read_series(&dir.join("timeseries.csv"))?;
     let delays = read_delays(&dir.join("delays.csv"))?;
     let latency = read_latency(&dir.join("latency.csv"))?;
-    let bad = |what: &str| fail(&summary_path, format!("missing or malformed `{what}`"));
-    let variants_json = summary["variants"].as_array().ok_or_else(|| bad("variants"))?;
+    if summary.variants.is_empty() {
+        return Err(fail(&summary_path, "no variants"));
+    }
     let mut variants = Vec::new();
-    for v in variants_json {
-        let name = v["name"].as_str().ok_or_else(|| bad("variants[].name"))?.to_string();
+    for v in summary.variants {
+        let name = v.name;
         let setup = setups
             .iter()
             .find(|s| s.name == name)
             .ok_or_else(|| fail(&setups_path, format!("no configuration for variant `{name}`")))?
             .setup
             .clone();
-        let scoped = |key: &str| -> Result<Vec<(String, StatRow)>, ReadError> {
-            let list = v[key].as_array().ok_or_else(|| bad(key))?;
-            list.iter()
-                .map(|s| Ok((s["name"].as_str().ok_or_else(|| bad(key))?.to_string(), stat_row(&s["metrics"]))))
-                .collect()
-        };
         let pick = |scope: &str, names: Vec<String>| -> Vec<MeanSeries> {
             names
                 .into_iter()
@@ -81,11 +77,12 @@ pub fn read_run(dir: &Path) -> Result<ReportData, ReadError> {
         };
         let hop_series = pick("hop", setup.hops.iter().map(|h| h.name.clone()).collect());
         let tenant_series = pick("tenant", setup.tenants.iter().map(|t| t.name.clone()).collect());
+        let scoped = |rows: Vec<Scoped>| rows.into_iter().map(|s| (s.name, s.metrics)).collect();
         variants.push(VariantData {
-            metrics: stat_row(&v["metrics"]),
-            hops: scoped("hops")?,
-            tenants: scoped("tenants")?,
-            truncated: strings(&v["truncated"]),
+            metrics: v.metrics,
+            hops: scoped(v.hops),
+            tenants: scoped(v.tenants),
+            truncated: v.truncated,
             hop_series,
             tenant_series,
             delays: delays.iter().filter(|(n, _)| *n == name).map(|(_, b)| b.clone()).collect(),
@@ -94,28 +91,19 @@ pub fn read_run(dir: &Path) -> Result<ReportData, ReadError> {
             name,
         });
     }
-    if variants.is_empty() {
-        return Err(bad("variants"));
-    }
     Ok(ReportData {
-        scenario: summary["scenario"].as_str().ok_or_else(|| bad("scenario"))?.to_string(),
-        seed: summary["seed"].as_u64().ok_or_else(|| bad("seed"))?,
-        replications: summary["replications"].as_u64().ok_or_else(|| bad("replications"))? as u32,
-        version: summary["version"].as_str().unwrap_or("?").to_string(),
-        bucket_s: summary["bucket_s"].as_f64().ok_or_else(|| bad("bucket_s"))?,
-        warnings: strings(&summary["warnings"]),
+        scenario: summary.scenario,
+        seed: summary.seed,
+        replications: summary.replications,
+        version: summary.version,
+        bucket_s: summary.bucket_s,
+        warnings: summary.warnings,
         variants,
     })
 }
 
 fn strings(v: &Value) -> Vec<String> {
     v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect()).unwrap_or_default()
-}
-
-fn stat_row(metrics: &Value) -> StatRow {
-    let Some(map) = metrics.as_object() else { return StatRow::default() };
-    // Names outside the catalogue (a file from another version) are skipped.
-    StatRow(map.iter().filter_map(|(name, s)| Some((Metric::from_name(name)?, stat_of(s)))).collect())
 }
 
 /// A statistic from its JSON fields (`mean`, `sd`, `ci95`, `values`; nulls stay None).

@@ -5,9 +5,9 @@
 //! every variant saw the same arrivals: ratios are taken per replication and their mean gets a
 //! Student-t interval, which is much tighter than comparing two independent means.
 
-use super::charts::data::{ReportData, VariantData};
-use super::charts::sweep::SweepData;
-use super::charts::{fmt_num, fmt_secs};
+use super::data::SweepData;
+use super::data::{ReportData, VariantData};
+use super::format::{fmt_num, fmt_secs};
 use crate::metrics::catalogue::{Better, Metric};
 use crate::metrics::stats::Stat;
 

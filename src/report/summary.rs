@@ -1,77 +1,191 @@
 //! `summary.json`, `summary.csv`, `timeseries.csv` and `perf.json` in the output contract's shape.
 
-use crate::metrics::stats::Stat;
+use crate::engine::time::ns_to_secs;
+use crate::metrics::catalogue::Metric;
+use crate::metrics::objective::Objective;
+use crate::report::format::csv_bytes;
 use crate::runner::compare::Difference;
+use crate::runner::verdict::Verdict;
 use crate::runner::{MeanSeries, StatRow, Study, SERIES_COLUMNS};
-use serde_json::{json, Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
 
 /// The crate version written into every summary.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-fn stat_json(stat: &Stat) -> Value {
-    json!({"mean": stat.mean, "sd": stat.sd, "ci95": stat.ci95, "values": stat.values})
+/// The version of the `summary.json` format this build writes and reads (its shape, not the
+/// crate's version). Bump it when a field changes meaning or shape.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// `summary.json`: one typed definition that writes the file and reads it back (`plot`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Summary {
+    /// Scenario name.
+    pub scenario: String,
+    /// Master seed.
+    pub seed: u64,
+    /// Replications per variant.
+    pub replications: u32,
+    /// The retrystorm version that wrote the file.
+    pub version: String,
+    /// [`FORMAT_VERSION`] of the file (absent in files written before it existed: version 1).
+    #[serde(default = "first_format")]
+    pub format_version: u32,
+    /// Width of a time-series bucket, in seconds.
+    pub bucket_s: f64,
+    /// Per variant, in run order.
+    pub variants: Vec<SummaryVariant>,
+    /// Paired differences of each variant against the baseline.
+    pub comparisons: Vec<SummaryComparison>,
+    /// Invariant warnings.
+    pub warnings: Vec<String>,
+    /// What the verdict ranks by and requires (the scenario's `[objective]` or the default).
+    #[serde(default)]
+    pub objective: Objective,
+    /// The variants ranked under the objective.
+    #[serde(default)]
+    pub verdict: Option<Verdict>,
 }
 
-fn metrics_json(row: &StatRow) -> Value {
-    Value::Object(row.iter().map(|(metric, stat)| (metric.name().to_string(), stat_json(stat))).collect::<Map<_, _>>())
+fn first_format() -> u32 {
+    1
 }
 
-/// The summary as JSON (deterministic: ordered maps, shortest round-trip floats).
-pub fn summary_json(study: &Study) -> Value {
-    let variants: Vec<Value> = study
-        .variants
-        .iter()
-        .map(|v| {
-            let scoped = |rows: &Vec<(String, StatRow)>| -> Vec<Value> {
-                rows.iter().map(|(name, row)| json!({"name": name, "metrics": metrics_json(row)})).collect()
-            };
-            json!({
-                "name": v.name,
-                "metrics": metrics_json(&v.metrics),
-                "hops": scoped(&v.hops),
-                "tenants": scoped(&v.tenants),
-                "truncated": v.truncated,
-            })
-        })
-        .collect();
-    json!({
-        "scenario": study.scenario,
-        "seed": study.seed,
-        "replications": study.replications,
-        "version": VERSION,
-        "bucket_s": study.bucket as f64 / 1e9,
-        "variants": variants,
-        "comparisons": comparisons_json(study),
-        "objective": study.objective,
-        "verdict": study.verdict(),
-        "warnings": study.warnings,
-    })
+/// One variant's metrics in `summary.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SummaryVariant {
+    /// Variant name.
+    pub name: String,
+    /// Whole-system metrics.
+    pub metrics: StatRow,
+    /// Per hop, in chain order.
+    pub hops: Vec<Scoped>,
+    /// Per tenant, in file order.
+    pub tenants: Vec<Scoped>,
+    /// Replications that stopped early, with the reason.
+    pub truncated: Vec<String>,
+}
+
+/// The metrics of one hop or tenant.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scoped {
+    /// Hop or tenant name.
+    pub name: String,
+    /// Its metrics.
+    pub metrics: StatRow,
 }
 
 /// Paired differences vs the baseline: per variant and system metric, the mean, sd, Student-t
 /// 95% CI, pair count and per-replication values of d_r = variant − baseline, plus the Welch
 /// (unpaired) CI for reference (see `runner::compare`).
-fn comparisons_json(study: &Study) -> Value {
-    let diff = |d: &Difference| {
-        let n = d.paired.values.iter().flatten().count();
-        json!({"mean": d.paired.mean, "sd": d.paired.sd, "ci95": d.paired.ci95, "n": n,
-               "values": d.paired.values, "unpaired_mean": d.unpaired_mean, "unpaired_ci95": d.unpaired_ci95})
-    };
-    let list: Vec<Value> = study
-        .comparisons
-        .iter()
-        .map(|c| {
-            let metrics: Map<String, Value> = c.metrics.iter().map(|(m, d)| (m.name().to_string(), diff(d))).collect();
-            json!({"variant": c.variant, "baseline": c.baseline, "metrics": metrics})
-        })
-        .collect();
-    Value::Array(list)
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SummaryComparison {
+    /// The variant.
+    pub variant: String,
+    /// The baseline it is compared with.
+    pub baseline: String,
+    /// Per system metric.
+    #[serde(with = "crate::metrics::catalogue::as_map")]
+    pub metrics: Vec<(Metric, SummaryDifference)>,
 }
 
-fn csv_bytes(write: impl FnOnce(&mut csv::Writer<Vec<u8>>) -> csv::Result<()>) -> Vec<u8> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    write(&mut w).expect("writing CSV to memory cannot fail");
-    w.into_inner().expect("flushing to memory cannot fail")
+/// One metric's difference in `summary.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SummaryDifference {
+    /// Mean of the paired differences.
+    pub mean: Option<f64>,
+    /// Their sample sd.
+    pub sd: Option<f64>,
+    /// Their Student-t 95% CI.
+    pub ci95: Option<[f64; 2]>,
+    /// Pairs (replications where both sides have a value).
+    pub n: usize,
+    /// The per-replication differences.
+    pub values: Vec<Option<f64>>,
+    /// mean(variant) − mean(baseline).
+    pub unpaired_mean: Option<f64>,
+    /// Welch 95% CI of the same difference.
+    pub unpaired_ci95: Option<[f64; 2]>,
+}
+
+impl SummaryDifference {
+    fn of(d: &Difference) -> Self {
+        let p = &d.paired;
+        SummaryDifference {
+            mean: p.mean,
+            sd: p.sd,
+            ci95: p.ci95,
+            n: p.values.iter().flatten().count(),
+            values: p.values.clone(),
+            unpaired_mean: d.unpaired_mean,
+            unpaired_ci95: d.unpaired_ci95,
+        }
+    }
+}
+
+impl Summary {
+    /// The summary of a study.
+    pub fn of(study: &Study) -> Summary {
+        let scoped = |rows: &[(String, StatRow)]| -> Vec<Scoped> {
+            rows.iter().map(|(name, metrics)| Scoped { name: name.clone(), metrics: metrics.clone() }).collect()
+        };
+        Summary {
+            scenario: study.scenario.clone(),
+            seed: study.seed,
+            replications: study.replications,
+            version: VERSION.to_string(),
+            format_version: FORMAT_VERSION,
+            bucket_s: ns_to_secs(study.bucket),
+            variants: study
+                .variants
+                .iter()
+                .map(|v| SummaryVariant {
+                    name: v.name.clone(),
+                    metrics: v.metrics.clone(),
+                    hops: scoped(&v.hops),
+                    tenants: scoped(&v.tenants),
+                    truncated: v.truncated.clone(),
+                })
+                .collect(),
+            comparisons: study
+                .comparisons
+                .iter()
+                .map(|c| SummaryComparison {
+                    variant: c.variant.clone(),
+                    baseline: c.baseline.clone(),
+                    metrics: c.metrics.iter().map(|(m, d)| (*m, SummaryDifference::of(d))).collect(),
+                })
+                .collect(),
+            warnings: study.warnings.clone(),
+            objective: study.objective.clone(),
+            verdict: Some(study.verdict()),
+        }
+    }
+
+    /// The file's bytes: pretty JSON (deterministic: fields in definition order, metrics in
+    /// production order, shortest round-trip floats) and a final newline.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut text = serde_json::to_string_pretty(self).expect("a summary serialises");
+        text.push('\n');
+        text.into_bytes()
+    }
+
+    /// Reads a summary, refusing a format version this build does not know.
+    pub fn from_json(text: &str) -> Result<Summary, String> {
+        let summary: Summary = serde_json::from_str(text).map_err(|e| format!("not a summary: {e}"))?;
+        if summary.format_version != FORMAT_VERSION {
+            return Err(format!(
+                "format_version {} (this retrystorm reads {FORMAT_VERSION}); re-run the scenario with this version",
+                summary.format_version
+            ));
+        }
+        Ok(summary)
+    }
 }
 
 fn num(x: Option<f64>) -> String {
@@ -152,7 +266,7 @@ pub fn active_buckets(study: &Study) -> usize {
 /// `timeseries.csv`: mean over replications per bucket, per hop and tenant, per variant.
 pub fn timeseries_csv(study: &Study) -> Vec<u8> {
     let buckets = active_buckets(study);
-    let bucket_s = study.bucket as f64 / 1e9;
+    let bucket_s = ns_to_secs(study.bucket);
     csv_bytes(|w| {
         let mut header = vec!["variant", "scope", "name", "t_s"];
         header.extend(SERIES_COLUMNS);

@@ -43,6 +43,7 @@
 
 use crate::metrics::catalogue::Metric;
 use crate::metrics::stats::Stat;
+use crate::report::format::csv_bytes;
 use crate::runner::compare::Difference;
 use crate::runner::sweep::{CellResult, Grid, Shard};
 use serde_json::{json, Value};
@@ -234,16 +235,13 @@ fn assemble_json(header_line: &str, shard_line: &str, rows: &[&str]) -> Vec<u8> 
 }
 
 fn assemble_csv<S: AsRef<[u8]>>(header: &[S], rows: &[&[S]]) -> Vec<u8> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let mut write = || -> csv::Result<()> {
+    csv_bytes(|w| {
         w.write_record(header)?;
         for r in rows {
             w.write_record(r.iter())?;
         }
         Ok(())
-    };
-    write().expect("writing CSV to memory cannot fail");
-    w.into_inner().expect("flushing to memory cannot fail")
+    })
 }
 
 fn shard_line(shard: Option<Shard>, cells: &[CellResult]) -> String {

@@ -1,6 +1,6 @@
 //! The verdict in words: the last lines of stdout and the report's "Verdict" section.
 
-use super::format;
+use super::values;
 use crate::metrics::objective::{Scoped, Verdict as Met};
 use crate::runner::verdict::{Candidate, Verdict};
 
@@ -20,7 +20,7 @@ pub fn verdict_lines(verdict: &Verdict, candidates: &[Candidate]) -> Vec<String>
             .rank
             .iter()
             .map(|c| {
-                format!("{} {}", label(&c.metric, metrics), format::value(c.metric.metric, c.metric.stat(metrics)))
+                format!("{} {}", label(&c.metric, metrics), values::value(c.metric.metric, c.metric.stat(metrics)))
             })
             .collect();
         let why = match &r.behind_on {
@@ -52,7 +52,7 @@ pub fn verdict_lines(verdict: &Verdict, candidates: &[Candidate]) -> Vec<String>
             .map(|r| {
                 let x = &r.requirements[i];
                 let shown = x.bound.map_or("a replication without a value".to_string(), |b| {
-                    format!("95% bound {}", format::plain(req.metric.metric, b))
+                    format!("95% bound {}", values::plain(req.metric.metric, b))
                 });
                 format!("{} ({shown})", r.variant)
             })

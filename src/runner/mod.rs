@@ -5,10 +5,11 @@
 
 pub mod compare;
 pub mod plan;
-pub mod progress;
-pub mod sweep;
+pub(crate) mod progress;
+pub(crate) mod sweep;
 pub mod verdict;
 
+use crate::engine::time::ns_to_secs;
 use crate::engine::Nanos;
 use crate::metrics::stats::Stat;
 use crate::metrics::summary::{scalars, MetricRow, Scalars};
@@ -193,8 +194,9 @@ fn stat_row(rows: &[&MetricRow]) -> StatRow {
 
 fn aggregate(variant: &Variant, records: &[RunRecord]) -> VariantResult {
     let spec = &variant.spec;
-    let bucket_s = crate::engine::time::ns_to_secs(spec.bucket);
-    let per_replication: Vec<Scalars> = records.iter().map(|r| scalars(r, spec)).collect();
+    let bucket_s = ns_to_secs(spec.bucket);
+    let shape = spec.run_shape();
+    let per_replication: Vec<Scalars> = records.iter().map(|r| scalars(r, &shape)).collect();
     let globals: Vec<&MetricRow> = per_replication.iter().map(|s| &s.global).collect();
     let scope = |pick: &dyn Fn(&Scalars) -> &MetricRow| stat_row(&per_replication.iter().map(pick).collect::<Vec<_>>());
     let hops = spec.hops.iter().enumerate().map(|(h, hop)| (hop.name.clone(), scope(&|s| &s.hops[h]))).collect();
@@ -269,7 +271,7 @@ fn hop_columns(series: &[HopBucket], bucket_s: f64) -> Vec<[f64; SERIES_WIDTH]> 
                 f64::from(b.failures),
                 f64::from(b.queue_len_max),
                 f64::from(b.in_flight_max),
-                b.queue_wait_max_ns as f64 / 1e9,
+                ns_to_secs(b.queue_wait_max_ns),
                 f64::from(b.successes) / bucket_s,
                 backlog[i + 1] as f64,
                 pending[i + 1] as f64,

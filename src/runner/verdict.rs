@@ -12,7 +12,7 @@ use super::compare::difference;
 use crate::metrics::catalogue::Better;
 use crate::metrics::objective::{Criterion, Objective, Scoped, Verdict as Met};
 use crate::metrics::stats::StatRow;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 
 /// One variant's metrics, as the verdict reads them.
@@ -36,7 +36,7 @@ impl<'a> Candidate<'a> {
 }
 
 /// How one variant fares against one requirement.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RequirementResult {
     /// The requirement as written (normalised).
     pub requirement: String,
@@ -49,7 +49,7 @@ pub struct RequirementResult {
 }
 
 /// One variant's place in the ranking.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Ranked {
     /// Variant name.
     pub variant: String,
@@ -64,7 +64,7 @@ pub struct Ranked {
 }
 
 /// The ranking under an objective.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     /// The objective.
     pub objective: Objective,

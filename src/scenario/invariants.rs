@@ -1,7 +1,7 @@
 //! Invariant warnings: retry horizon ≤ provider window ≤ idempotency TTL, inner horizons strictly
 //! smaller than their caller's, and attempts that can never end.
 
-use super::validate::show;
+use super::checks::show;
 use crate::model::{FaultKind, RetryPolicy, SimSpec};
 
 /// The policies that call hop `h`: tenants' policies for hop 0, the previous hop's downstream

@@ -1,13 +1,14 @@
 //! Scenario files: parse the TOML, apply overrides, validate into a [`SimSpec`] per variant.
 
+mod checks;
 pub mod error;
-pub mod invariants;
-pub mod locate;
-pub mod overrides;
-pub mod policies;
+pub(crate) mod invariants;
+pub(crate) mod locate;
+pub(crate) mod overrides;
+pub(crate) mod policies;
 pub mod presets;
-pub mod raw;
-pub mod validate;
+pub(crate) mod raw;
+pub(crate) mod validate;
 
 pub use error::ScenarioError;
 pub use overrides::{parse_assignment, Override};
@@ -165,11 +166,10 @@ impl Scenario {
                     let policy =
                         base.table.get_mut("policy").and_then(|v| v.get_mut(*p)).and_then(|v| v.as_table_mut());
                     if let Some(policy) = policy {
-                        if j != "schedule" {
-                            policy.remove("schedule");
-                        }
-                        if j != "proportional" {
-                            policy.remove("ratio");
+                        for (field, owner) in crate::model::Jitter::owned_fields() {
+                            if j != owner {
+                                policy.remove(field);
+                            }
                         }
                     }
                 }

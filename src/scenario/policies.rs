@@ -1,15 +1,12 @@
 //! Validation of `[policy.NAME]`: presets, the jitter family, budgets and breakers.
 
+use super::checks::{count, finite_at_least, probability, show, unknown, V};
 use super::error::Invalid;
 use super::presets;
 use super::raw::{Dur, RawBreaker, RawBudget, RawPolicy, RawRetryAfter};
-use super::validate::{count, finite_at_least, probability, show, unknown, V};
 use crate::engine::{Nanos, NS_PER_MS, NS_PER_S};
 use crate::model::budget::{BreakerSpec, BudgetKind, BudgetSpec, Scope};
 use crate::model::{Jitter, RetryAfterMode, RetryPolicy};
-
-const JITTERS: [&str; 8] =
-    ["none", "exponential", "full", "equal", "decorrelated", "decorrelated_v2", "proportional", "schedule"];
 
 /// Validates one policy (after applying its preset, if any).
 pub fn policy(name: &str, written: &RawPolicy) -> V<RetryPolicy> {
@@ -24,7 +21,7 @@ pub fn policy(name: &str, written: &RawPolicy) -> V<RetryPolicy> {
     let jitter_name = raw.jitter.as_deref().ok_or_else(|| {
         Invalid::at(
             &format!("policy.{name}"),
-            format!("has no `jitter`; add one of: {} (or a preset)", JITTERS.join(", ")),
+            format!("has no `jitter`; add one of: {} (or a preset)", Jitter::names().join(", ")),
         )
     })?;
     let base = raw.base.map_or(100 * NS_PER_MS, |d| d.0);
@@ -38,11 +35,15 @@ pub fn policy(name: &str, written: &RawPolicy) -> V<RetryPolicy> {
     let multiplier =
         finite_at_least(raw.multiplier.unwrap_or(2.0), 1.0, &at("multiplier"), "it must be a finite number ≥ 1")?;
     let attempts_max = count(raw.max_attempts.unwrap_or(3), &at("max_attempts"), 1, 10_000)? as u32;
-    if raw.ratio.is_some() && jitter_name != "proportional" {
-        return Err(Invalid::at(&at("ratio"), "is only used by jitter = \"proportional\"; remove it"));
-    }
-    if raw.schedule.is_some() && jitter_name != "schedule" {
-        return Err(Invalid::at(&at("schedule"), "is only used by jitter = \"schedule\"; remove it"));
+    let present = |field: &str| match field {
+        "ratio" => raw.ratio.is_some(),
+        "schedule" => raw.schedule.is_some(),
+        other => unreachable!("jitter field `{other}` has no raw field"),
+    };
+    for (field, owner) in Jitter::owned_fields() {
+        if present(field) && jitter_name != owner {
+            return Err(Invalid::at(&at(field), format!("is only used by jitter = \"{owner}\"; remove it")));
+        }
     }
     let jitter = jitter(jitter_name, &raw, &at)?;
     let nonzero = |d: Option<Dur>, field: &str| match d {
@@ -91,7 +92,7 @@ fn jitter(name: &str, raw: &RawPolicy, at: &dyn Fn(&str) -> String) -> V<Jitter>
             }
             Jitter::Schedule { delays }
         }
-        other => return Err(unknown(&at("jitter"), "jitter", other, &JITTERS)),
+        other => return Err(unknown(&at("jitter"), "jitter", other, &Jitter::names())),
     })
 }
 
@@ -240,4 +241,36 @@ fn breaker(raw: &RawBreaker, at: &str) -> V<BreakerSpec> {
         probes: count(raw.probes.unwrap_or(3), &field("probes"), 1, 1_000_000)? as u32,
         retries_only: raw.retries_only.unwrap_or(false),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> V<RetryPolicy> {
+        policy("p", &toml::from_str::<RawPolicy>(text).expect("valid TOML"))
+    }
+
+    #[test]
+    fn every_jitter_strategy_parses_to_itself_and_owns_its_fields() {
+        for (name, fields) in crate::model::policy::JITTER_STRATEGIES {
+            let needs = match name {
+                "schedule" => "\nschedule = [\"1s\"]",
+                _ => "",
+            };
+            let parsed = parse(&format!("jitter = \"{name}\"{needs}")).expect(name);
+            assert_eq!(parsed.jitter.name(), name);
+            for field in fields {
+                let value = if *field == "schedule" { "[\"1s\"]" } else { "0.5" };
+                let err = parse(&format!("jitter = \"full\"\n{field} = {value}")).expect_err(field);
+                assert_eq!(
+                    err,
+                    Invalid::at(
+                        &format!("policy.p.{field}"),
+                        format!("is only used by jitter = \"{name}\"; remove it")
+                    )
+                );
+            }
+        }
+    }
 }

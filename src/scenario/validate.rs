@@ -1,7 +1,8 @@
 //! Validation: a [`RawScenario`] becomes a [`SimSpec`] whose every value is in range, or an
 //! [`Invalid`] naming the field, the value and the fix.
 
-use super::error::{closest, Invalid};
+use super::checks::{count, finite_at_least, positive, probability, show, unknown, V};
+use super::error::Invalid;
 use super::raw::{parse_duration, Dur, RawArrival, RawDist, RawFault, RawHop, RawScenario, RawTenant};
 use crate::engine::{Nanos, NS_PER_MS, NS_PER_S};
 use crate::model::{Arrival, Dist, Fault, FaultKind, HopSpec, IdempotencySpec, RetryPolicy, SimSpec, TenantSpec};
@@ -21,8 +22,6 @@ pub struct Meta {
     /// Independent replications.
     pub replications: u32,
 }
-
-pub(super) type V<T> = Result<T, Invalid>;
 
 /// Validates the whole file; warnings are invariant violations that do not stop a run.
 pub fn validate(raw: &RawScenario) -> V<(Meta, SimSpec, Vec<String>)> {
@@ -89,45 +88,6 @@ fn check_name(name: &str, kind: &str, index: usize) -> V<()> {
 
 fn default_bucket(horizon: Nanos) -> Nanos {
     (horizon / 1_000).max(NS_PER_MS)
-}
-
-/// Human form of a duration for messages.
-pub fn show(ns: Nanos) -> String {
-    humantime::format_duration(std::time::Duration::from_nanos(ns)).to_string()
-}
-
-pub(super) fn positive(d: Dur, path: &str) -> V<Nanos> {
-    if d.0 == 0 {
-        return Err(Invalid::at(path, "is 0; it must be a positive duration such as \"100ms\""));
-    }
-    Ok(d.0)
-}
-
-pub(super) fn count(value: i64, path: &str, min: i64, max: i64) -> V<i64> {
-    if value < min || value > max {
-        return Err(Invalid::at(path, format!("is {value}; it must be between {min} and {max}")));
-    }
-    Ok(value)
-}
-
-pub(super) fn probability(value: Option<f64>, path: &str) -> V<f64> {
-    let p = value.unwrap_or(0.0);
-    if !(0.0..=1.0).contains(&p) {
-        return Err(Invalid::at(path, format!("is {p}; a probability must be within [0, 1]")));
-    }
-    Ok(p)
-}
-
-pub(super) fn finite_at_least(value: f64, min: f64, path: &str, what: &str) -> V<f64> {
-    if !value.is_finite() || value < min {
-        return Err(Invalid::at(path, format!("is {value}; {what}")));
-    }
-    Ok(value)
-}
-
-pub(super) fn unknown(path: &str, kind: &str, value: &str, allowed: &[&str]) -> Invalid {
-    let hint = closest(value, allowed.iter().copied()).map(|c| format!(" (did you mean `{c}`?)")).unwrap_or_default();
-    Invalid::at(path, format!("unknown {kind} `{value}`; allowed: {}{hint}", allowed.join(", ")))
 }
 
 fn tenants(raw: &RawScenario, policy_names: &[&str]) -> V<Vec<TenantSpec>> {

@@ -87,6 +87,7 @@ impl LogAxis {
     }
 
     /// The tick positions.
+    #[cfg(test)]
     pub fn ticks(&self) -> &[f64] {
         &self.ticks
     }

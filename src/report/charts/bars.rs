@@ -2,11 +2,12 @@
 //! tenant.
 
 use super::axes::CategoryAxis;
-use super::data::ReportData;
 use super::key::{with_key, KeyItem, Swatch};
-use super::{fmt_num, fmt_secs, fmt_tick, variant_colour, DrawResult, FONT};
+use super::{variant_colour, DrawResult, FONT};
 use crate::metrics::catalogue::Metric;
 use crate::metrics::stats::Stat;
+use crate::report::data::ReportData;
+use crate::report::format::{fmt_tick, fmt_value};
 use crate::runner::StatRow;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -174,7 +175,7 @@ where
         PathElement::new(vec![(hi, y - cap), (hi, y + cap)], whisker),
     ])?;
     let missing = st.values.iter().filter(|v| v.is_none()).count();
-    let mut text = if suffix == " s" { fmt_secs(m) } else { format!("{}{suffix}", fmt_num(m)) };
+    let mut text = fmt_value(m, suffix);
     if missing > 0 {
         text.push_str(&format!(" ({missing}/{} {nulls})", st.values.len()));
     }
@@ -284,7 +285,8 @@ where
         .collect();
     let root = with_key(&root, &key)?;
     let areas = root.split_evenly((2, 2));
-    let rows = |v: &super::data::VariantData| if scope == Scope::Hops { v.hops.clone() } else { v.tenants.clone() };
+    let rows =
+        |v: &crate::report::data::VariantData| if scope == Scope::Hops { v.hops.clone() } else { v.tenants.clone() };
     let groups: Vec<String> = rows(&data.variants[0]).into_iter().map(|r| r.0).collect();
     let n = data.variants.len();
     let stride = (n + 1) as f64;

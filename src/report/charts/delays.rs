@@ -2,9 +2,10 @@
 //! of delays exactly at the cap written out) and delay percentiles against the retry number.
 
 use super::axes::{log_bound, LogAxis};
-use super::data::{delay_bin, delay_bin_low, DelayBin, ReportData, VariantData};
 use super::key::{with_key, KeyItem, Swatch};
-use super::{fmt_num, fmt_secs, variant_colour, DrawResult, FONT};
+use super::{variant_colour, DrawResult, FONT};
+use crate::report::data::{delay_bin, delay_bin_low, DelayBin, ReportData, VariantData};
+use crate::report::format::{fmt_num, fmt_secs};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -78,7 +79,7 @@ fn axis_range(data: &ReportData) -> (i32, i32) {
     all.sort_by(|a, b| a.low_s.total_cmp(&b.low_s));
     let refs: Vec<&DelayBin> = all.iter().collect();
     let low = binned_quantile(&refs, 0.01).unwrap_or(1e-3).max(1e-9);
-    let per = super::data::DELAY_BINS_PER_DECADE;
+    let per = crate::report::data::DELAY_BINS_PER_DECADE;
     let first = low.log10().floor() as i32 * per;
     let top = all.iter().map(|b| delay_bin(b.low_s)).max().unwrap_or(first);
     (first, (top + 3).max(first + per))

@@ -1,10 +1,12 @@
 //! Latency CDF per variant on a log time axis, with p50 and p99 marked.
 
 use super::axes::{log_bound, LogAxis};
-use super::data::ReportData;
 use super::key::{with_key, KeyItem, Swatch};
-use super::{fmt_num, fmt_secs, variant_colour, DrawResult, FONT};
+use super::{variant_colour, DrawResult, FONT};
+use crate::engine::time::us_to_secs;
 use crate::metrics::catalogue::Metric;
+use crate::report::data::ReportData;
+use crate::report::format::{fmt_num, fmt_secs};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -19,7 +21,7 @@ pub fn cdf_points(latency_us: &[(u64, u64)]) -> Vec<(f64, f64)> {
         .iter()
         .map(|&(us, count)| {
             seen += count;
-            (us.max(1) as f64 / 1e6, 100.0 * seen as f64 / total as f64)
+            (us_to_secs(us.max(1) as f64), 100.0 * seen as f64 / total as f64)
         })
         .collect()
 }
@@ -92,7 +94,7 @@ where
 }
 
 /// The legend entry of variant `i`: its p50, p99 and share of successes.
-fn key_item(i: usize, v: &super::data::VariantData, cdf: &[(f64, f64)]) -> KeyItem {
+fn key_item(i: usize, v: &crate::report::data::VariantData, cdf: &[(f64, f64)]) -> KeyItem {
     let colour = variant_colour(i);
     let Some((p50, p99)) = quantile(cdf, 50.0).zip(quantile(cdf, 99.0)) else {
         return (Swatch::Line(colour.mix(0.4)), format!("{}: no request succeeded", v.name));

@@ -2,10 +2,11 @@
 //! stacked, and an overlay of all variants on a log axis.
 
 use super::axes::{log_bound, LogAxis};
-use super::data::{ReportData, VariantData};
 use super::key::{with_key, KeyItem, Swatch};
-use super::{downsample, fmt_num, fmt_tick, variant_colour, DrawResult, FAULT_FILL, FONT};
+use super::{downsample, variant_colour, DrawResult, FAULT_FILL, FONT};
 use crate::metrics::catalogue::Metric;
+use crate::report::data::{ReportData, VariantData};
+use crate::report::format::{fmt_num, fmt_tick};
 use crate::runner::MeanSeries;
 use plotters::coord::Shift;
 use plotters::prelude::*;

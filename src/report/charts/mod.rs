@@ -3,17 +3,16 @@
 //! One colour per variant across every chart (its index in the run, in the Okabe–Ito palette);
 //! black and grey are kept for reference marks (capacity, caps, fault windows).
 
-pub mod axes;
-pub mod bars;
-pub mod data;
-pub mod delays;
-pub mod key;
-pub mod latency;
-pub mod load;
-pub mod sweep;
+pub(crate) mod axes;
+pub(crate) mod bars;
+pub(crate) mod delays;
+pub(crate) mod key;
+pub(crate) mod latency;
+pub(crate) mod load;
+pub(crate) mod sweep;
 
 use super::files::{commit_temp, write_atomic, OutputError};
-use data::ReportData;
+use crate::report::data::ReportData;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -275,67 +274,6 @@ pub fn write_charts(dir: &Path, data: &ReportData) -> Result<Rendered, OutputErr
     Ok(out)
 }
 
-/// `12,345` for large values, three significant digits for small ones.
-pub fn fmt_num(x: f64) -> String {
-    if !x.is_finite() {
-        return "n/a".into();
-    }
-    let a = x.abs();
-    if a >= 1000.0 {
-        let digits = format!("{:.0}", a);
-        let mut grouped = String::new();
-        for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i) % 3 == 0 {
-                grouped.push(',');
-            }
-            grouped.push(c);
-        }
-        format!("{}{grouped}", if x < 0.0 { "-" } else { "" })
-    } else if a >= 100.0 || a == 0.0 {
-        format!("{x:.0}")
-    } else if a >= 10.0 {
-        format!("{x:.1}")
-    } else if a >= 1.0 {
-        format!("{x:.2}")
-    } else {
-        let decimals = (2 - a.log10().floor() as i32).clamp(2, 9) as usize;
-        format!("{x:.decimals$}")
-    }
-}
-
-/// [`fmt_num`] without trailing zeros, for tick labels (`5`, `0.2`, `12,000`).
-pub fn fmt_tick(x: f64) -> String {
-    let text = fmt_num(x);
-    if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        text
-    }
-}
-
-/// A duration in seconds as `250 ms`, `1.5 s`, `2 min`.
-pub fn fmt_secs(s: f64) -> String {
-    let trim = fmt_tick;
-    if s == 0.0 {
-        "0 s".into()
-    } else if s < 1e-3 {
-        format!("{} µs", trim(s * 1e6))
-    } else if s < 1.0 {
-        format!("{} ms", trim(s * 1e3))
-    } else if s < 120.0 {
-        format!("{} s", trim(s))
-    } else if s < 7200.0 {
-        format!("{} min", trim(s / 60.0))
-    } else {
-        format!("{} h", trim(s / 3600.0))
-    }
-}
-
-/// True when `v` is (numerically) a power of ten: log axes label only those.
-pub fn is_decade(v: f64) -> bool {
-    v > 0.0 && (v.log10() - v.log10().round()).abs() < 1e-9
-}
-
 /// Means of consecutive groups of rows so a chart never draws more than ~`limit` points.
 pub fn downsample(points: &[(f64, f64)], limit: usize) -> Vec<(f64, f64)> {
     if points.len() <= limit {
@@ -343,24 +281,4 @@ pub fn downsample(points: &[(f64, f64)], limit: usize) -> Vec<(f64, f64)> {
     }
     let group = points.len().div_ceil(limit);
     points.chunks(group).map(|c| (c[0].0, c.iter().map(|p| p.1).sum::<f64>() / c.len() as f64)).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_read_like_a_report() {
-        assert_eq!(fmt_num(48653.2), "48,653");
-        assert_eq!(fmt_num(1_234_567.0), "1,234,567");
-        assert_eq!(fmt_num(9.244), "9.24");
-        assert_eq!(fmt_num(0.0123), "0.0123");
-        assert_eq!(fmt_num(0.0), "0");
-        assert_eq!(fmt_secs(0.25), "250 ms");
-        assert_eq!(fmt_secs(10.0), "10 s");
-        assert_eq!(fmt_secs(2e-5), "20 µs");
-        assert_eq!(fmt_tick(5.0), "5");
-        assert_eq!(fmt_tick(0.2), "0.2");
-        assert!(is_decade(1000.0) && is_decade(0.001) && !is_decade(20.0));
-    }
 }

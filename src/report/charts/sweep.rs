@@ -3,54 +3,13 @@
 
 use super::axes::{CategoryAxis, LogAxis};
 use super::key::{with_key, KeyItem, Swatch};
-use super::{fmt_num, fmt_secs, variant_colour, DrawResult, FONT};
+use super::{variant_colour, DrawResult, FONT};
 use crate::metrics::catalogue::Metric;
-use crate::metrics::stats::Stat;
+use crate::report::data::{SweepAxis, SweepData};
+use crate::report::format::fmt_value;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use std::collections::BTreeMap;
-
-/// One varied parameter: its path and values as typed (labels) with numeric positions when
-/// every value is a number or a duration.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SweepAxis {
-    /// Override path, e.g. `tenant.main.clients`.
-    pub path: String,
-    /// Values as typed.
-    pub labels: Vec<String>,
-    /// Numeric positions (durations in seconds), if every value has one.
-    pub numbers: Option<Vec<f64>>,
-}
-
-/// A sweep's results, as `sweep.json` holds them.
-#[derive(Clone, Debug)]
-pub struct SweepData {
-    /// Scenario name.
-    pub scenario: String,
-    /// Master seed.
-    pub seed: u64,
-    /// Replications per variant and cell.
-    pub replications: u32,
-    /// Variant names in order (fixes their colours).
-    pub variants: Vec<String>,
-    /// Varied parameters, in `--vary` order (the last varies fastest across cells).
-    pub axes: Vec<SweepAxis>,
-    /// (cell, variant index, metric) → statistic.
-    pub stats: BTreeMap<(usize, usize, Metric), Stat>,
-}
-
-impl SweepData {
-    /// The cell index of value indices `coords` (mixed radix, last axis fastest).
-    pub fn cell(&self, coords: &[usize]) -> usize {
-        coords.iter().zip(&self.axes).fold(0, |acc, (&c, axis)| acc * axis.labels.len() + c)
-    }
-
-    /// The statistic of `metric` for variant `v` in `cell`, if the sweep holds it.
-    pub fn stat(&self, cell: usize, v: usize, metric: Metric) -> Option<&Stat> {
-        self.stats.get(&(cell, v, metric))
-    }
-}
 
 /// A sweep chart's metric and its panel title (scale and unit come from the catalogue).
 pub struct SweepMetric {
@@ -81,15 +40,6 @@ pub const SWEEP_METRICS: [SweepMetric; 6] = [
     SweepMetric { metric: Metric::Duplicates, title: "Duplicated side effects per run" },
     SweepMetric { metric: Metric::LatencySP99, title: "p99 latency of succeeded requests (s)" },
 ];
-
-/// A value with its unit, as labels show it.
-pub fn fmt_value(x: f64, suffix: &str) -> String {
-    if suffix == " s" {
-        fmt_secs(x)
-    } else {
-        format!("{}{suffix}", fmt_num(x))
-    }
-}
 
 /// The horizontal axis of a one-parameter sweep: (low, high, log?) over the swept values'
 /// positions (numeric, or 0, 1, 2, … for names).
@@ -186,7 +136,7 @@ where
                 .map(|i| labels[i].clone())
                 .unwrap_or_default()
         })
-        .y_label_formatter(&|y| super::fmt_tick(*y))
+        .y_label_formatter(&|y| crate::report::format::fmt_tick(*y))
         .light_line_style(WHITE.mix(0.0))
         .bold_line_style(BLACK.mix(0.08))
         .label_style((FONT, 13))

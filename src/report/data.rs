@@ -5,13 +5,17 @@
 //! ([`crate::report::readback`]) and renders from that. So `retrystorm plot DIR` reproduces the
 //! same charts byte for byte, and the write path tests the read path on every run.
 
+use crate::engine::time::{duration_words, ns_f64_to_secs, ns_to_secs};
 use crate::engine::Nanos;
 use crate::metrics::catalogue::Metric;
+use crate::metrics::stats::Stat;
 use crate::model::budget::{BudgetKind, BudgetSpec, Scope};
 use crate::model::policy::RetryAfterMode;
 use crate::model::{Arrival, Dist, FaultKind, Jitter, RetryPolicy, SimSpec};
+use crate::report::format::csv_bytes;
 use crate::runner::{MeanSeries, StatRow, Study};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Delay-histogram resolution: bins per decade of seconds (bin i covers [10^(i/N), 10^((i+1)/N)).
 pub const DELAY_BINS_PER_DECADE: i32 = 20;
@@ -173,15 +177,6 @@ pub struct VariantSetup {
     pub setup: Setup,
 }
 
-fn secs(ns: Nanos) -> f64 {
-    ns as f64 / 1e9
-}
-
-/// A duration in humantime's words (`1ms`, `2m 30s`).
-pub fn duration_words(ns: Nanos) -> String {
-    humantime::format_duration(std::time::Duration::from_nanos(ns)).to_string()
-}
-
 fn dist_words(dist: &Dist) -> String {
     let d = |ns: Nanos| duration_words(ns);
     match *dist {
@@ -219,7 +214,12 @@ fn jitter_words(jitter: &Jitter) -> String {
             let parts: Vec<String> = delays.iter().map(|&ns| duration_words(ns)).collect();
             format!("schedule [{}]", parts.join(", "))
         }
-        other => other.name().to_string(),
+        Jitter::None
+        | Jitter::Exponential
+        | Jitter::Full
+        | Jitter::Equal
+        | Jitter::Decorrelated
+        | Jitter::DecorrelatedV2 => jitter.name().to_string(),
     }
 }
 
@@ -256,30 +256,26 @@ fn policy_info(p: &RetryPolicy) -> PolicyInfo {
     PolicyInfo {
         name: p.name.clone(),
         jitter: p.jitter.name().to_string(),
-        base_s: secs(p.base),
+        base_s: ns_to_secs(p.base),
         multiplier: p.multiplier,
-        cap_s: secs(p.cap),
+        cap_s: ns_to_secs(p.cap),
         max_attempts: p.attempts_max,
-        deadline_s: p.deadline.map(secs),
-        attempt_timeout_s: p.attempt_timeout.map(secs),
+        deadline_s: p.deadline.map(ns_to_secs),
+        attempt_timeout_s: p.attempt_timeout.map(ns_to_secs),
         summary,
     }
 }
 
-// The wildcard arms keep this file compiling when the model grows a mode or a budget kind;
-// the new one is then described by its debug form until it gets words here.
-#[allow(unreachable_patterns)]
+// No wildcard arms here: a new mode, kind or strategy must get its words (the compiler says where).
 fn retry_after_words(mode: RetryAfterMode) -> String {
     match mode {
         RetryAfterMode::Ignore => String::new(),
         RetryAfterMode::AtLeast => ", waits at least Retry-After".into(),
         RetryAfterMode::Exact => ", waits exactly Retry-After".into(),
         RetryAfterMode::AwsClamp => ", Retry-After clamped to [backoff, backoff + 5 s] (AWS)".into(),
-        other => format!(", Retry-After: {other:?}"),
     }
 }
 
-#[allow(unreachable_patterns)]
 fn budget_words(budget: &BudgetSpec) -> String {
     let kind = match &budget.kind {
         BudgetKind::AwsQuota { capacity, retry_cost, .. } => {
@@ -296,7 +292,6 @@ fn budget_words(budget: &BudgetSpec) -> String {
         BudgetKind::TokenBucket { capacity, per_request } => {
             format!("token bucket ({capacity} tokens, +{per_request} per request)")
         }
-        other => format!("{other:?}"),
     };
     format!("budget: {kind}, {}", scope_words(budget.scope))
 }
@@ -325,7 +320,7 @@ fn fault_summary(kind: &FaultKind) -> String {
 pub fn setup_of(spec: &SimSpec) -> Setup {
     let policy_name = |i: usize| spec.policies[i].name.clone();
     Setup {
-        horizon_s: secs(spec.horizon),
+        horizon_s: ns_to_secs(spec.horizon),
         tenants: spec
             .tenants
             .iter()
@@ -342,7 +337,7 @@ pub fn setup_of(spec: &SimSpec) -> Setup {
             .hops
             .iter()
             .map(|h| {
-                let service_s = h.service.mean_ns(h.workers) / 1e9;
+                let service_s = ns_f64_to_secs(h.service.mean_ns(h.workers));
                 HopInfo {
                     name: h.name.clone(),
                     workers: h.workers,
@@ -350,7 +345,7 @@ pub fn setup_of(spec: &SimSpec) -> Setup {
                     service: dist_words(&h.service),
                     capacity_per_s: (service_s > 0.0).then(|| f64::from(h.workers) / service_s),
                     downstream_policy: h.downstream_policy.map(policy_name),
-                    idempotency_ttl_s: h.idempotency.as_ref().map(|i| secs(i.ttl)),
+                    idempotency_ttl_s: h.idempotency.as_ref().map(|i| ns_to_secs(i.ttl)),
                 }
             })
             .collect(),
@@ -361,8 +356,8 @@ pub fn setup_of(spec: &SimSpec) -> Setup {
             .map(|f| FaultInfo {
                 hop: spec.hops[f.hop].name.clone(),
                 kind: f.kind.name().to_string(),
-                from_s: secs(f.from),
-                to_s: secs(f.to),
+                from_s: ns_to_secs(f.from),
+                to_s: ns_to_secs(f.to),
                 summary: fault_summary(&f.kind),
             })
             .collect(),
@@ -407,13 +402,13 @@ pub fn delay_bins(delays_ns: &[Vec<u64>], caps_ns: &[Nanos]) -> Vec<DelayBin> {
             } else if caps_ns.contains(&ns) {
                 (-1, ns as i64)
             } else {
-                (0, i64::from(delay_bin(secs(ns))))
+                (0, i64::from(delay_bin(ns_to_secs(ns))))
             };
             *counts.entry(key).or_default() += 1;
         }
         for ((kind, x), count) in counts {
             let (low_s, high_s) = if kind < 0 {
-                (secs(x as u64), secs(x as u64))
+                (ns_to_secs(x as u64), ns_to_secs(x as u64))
             } else {
                 (delay_bin_low(x as i32), delay_bin_low(x as i32 + 1))
             };
@@ -429,12 +424,6 @@ pub fn client_caps(spec: &SimSpec) -> Vec<Nanos> {
     caps.sort_unstable();
     caps.dedup();
     caps
-}
-
-fn csv_bytes(write: impl FnOnce(&mut csv::Writer<Vec<u8>>) -> csv::Result<()>) -> Vec<u8> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    write(&mut w).expect("writing CSV to memory cannot fail");
-    w.into_inner().expect("flushing to memory cannot fail")
 }
 
 /// `delays.csv`: per variant and retry number, the histogram of delays before that retry.
@@ -493,11 +482,6 @@ impl VariantData {
         self.setup.hops.get(h).and_then(|hop| hop.capacity_per_s)
     }
 
-    /// Fault windows at the hop named `hop`: (from_s, to_s, summary).
-    pub fn faults_at(&self, hop: &str) -> Vec<&FaultInfo> {
-        self.setup.faults.iter().filter(|f| f.hop == hop).collect()
-    }
-
     /// Policies the clients use (distinct, in tenant order).
     pub fn client_policies(&self) -> Vec<&PolicyInfo> {
         let mut out: Vec<&PolicyInfo> = Vec::new();
@@ -509,6 +493,47 @@ impl VariantData {
             }
         }
         out
+    }
+}
+
+/// One varied parameter: its path and values as typed (labels) with numeric positions when
+/// every value is a number or a duration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepAxis {
+    /// Override path, e.g. `tenant.main.clients`.
+    pub path: String,
+    /// Values as typed.
+    pub labels: Vec<String>,
+    /// Numeric positions (durations in seconds), if every value has one.
+    pub numbers: Option<Vec<f64>>,
+}
+
+/// A sweep's results, as `sweep.json` holds them.
+#[derive(Clone, Debug)]
+pub struct SweepData {
+    /// Scenario name.
+    pub scenario: String,
+    /// Master seed.
+    pub seed: u64,
+    /// Replications per variant and cell.
+    pub replications: u32,
+    /// Variant names in order (fixes their colours).
+    pub variants: Vec<String>,
+    /// Varied parameters, in `--vary` order (the last varies fastest across cells).
+    pub axes: Vec<SweepAxis>,
+    /// (cell, variant index, metric) → statistic.
+    pub stats: BTreeMap<(usize, usize, Metric), Stat>,
+}
+
+impl SweepData {
+    /// The cell index of value indices `coords` (mixed radix, last axis fastest).
+    pub fn cell(&self, coords: &[usize]) -> usize {
+        coords.iter().zip(&self.axes).fold(0, |acc, (&c, axis)| acc * axis.labels.len() + c)
+    }
+
+    /// The statistic of `metric` for variant `v` in `cell`, if the sweep holds it.
+    pub fn stat(&self, cell: usize, v: usize, metric: Metric) -> Option<&Stat> {
+        self.stats.get(&(cell, v, metric))
     }
 }
 
