@@ -174,7 +174,12 @@ fn every_bundled_scenario_writes_every_chart_as_valid_svg_and_png_naming_its_var
         for v in &variants {
             assert!(html.contains(&format!("</span>{v}</td>")), "{name}: summary table lacks variant `{v}`");
         }
-        assert!(html.contains("<h2>Key results</h2>") && html.contains("<h2>Warnings</h2>"), "{name}: sections");
+        assert!(
+            html.contains("<h2 id=\"key\">Key results</h2>")
+                && html.contains("<h2>Warnings</h2>")
+                && html.contains("<h2 id=\"verdict\">Verdict</h2>"),
+            "{name}: sections"
+        );
     }
 }
 

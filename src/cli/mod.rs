@@ -203,6 +203,7 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
     let written = report::write_study(&out, &study)?;
     if !args.quiet {
         print!("{}", table::summary_table(&study));
+        print!("{}", differs::differs_text(&study));
         print!("{}", table::verdict_text(&study));
         println!("wrote {} files to {}", written.len(), out.display());
     }
@@ -240,6 +241,7 @@ fn validate(path: &str, set: &[String]) -> Result<(), CliError> {
 }
 
 pub(crate) mod budget_args;
+pub(crate) mod differs;
 pub(crate) mod plan;
 pub(crate) mod plot;
 pub(crate) mod sweep;

@@ -26,8 +26,8 @@ pub fn verdict_lines(verdict: &Verdict, candidates: &[Candidate]) -> Vec<String>
         let why = match &r.behind_on {
             Some(on) if on == "requirements" => " (behind: misses a requirement)".to_string(),
             Some(on) => format!(" (behind on {on})"),
-            None if r.rank > 1 || verdict.ranking.iter().filter(|o| o.rank == r.rank).count() > 1 => {
-                " (indistinguishable from the rank above)".to_string()
+            None if verdict.ranking.iter().filter(|o| o.rank == r.rank).count() > 1 => {
+                format!(" (indistinguishable: shares rank {})", r.rank)
             }
             None => String::new(),
         };
