@@ -138,7 +138,10 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Res
             let text = e.to_string();
             let first = text.lines().next().unwrap_or("invalid arguments");
             let first = first.strip_prefix("error: ").unwrap_or(first);
-            return Err(CliError::BadInput(format!("{first} (see --help)")));
+            // Keep clap's "did you mean" (its `tip:` line), dropping the usage lines.
+            let tip =
+                text.lines().find_map(|l| l.trim().strip_prefix("tip: ")).map(|t| format!("; {t}")).unwrap_or_default();
+            return Err(CliError::BadInput(format!("{first}{tip} (see --help)")));
         }
         Err(e) => {
             print!("{e}");

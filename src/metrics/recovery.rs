@@ -11,7 +11,7 @@ pub enum RecoveryOutcome {
     /// The trigger ended and the system stayed overloaded: never calm before the horizon.
     Metastable,
     /// Recovery cannot be judged: the trigger lasts until the horizon, or no request succeeded
-    /// after it ended (every request was lost during it).
+    /// or was even attempted after it ended (every request was lost during it).
     NotObservable,
 }
 
@@ -21,10 +21,14 @@ pub fn recovery_outcome(record: &RunRecord, spec: &RunShape) -> RecoveryOutcome 
     if trigger_end >= spec.horizon {
         return RecoveryOutcome::NotObservable;
     }
+    // Nothing succeeded and nothing was even attempted after the trigger: every request ended
+    // during it (e.g. immediate retries dead-letter everything in an outage). A system still
+    // hammered without success is metastable, not unobservable.
     let first = trigger_end.div_ceil(spec.bucket) as usize;
-    let succeeded_after: u64 =
-        record.tenant_series.iter().flat_map(|s| s.iter().skip(first)).map(|b| u64::from(b.successes)).sum();
-    if succeeded_after == 0 {
+    let after = |f: fn(&super::TenantBucket) -> u32| -> u64 {
+        record.tenant_series.iter().flat_map(|s| s.iter().skip(first)).map(|b| u64::from(f(b))).sum()
+    };
+    if after(|b| b.successes) == 0 && after(|b| b.attempts) == 0 {
         return RecoveryOutcome::NotObservable;
     }
     recovery_time_ns(record, spec).map_or(RecoveryOutcome::Metastable, RecoveryOutcome::Recovered)
