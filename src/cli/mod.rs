@@ -187,7 +187,17 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
         None => scenario.run_variants(),
         Some(None) if !scenario.variants.is_empty() => scenario.variants.clone(),
         Some(None) => scenario.jitter_variants(&DEFAULT_JITTERS.map(String::from))?,
-        Some(Some(jitters)) => scenario.jitter_variants(&jitters)?,
+        Some(Some(jitters)) => {
+            if !scenario.variants.is_empty() {
+                let names: Vec<&str> = scenario.variants.iter().map(|v| v.name.as_str()).collect();
+                eprintln!(
+                    "note: --jitter replaces the scenario's {} variant(s) ({}): each strategy runs on the base scenario without their settings; leave out --jitter to compare them",
+                    names.len(),
+                    names.join(", ")
+                );
+            }
+            scenario.jitter_variants(&jitters)?
+        }
     };
     let baseline = baseline_index(&variants, baseline.as_deref())?;
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("output").join(&scenario.name));
@@ -197,6 +207,8 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
     }
     let options = RunOptions { threads: args.threads, progress: !args.quiet };
     let mut study = run_study(&scenario, &variants, &options);
+    study.provenance.command = result_command(std::env::args());
+    study.provenance.overrides = args.set.clone();
     study.set_baseline(baseline);
     for v in &study.variants {
         for t in &v.truncated {
@@ -211,6 +223,24 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
         println!("wrote {} files to {}", written.len(), out.display());
     }
     Ok(())
+}
+
+/// The command line without what cannot change results (the binary's path, `--out`,
+/// `--threads`, `--quiet`), so that summary.json stays identical whatever those are.
+pub fn result_command(args: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out = vec!["retrystorm".to_string()];
+    let mut args = args.skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--out" | "--threads" => {
+                args.next();
+            }
+            "--quiet" => {}
+            _ if a.starts_with("--out=") || a.starts_with("--threads=") => {}
+            _ => out.push(a),
+        }
+    }
+    out
 }
 
 /// The index of the variant named `name` (None: the first), or a message listing the names.

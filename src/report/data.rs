@@ -39,6 +39,8 @@ pub struct ReportData {
     pub variants: Vec<VariantData>,
     /// What the verdict ranks by and requires.
     pub objective: crate::metrics::objective::Objective,
+    /// Command line, overrides, scenario file and hash.
+    pub provenance: crate::runner::Provenance,
 }
 
 /// One variant's results and configuration.

@@ -96,6 +96,25 @@ pub fn report_html(data: &ReportData, charts: &[RenderedChart]) -> String {
         data.seed,
         escape(&data.version)
     );
+    let p = &data.provenance;
+    if !p.scenario_file.is_empty() {
+        let _ = writeln!(
+            h,
+            "<p class=\"meta\">Scenario <code>{}</code> (FNV-1a {}){}{}</p>",
+            escape(&p.scenario_file),
+            escape(&p.scenario_hash),
+            if p.overrides.is_empty() {
+                String::new()
+            } else {
+                format!(" · --set {}", escape(&p.overrides.join(" --set ")))
+            },
+            if p.command.is_empty() {
+                String::new()
+            } else {
+                format!(" · command: <code>{}</code>", escape(&p.command.join(" ")))
+            },
+        );
+    }
     h.push_str(
         "<nav class=\"toc\"><a href=\"#verdict\">Verdict</a><a href=\"#key\">Key results</a>\
          <a href=\"#summary\">Summary</a><a href=\"#scenario\">Scenario</a><a href=\"#charts\">Charts</a></nav>\n",

@@ -100,6 +100,7 @@ pub fn read_run(dir: &Path) -> Result<ReportData, ReadError> {
         warnings: summary.warnings,
         variants,
         objective: summary.objective,
+        provenance: summary.provenance,
     })
 }
 

@@ -46,6 +46,9 @@ pub struct Summary {
     /// The variants ranked under the objective.
     #[serde(default)]
     pub verdict: Option<Verdict>,
+    /// Command line, overrides, scenario file and its hash.
+    #[serde(default)]
+    pub provenance: crate::runner::Provenance,
 }
 
 fn first_format() -> u32 {
@@ -164,6 +167,7 @@ impl Summary {
             warnings: study.warnings.clone(),
             objective: study.objective.clone(),
             verdict: Some(study.verdict()),
+            provenance: study.provenance.clone(),
         }
     }
 

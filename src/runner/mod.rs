@@ -114,6 +114,22 @@ pub struct Study {
     pub comparisons: Vec<Comparison>,
     /// What the verdict ranks by and requires (the scenario's `[objective]`).
     pub objective: crate::metrics::objective::Objective,
+    /// Where the run came from: the scenario file and its hash (the command line is filled in by
+    /// the CLI).
+    pub provenance: Provenance,
+}
+
+/// Where a run came from, recorded in `summary.json` and the report.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Provenance {
+    /// The command line, as given (empty when the library was called directly).
+    pub command: Vec<String>,
+    /// The `--set` overrides, as given.
+    pub overrides: Vec<String>,
+    /// The scenario file.
+    pub scenario_file: String,
+    /// FNV-1a 64 of the scenario file's text.
+    pub scenario_hash: String,
 }
 
 impl Study {
@@ -179,6 +195,11 @@ pub fn simulate(scenario: &Scenario, variants: &[Variant], progress: &Progress) 
         threads: rayon::current_num_threads(),
         comparisons,
         objective: scenario.objective.clone(),
+        provenance: Provenance {
+            scenario_file: scenario.file.clone(),
+            scenario_hash: scenario.source_hash(),
+            ..Provenance::default()
+        },
     }
 }
 

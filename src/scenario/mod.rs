@@ -81,6 +81,14 @@ fn objective(raw: &RawScenario, spec: &SimSpec) -> Result<crate::metrics::object
 pub const BASELINE: &str = "baseline";
 
 impl Scenario {
+    /// FNV-1a 64-bit hash of the scenario file's text, as 16 hex digits (identifies the file a
+    /// run used; not a security hash).
+    pub fn source_hash(&self) -> String {
+        let hash =
+            self.source.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+        format!("{hash:016x}")
+    }
+
     /// Reads and validates `path` with `overrides` applied (before the variants' own).
     pub fn load(path: &str, overrides: &[Override]) -> Result<Scenario, ScenarioError> {
         let source = std::fs::read_to_string(path).map_err(|e| ScenarioError {
