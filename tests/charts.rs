@@ -47,7 +47,7 @@ fn json(path: &Path) -> Value {
 fn expected_charts(dir: &Path) -> Vec<&'static str> {
     let setup = json(&dir.join("scenario.json"));
     let first = &setup["variants"][0];
-    let mut stems = vec!["load", "load_compare", "metrics", "latency_cdf"];
+    let mut stems = vec!["load", "load_compare", "goodput_backlog", "metrics", "latency_cdf"];
     let delays = std::fs::read_to_string(dir.join("delays.csv")).expect("delays.csv");
     if delays.lines().count() > 1 {
         stems.extend(["retry_delays", "retry_delays_by_retry"]);
