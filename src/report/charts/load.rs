@@ -281,12 +281,7 @@ where
         data.replications
     );
     let root = root.titled(&title, (FONT, 24))?;
-    let mut key: Vec<KeyItem> = data
-        .variants
-        .iter()
-        .enumerate()
-        .map(|(i, v)| (Swatch::Line(variant_colour(i).mix(1.0)), v.name.clone()))
-        .collect();
+    let mut key = variant_lines_key(data);
     if has_capacity {
         key.push((Swatch::Dashed(BLACK.mix(1.0)), "capacity".to_string()));
     }
@@ -334,6 +329,11 @@ where
     Ok(())
 }
 
+/// One line swatch per variant, in its colour.
+fn variant_lines_key(data: &ReportData) -> Vec<KeyItem> {
+    data.variants.iter().enumerate().map(|(i, v)| (Swatch::Line(variant_colour(i).mix(1.0)), v.name.clone())).collect()
+}
+
 /// Column of successes (a rate once divided by the bucket) and of the backlog level.
 const SUCCESSES: usize = 3;
 const BACKLOG: usize = 9;
@@ -346,12 +346,7 @@ where
 {
     let title = format!("{}: goodput and backlog per hop (mean of {} replications)", data.scenario, data.replications);
     let root = root.titled(&title, (FONT, 24))?;
-    let mut key: Vec<KeyItem> = data
-        .variants
-        .iter()
-        .enumerate()
-        .map(|(i, v)| (Swatch::Line(variant_colour(i).mix(1.0)), v.name.clone()))
-        .collect();
+    let mut key = variant_lines_key(data);
     key.extend(fault_key(data, None));
     let root = with_key(&root, &key)?;
     let first = &data.variants[0];
