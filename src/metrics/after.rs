@@ -74,7 +74,8 @@ fn cleared_ns(series: &[HopBucket], spec: &RunShape, h: usize, trigger_end: u64)
     let backlog = backlog_levels(series);
     let pending = pending_retry_levels(series);
     let start = spec.first_trigger_start.unwrap_or(0);
-    let before = (start / spec.bucket) as usize + 1;
+    // A trigger may start after the last bucket (a fault scheduled past the run).
+    let before = ((start / spec.bucket) as usize + 1).min(backlog.len());
     let normal_backlog = backlog[..before].iter().copied().max().unwrap_or(0).max(i64::from(spec.hops[h].workers));
     let normal_pending = pending[..before].iter().copied().max().unwrap_or(0);
     let first = trigger_end.div_ceil(spec.bucket) as usize;
