@@ -47,7 +47,7 @@ fn json(path: &Path) -> Value {
 fn expected_charts(dir: &Path) -> Vec<&'static str> {
     let setup = json(&dir.join("scenario.json"));
     let first = &setup["variants"][0];
-    let mut stems = vec!["load", "load_compare", "metrics", "latency_cdf"];
+    let mut stems = vec!["load", "load_compare", "goodput_backlog", "metrics", "latency_cdf"];
     let delays = std::fs::read_to_string(dir.join("delays.csv")).expect("delays.csv");
     if delays.lines().count() > 1 {
         stems.extend(["retry_delays", "retry_delays_by_retry"]);
@@ -174,7 +174,12 @@ fn every_bundled_scenario_writes_every_chart_as_valid_svg_and_png_naming_its_var
         for v in &variants {
             assert!(html.contains(&format!("</span>{v}</td>")), "{name}: summary table lacks variant `{v}`");
         }
-        assert!(html.contains("<h2>Key results</h2>") && html.contains("<h2>Warnings</h2>"), "{name}: sections");
+        assert!(
+            html.contains("<h2 id=\"key\">Key results</h2>")
+                && html.contains("<h2>Warnings</h2>")
+                && html.contains("<h2 id=\"verdict\">Verdict</h2>"),
+            "{name}: sections"
+        );
     }
 }
 

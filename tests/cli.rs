@@ -47,3 +47,16 @@ fn validate_accepts_every_bundled_scenario() {
         }
     }
 }
+
+#[test]
+fn a_mistyped_flag_or_subcommand_gets_a_did_you_mean() {
+    for (args, says) in
+        [(vec!["compre", "x"], "'compare'"), (vec!["run", "scenarios/mm1.toml", "--sed", "3"], "'--seed'")]
+    {
+        let o = retrystorm(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("similar") && err.contains(says), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+    }
+}

@@ -40,6 +40,8 @@ enum Command {
     Plot(crate::cli::plot::PlotArgs),
     /// Write a commented scenario from a planner's numbers or your own trace, histogram and config.
     Init(crate::cli::init::InitArgs),
+    /// The capacity question: the smallest value of a parameter meeting every requirement.
+    Plan(crate::cli::plan::PlanArgs),
 }
 
 /// Options shared by `run`, `compare` and `sweep`.
@@ -182,7 +184,10 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Res
             let text = e.to_string();
             let first = text.lines().next().unwrap_or("invalid arguments");
             let first = first.strip_prefix("error: ").unwrap_or(first);
-            return Err(CliError::BadInput(format!("{first} (see --help)")));
+            // Keep clap's "did you mean" (its `tip:` line), dropping the usage lines.
+            let tip =
+                text.lines().find_map(|l| l.trim().strip_prefix("tip: ")).map(|t| format!("; {t}")).unwrap_or_default();
+            return Err(CliError::BadInput(format!("{first}{tip} (see --help)")));
         }
         Err(e) => {
             print!("{e}");
@@ -201,6 +206,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Res
         Command::Merge(args) => crate::cli::sweep::merge(args),
         Command::Plot(args) => crate::cli::plot::run(args),
         Command::Init(args) => crate::cli::init::run(args),
+        Command::Plan(args) => crate::cli::plan::run(args),
     }
 }
 
@@ -230,6 +236,14 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
         Some(None) => scenario.jitter_variants(&DEFAULT_JITTERS.map(String::from))?,
         Some(Some(jitters)) => {
             check_jitters(&jitters)?;
+            if !scenario.variants.is_empty() {
+                let names: Vec<&str> = scenario.variants.iter().map(|v| v.name.as_str()).collect();
+                eprintln!(
+                    "note: --jitter replaces the scenario's {} variant(s) ({}): each strategy runs on the base scenario without their settings; leave out --jitter to compare them",
+                    names.len(),
+                    names.join(", ")
+                );
+            }
             scenario.jitter_variants(&jitters)?
         }
     };
@@ -243,6 +257,8 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
     }
     let options = RunOptions { threads: args.threads, progress: !args.quiet };
     let mut study = run_study(&scenario, &variants, &options);
+    study.provenance.command = result_command(std::env::args());
+    study.provenance.overrides = args.set.clone();
     study.set_baseline(baseline);
     for v in &study.variants {
         for t in &v.truncated {
@@ -253,6 +269,8 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
     let written = report::write_study(&claim, &study).map_err(|e| CliError::Failure(e.to_string()))?;
     if !args.quiet {
         print!("{}", table::summary_table(&study));
+        print!("{}", differs::differs_text(&study));
+        print!("{}", table::verdict_text(&study));
         println!("wrote {} files to {}", written.len(), out.display());
     }
     Ok(())
@@ -299,6 +317,24 @@ pub fn claim(out: &std::path::Path, force: bool) -> Result<report::Claim, CliErr
     })
 }
 
+/// The command line without what cannot change results (the binary's path, `--out`,
+/// `--threads`, `--quiet`), so that summary.json stays identical whatever those are.
+pub fn result_command(args: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out = vec!["retrystorm".to_string()];
+    let mut args = args.skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--out" | "--threads" => {
+                args.next();
+            }
+            "--quiet" => {}
+            _ if a.starts_with("--out=") || a.starts_with("--threads=") => {}
+            _ => out.push(a),
+        }
+    }
+    out
+}
+
 /// The index of the variant named `name` (None: the first), or a message listing the names.
 pub fn baseline_index(variants: &[crate::scenario::Variant], name: Option<&str>) -> Result<usize, CliError> {
     let Some(name) = name else { return Ok(0) };
@@ -333,6 +369,8 @@ fn validate(path: &str, set: &[String]) -> Result<(), CliError> {
 }
 
 pub(crate) mod budget_args;
+pub(crate) mod differs;
 pub(crate) mod init;
+pub(crate) mod plan;
 pub(crate) mod plot;
 pub(crate) mod sweep;

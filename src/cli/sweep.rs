@@ -39,7 +39,7 @@ pub struct SweepArgs {
 /// Flags of `merge`.
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// Shard output directories (each written by `sweep --shard K/N`).
+    /// Shard output directories (each written by `sweep --shard K/N` or `plan --shard K/N`).
     pub dirs: Vec<PathBuf>,
     /// Where to write the merged sweep (default: the first directory's parent / merged).
     #[arg(long)]
@@ -261,6 +261,9 @@ fn short_value(value: &toml::Value) -> String {
 
 /// Merges shard directories into `sweep.json` and `sweep.csv`, byte-identical to the unsharded sweep.
 pub fn merge(args: MergeArgs) -> Result<(), CliError> {
+    if args.dirs.first().is_some_and(|d| d.join("plan.json").is_file()) {
+        return super::plan::merge(&args.dirs, args.out);
+    }
     let Some(first) = args.dirs.first() else {
         return Err(bad("merge needs shard directories, e.g. retrystorm merge out/shard-1-of-3 out/shard-2-of-3 …"));
     };

@@ -56,3 +56,18 @@ pub fn summary_table(study: &Study) -> String {
     }
     out
 }
+
+/// The verdict lines that end stdout.
+pub fn verdict_text(study: &Study) -> String {
+    let verdict = study.verdict();
+    let candidates: Vec<crate::runner::verdict::Candidate> = study
+        .variants
+        .iter()
+        .map(|v| crate::runner::verdict::Candidate::new(&v.name, &v.metrics, &v.hops, &v.tenants))
+        .collect();
+    let mut out = String::new();
+    for line in crate::report::verdict_text::verdict_lines(&verdict, &candidates) {
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}

@@ -7,6 +7,7 @@ pub(crate) mod prefetch;
 pub mod queue;
 pub mod rng;
 pub(crate) mod slab;
+pub mod text;
 pub mod time;
 
 pub use queue::EventQueue;

@@ -183,6 +183,11 @@ catalogue! {
     PeakAttemptsPerS: "peak_attempts_per_s", "peak attempts/s", "peak/s", "peak attempts per second", PerSecond, Lower, GHT, "no value";
     CapacityPerS: "capacity_per_s", "capacity/s", "cap/s", "capacity in attempts per second", PerSecond, Neither, GH, "no value";
     PeakOverCapacity: "peak_over_capacity", "peak ÷ capacity", "peak/cap", "peak load ÷ capacity", Times, Lower, GH, "no value";
+    PeakAfterPerS: "peak_after_per_s", "peak attempts/s after recovery", "peak after/s", "peak attempts per second after the trigger ended", PerSecond, Lower, GH, "no trigger";
+    PeakAfterOverCapacity: "peak_after_over_capacity", "peak after recovery ÷ capacity", "after/cap", "peak load after the trigger ÷ capacity", Times, Lower, GH, "no trigger";
+    TimeOverCapacityAfterS: "time_over_capacity_after_s", "time over capacity after (s)", "over cap s", "time above capacity after the trigger ended", Seconds, Lower, GH, "no trigger";
+    BacklogPeak: "backlog_peak", "peak backlog", "backlog", "largest backlog (attempts queued, in service or waiting downstream)", Count, Lower, GH, "no value";
+    BacklogClearedS: "backlog_cleared_s", "backlog cleared (s)", "cleared s", "time from the trigger's end until the backlog cleared and no retry was pending", Seconds, Lower, GH, "never cleared";
     LatencySMean: "latency_s_mean", "mean latency (s)", "mean s", "mean latency of succeeded requests", Seconds, Lower, GT, "no success";
     LatencySP50: "latency_s_p50", "p50 latency (s)", "p50 s", "p50 latency of succeeded requests", Seconds, Lower, GT, "no success";
     LatencySP90: "latency_s_p90", "p90 latency (s)", "p90 s", "p90 latency of succeeded requests", Seconds, Lower, GT, "no success";
@@ -201,7 +206,9 @@ catalogue! {
     BusyS: "busy_s", "busy (s)", "busy s", "service time spent", Seconds, Neither, H, "no value";
     QueueWaitSMean: "queue_wait_s_mean", "mean queue wait (s)", "wait s", "mean queue wait", Seconds, Lower, H, "no value";
     RecoveryTimeS: "recovery_time_s", "recovery (s)", "recovery s", "recovery time after the last fault or spike", Seconds, Lower, G, "never recovered";
+    Recovered: "recovered", "recovered", "recov.", "share of runs that recovered", Flag, Higher, G, "no value";
     Metastable: "metastable", "metastable", "metast.", "share of runs that never recovered", Flag, Lower, G, "no value";
+    RecoveryUnobservable: "recovery_unobservable", "recovery not observable", "unobs.", "share of runs whose recovery could not be observed (trigger until the horizon, or nothing succeeded or was attempted after it)", Flag, Neither, G, "no value";
     Events: "events", "events", "events", "events simulated", Count, Neither, G, "no value";
     Truncated: "truncated", "truncated", "trunc.", "share of runs cut short by a limit", Flag, Lower, G, "no value";
 }

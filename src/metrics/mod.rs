@@ -1,7 +1,9 @@
 //! Metrics: what a run records (pure data), the scalar metrics derived from it, and statistics
 //! across replications.
 
+pub mod after;
 pub mod catalogue;
+pub mod objective;
 pub mod recovery;
 pub mod stats;
 pub mod summary;
@@ -154,6 +156,14 @@ pub struct HopBucket {
     /// Concurrency limit in force at the last arrival of the bucket (`concurrency`, `aimd`;
     /// carried forward over buckets without arrivals; 0 without such a limit).
     pub admission_limit: u32,
+    /// Attempts that entered the hop in the bucket (the backlog's inflow).
+    pub entered: u32,
+    /// Attempts that left the hop in the bucket (reply sent or dropped: the backlog's outflow).
+    pub left: u32,
+    /// Retries to this hop scheduled (a backoff timer set) in the bucket.
+    pub retries_scheduled: u32,
+    /// Backoff timers to this hop that fired in the bucket (retry sent, or ended locally).
+    pub retries_fired: u32,
 }
 
 /// One time-series bucket of a tenant.
@@ -212,6 +222,8 @@ pub struct RunShape {
     pub recovery_hold: Nanos,
     /// End of the last fault or load spike, if any.
     pub trigger_end: Option<Nanos>,
+    /// Start of the first fault or load spike, if any (the pre-trigger baseline ends there).
+    pub first_trigger_start: Option<Nanos>,
     /// Per hop, in chain order.
     pub hops: Vec<HopShape>,
     /// Number of tenants.

@@ -3,6 +3,37 @@
 
 use super::{HopBucket, RunRecord, RunShape};
 
+/// How a run came out of its trigger (the last fault or load spike).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecoveryOutcome {
+    /// Calm again this long (ns) after the trigger ended (0 without a trigger).
+    Recovered(u64),
+    /// The trigger ended and the system stayed overloaded: never calm before the horizon.
+    Metastable,
+    /// Recovery cannot be judged: the trigger lasts until the horizon, or no request succeeded
+    /// or was even attempted after it ended (every request was lost during it).
+    NotObservable,
+}
+
+/// Classifies a run's recovery (see [`RecoveryOutcome`] and [`recovery_time_ns`]).
+pub fn recovery_outcome(record: &RunRecord, spec: &RunShape) -> RecoveryOutcome {
+    let Some(trigger_end) = spec.trigger_end else { return RecoveryOutcome::Recovered(0) };
+    if trigger_end >= spec.horizon {
+        return RecoveryOutcome::NotObservable;
+    }
+    // Nothing succeeded and nothing was even attempted after the trigger: every request ended
+    // during it (e.g. immediate retries dead-letter everything in an outage). A system still
+    // hammered without success is metastable, not unobservable.
+    let first = trigger_end.div_ceil(spec.bucket) as usize;
+    let after = |f: fn(&super::TenantBucket) -> u32| -> u64 {
+        record.tenant_series.iter().flat_map(|s| s.iter().skip(first)).map(|b| u64::from(f(b))).sum()
+    };
+    if after(|b| b.successes) == 0 && after(|b| b.attempts) == 0 {
+        return RecoveryOutcome::NotObservable;
+    }
+    recovery_time_ns(record, spec).map_or(RecoveryOutcome::Metastable, RecoveryOutcome::Recovered)
+}
+
 /// Share of arriving attempts that may be retries in a calm bucket.
 pub const CALM_RETRY_SHARE_MAX: f64 = 0.05;
 

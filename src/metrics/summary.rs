@@ -1,7 +1,8 @@
 //! Scalar metrics of one run, as catalogued in [`super::catalogue`] and listed in MODEL.md "Metrics".
 
+use super::after::after_trigger;
 use super::catalogue::Metric;
-use super::recovery::recovery_time_ns;
+use super::recovery::{recovery_outcome, RecoveryOutcome};
 use super::{HopBucket, RunRecord, RunShape};
 use crate::engine::time::{ns_f64_to_secs, ns_to_secs, us_to_secs};
 use hdrhistogram::Histogram;
@@ -53,7 +54,8 @@ pub fn scalars(record: &RunRecord, spec: &RunShape) -> Scalars {
     let hops: Vec<MetricRow> = (0..spec.hops.len()).map(|h| hop_row(record, spec, h, requests)).collect();
     let hop0 = &hops[0];
     let get = |row: &MetricRow, metric: Metric| row.iter().find(|(m, _)| *m == metric).and_then(|(_, v)| *v);
-    let recovery = recovery_time_ns(record, spec);
+    let outcome = recovery_outcome(record, spec);
+    let flag = |b: bool| Some(if b { 1.0 } else { 0.0 });
     let mut global: MetricRow = vec![
         (Metric::Requests, Some(requests as f64)),
         (Metric::Attempts, get(hop0, Metric::Attempts)),
@@ -77,14 +79,21 @@ pub fn scalars(record: &RunRecord, spec: &RunShape) -> Scalars {
         (Metric::PeakAttemptsPerS, get(hop0, Metric::PeakAttemptsPerS)),
         (Metric::CapacityPerS, get(hop0, Metric::CapacityPerS)),
         (Metric::PeakOverCapacity, get(hop0, Metric::PeakOverCapacity)),
+        (Metric::PeakAfterPerS, get(hop0, Metric::PeakAfterPerS)),
+        (Metric::PeakAfterOverCapacity, get(hop0, Metric::PeakAfterOverCapacity)),
+        (Metric::TimeOverCapacityAfterS, get(hop0, Metric::TimeOverCapacityAfterS)),
+        (Metric::BacklogPeak, get(hop0, Metric::BacklogPeak)),
+        (Metric::BacklogClearedS, get(hop0, Metric::BacklogClearedS)),
     ];
     global.extend(latency_rows(&latency));
     let wasted: u64 = record.hops.iter().map(|h| h.wasted_work_ns).sum();
     global.extend([
         (Metric::CompletionTimeS, Some(ns_to_secs(record.completion_time_ns))),
         (Metric::WastedWorkS, Some(ns_to_secs(wasted))),
-        (Metric::RecoveryTimeS, recovery.map(ns_to_secs)),
-        (Metric::Metastable, Some(if recovery.is_none() { 1.0 } else { 0.0 })),
+        (Metric::RecoveryTimeS, if let RecoveryOutcome::Recovered(ns) = outcome { Some(ns_to_secs(ns)) } else { None }),
+        (Metric::Recovered, flag(matches!(outcome, RecoveryOutcome::Recovered(_)))),
+        (Metric::Metastable, flag(outcome == RecoveryOutcome::Metastable)),
+        (Metric::RecoveryUnobservable, flag(outcome == RecoveryOutcome::NotObservable)),
         (Metric::Events, Some(record.events as f64)),
         (Metric::Truncated, Some(if record.truncated.is_some() { 1.0 } else { 0.0 })),
     ]);
@@ -98,6 +107,7 @@ fn hop_row(record: &RunRecord, spec: &RunShape, h: usize, requests: u64) -> Metr
     let peak = peak_per_s(&record.hop_series[h], spec.bucket);
     let service_mean_s = ns_f64_to_secs(hop.service_mean_ns);
     let capacity = ratio(f64::from(hop.workers), service_mean_s);
+    let after = after_trigger(&record.hop_series[h], spec, h, capacity);
     vec![
         (Metric::Attempts, Some(c.attempts as f64)),
         (Metric::FirstAttempts, Some(c.first_attempts as f64)),
@@ -109,6 +119,11 @@ fn hop_row(record: &RunRecord, spec: &RunShape, h: usize, requests: u64) -> Metr
         (Metric::PeakAttemptsPerS, Some(peak)),
         (Metric::CapacityPerS, capacity),
         (Metric::PeakOverCapacity, capacity.and_then(|cap| ratio(peak, cap))),
+        (Metric::PeakAfterPerS, after.peak_after_per_s),
+        (Metric::PeakAfterOverCapacity, after.peak_after_over_capacity),
+        (Metric::TimeOverCapacityAfterS, after.time_over_capacity_after_s),
+        (Metric::BacklogPeak, Some(after.backlog_peak)),
+        (Metric::BacklogClearedS, after.backlog_cleared_s),
         (Metric::Executions, Some(c.executions as f64)),
         (Metric::Duplicates, Some((c.duplicates_ttl_expired + c.duplicates_no_key) as f64)),
         (Metric::DuplicatesTtlExpired, Some(c.duplicates_ttl_expired as f64)),

@@ -199,6 +199,7 @@ impl SimSpec {
             horizon: self.horizon,
             recovery_hold: self.recovery_hold,
             trigger_end: self.trigger_end(),
+            first_trigger_start: self.first_trigger_start(),
             hops: self
                 .hops
                 .iter()

@@ -37,6 +37,10 @@ pub struct ReportData {
     pub warnings: Vec<String>,
     /// Per variant, in run order (which fixes each variant's colour).
     pub variants: Vec<VariantData>,
+    /// What the verdict ranks by and requires.
+    pub objective: crate::metrics::objective::Objective,
+    /// Command line, overrides, scenario file and hash.
+    pub provenance: crate::runner::Provenance,
 }
 
 /// One variant's results and configuration.

@@ -14,7 +14,9 @@ body { font-family: system-ui, -apple-system, 'Segoe UI', 'DejaVu Sans', sans-se
        max-width: 1240px; padding: 24px; color: #1a1a1a; line-height: 1.45; }
 h1 { margin-bottom: 0; } .meta { color: #555; margin-top: 4px; }
 h2 { border-bottom: 1px solid #ddd; padding-bottom: 4px; margin-top: 36px; }
-table { border-collapse: collapse; margin: 8px 0 16px; font-size: 14px; }
+table { border-collapse: collapse; margin: 8px 0 16px; font-size: 14px; display: block; overflow-x: auto; max-width: 100%; }
+td:first-child, th { white-space: nowrap; } .scroll { overflow-x: auto; max-width: 100%; }
+nav.toc { margin: 12px 0; } nav.toc a { margin-right: 14px; } .verdict li { margin-bottom: 4px; }
 th, td { border-bottom: 1px solid #e4e4e4; padding: 5px 10px; text-align: left; vertical-align: top; }
 th { background: #f6f6f6; } td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
@@ -66,7 +68,7 @@ pub fn head(title: &str) -> String {
 
 /// The charts section and the end of the page.
 pub fn charts_and_tail(h: &mut String, charts: &[RenderedChart], plot_hint: &str) {
-    h.push_str("<h2>Charts</h2>\n");
+    h.push_str("<h2 id=\"charts\">Charts</h2>\n");
     for chart in charts {
         let _ =
             write!(h, "<figure id=\"{}\">\n<figcaption>{}</figcaption>\n", escape(&chart.stem), escape(&chart.caption));
@@ -94,7 +96,31 @@ pub fn report_html(data: &ReportData, charts: &[RenderedChart]) -> String {
         data.seed,
         escape(&data.version)
     );
-    h.push_str("<h2>Key results</h2>\n<ul class=\"findings\">\n");
+    let p = &data.provenance;
+    if !p.scenario_file.is_empty() {
+        let _ = writeln!(
+            h,
+            "<p class=\"meta\">Scenario <code>{}</code> (FNV-1a {}){}{}</p>",
+            escape(&p.scenario_file),
+            escape(&p.scenario_hash),
+            if p.overrides.is_empty() {
+                String::new()
+            } else {
+                format!(" · --set {}", escape(&p.overrides.join(" --set ")))
+            },
+            if p.command.is_empty() {
+                String::new()
+            } else {
+                format!(" · command: <code>{}</code>", escape(&p.command.join(" ")))
+            },
+        );
+    }
+    h.push_str(
+        "<nav class=\"toc\"><a href=\"#verdict\">Verdict</a><a href=\"#key\">Key results</a>\
+         <a href=\"#summary\">Summary</a><a href=\"#scenario\">Scenario</a><a href=\"#charts\">Charts</a></nav>\n",
+    );
+    verdict_section(&mut h, data);
+    h.push_str("<h2 id=\"key\">Key results</h2>\n<ul class=\"findings\">\n");
     for finding in key_findings(data) {
         let _ = writeln!(h, "<li>{}</li>", escape(&finding));
     }
@@ -104,6 +130,20 @@ pub fn report_html(data: &ReportData, charts: &[RenderedChart]) -> String {
     scenario_section(&mut h, data);
     charts_and_tail(&mut h, charts, "Re-render charts and this page from the run's files with `retrystorm plot DIR`.");
     h
+}
+
+/// The verdict: variants ranked under the objective, requirements met or not.
+fn verdict_section(h: &mut String, data: &ReportData) {
+    use crate::runner::verdict::{verdict, Candidate};
+    let candidates: Vec<Candidate> =
+        data.variants.iter().map(|v| Candidate::new(&v.name, &v.metrics, &v.hops, &v.tenants)).collect();
+    let v = verdict(&data.objective, &candidates);
+    let lines = super::verdict_text::verdict_lines(&v, &candidates);
+    let _ = writeln!(h, "<h2 id=\"verdict\">Verdict</h2>\n<p>{}</p>\n<ul class=\"verdict\">", escape(&lines[0]));
+    for line in &lines[1..] {
+        let _ = writeln!(h, "<li>{}</li>", escape(line.trim()));
+    }
+    h.push_str("</ul>\n");
 }
 
 /// The whole page of a sweep: findings, a table of the headline metrics per cell and the charts.
@@ -133,7 +173,7 @@ pub fn sweep_html(data: &SweepData, charts: &[RenderedChart]) -> String {
     }
     let _ = write!(
         h,
-        "<h2>Summary</h2>\n<p>Mean over {} replications, ± the half-width of the 95% confidence interval. \
+        "<h2 id=\"summary\">Summary</h2>\n<p>Mean over {} replications, ± the half-width of the 95% confidence interval. \
          Every metric, with paired differences against the baseline: <code>sweep.csv</code>.</p>\n<table>\n<tr><th>cell</th><th>variant</th>",
         data.replications
     );
@@ -183,7 +223,7 @@ fn warnings(h: &mut String, data: &ReportData) {
     h.push_str("</ul></div>\n");
 }
 
-fn swatch(i: usize) -> String {
+pub fn swatch(i: usize) -> String {
     let c = variant_colour(i);
     format!("<span class=\"swatch\" style=\"background:#{:02x}{:02x}{:02x}\"></span>", c.0, c.1, c.2)
 }
@@ -191,7 +231,7 @@ fn swatch(i: usize) -> String {
 fn summary_table(h: &mut String, data: &ReportData) {
     let _ = write!(
         h,
-        "<h2>Summary</h2>\n<p>Mean over {} replications, ± the half-width of the 95% confidence interval \
+        "<h2 id=\"summary\">Summary</h2>\n<p>Mean over {} replications, ± the half-width of the 95% confidence interval \
          (Student t). Whole system; the first hop for load figures.</p>\n<table>\n<tr><th>variant</th>",
         data.replications
     );
@@ -288,7 +328,7 @@ fn scenario_section(h: &mut String, data: &ReportData) {
     let first = &data.variants[0].setup;
     let _ = write!(
         h,
-        "<h2>Scenario</h2>\n<p>Arrivals until {}; time series in buckets of {}.</p>\n",
+        "<h2 id=\"scenario\">Scenario</h2>\n<p>Arrivals until {}; time series in buckets of {}.</p>\n",
         super::format::fmt_secs(first.horizon_s),
         super::format::fmt_secs(data.bucket_s)
     );

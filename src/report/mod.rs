@@ -5,10 +5,13 @@ pub(crate) mod data;
 pub(crate) mod files;
 pub mod format;
 pub(crate) mod html;
+pub(crate) mod plan;
 pub(crate) mod readback;
 pub(crate) mod reading;
 pub mod summary;
 pub(crate) mod sweep;
+pub mod values;
+pub(crate) mod verdict_text;
 
 pub use files::{Claim, ClaimError, OutputError};
 

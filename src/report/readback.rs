@@ -100,6 +100,8 @@ pub fn read_run(dir: &Path) -> Result<ReportData, ReadError> {
         bucket_s: summary.bucket_s,
         warnings: summary.warnings,
         variants,
+        objective: summary.objective,
+        provenance: summary.provenance,
     })
 }
 

@@ -81,7 +81,8 @@ pub fn key_findings(data: &ReportData) -> Vec<String> {
         return single_variant(&data.variants[0]);
     }
     let mut out = Vec::new();
-    out.extend(peak_finding(data));
+    out.extend(peak_finding(data, PEAK_DURING));
+    out.extend(peak_finding(data, PEAK_AFTER));
     out.extend(spread_finding(data, Metric::Amplification, "Retries multiplied traffic at the first hop"));
     out.extend(success_finding(data));
     out.extend(tradeoff_finding(data));
@@ -91,25 +92,50 @@ pub fn key_findings(data: &ReportData) -> Vec<String> {
     out
 }
 
-fn peak_finding(data: &ReportData) -> Vec<String> {
-    let list = ranked(data, Metric::PeakAttemptsPerS);
+/// Which peak a finding reads: its metrics and words.
+struct PeakKind {
+    peak: Metric,
+    over: Metric,
+    words: &'static str,
+    short: &'static str,
+}
+
+const PEAK_DURING: PeakKind = PeakKind {
+    peak: Metric::PeakAttemptsPerS,
+    over: Metric::PeakOverCapacity,
+    words: "Peak load at the first hop",
+    short: "the peak",
+};
+
+const PEAK_AFTER: PeakKind = PeakKind {
+    peak: Metric::PeakAfterPerS,
+    over: Metric::PeakAfterOverCapacity,
+    words: "What hit the first hop after the trigger ended (peak after recovery)",
+    short: "the post-recovery peak",
+};
+
+fn peak_finding(data: &ReportData, kind: PeakKind) -> Vec<String> {
+    // A variant that lost every request sends nothing after the trigger: no credit for that.
+    let mut list = ranked(data, kind.peak);
+    if kind.peak == Metric::PeakAfterPerS {
+        list.retain(|(v, _)| v.mean(Metric::SuccessRatio).is_some_and(|s| s > 0.0));
+    }
     if list.len() < 2 {
         return Vec::new();
     }
     // As the charts do: × capacity when that means something, attempts/s when capacity is absent
     // or so far above that the ratio reads 0.0000142×.
-    let largest_ratio = data.variants.iter().filter_map(|v| v.mean(Metric::PeakOverCapacity)).fold(0.0, f64::max);
-    let describe = |v: &VariantData, s: &Stat| match v.mean(Metric::PeakOverCapacity).filter(|_| largest_ratio >= 0.05)
-    {
+    let largest_ratio = data.variants.iter().filter_map(|v| v.mean(kind.over)).fold(0.0, f64::max);
+    let describe = |v: &VariantData, s: &Stat| match v.mean(kind.over).filter(|_| largest_ratio >= 0.05) {
         Some(r) => format!("{}× capacity", fmt_num(r)),
         None => format!("{} attempts/s", fmt_num(s.mean.unwrap_or(0.0))),
     };
     let (best, best_s) = list[0];
     if list.iter().all(|(_, s)| s.mean == best_s.mean) {
-        return vec![format!("Peak load at the first hop: the same in every variant, {}.", describe(best, best_s))];
+        return vec![format!("{}: the same in every variant, {}.", kind.words, describe(best, best_s))];
     }
     let ranking: Vec<String> = list.iter().map(|(v, s)| format!("{} {}", v.name, describe(v, s))).collect();
-    let mut out = vec![format!("Peak load at the first hop, lowest first: {}.", ranking.join(", "))];
+    let mut out = vec![format!("{}, lowest first: {}.", kind.words, ranking.join(", "))];
     // Against the worst (the size of the effect) and the runner-up (is the winner really ahead?).
     let mut rivals = vec![list[list.len() - 1]];
     if list.len() > 2 {
@@ -119,11 +145,19 @@ fn peak_finding(data: &ReportData) -> Vec<String> {
         let Some(ratio) = paired_ratio(rival_s, best_s) else { continue };
         let separated = ratio.ci95.is_none_or(|c| c[0] > 1.0);
         out.push(if separated {
-            format!("{} cut the peak by {}× vs {} {}.", best.name, fmt_num(ratio.mean), rival.name, ci_text(&ratio))
+            format!(
+                "{} cut {} by {}× vs {} {}.",
+                best.name,
+                kind.short,
+                fmt_num(ratio.mean),
+                rival.name,
+                ci_text(&ratio)
+            )
         } else {
             format!(
-                "{}'s peak is not distinguishable from {}'s: ratio {}× {}.",
+                "{}'s {} is not distinguishable from {}'s: ratio {}× {}.",
                 best.name,
+                kind.short,
                 rival.name,
                 fmt_num(ratio.mean),
                 ci_text(&ratio)

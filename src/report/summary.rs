@@ -2,8 +2,10 @@
 
 use crate::engine::time::ns_to_secs;
 use crate::metrics::catalogue::Metric;
+use crate::metrics::objective::Objective;
 use crate::report::format::csv_bytes;
 use crate::runner::compare::Difference;
+use crate::runner::verdict::Verdict;
 use crate::runner::{MeanSeries, StatRow, Study, SERIES_COLUMNS};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -38,6 +40,15 @@ pub struct Summary {
     pub comparisons: Vec<SummaryComparison>,
     /// Invariant warnings.
     pub warnings: Vec<String>,
+    /// What the verdict ranks by and requires (the scenario's `[objective]` or the default).
+    #[serde(default)]
+    pub objective: Objective,
+    /// The variants ranked under the objective.
+    #[serde(default)]
+    pub verdict: Option<Verdict>,
+    /// Command line, overrides, scenario file and its hash.
+    #[serde(default)]
+    pub provenance: crate::runner::Provenance,
 }
 
 fn first_format() -> u32 {
@@ -154,6 +165,9 @@ impl Summary {
                 })
                 .collect(),
             warnings: study.warnings.clone(),
+            objective: study.objective.clone(),
+            verdict: Some(study.verdict()),
+            provenance: study.provenance.clone(),
         }
     }
 

@@ -5,8 +5,10 @@
 
 pub mod compare;
 pub(crate) mod memory;
+pub(crate) mod plan;
 pub(crate) mod progress;
 pub(crate) mod sweep;
+pub mod verdict;
 
 use crate::engine::time::ns_to_secs;
 use crate::engine::Nanos;
@@ -41,7 +43,12 @@ pub struct MeanSeries {
 }
 
 /// Columns of the hop time series (tenant series fill the ones that apply, others are 0).
-pub const SERIES_COLUMNS: [&str; 9] = [
+///
+/// `goodput_per_s` is successes per second (success replies of a hop; requests that succeeded,
+/// for a tenant). `backlog` (hops only) is the number of attempts inside the hop (queued, in
+/// service or waiting on downstream calls) at the bucket's end, and `retries_pending` (hops only)
+/// the retries to the hop waiting on a backoff timer at the bucket's end.
+pub const SERIES_COLUMNS: [&str; 12] = [
     "attempts",
     "first_attempts",
     "retries",
@@ -50,6 +57,9 @@ pub const SERIES_COLUMNS: [&str; 9] = [
     "queue_len_max",
     "in_flight",
     "queue_wait_max_s",
+    "goodput_per_s",
+    "backlog",
+    "retries_pending",
     "admission_limit",
 ];
 
@@ -104,9 +114,34 @@ pub struct Study {
     /// Paired differences of every other variant against the baseline (the first variant unless
     /// re-based with [`Study::set_baseline`]); empty with a single variant.
     pub comparisons: Vec<Comparison>,
+    /// What the verdict ranks by and requires (the scenario's `[objective]`).
+    pub objective: crate::metrics::objective::Objective,
+    /// Where the run came from: the scenario file and its hash (the command line is filled in by
+    /// the CLI).
+    pub provenance: Provenance,
+}
+
+/// Where a run came from, recorded in `summary.json` and the report.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Provenance {
+    /// The command line, as given (empty when the library was called directly).
+    pub command: Vec<String>,
+    /// The `--set` overrides, as given.
+    pub overrides: Vec<String>,
+    /// The scenario file.
+    pub scenario_file: String,
+    /// FNV-1a 64 of the scenario file's text.
+    pub scenario_hash: String,
 }
 
 impl Study {
+    /// The ranking of the variants under the study's objective.
+    pub fn verdict(&self) -> verdict::Verdict {
+        let candidates: Vec<verdict::Candidate> =
+            self.variants.iter().map(|v| verdict::Candidate::new(&v.name, &v.metrics, &v.hops, &v.tenants)).collect();
+        verdict::verdict(&self.objective, &candidates)
+    }
+
     /// Recomputes the comparisons against variant `baseline` (an index into `variants`).
     pub fn set_baseline(&mut self, baseline: usize) {
         self.comparisons = compare::comparisons(&self.variants, baseline);
@@ -161,6 +196,12 @@ pub fn simulate(scenario: &Scenario, variants: &[Variant], progress: &Progress) 
         wall_s,
         threads: rayon::current_num_threads(),
         comparisons,
+        objective: scenario.objective.clone(),
+        provenance: Provenance {
+            scenario_file: scenario.file.clone(),
+            scenario_hash: scenario.source_hash(),
+            ..Provenance::default()
+        },
     }
 }
 
@@ -176,6 +217,7 @@ fn stat_row(rows: &[&MetricRow]) -> StatRow {
 
 fn aggregate(variant: &Variant, records: &[RunRecord]) -> VariantResult {
     let spec = &variant.spec;
+    let bucket_s = ns_to_secs(spec.bucket);
     let shape = spec.run_shape();
     let per_replication: Vec<Scalars> = records.iter().map(|r| scalars(r, &shape)).collect();
     let globals: Vec<&MetricRow> = per_replication.iter().map(|s| &s.global).collect();
@@ -189,7 +231,7 @@ fn aggregate(variant: &Variant, records: &[RunRecord]) -> VariantResult {
         .enumerate()
         .map(|(h, hop)| MeanSeries {
             name: hop.name.clone(),
-            rows: mean_rows(records, |r, b| hop_columns(&r.hop_series[h][b])),
+            rows: mean_rows(records, |r| hop_columns(&r.hop_series[h], bucket_s)),
         })
         .collect();
     let tenant_series = spec
@@ -198,7 +240,7 @@ fn aggregate(variant: &Variant, records: &[RunRecord]) -> VariantResult {
         .enumerate()
         .map(|(t, ten)| MeanSeries {
             name: ten.name.clone(),
-            rows: mean_rows(records, |r, b| tenant_columns(&r.tenant_series[t][b])),
+            rows: mean_rows(records, |r| tenant_columns(&r.tenant_series[t], bucket_s)),
         })
         .collect();
     let mut retry_delays_ns = vec![Vec::new(); crate::metrics::RETRY_DELAY_RETRIES];
@@ -234,49 +276,71 @@ fn aggregate(variant: &Variant, records: &[RunRecord]) -> VariantResult {
     }
 }
 
-fn hop_columns(b: &HopBucket) -> [f64; SERIES_COLUMNS.len()] {
-    [
-        f64::from(b.attempts),
-        f64::from(b.first_attempts),
-        f64::from(b.retries),
-        f64::from(b.successes),
-        f64::from(b.failures),
-        f64::from(b.queue_len_max),
-        f64::from(b.in_flight_max),
-        ns_to_secs(b.queue_wait_max_ns),
-        f64::from(b.admission_limit),
-    ]
-}
+/// Number of columns of a series row.
+const SERIES_WIDTH: usize = SERIES_COLUMNS.len();
 
-fn tenant_columns(b: &TenantBucket) -> [f64; SERIES_COLUMNS.len()] {
-    [
-        f64::from(b.attempts),
-        f64::from(b.first_attempts),
-        f64::from(b.retries),
-        f64::from(b.successes),
-        f64::from(b.failures),
-        0.0,
-        f64::from(b.in_flight),
-        0.0,
-        0.0,
-    ]
-}
-
-fn mean_rows(
-    records: &[RunRecord],
-    columns: impl Fn(&RunRecord, usize) -> [f64; SERIES_COLUMNS.len()],
-) -> Vec<[f64; SERIES_COLUMNS.len()]> {
-    let buckets = records[0].hop_series[0].len();
-    let n = records.len() as f64;
-    (0..buckets)
-        .map(|b| {
-            let mut sum = [0.0; SERIES_COLUMNS.len()];
-            for r in records {
-                for (s, v) in sum.iter_mut().zip(columns(r, b)) {
-                    *s += v;
-                }
-            }
-            sum.map(|s| s / n)
+fn hop_columns(series: &[HopBucket], bucket_s: f64) -> Vec<[f64; SERIES_WIDTH]> {
+    let backlog = crate::metrics::after::backlog_levels(series);
+    let pending = crate::metrics::after::pending_retry_levels(series);
+    series
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            [
+                f64::from(b.attempts),
+                f64::from(b.first_attempts),
+                f64::from(b.retries),
+                f64::from(b.successes),
+                f64::from(b.failures),
+                f64::from(b.queue_len_max),
+                f64::from(b.in_flight_max),
+                ns_to_secs(b.queue_wait_max_ns),
+                f64::from(b.successes) / bucket_s,
+                backlog[i + 1] as f64,
+                pending[i + 1] as f64,
+                f64::from(b.admission_limit),
+            ]
         })
         .collect()
+}
+
+fn tenant_columns(series: &[TenantBucket], bucket_s: f64) -> Vec<[f64; SERIES_WIDTH]> {
+    series
+        .iter()
+        .map(|b| {
+            [
+                f64::from(b.attempts),
+                f64::from(b.first_attempts),
+                f64::from(b.retries),
+                f64::from(b.successes),
+                f64::from(b.failures),
+                0.0,
+                f64::from(b.in_flight),
+                0.0,
+                f64::from(b.successes) / bucket_s,
+                0.0,
+                0.0,
+                0.0,
+            ]
+        })
+        .collect()
+}
+
+/// Per bucket, the mean over `records` of the rows `columns` derives from each record.
+fn mean_rows(
+    records: &[RunRecord],
+    columns: impl Fn(&RunRecord) -> Vec<[f64; SERIES_WIDTH]>,
+) -> Vec<[f64; SERIES_WIDTH]> {
+    let n = records.len() as f64;
+    let mut sum: Vec<[f64; SERIES_WIDTH]> = Vec::new();
+    for r in records {
+        let rows = columns(r);
+        sum.resize(rows.len(), [0.0; SERIES_WIDTH]);
+        for (acc, row) in sum.iter_mut().zip(rows) {
+            for (s, v) in acc.iter_mut().zip(row) {
+                *s += v;
+            }
+        }
+    }
+    sum.into_iter().map(|row| row.map(|s| s / n)).collect()
 }

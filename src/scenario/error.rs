@@ -62,27 +62,7 @@ pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
-/// Words longer than this get no suggestion: nobody mistypes a 300,000-character name, and the
-/// edit distance is quadratic.
-pub const SUGGEST_MAX_CHARS: usize = 100;
-
-/// The candidate closest to `word` by edit distance, if it is close enough to be a likely typo.
-/// The work is bounded: long words get no suggestion, and candidates whose length differs by
-/// more than the allowed distance are skipped without computing it.
-pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let len = word.chars().count();
-    if len > SUGGEST_MAX_CHARS {
-        return None;
-    }
-    let limit = (len / 3).max(2);
-    candidates
-        .into_iter()
-        .filter(|c| c.len() <= 4 * (len + limit) && c.chars().count().abs_diff(len) <= limit)
-        .map(|c| (edit_distance(word, c), c))
-        .filter(|&(d, _)| d <= limit)
-        .min()
-        .map(|(_, c)| c)
-}
+pub use crate::engine::text::{closest, edit_distance};
 
 /// At most `max` of `names`, comma-separated, with "and N more" for the rest.
 pub fn some_names<S: AsRef<str>>(names: &[S], max: usize) -> String {
@@ -103,22 +83,6 @@ pub fn shorten(text: &str, max: usize) -> String {
         let cut: String = line.chars().take(max).collect();
         format!("{cut}…")
     }
-}
-
-/// Levenshtein distance over chars.
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diag = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let next = (diag + usize::from(ca != cb)).min(row[j] + 1).min(row[j + 1] + 1);
-            diag = row[j + 1];
-            row[j + 1] = next;
-        }
-    }
-    row[b.len()]
 }
 
 /// Adds "did you mean …?" to serde's "unknown field `x`, expected one of `a`, `b`" and

@@ -50,14 +50,50 @@ pub struct Scenario {
     pub variants: Vec<Variant>,
     /// Invariant warnings of the base and every variant (deduplicated, in order).
     pub warnings: Vec<String>,
+    /// `[objective]`: what the verdict ranks by and requires (default: success ratio, then peak
+    /// after recovery over capacity, then p99 latency; no requirements).
+    pub objective: crate::metrics::objective::Objective,
     source: String,
     table: Table,
+}
+
+/// Validates `[objective]` against the scenario's hops and tenants.
+fn objective(raw: &RawScenario, spec: &SimSpec) -> Result<crate::metrics::objective::Objective, Invalid> {
+    use crate::metrics::objective::{Criterion, Objective, Requirement};
+    let Some(o) = &raw.objective else { return Ok(Objective::default()) };
+    let hops: Vec<&str> = spec.hops.iter().map(|h| h.name.as_str()).collect();
+    let tenants: Vec<&str> = spec.tenants.iter().map(|t| t.name.as_str()).collect();
+    let mut objective = Objective { rank: Objective::default().rank, require: Vec::new() };
+    if !o.rank.is_empty() {
+        objective.rank = Vec::new();
+    }
+    for (i, text) in o.rank.iter().enumerate() {
+        let c = Criterion::parse(text)
+            .and_then(|c| c.metric.check_names(&hops, &tenants).map(|()| c))
+            .map_err(|e| Invalid::at(&format!("objective.rank.{i}"), e))?;
+        objective.rank.push(c);
+    }
+    for (i, text) in o.require.iter().enumerate() {
+        let r = Requirement::parse(text)
+            .and_then(|r| r.metric.check_names(&hops, &tenants).map(|()| r))
+            .map_err(|e| Invalid::at(&format!("objective.require.{i}"), e))?;
+        objective.require.push(r);
+    }
+    Ok(objective)
 }
 
 /// Name of the single variant `run` simulates when the file declares none.
 pub const BASELINE: &str = "baseline";
 
 impl Scenario {
+    /// FNV-1a 64-bit hash of the scenario file's text, as 16 hex digits (identifies the file a
+    /// run used; not a security hash).
+    pub fn source_hash(&self) -> String {
+        let hash =
+            self.source.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+        format!("{hash:016x}")
+    }
+
     /// Reads and validates `path` with `overrides` applied (before the variants' own).
     pub fn load(path: &str, overrides: &[Override]) -> Result<Scenario, ScenarioError> {
         let source = read_scenario_file(path).map_err(|message| ScenarioError {
@@ -82,6 +118,7 @@ impl Scenario {
         table.remove("variant");
         raw.base_dir = base_dir(file);
         let (meta, base, mut warnings) = validate::validate(&raw).map_err(|e| origin.place(overrides, e))?;
+        let objective = objective(&raw, &base).map_err(|e| origin.place(overrides, e))?;
         let mut scenario = Scenario {
             file: file.to_string(),
             name: raw.name.clone(),
@@ -90,6 +127,7 @@ impl Scenario {
             base,
             variants: Vec::new(),
             warnings: Vec::new(),
+            objective,
             source: source.to_string(),
             table,
         };

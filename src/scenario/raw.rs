@@ -82,6 +82,17 @@ pub struct RawScenario {
     /// Directory that relative data and import paths are read from (the scenario file's).
     #[serde(skip)]
     pub base_dir: std::path::PathBuf,
+    pub objective: Option<RawObjective>,
+}
+
+/// `[objective]`: ranking criteria and requirements for the verdict.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawObjective {
+    #[serde(default)]
+    pub rank: Vec<String>,
+    #[serde(default)]
+    pub require: Vec<String>,
 }
 
 /// `[[tenant]]`.

@@ -84,6 +84,15 @@ impl Simulation<'_> {
             self.spec.name
         );
         self.record.in_flight = in_flight;
+        for (h, state) in self.hops.iter().enumerate() {
+            let flow: i64 = self.record.hop_series[h].iter().map(|b| i64::from(b.entered) - i64::from(b.left)).sum();
+            assert_eq!(
+                flow,
+                i64::from(state.in_flight),
+                "backlog series out of step with hop {h}'s attempts (scenario {})",
+                self.spec.name
+            );
+        }
         self.fill_in_flight_series();
         self.fill_limit_series();
         self.record.prefault_wait_p99_ns =

@@ -457,6 +457,9 @@ impl<'a> Simulation<'a> {
         let now = self.now;
         let b = self.bucket();
         let call = self.calls.get_mut(call_handle).expect("attempt of a live call");
+        if call.attempts_made > 0 {
+            self.record.hop_series[call.hop as usize][b].retries_fired += 1;
+        }
         if now >= call.deadline_at {
             self.end_call(call_handle, CallEnd::Dlq(DlqReason::Deadline));
             return;
@@ -601,6 +604,8 @@ impl<'a> Simulation<'a> {
                 }
             }
         }
+        let b = self.bucket();
+        self.record.hop_series[hop as usize][b].retries_scheduled += 1;
         self.queue.push(at, Event::AttemptStart { call: call_handle });
     }
 

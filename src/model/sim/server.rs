@@ -16,6 +16,7 @@ impl Simulation<'_> {
         state.in_flight = state.in_flight.checked_add(1).expect("fewer than 2^32 attempts in flight at a hop");
         let bucket = &mut self.record.hop_series[hop][b];
         bucket.in_flight_max = bucket.in_flight_max.max(state.in_flight);
+        bucket.entered += 1;
         if let Some(reply) = self.fault_reply(hop) {
             match reply {
                 None => self.drop_unanswered(handle),
@@ -261,6 +262,7 @@ impl Simulation<'_> {
         a.reply = reply;
         self.leave_hop(hop);
         let bucket = &mut self.record.hop_series[hop][b];
+        bucket.left += 1;
         if reply == Reply::Ok {
             bucket.successes += 1;
             self.record.hops[hop].ok_replies += 1;
@@ -295,10 +297,12 @@ impl Simulation<'_> {
 
     /// A hung hop never answers: the attempt ends on the server side without a reply.
     pub(super) fn drop_unanswered(&mut self, handle: Handle) {
+        let b = self.bucket();
         let a = self.attempts.get_mut(handle).expect("live");
         a.phase = Phase::Done;
         let (hop, waiting) = (a.hop as usize, a.caller_waiting);
         self.leave_hop(hop);
+        self.record.hop_series[hop][b].left += 1;
         if !waiting {
             self.remove_attempt(handle);
         }

@@ -281,12 +281,7 @@ where
         data.replications
     );
     let root = root.titled(&title, (FONT, 24))?;
-    let mut key: Vec<KeyItem> = data
-        .variants
-        .iter()
-        .enumerate()
-        .map(|(i, v)| (Swatch::Line(variant_colour(i).mix(1.0)), v.name.clone()))
-        .collect();
+    let mut key = variant_lines_key(data);
     if has_capacity {
         key.push((Swatch::Dashed(BLACK.mix(1.0)), "capacity".to_string()));
     }
@@ -329,6 +324,78 @@ where
             let segments = visible_segments(line, y_min);
             let paths = segments.into_iter().map(|seg| PathElement::new(seg, colour.stroke_width(2)));
             chart.draw_series(paths)?;
+        }
+    }
+    Ok(())
+}
+
+/// One line swatch per variant, in its colour.
+fn variant_lines_key(data: &ReportData) -> Vec<KeyItem> {
+    data.variants.iter().enumerate().map(|(i, v)| (Swatch::Line(variant_colour(i).mix(1.0)), v.name.clone())).collect()
+}
+
+/// Column of successes (a rate once divided by the bucket) and of the backlog level.
+const SUCCESSES: usize = 3;
+const BACKLOG: usize = 9;
+
+/// Goodput (successes/s) and backlog (attempts inside the hop at each bucket's end) over time,
+/// per hop, every variant on the same axes, fault windows shaded: how fast each recovers.
+pub fn draw_goodput_backlog<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &ReportData) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let title = format!("{}: goodput and backlog per hop (mean of {} replications)", data.scenario, data.replications);
+    let root = root.titled(&title, (FONT, 24))?;
+    let mut key = variant_lines_key(data);
+    key.extend(fault_key(data, None));
+    let root = with_key(&root, &key)?;
+    let first = &data.variants[0];
+    let hops = first.hop_series.len();
+    let panels = root.split_evenly((hops, 2));
+    let (t_max, unit) = time_axis(data);
+    for (p, panel) in panels.iter().enumerate() {
+        let (h, backlog) = (p / 2, p % 2 == 1);
+        let lines: Vec<Vec<(f64, f64)>> = data
+            .variants
+            .iter()
+            .map(|v| {
+                let s = &v.hop_series[h];
+                if backlog {
+                    let pts: Vec<(f64, f64)> = s
+                        .rows
+                        .iter()
+                        .enumerate()
+                        .map(|(b, r)| ((b + 1) as f64 * data.bucket_s / unit.secs, r[BACKLOG]))
+                        .collect();
+                    downsample(&pts, POINTS_MAX)
+                } else {
+                    rate(s, SUCCESSES, data.bucket_s, unit)
+                }
+            })
+            .collect();
+        let y_max = lines.iter().flatten().map(|p| p.1).fold(0.0, f64::max).max(1.0) * 1.1;
+        let what = if backlog { "backlog (attempts in the hop)" } else { "goodput (successes/s)" };
+        let mut chart = ChartBuilder::on(panel)
+            .caption(format!("hop {}: {what}", first.hop_series[h].name), (FONT, 17))
+            .margin(10)
+            .margin_right(20)
+            .x_label_area_size(44)
+            .y_label_area_size(78)
+            .build_cartesian_2d(0.0..t_max, 0.0..y_max)?;
+        chart
+            .configure_mesh()
+            .x_desc(unit.desc)
+            .y_desc(if backlog { "attempts" } else { "successes/s" })
+            .y_label_formatter(&|y| fmt_tick(*y))
+            .x_label_formatter(&|x| fmt_tick(*x))
+            .light_line_style(WHITE.mix(0.0))
+            .bold_line_style(BLACK.mix(0.08))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 15))
+            .draw()?;
+        shade_faults(&mut chart, first, Some(&first.hop_series[h].name), (t_max, 0.0, y_max), unit)?;
+        for (i, line) in lines.iter().enumerate() {
+            chart.draw_series(LineSeries::new(line.iter().copied(), variant_colour(i).stroke_width(2)))?;
         }
     }
     Ok(())

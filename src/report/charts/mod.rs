@@ -64,6 +64,8 @@ pub enum Chart {
     TenantMetrics,
     /// Per-hop metric bars (chains).
     HopMetrics,
+    /// Goodput and backlog over time per hop, every variant on one axis.
+    GoodputBacklog,
 }
 
 impl Chart {
@@ -79,6 +81,7 @@ impl Chart {
             Chart::TenantLoad => "tenant_load",
             Chart::TenantMetrics => "tenant_metrics",
             Chart::HopMetrics => "hop_metrics",
+            Chart::GoodputBacklog => "goodput_backlog",
         }
     }
 
@@ -94,13 +97,14 @@ impl Chart {
             Chart::TenantLoad => "Load per tenant over time: first attempts and retries stacked.",
             Chart::TenantMetrics => "Metrics per tenant and variant, with 95% confidence intervals.",
             Chart::HopMetrics => "Metrics per hop of the chain: how retries multiply from layer to layer.",
+            Chart::GoodputBacklog => "Goodput (successes/s) and backlog (attempts inside the hop) over time: how fast each variant recovers after the fault.",
         }
     }
 
     /// The charts that apply to `data`.
     pub fn for_run(data: &ReportData) -> Vec<Chart> {
         let first = &data.variants[0];
-        let mut charts = vec![Chart::Load, Chart::LoadCompare, Chart::Metrics, Chart::Latency];
+        let mut charts = vec![Chart::Load, Chart::LoadCompare, Chart::GoodputBacklog, Chart::Metrics, Chart::Latency];
         if data.variants.iter().any(|v| !v.delays.is_empty()) {
             charts.extend([Chart::Delays, Chart::DelaysByRetry]);
         }
@@ -123,6 +127,7 @@ impl Chart {
             Chart::Load => (wide(hops), 70 + 240 * variants),
             Chart::TenantLoad => (wide(tenants), 70 + 240 * variants),
             Chart::LoadCompare => (1100, 70 + 400 * hops),
+            Chart::GoodputBacklog => (1400, 90 + 330 * hops),
             Chart::Metrics => (1200, 140 + 2 * (90 + 34 * variants)),
             Chart::TenantMetrics => (1200, 140 + 2 * (90 + 18 * tenants * (variants + 1))),
             Chart::HopMetrics => (1200, 140 + 2 * (90 + 18 * hops * (variants + 1))),
@@ -140,6 +145,7 @@ impl Chart {
             Chart::Load => load::draw_grid(root, data, load::Scope::Hops)?,
             Chart::TenantLoad => load::draw_grid(root, data, load::Scope::Tenants)?,
             Chart::LoadCompare => load::draw_compare(root, data)?,
+            Chart::GoodputBacklog => load::draw_goodput_backlog(root, data)?,
             Chart::Metrics => bars::draw_metrics(root, data)?,
             Chart::TenantMetrics => bars::draw_scoped(root, data, bars::Scope::Tenants)?,
             Chart::HopMetrics => bars::draw_scoped(root, data, bars::Scope::Hops)?,

@@ -1,0 +1,178 @@
+//! `retrystorm plan`: the smallest value of a parameter that meets every requirement.
+
+use super::{overrides, CliError, RunArgs};
+use crate::metrics::objective::Requirement;
+use crate::report::{files, plan as plan_files};
+use crate::runner::plan::{judge, monotonicity_warnings, parse_vary, search, PlanFile, ProbeMetrics, VariantPlan};
+use crate::runner::sweep::Shard;
+use crate::runner::{run_study, RunOptions};
+use crate::scenario::{Override, Scenario, ScenarioError, Variant};
+use clap::Args;
+use std::path::PathBuf;
+
+/// Flags of `plan`.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    /// Scenario and run options.
+    pub run: RunArgs,
+    /// The parameter and its range, e.g. --vary hop.api.workers=1..256 (whole numbers; larger
+    /// should be better: the smallest value meeting the requirements is searched).
+    #[arg(long, value_name = "PATH=LO..HI")]
+    pub vary: String,
+    /// A requirement, e.g. --require 'success_ratio >= 0.999' (repeatable; default: the
+    /// scenario's [objective] require).
+    #[arg(long, value_name = "METRIC OP NUMBER")]
+    pub require: Vec<String>,
+    /// Jitter strategies to plan for (default: the scenario's variants, else the scenario).
+    #[arg(long, value_delimiter = ',')]
+    pub jitter: Vec<String>,
+    /// Plan only the K-th of N slices of the variants (i mod N = K − 1); join with `retrystorm merge`.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+}
+
+fn bad(e: impl ToString) -> CliError {
+    CliError::BadInput(e.to_string())
+}
+
+fn variants_of(scenario: &Scenario, jitters: &[String]) -> Result<Vec<Variant>, ScenarioError> {
+    if jitters.is_empty() {
+        Ok(scenario.run_variants())
+    } else {
+        scenario.jitter_variants(jitters)
+    }
+}
+
+/// Runs `plan`.
+pub fn run(args: PlanArgs) -> Result<(), CliError> {
+    if args.run.threads == Some(0) {
+        return Err(bad("--threads 0: give at least 1 thread, or leave it out for one per core"));
+    }
+    let (path, lo, hi) = parse_vary(&args.vary).map_err(bad)?;
+    let shard = args.shard.as_deref().map(Shard::parse).transpose().map_err(bad)?;
+    let base = overrides(&args.run)?;
+    let scenario = Scenario::load(&args.run.scenario, &base)?;
+    let requirements: Vec<Requirement> = if args.require.is_empty() {
+        scenario.objective.require.clone()
+    } else {
+        args.require
+            .iter()
+            .map(|r| Requirement::parse(r).map_err(|e| bad(format!("--require: {e}"))))
+            .collect::<Result<_, _>>()?
+    };
+    if requirements.is_empty() {
+        return Err(bad("plan needs at least one requirement: --require 'success_ratio >= 0.999' (or `require` in the scenario's [objective])"));
+    }
+    let hops: Vec<&str> = scenario.base.hops.iter().map(|h| h.name.as_str()).collect();
+    let tenants: Vec<&str> = scenario.base.tenants.iter().map(|t| t.name.as_str()).collect();
+    for r in &requirements {
+        r.metric.check_names(&hops, &tenants).map_err(|e| bad(format!("--require: {e}")))?;
+    }
+    let names: Vec<String> = variants_of(&scenario, &args.jitter)?.iter().map(|v| v.name.clone()).collect();
+    // A bad value fails before anything runs: both ends of the range must load.
+    let load = |value: i64| -> Result<(Scenario, Vec<Variant>), CliError> {
+        let mut sets: Vec<Override> = base.clone();
+        sets.push(Override { path: path.clone(), value: toml::Value::Integer(value) });
+        let s = Scenario::load(&args.run.scenario, &sets).map_err(|e| bad(format!("{path}={value}: {e}")))?;
+        let variants = variants_of(&s, &args.jitter).map_err(|e| bad(format!("{path}={value}: {e}")))?;
+        Ok((s, variants))
+    };
+    load(lo)?;
+    load(hi)?;
+    let out = args.run.out.clone().unwrap_or_else(|| {
+        let dir = PathBuf::from("output").join(&scenario.name).join("plan");
+        shard.map_or(dir.clone(), |s| dir.join(format!("shard-{}-of-{}", s.index, s.count)))
+    });
+    files::prepare_dir(&out).map_err(|e| bad(format!("{e}; choose another --out")))?;
+    for w in &scenario.warnings {
+        eprintln!("warning: {w}");
+    }
+    let options = RunOptions { threads: args.run.threads, progress: false };
+    let mut plans = Vec::new();
+    for (index, name) in names.iter().enumerate() {
+        if shard.is_some_and(|s| !s.contains(index)) {
+            continue;
+        }
+        let (chosen, probes) = search(lo, hi, |value| -> Result<_, CliError> {
+            let (s, variants) = load(value)?;
+            let variant = variants.into_iter().nth(index).expect("every value loads the same variants");
+            let study = run_study(&s, std::slice::from_ref(&variant), &options);
+            let v = &study.variants[0];
+            if !args.run.quiet {
+                eprintln!("plan: {name} at {path}={value}");
+            }
+            let metrics = ProbeMetrics { global: v.metrics.clone(), hops: v.hops.clone(), tenants: v.tenants.clone() };
+            Ok(judge(value, &metrics, &requirements))
+        })?;
+        let warnings = monotonicity_warnings(&probes, &requirements);
+        plans.push(VariantPlan { variant: name.clone(), index, chosen, probes, warnings });
+    }
+    let plan = PlanFile {
+        scenario: scenario.name.clone(),
+        seed: scenario.seed,
+        replications: scenario.replications,
+        version: crate::report::summary::VERSION.to_string(),
+        parameter: path.clone(),
+        lo,
+        hi,
+        requirements: requirements.iter().map(ToString::to_string).collect(),
+        variants: names,
+        shard: shard.map(|s| format!("{}/{}", s.index, s.count)),
+        plans,
+    };
+    let written = plan_files::write_plan(&out, &plan).map_err(bad)?;
+    if !args.run.quiet {
+        for line in plan_files::answer_lines(&plan) {
+            println!("{line}");
+        }
+        println!("wrote {} files to {}", written.len(), out.display());
+    }
+    Ok(())
+}
+
+/// Joins `plan --shard K/N` directories into the unsharded plan's files (byte-identical).
+pub fn merge(dirs: &[PathBuf], out: Option<PathBuf>) -> Result<(), CliError> {
+    let mut shards: Vec<(PathBuf, PlanFile)> = Vec::new();
+    for dir in dirs {
+        let path = dir.join("plan.json");
+        let text = std::fs::read_to_string(&path).map_err(|e| bad(format!("`{}`: {e}", path.display())))?;
+        let plan: PlanFile =
+            serde_json::from_str(&text).map_err(|e| bad(format!("`{}`: not a plan file: {e}", path.display())))?;
+        shards.push((path, plan));
+    }
+    let (first_path, first) = &shards[0];
+    let header = |p: &PlanFile| PlanFile { shard: None, plans: Vec::new(), ..p.clone() };
+    let counts: Vec<Option<&str>> =
+        shards.iter().map(|(_, p)| p.shard.as_deref().and_then(|s| s.split('/').nth(1))).collect();
+    for (path, p) in &shards[1..] {
+        if header(p) != header(first) {
+            return Err(bad(format!(
+                "`{}` is a different plan from `{}` (scenario, seed, replications, version, parameter, range, requirements or variants differ)",
+                path.display(),
+                first_path.display()
+            )));
+        }
+    }
+    if counts.iter().any(|c| c.is_none() || *c != counts[0]) {
+        return Err(bad("merge needs shards of one plan, each written by `plan --shard K/N` with the same N"));
+    }
+    let mut plans: Vec<_> = shards.iter().flat_map(|(_, p)| p.plans.iter().cloned()).collect();
+    plans.sort_by_key(|p| p.index);
+    for (i, name) in first.variants.iter().enumerate() {
+        let n = plans.iter().filter(|p| p.index == i).count();
+        if n != 1 {
+            let what = if n == 0 { "missing: run its shard" } else { "given twice" };
+            return Err(bad(format!("variant {i} ({name}) is {what}")));
+        }
+    }
+    let merged = PlanFile { plans, ..header(first) };
+    let out = out.unwrap_or_else(|| dirs[0].parent().map_or(PathBuf::from("merged"), |p| p.join("merged")));
+    files::prepare_dir(&out).map_err(|e| bad(format!("{e}; choose another --out")))?;
+    let written = plan_files::write_plan(&out, &merged).map_err(bad)?;
+    for line in plan_files::answer_lines(&merged) {
+        println!("{line}");
+    }
+    println!("merged {} plan shard(s) into {} ({} files)", shards.len(), out.display(), written.len());
+    Ok(())
+}

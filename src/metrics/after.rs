@@ -1,0 +1,101 @@
+//! Metrics of the recovery, per hop: the load after the trigger (the last fault or load spike)
+//! ends, the time spent above capacity after it, the peak backlog and when the backlog cleared.
+
+use super::HopBucket;
+use super::RunShape;
+use crate::engine::time::ns_to_secs;
+
+/// The recovery metrics of one hop in one run (`None` where they do not apply).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct AfterTrigger {
+    /// Largest attempts/s in a bucket starting at or after the trigger's end.
+    pub peak_after_per_s: Option<f64>,
+    /// `peak_after_per_s` over the hop's capacity.
+    pub peak_after_over_capacity: Option<f64>,
+    /// Seconds of buckets after the trigger whose attempts/s exceed the capacity.
+    pub time_over_capacity_after_s: Option<f64>,
+    /// Largest number of attempts inside the hop at once (queued + in service + waiting on
+    /// downstream calls), over the whole run.
+    pub backlog_peak: f64,
+    /// Seconds from the trigger's end until, at a bucket boundary, the backlog is back to its
+    /// normal level and no more retries to the hop are pending than before the trigger.
+    pub backlog_cleared_s: Option<f64>,
+}
+
+/// Level of a quantity at every bucket boundary k·bucket (k = 0..=buckets) from its per-bucket
+/// inflow and outflow.
+pub fn levels(series: &[HopBucket], inflow: fn(&HopBucket) -> u32, outflow: fn(&HopBucket) -> u32) -> Vec<i64> {
+    let mut level = 0i64;
+    let mut out = Vec::with_capacity(series.len() + 1);
+    out.push(0);
+    for b in series {
+        level += i64::from(inflow(b)) - i64::from(outflow(b));
+        out.push(level);
+    }
+    out
+}
+
+/// Backlog (attempts inside the hop) at every bucket boundary.
+pub fn backlog_levels(series: &[HopBucket]) -> Vec<i64> {
+    levels(series, |b| b.entered, |b| b.left)
+}
+
+/// Retries to the hop waiting on a backoff timer at every bucket boundary.
+pub fn pending_retry_levels(series: &[HopBucket]) -> Vec<i64> {
+    levels(series, |b| b.retries_scheduled, |b| b.retries_fired)
+}
+
+/// The recovery metrics of hop `h` given its series and capacity (attempts/s, if known).
+pub fn after_trigger(series: &[HopBucket], spec: &RunShape, h: usize, capacity: Option<f64>) -> AfterTrigger {
+    let backlog_peak = f64::from(series.iter().map(|b| b.in_flight_max).max().unwrap_or(0));
+    let Some(trigger_end) = spec.trigger_end else {
+        return AfterTrigger { backlog_peak, ..AfterTrigger::default() };
+    };
+    let bucket_s = ns_to_secs(spec.bucket);
+    let first = (trigger_end.div_ceil(spec.bucket) as usize).min(series.len());
+    let after = &series[first..];
+    let peak = f64::from(after.iter().map(|b| b.attempts).max().unwrap_or(0)) / bucket_s;
+    let over =
+        capacity.map(|cap| after.iter().filter(|b| f64::from(b.attempts) / bucket_s > cap).count() as f64 * bucket_s);
+    AfterTrigger {
+        peak_after_per_s: Some(peak),
+        peak_after_over_capacity: capacity.filter(|&c| c > 0.0).map(|cap| peak / cap),
+        time_over_capacity_after_s: over,
+        backlog_peak,
+        backlog_cleared_s: cleared_ns(series, spec, h, trigger_end).map(ns_to_secs),
+    }
+}
+
+/// Nanoseconds from `trigger_end` to the first bucket boundary at or after it where the backlog
+/// is at most its normal level (the largest boundary level before the first trigger, and at
+/// least the hop's workers: requests in service are not a backlog) and pending retries are at
+/// most their pre-trigger largest level. `None` when that never happens before the run ends.
+fn cleared_ns(series: &[HopBucket], spec: &RunShape, h: usize, trigger_end: u64) -> Option<u64> {
+    let backlog = backlog_levels(series);
+    let pending = pending_retry_levels(series);
+    let start = spec.first_trigger_start.unwrap_or(0);
+    // A trigger may start after the last bucket (a fault scheduled past the run).
+    let before = ((start / spec.bucket) as usize + 1).min(backlog.len());
+    let normal_backlog = backlog[..before].iter().copied().max().unwrap_or(0).max(i64::from(spec.hops[h].workers));
+    let normal_pending = pending[..before].iter().copied().max().unwrap_or(0);
+    let first = trigger_end.div_ceil(spec.bucket) as usize;
+    (first..backlog.len())
+        .find(|&k| backlog[k] <= normal_backlog && pending[k] <= normal_pending)
+        .map(|k| (k as u64 * spec.bucket).saturating_sub(trigger_end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flows(entered: u32, left: u32, scheduled: u32, fired: u32) -> HopBucket {
+        HopBucket { entered, left, retries_scheduled: scheduled, retries_fired: fired, ..HopBucket::default() }
+    }
+
+    #[test]
+    fn levels_accumulate_inflow_minus_outflow_at_boundaries() {
+        let series = [flows(5, 1, 2, 0), flows(0, 3, 0, 1), flows(2, 3, 0, 1)];
+        assert_eq!(backlog_levels(&series), vec![0, 4, 1, 0]);
+        assert_eq!(pending_retry_levels(&series), vec![0, 2, 1, 0]);
+    }
+}

@@ -1,0 +1,144 @@
+//! How a metric's value is shown to a person: units scaled to the value (ms, s, min, h, days;
+//! k and M), shares as percentages with CIs in percentage points, and precision that follows the
+//! 95% confidence interval (no `±0.000`; an exact value says so; one replication shows no ±).
+
+use crate::metrics::catalogue::{Metric, Unit};
+use crate::metrics::stats::Stat;
+
+/// Significant digits kept in a CI half-width.
+const HALF_DIGITS: i32 = 2;
+
+/// Decimal places that show `half` with [`HALF_DIGITS`] significant digits (at most 6).
+fn decimals_for(half: f64) -> usize {
+    if half <= 0.0 || !half.is_finite() {
+        return 0;
+    }
+    let mag = half.log10().floor() as i32;
+    (HALF_DIGITS - 1 - mag).clamp(0, 6) as usize
+}
+
+/// A number with thousands separators and `decimals` places.
+pub fn grouped(x: f64, decimals: usize) -> String {
+    let text = format!("{:.*}", decimals, x.abs());
+    let (int, frac) = text.split_once('.').map_or((text.as_str(), None), |(i, f)| (i, Some(f)));
+    let mut out = String::new();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if let Some(f) = frac {
+        out.push('.');
+        out.push_str(f);
+    }
+    if x < 0.0 && out.chars().any(|c| c.is_ascii_digit() && c != '0') {
+        out.insert(0, '-');
+    }
+    out
+}
+
+/// Three significant digits (for values without a CI).
+fn sig3(x: f64) -> String {
+    if x == 0.0 {
+        return "0".into();
+    }
+    let mag = x.abs().log10().floor() as i32;
+    grouped(x, (2 - mag).clamp(0, 6) as usize)
+}
+
+/// A duration unit chosen for a value in seconds: (divisor, suffix).
+fn time_unit(secs: f64) -> (f64, &'static str) {
+    let a = secs.abs();
+    if a == 0.0 {
+        (1.0, " s")
+    } else if a < 1.0 {
+        (1e-3, " ms")
+    } else if a < 120.0 {
+        (1.0, " s")
+    } else if a < 7200.0 {
+        (60.0, " min")
+    } else if a < 172_800.0 {
+        (3600.0, " h")
+    } else {
+        (86_400.0, " days")
+    }
+}
+
+/// The display scale and suffix of `unit` for a value near `x`.
+fn scale(unit: Unit, x: f64) -> (f64, &'static str) {
+    match unit {
+        Unit::Seconds => time_unit(x),
+        Unit::Share => (0.01, "%"),
+        Unit::Times => (1.0, "×"),
+        Unit::PerSecond if x.abs() >= 1e6 => (1e6, "M/s"),
+        Unit::PerSecond if x.abs() >= 1e4 => (1e3, "k/s"),
+        Unit::PerSecond => (1.0, "/s"),
+        Unit::Count if x.abs() >= 1e7 => (1e6, "M"),
+        Unit::Count | Unit::Flag => (1.0, ""),
+    }
+}
+
+/// A plain value of `metric` (no CI), scaled to its unit.
+pub fn plain(metric: Metric, x: f64) -> String {
+    let (div, suffix) = scale(metric.def().unit, x);
+    let v = x / div;
+    let body = if metric.def().unit == Unit::Count && div == 1.0 && v.fract() == 0.0 { grouped(v, 0) } else { sig3(v) };
+    format!("{body}{suffix}")
+}
+
+/// A metric's mean with its 95% CI half-width at the precision the CI supports: `12.7 s ±0.31`,
+/// `92.6% ±0.4 pp`, `10,000 (exact)` when every replication agrees, the bare value with one
+/// replication, `—` without a value, and for flags the count of replications (`3 of 10`).
+pub fn value(metric: Metric, stat: Option<&Stat>) -> String {
+    let Some(stat) = stat else { return "—".into() };
+    let Some(mean) = stat.mean else { return format!("— ({})", metric.def().null_means) };
+    let unit = metric.def().unit;
+    let n = stat.values.iter().flatten().count();
+    if unit == Unit::Flag {
+        let count = stat.values.iter().flatten().filter(|&&v| v > 0.0).count();
+        return format!("{count} of {}", stat.values.len());
+    }
+    let nulls = stat.values.len() - n;
+    let null_note = if nulls > 0 { format!(" [{nulls} {}]", metric.def().null_means) } else { String::new() };
+    let (div, suffix) = scale(unit, mean);
+    let m = mean / div;
+    let half = stat.ci95.map_or(0.0, |[lo, hi]| (hi - lo) / 2.0) / div;
+    if n < 2 {
+        return format!("{}{suffix}{null_note}", sig3(m));
+    }
+    if half == 0.0 {
+        let body = if m.fract() == 0.0 { grouped(m, 0) } else { sig3(m) };
+        return format!("{body}{suffix} (exact){null_note}");
+    }
+    let d = decimals_for(half);
+    let ci_suffix = if unit == Unit::Share { " pp" } else { "" };
+    format!("{}{suffix} ±{}{ci_suffix}{null_note}", grouped(m, d), grouped(half, d))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat(xs: &[f64]) -> Stat {
+        Stat::from_values(xs.iter().map(|&x| Some(x)).collect())
+    }
+
+    #[test]
+    fn precision_follows_the_interval_and_units_scale() {
+        assert_eq!(value(Metric::Attempts, Some(&stat(&[80_000.0, 80_000.0]))), "80,000 (exact)");
+        assert_eq!(value(Metric::Attempts, Some(&stat(&[79_000.0]))), "79,000");
+        // Share: 92.6% with a half-width in percentage points.
+        let s = value(Metric::SuccessRatio, Some(&stat(&[0.92, 0.93, 0.925])));
+        assert!(s.starts_with("92.5%") && s.ends_with(" pp"), "{s}");
+        assert_eq!(value(Metric::RecoveryTimeS, Some(&stat(&[0.0125]))), "12.5 ms");
+        assert_eq!(value(Metric::RecoveryTimeS, Some(&stat(&[600.0]))), "10.0 min");
+        assert_eq!(value(Metric::RecoveryTimeS, Some(&stat(&[3.0 * 86_400.0]))), "3.00 days");
+        let nulls = Stat::from_values(vec![Some(10.0), None]);
+        assert_eq!(value(Metric::RecoveryTimeS, Some(&nulls)), "10.0 s [1 never recovered]");
+        assert_eq!(value(Metric::Metastable, Some(&stat(&[1.0, 0.0, 1.0]))), "2 of 3");
+        assert_eq!(grouped(-1234.5, 1), "-1,234.5");
+        assert_eq!(decimals_for(0.031), 3);
+        assert_eq!(decimals_for(12.0), 0);
+    }
+}
