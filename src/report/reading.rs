@@ -263,17 +263,24 @@ fn recovery_finding(data: &ReportData) -> Option<String> {
             mean_ci(fast_s, Metric::RecoveryTimeS)
         ));
     }
+    // Each replication's outcome is one of recovered, metastable (the trigger ended and the system
+    // stayed overloaded) and not observable (nothing succeeded or was attempted after it, or it
+    // lasted to the end): only the second is "never recovered".
     let mut never_everywhere = true;
     let mut metastable = Vec::new();
     for v in &data.variants {
-        let Some(s) = v.metrics.get(Metric::RecoveryTimeS) else { continue };
-        let never = s.values.iter().filter(|x| x.is_none()).count();
-        never_everywhere &= never == s.values.len();
-        if never > 0 {
+        let ones = |m: Metric| {
+            v.metrics.get(m).map(|s| (s.values.iter().filter(|x| **x == Some(1.0)).count(), s.values.len()))
+        };
+        let Some((stuck, n)) = ones(Metric::Metastable) else { continue };
+        never_everywhere &= stuck == n;
+        if stuck > 0 {
+            metastable.push(format!("{} never recovered (metastable) in {stuck} of {n} replications", v.name));
+        }
+        if let Some((unseen, n)) = ones(Metric::RecoveryUnobservable).filter(|(k, _)| *k > 0) {
             metastable.push(format!(
-                "{} never recovered (metastable) in {never} of {} replications",
-                v.name,
-                s.values.len()
+                "{}'s recovery could not be observed in {unseen} of {n} replications (nothing succeeded or was attempted after the trigger, or it lasted to the end)",
+                v.name
             ));
         }
     }

@@ -135,7 +135,7 @@ mod tests {
         assert_eq!(value(Metric::RecoveryTimeS, Some(&stat(&[600.0]))), "10.0 min");
         assert_eq!(value(Metric::RecoveryTimeS, Some(&stat(&[3.0 * 86_400.0]))), "3.00 days");
         let nulls = Stat::from_values(vec![Some(10.0), None]);
-        assert_eq!(value(Metric::RecoveryTimeS, Some(&nulls)), "10.0 s [1 never recovered]");
+        assert_eq!(value(Metric::RecoveryTimeS, Some(&nulls)), "10.0 s [1 not recovered]");
         assert_eq!(value(Metric::Metastable, Some(&stat(&[1.0, 0.0, 1.0]))), "2 of 3");
         assert_eq!(grouped(-1234.5, 1), "-1,234.5");
         assert_eq!(decimals_for(0.031), 3);
