@@ -317,3 +317,28 @@ fn plot_draws_a_sweep_as_lines_for_one_parameter_and_heatmaps_for_two() {
         check_chart(&two, stem, &["exponential", "full", "policy.client.base", "200ms"]);
     }
 }
+
+#[test]
+fn the_load_comparison_zooms_on_the_time_after_the_trigger_and_records_load_spikes() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // outage-herd: the outage (0 s to 10 s) is the trigger; the zoom starts where it ends.
+    let herd = tmp.path().join("herd");
+    compare(&root.join("scenarios/outage-herd.toml"), &herd, 2);
+    let setup = json(&herd.join("scenario.json"));
+    let fault_end = setup["variants"][0]["faults"][0]["to_s"].as_f64().expect("fault end");
+    assert_eq!(setup["variants"][0]["trigger_end_s"].as_f64(), Some(fault_end));
+    let zoom = format!("after the trigger ends ({fault_end} s)");
+    check_chart(&herd, "load_compare", &[&zoom, "peak after ÷ capacity"]);
+    // metastable-collapse: a profile step above the first rate is a load spike, named in the key.
+    let meta = tmp.path().join("meta");
+    compare(&root.join("scenarios/metastable-collapse.toml"), &meta, 2);
+    let setup = json(&meta.join("scenario.json"));
+    let spikes = setup["variants"][0]["spikes"].as_array().expect("spikes listed");
+    assert_eq!(spikes.len(), 1, "one spike: {spikes:?}");
+    let (from, to) = (spikes[0]["from_s"].as_f64().unwrap(), spikes[0]["to_s"].as_f64().unwrap());
+    assert!(from < to && spikes[0]["rate_per_s"].as_f64().unwrap() > 0.0, "{spikes:?}");
+    assert_eq!(setup["variants"][0]["trigger_end_s"].as_f64(), Some(to), "the spike's end is the trigger's");
+    check_chart(&meta, "load", &["load spike"]);
+    check_chart(&meta, "load_compare", &["load spike", "after the trigger ends"]);
+}

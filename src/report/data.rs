@@ -95,6 +95,25 @@ pub struct Setup {
     pub policies: Vec<PolicyInfo>,
     /// Faults sorted by start.
     pub faults: Vec<FaultInfo>,
+    /// Load spikes: profile steps whose rate exceeds the tenant's first rate.
+    #[serde(default)]
+    pub spikes: Vec<SpikeInfo>,
+    /// End of the last trigger (fault or load spike), seconds; recovery is measured from here.
+    #[serde(default)]
+    pub trigger_end_s: Option<f64>,
+}
+
+/// A load spike: one profile step of a tenant above that tenant's first rate.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SpikeInfo {
+    /// Tenant whose arrivals spike.
+    pub tenant: String,
+    /// Start, seconds.
+    pub from_s: f64,
+    /// End, seconds (the next step, or the horizon).
+    pub to_s: f64,
+    /// Arrivals per second during the spike.
+    pub rate_per_s: f64,
 }
 
 /// A tenant, described.
@@ -388,7 +407,29 @@ pub fn setup_of(spec: &SimSpec) -> Setup {
                 summary: fault_summary(&f.kind),
             })
             .collect(),
+        spikes: spikes_of(spec),
+        trigger_end_s: spec.trigger_end().map(ns_to_secs),
     }
+}
+
+/// The load spikes of every tenant (same rule as `SimSpec::last_spike_end`).
+fn spikes_of(spec: &SimSpec) -> Vec<SpikeInfo> {
+    let mut out = Vec::new();
+    for t in &spec.tenants {
+        if let Arrival::Profile { steps } = &t.arrival {
+            let base = steps[0].1;
+            for (i, &(from, rate)) in steps.iter().enumerate().filter(|(_, s)| s.1 > base) {
+                let to = steps.get(i + 1).map_or(spec.horizon, |s| s.0);
+                out.push(SpikeInfo {
+                    tenant: t.name.clone(),
+                    from_s: ns_to_secs(from),
+                    to_s: ns_to_secs(to),
+                    rate_per_s: rate,
+                });
+            }
+        }
+    }
+    out
 }
 
 /// `scenario.json`: the configuration of every variant.
