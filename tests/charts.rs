@@ -172,7 +172,9 @@ fn every_bundled_scenario_writes_every_chart_as_valid_svg_and_png_naming_its_var
             assert!(!html.contains(forbidden), "{name}: report.html must not load `{forbidden}`");
         }
         for v in &variants {
-            assert!(html.contains(&format!("</span>{v}</td>")), "{name}: summary table lacks variant `{v}`");
+            // A variant named after a misleading strategy name carries its meaning (`none — immediate retry`).
+            let listed = html.contains(&format!("</span>{v}</td>")) || html.contains(&format!("</span>{v} — "));
+            assert!(listed, "{name}: summary table lacks variant `{v}`");
         }
         assert!(
             html.contains("<h2 id=\"key\">Key results</h2>")
@@ -341,4 +343,17 @@ fn the_load_comparison_zooms_on_the_time_after_the_trigger_and_records_load_spik
     assert_eq!(setup["variants"][0]["trigger_end_s"].as_f64(), Some(to), "the spike's end is the trigger's");
     check_chart(&meta, "load", &["load spike"]);
     check_chart(&meta, "load_compare", &["load spike", "after the trigger ends"]);
+}
+
+#[test]
+fn strategies_whose_names_mislead_say_what_they_mean_in_legends_and_the_report() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("herd");
+    compare(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/outage-herd.toml"), &dir, 2);
+    check_chart(&dir, "load_compare", &["none — immediate retry", "exponential — no jitter"]);
+    check_chart(&dir, "latency_cdf", &["exponential — no jitter"]);
+    let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
+    for label in ["</span>none — immediate retry</td>", "</span>exponential — no jitter</td>", "</span>full</td>"] {
+        assert!(html.contains(label), "report.html summary table lacks `{label}`");
+    }
 }

@@ -239,6 +239,16 @@ fn arrival_words(arrival: &Arrival) -> String {
     }
 }
 
+/// What a strategy whose name misleads a reader means: `none` is not "no retries" and
+/// `exponential` is not "exponential with jitter".
+pub fn strategy_gloss(jitter: &str) -> Option<&'static str> {
+    match jitter {
+        "none" => Some("immediate retry"),
+        "exponential" => Some("no jitter"),
+        _ => None,
+    }
+}
+
 fn jitter_words(jitter: &Jitter) -> String {
     match jitter {
         Jitter::Proportional { ratio } => format!("proportional ±{ratio}"),
@@ -246,12 +256,10 @@ fn jitter_words(jitter: &Jitter) -> String {
             let parts: Vec<String> = delays.iter().map(|&ns| duration_words(ns)).collect();
             format!("schedule [{}]", parts.join(", "))
         }
-        Jitter::None
-        | Jitter::Exponential
-        | Jitter::Full
-        | Jitter::Equal
-        | Jitter::Decorrelated
-        | Jitter::DecorrelatedV2 => jitter.name().to_string(),
+        Jitter::None | Jitter::Exponential => {
+            format!("{} — {}", jitter.name(), strategy_gloss(jitter.name()).unwrap_or_default())
+        }
+        Jitter::Full | Jitter::Equal | Jitter::Decorrelated | Jitter::DecorrelatedV2 => jitter.name().to_string(),
     }
 }
 
@@ -548,6 +556,17 @@ impl VariantData {
     /// Capacity of hop `h` in attempts per second, if finite.
     pub fn capacity_per_s(&self, h: usize) -> Option<f64> {
         self.setup.hops.get(h).and_then(|hop| hop.capacity_per_s)
+    }
+
+    /// The name as legends and tables show it: a variant named after its clients' strategy says
+    /// what that strategy means when the name alone misleads (`none — immediate retry`).
+    pub fn label(&self) -> String {
+        let policies = self.client_policies();
+        let named_after = !policies.is_empty() && policies.iter().all(|p| p.jitter == self.name);
+        match strategy_gloss(&self.name).filter(|_| named_after) {
+            Some(gloss) => format!("{} — {gloss}", self.name),
+            None => self.name.clone(),
+        }
     }
 
     /// Policies the clients use (distinct, in tenant order).

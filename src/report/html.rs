@@ -238,7 +238,7 @@ fn summary_table(h: &mut String, data: &ReportData) {
     headings(h, &SUMMARY_COLUMNS);
     h.push_str("</tr>\n");
     for (i, v) in data.variants.iter().enumerate() {
-        let _ = write!(h, "<tr><td>{}{}</td>", swatch(i), escape(&v.name));
+        let _ = write!(h, "<tr><td>{}{}</td>", swatch(i), escape(&v.label()));
         for metric in SUMMARY_COLUMNS {
             let cell = match v.metrics.get(metric) {
                 Some(s) => cell_text(s, metric),

@@ -255,8 +255,8 @@ where
     let mean_of = |metric: Metric| scoped.and_then(|row| row.mean(metric));
     let capacity = if scope == Scope::Hops { v.capacity_per_s(column) } else { None };
     let mut caption = match scope {
-        Scope::Hops => format!("{} · hop {}", v.name, series.name),
-        Scope::Tenants => format!("{} · tenant {}", v.name, series.name),
+        Scope::Hops => format!("{} · hop {}", v.label(), series.name),
+        Scope::Tenants => format!("{} · tenant {}", v.label(), series.name),
     };
     if let Some(peak) = mean_of(Metric::PeakAttemptsPerS) {
         caption.push_str(&format!(" · peak {}/s", fmt_num(peak)));
@@ -445,7 +445,7 @@ where
 
 /// One line swatch per variant, in its colour.
 fn variant_lines_key(data: &ReportData) -> Vec<KeyItem> {
-    data.variants.iter().enumerate().map(|(i, v)| (Swatch::Line(variant_colour(i).mix(1.0)), v.name.clone())).collect()
+    data.variants.iter().enumerate().map(|(i, v)| (Swatch::Line(variant_colour(i).mix(1.0)), v.label())).collect()
 }
 
 /// Column of successes (a rate once divided by the bucket) and of the backlog level.
