@@ -357,3 +357,25 @@ fn strategies_whose_names_mislead_say_what_they_mean_in_legends_and_the_report()
         assert!(html.contains(label), "report.html summary table lacks `{label}`");
     }
 }
+
+#[test]
+fn the_report_table_counts_each_recovery_outcome_as_summary_json_does() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("meta");
+    compare(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/metastable-collapse.toml"), &dir, 8);
+    let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
+    let summary = json(&dir.join("summary.json"));
+    let mut seen_metastable = false;
+    for v in summary["variants"].as_array().expect("variants") {
+        let ones = |metric: &str| {
+            let values = v["metrics"][metric]["values"].as_array().expect("values");
+            values.iter().filter(|x| x.as_f64() == Some(1.0)).count()
+        };
+        let (recovered, metastable, hidden) = (ones("recovered"), ones("metastable"), ones("recovery_unobservable"));
+        assert_eq!(recovered + metastable + hidden, 8, "{}: every run has exactly one outcome", v["name"]);
+        seen_metastable |= metastable > 0;
+        let cell = format!("{recovered} recovered · {metastable} metastable · {hidden} not observable, of 8");
+        assert!(html.contains(&cell), "report.html lacks `{cell}` for {}", v["name"]);
+    }
+    assert!(seen_metastable, "metastable-collapse's no-backoff gets stuck in most runs");
+}
