@@ -379,3 +379,25 @@ fn the_report_table_counts_each_recovery_outcome_as_summary_json_does() {
     }
     assert!(seen_metastable, "metastable-collapse's no-backoff gets stuck in most runs");
 }
+
+#[test]
+fn a_variant_hidden_under_an_identical_one_is_named_so_in_the_legend() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("idem");
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/idempotency-in-flight.toml");
+    compare(&scenario, &dir, 2);
+    // Independent check that the series really are identical: timeseries.csv, variant column aside.
+    let csv = std::fs::read_to_string(dir.join("timeseries.csv")).expect("timeseries.csv");
+    let rows = |variant: &str| -> Vec<String> {
+        let prefix = format!("{variant},hop,");
+        csv.lines().filter(|l| l.starts_with(&prefix)).map(|l| l[variant.len()..].to_string()).collect()
+    };
+    assert!(!rows("conflict").is_empty() && rows("conflict") == rows("wait"), "conflict and wait load the same");
+    check_chart(&dir, "load_compare", &["conflict — identical to wait, hidden under it"]);
+    check_chart(&dir, "goodput_backlog", &["conflict — identical to wait, hidden under it"]);
+    // Different series are not called identical.
+    let herd = tmp.path().join("herd");
+    compare(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/outage-herd.toml"), &herd, 2);
+    let svg = std::fs::read_to_string(herd.join("load_compare.svg")).expect("svg");
+    assert!(!svg.contains("identical to"), "outage-herd's strategies differ");
+}

@@ -411,7 +411,11 @@ where
         lines.iter().map(|l| l.iter().copied().filter(|p| p.0 >= from).collect()).collect();
     let peak = after.iter().flatten().map(|p| p.1).fold(0.0, f64::max);
     let capacity = first.capacity_per_s(h);
-    let y_max = (peak.max(capacity.unwrap_or(0.0)) * 1.12).max(1.0);
+    // Capacity far above the load would flatten the lines the zoom is for; its ratio is written.
+    let reach = capacity.filter(|&cap| cap <= peak * 3.0).unwrap_or(0.0);
+    // Headroom above the lines for the per-variant figures written at the top right.
+    let text_share = (0.075 * (data.variants.len() + 1) as f64 + 0.04).min(0.6);
+    let y_max = (peak.max(reach) / (1.0 - text_share)).max(1.0);
     let mut chart = ChartBuilder::on(panel)
         .caption(format!("after the trigger ends ({} {}), linear scale", fmt_tick(from), unit.short()), (FONT, 18))
         .margin(10)
@@ -420,7 +424,7 @@ where
         .y_label_area_size(84)
         .build_cartesian_2d(from..t_max, 0.0..y_max)?;
     draw_time_mesh(&mut chart, (unit.desc, "attempts/s"), false)?;
-    if let Some(cap) = capacity {
+    if let Some(cap) = capacity.filter(|&cap| cap <= y_max) {
         chart.draw_series(DashedLineSeries::new(vec![(from, cap), (t_max, cap)], 8, 5, BLACK.stroke_width(2)))?;
     }
     for (i, line) in after.iter().enumerate() {
@@ -443,9 +447,24 @@ where
     Ok(())
 }
 
-/// One line swatch per variant, in its colour.
+/// One line swatch per variant, in its colour; a variant whose every hop series equals a later
+/// one's is drawn under it, so its entry says so.
 fn variant_lines_key(data: &ReportData) -> Vec<KeyItem> {
-    data.variants.iter().enumerate().map(|(i, v)| (Swatch::Line(variant_colour(i).mix(1.0)), v.label())).collect()
+    let same = |a: &VariantData, b: &VariantData| {
+        a.hop_series.len() == b.hop_series.len()
+            && a.hop_series.iter().zip(&b.hop_series).all(|(x, y)| x.rows == y.rows)
+    };
+    let vs = &data.variants;
+    vs.iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let label = match vs[i + 1..].iter().rev().find(|w| same(v, w)) {
+                Some(w) => format!("{} — identical to {}, hidden under it", v.label(), w.name),
+                None => v.label(),
+            };
+            (Swatch::Line(variant_colour(i).mix(1.0)), label)
+        })
+        .collect()
 }
 
 /// Column of successes (a rate once divided by the bucket) and of the backlog level.
