@@ -172,7 +172,9 @@ fn every_bundled_scenario_writes_every_chart_as_valid_svg_and_png_naming_its_var
             assert!(!html.contains(forbidden), "{name}: report.html must not load `{forbidden}`");
         }
         for v in &variants {
-            assert!(html.contains(&format!("</span>{v}</td>")), "{name}: summary table lacks variant `{v}`");
+            // A variant named after a misleading strategy name carries its meaning (`none — immediate retry`).
+            let listed = html.contains(&format!("</span>{v}</td>")) || html.contains(&format!("</span>{v} — "));
+            assert!(listed, "{name}: summary table lacks variant `{v}`");
         }
         assert!(
             html.contains("<h2 id=\"key\">Key results</h2>")
@@ -316,4 +318,86 @@ fn plot_draws_a_sweep_as_lines_for_one_parameter_and_heatmaps_for_two() {
     for stem in ["sweep_heatmap_peak_over_capacity", "sweep_heatmap_success_ratio"] {
         check_chart(&two, stem, &["exponential", "full", "policy.client.base", "200ms"]);
     }
+}
+
+#[test]
+fn the_load_comparison_zooms_on_the_time_after_the_trigger_and_records_load_spikes() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // outage-herd: the outage (0 s to 10 s) is the trigger; the zoom starts where it ends.
+    let herd = tmp.path().join("herd");
+    compare(&root.join("scenarios/outage-herd.toml"), &herd, 2);
+    let setup = json(&herd.join("scenario.json"));
+    let fault_end = setup["variants"][0]["faults"][0]["to_s"].as_f64().expect("fault end");
+    assert_eq!(setup["variants"][0]["trigger_end_s"].as_f64(), Some(fault_end));
+    let zoom = format!("after the trigger ends ({fault_end} s)");
+    check_chart(&herd, "load_compare", &[&zoom, "peak after ÷ capacity"]);
+    // metastable-collapse: a profile step above the first rate is a load spike, named in the key.
+    let meta = tmp.path().join("meta");
+    compare(&root.join("scenarios/metastable-collapse.toml"), &meta, 2);
+    let setup = json(&meta.join("scenario.json"));
+    let spikes = setup["variants"][0]["spikes"].as_array().expect("spikes listed");
+    assert_eq!(spikes.len(), 1, "one spike: {spikes:?}");
+    let (from, to) = (spikes[0]["from_s"].as_f64().unwrap(), spikes[0]["to_s"].as_f64().unwrap());
+    assert!(from < to && spikes[0]["rate_per_s"].as_f64().unwrap() > 0.0, "{spikes:?}");
+    assert_eq!(setup["variants"][0]["trigger_end_s"].as_f64(), Some(to), "the spike's end is the trigger's");
+    check_chart(&meta, "load", &["load spike"]);
+    check_chart(&meta, "load_compare", &["load spike", "after the trigger ends"]);
+}
+
+#[test]
+fn strategies_whose_names_mislead_say_what_they_mean_in_legends_and_the_report() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("herd");
+    compare(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/outage-herd.toml"), &dir, 2);
+    check_chart(&dir, "load_compare", &["none — immediate retry", "exponential — no jitter"]);
+    check_chart(&dir, "latency_cdf", &["exponential — no jitter"]);
+    let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
+    for label in ["</span>none — immediate retry</td>", "</span>exponential — no jitter</td>", "</span>full</td>"] {
+        assert!(html.contains(label), "report.html summary table lacks `{label}`");
+    }
+}
+
+#[test]
+fn the_report_table_counts_each_recovery_outcome_as_summary_json_does() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("meta");
+    compare(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/metastable-collapse.toml"), &dir, 8);
+    let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
+    let summary = json(&dir.join("summary.json"));
+    let mut seen_metastable = false;
+    for v in summary["variants"].as_array().expect("variants") {
+        let ones = |metric: &str| {
+            let values = v["metrics"][metric]["values"].as_array().expect("values");
+            values.iter().filter(|x| x.as_f64() == Some(1.0)).count()
+        };
+        let (recovered, metastable, hidden) = (ones("recovered"), ones("metastable"), ones("recovery_unobservable"));
+        assert_eq!(recovered + metastable + hidden, 8, "{}: every run has exactly one outcome", v["name"]);
+        seen_metastable |= metastable > 0;
+        let cell = format!("{recovered} recovered · {metastable} metastable · {hidden} not observable, of 8");
+        assert!(html.contains(&cell), "report.html lacks `{cell}` for {}", v["name"]);
+    }
+    assert!(seen_metastable, "metastable-collapse's no-backoff gets stuck in most runs");
+}
+
+#[test]
+fn a_variant_hidden_under_an_identical_one_is_named_so_in_the_legend() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("idem");
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/idempotency-in-flight.toml");
+    compare(&scenario, &dir, 2);
+    // Independent check that the series really are identical: timeseries.csv, variant column aside.
+    let csv = std::fs::read_to_string(dir.join("timeseries.csv")).expect("timeseries.csv");
+    let rows = |variant: &str| -> Vec<String> {
+        let prefix = format!("{variant},hop,");
+        csv.lines().filter(|l| l.starts_with(&prefix)).map(|l| l[variant.len()..].to_string()).collect()
+    };
+    assert!(!rows("conflict").is_empty() && rows("conflict") == rows("wait"), "conflict and wait load the same");
+    check_chart(&dir, "load_compare", &["conflict — identical to wait, hidden under it"]);
+    check_chart(&dir, "goodput_backlog", &["conflict — identical to wait, hidden under it"]);
+    // Different series are not called identical.
+    let herd = tmp.path().join("herd");
+    compare(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/outage-herd.toml"), &herd, 2);
+    let svg = std::fs::read_to_string(herd.join("load_compare.svg")).expect("svg");
+    assert!(!svg.contains("identical to"), "outage-herd's strategies differ");
 }

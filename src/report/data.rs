@@ -95,6 +95,25 @@ pub struct Setup {
     pub policies: Vec<PolicyInfo>,
     /// Faults sorted by start.
     pub faults: Vec<FaultInfo>,
+    /// Load spikes: profile steps whose rate exceeds the tenant's first rate.
+    #[serde(default)]
+    pub spikes: Vec<SpikeInfo>,
+    /// End of the last trigger (fault or load spike), seconds; recovery is measured from here.
+    #[serde(default)]
+    pub trigger_end_s: Option<f64>,
+}
+
+/// A load spike: one profile step of a tenant above that tenant's first rate.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SpikeInfo {
+    /// Tenant whose arrivals spike.
+    pub tenant: String,
+    /// Start, seconds.
+    pub from_s: f64,
+    /// End, seconds (the next step, or the horizon).
+    pub to_s: f64,
+    /// Arrivals per second during the spike.
+    pub rate_per_s: f64,
 }
 
 /// A tenant, described.
@@ -220,6 +239,16 @@ fn arrival_words(arrival: &Arrival) -> String {
     }
 }
 
+/// What a strategy whose name misleads a reader means: `none` is not "no retries" and
+/// `exponential` is not "exponential with jitter".
+pub fn strategy_gloss(jitter: &str) -> Option<&'static str> {
+    match jitter {
+        "none" => Some("immediate retry"),
+        "exponential" => Some("no jitter"),
+        _ => None,
+    }
+}
+
 fn jitter_words(jitter: &Jitter) -> String {
     match jitter {
         Jitter::Proportional { ratio } => format!("proportional ±{ratio}"),
@@ -227,12 +256,10 @@ fn jitter_words(jitter: &Jitter) -> String {
             let parts: Vec<String> = delays.iter().map(|&ns| duration_words(ns)).collect();
             format!("schedule [{}]", parts.join(", "))
         }
-        Jitter::None
-        | Jitter::Exponential
-        | Jitter::Full
-        | Jitter::Equal
-        | Jitter::Decorrelated
-        | Jitter::DecorrelatedV2 => jitter.name().to_string(),
+        Jitter::None | Jitter::Exponential => {
+            format!("{} — {}", jitter.name(), strategy_gloss(jitter.name()).unwrap_or_default())
+        }
+        Jitter::Full | Jitter::Equal | Jitter::Decorrelated | Jitter::DecorrelatedV2 => jitter.name().to_string(),
     }
 }
 
@@ -388,7 +415,29 @@ pub fn setup_of(spec: &SimSpec) -> Setup {
                 summary: fault_summary(&f.kind),
             })
             .collect(),
+        spikes: spikes_of(spec),
+        trigger_end_s: spec.trigger_end().map(ns_to_secs),
     }
+}
+
+/// The load spikes of every tenant (same rule as `SimSpec::last_spike_end`).
+fn spikes_of(spec: &SimSpec) -> Vec<SpikeInfo> {
+    let mut out = Vec::new();
+    for t in &spec.tenants {
+        if let Arrival::Profile { steps } = &t.arrival {
+            let base = steps[0].1;
+            for (i, &(from, rate)) in steps.iter().enumerate().filter(|(_, s)| s.1 > base) {
+                let to = steps.get(i + 1).map_or(spec.horizon, |s| s.0);
+                out.push(SpikeInfo {
+                    tenant: t.name.clone(),
+                    from_s: ns_to_secs(from),
+                    to_s: ns_to_secs(to),
+                    rate_per_s: rate,
+                });
+            }
+        }
+    }
+    out
 }
 
 /// `scenario.json`: the configuration of every variant.
@@ -507,6 +556,17 @@ impl VariantData {
     /// Capacity of hop `h` in attempts per second, if finite.
     pub fn capacity_per_s(&self, h: usize) -> Option<f64> {
         self.setup.hops.get(h).and_then(|hop| hop.capacity_per_s)
+    }
+
+    /// The name as legends and tables show it: a variant named after its clients' strategy says
+    /// what that strategy means when the name alone misleads (`none — immediate retry`).
+    pub fn label(&self) -> String {
+        let policies = self.client_policies();
+        let named_after = !policies.is_empty() && policies.iter().all(|p| p.jitter == self.name);
+        match strategy_gloss(&self.name).filter(|_| named_after) {
+            Some(gloss) => format!("{} — {gloss}", self.name),
+            None => self.name.clone(),
+        }
     }
 
     /// Policies the clients use (distinct, in tenant order).

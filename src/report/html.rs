@@ -236,9 +236,9 @@ fn summary_table(h: &mut String, data: &ReportData) {
         data.replications
     );
     headings(h, &SUMMARY_COLUMNS);
-    h.push_str("</tr>\n");
+    h.push_str("<th>recovery outcomes (runs)</th></tr>\n");
     for (i, v) in data.variants.iter().enumerate() {
-        let _ = write!(h, "<tr><td>{}{}</td>", swatch(i), escape(&v.name));
+        let _ = write!(h, "<tr><td>{}{}</td>", swatch(i), escape(&v.label()));
         for metric in SUMMARY_COLUMNS {
             let cell = match v.metrics.get(metric) {
                 Some(s) => cell_text(s, metric),
@@ -246,11 +246,24 @@ fn summary_table(h: &mut String, data: &ReportData) {
             };
             let _ = write!(h, "<td class=\"num\">{}</td>", escape(&cell));
         }
+        let _ = write!(h, "<td>{}</td>", escape(&outcome_counts(&v.metrics)));
         h.push_str("</tr>\n");
     }
     h.push_str(
         "</table>\n<p>Full metrics per hop and tenant: <code>summary.csv</code> and <code>summary.json</code>.</p>\n",
     );
+}
+
+/// How many replications recovered, stayed overloaded (metastable) or could not show a recovery.
+pub fn outcome_counts(metrics: &crate::metrics::stats::StatRow) -> String {
+    let count = |m: Metric| metrics.get(m).map_or(0, |s| s.values.iter().filter(|v| **v == Some(1.0)).count());
+    let runs = metrics.get(Metric::Recovered).map_or(0, |s| s.values.len());
+    format!(
+        "{} recovered · {} metastable · {} not observable, of {runs}",
+        count(Metric::Recovered),
+        count(Metric::Metastable),
+        count(Metric::RecoveryUnobservable)
+    )
 }
 
 fn headings(h: &mut String, columns: &[Metric]) {

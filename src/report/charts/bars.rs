@@ -277,12 +277,8 @@ where
         data.scenario, data.replications
     );
     let root = root.titled(&title, (FONT, 24))?;
-    let key: Vec<KeyItem> = data
-        .variants
-        .iter()
-        .enumerate()
-        .map(|(i, v)| (Swatch::Fill(variant_colour(i).mix(0.85)), v.name.clone()))
-        .collect();
+    let key: Vec<KeyItem> =
+        data.variants.iter().enumerate().map(|(i, v)| (Swatch::Fill(variant_colour(i).mix(0.85)), v.label())).collect();
     let root = with_key(&root, &key)?;
     let areas = root.split_evenly((2, 2));
     let rows =

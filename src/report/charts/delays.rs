@@ -211,7 +211,7 @@ where
         .enumerate()
         .map(|(i, v)| {
             let immediate = v.delays.iter().all(|b| b.high_s == 0.0);
-            let label = if immediate { format!("{}: no delay (immediate retries)", v.name) } else { v.name.clone() };
+            let label = if immediate { format!("{}: no delay (immediate retries)", v.label()) } else { v.label() };
             (Swatch::Line(variant_colour(i).mix(if immediate { 0.4 } else { 1.0 })), label)
         })
         .collect();

@@ -97,11 +97,11 @@ where
 fn key_item(i: usize, v: &crate::report::data::VariantData, cdf: &[(f64, f64)]) -> KeyItem {
     let colour = variant_colour(i);
     let Some((p50, p99)) = quantile(cdf, 50.0).zip(quantile(cdf, 99.0)) else {
-        return (Swatch::Line(colour.mix(0.4)), format!("{}: no request succeeded", v.name));
+        return (Swatch::Line(colour.mix(0.4)), format!("{}: no request succeeded", v.label()));
     };
     let succeeded =
         v.mean(Metric::SuccessRatio).map(|r| format!(", {}% succeeded", fmt_num(r * 100.0))).unwrap_or_default();
-    (Swatch::Line(colour.mix(1.0)), format!("{}: p50 {}, p99 {}{succeeded}", v.name, fmt_secs(p50), fmt_secs(p99)))
+    (Swatch::Line(colour.mix(1.0)), format!("{}: p50 {}, p99 {}{succeeded}", v.label(), fmt_secs(p50), fmt_secs(p99)))
 }
 
 #[cfg(test)]

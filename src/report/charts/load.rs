@@ -8,6 +8,8 @@ use crate::metrics::catalogue::Metric;
 use crate::report::data::{ReportData, VariantData};
 use crate::report::format::{fmt_num, fmt_tick};
 use crate::runner::MeanSeries;
+use plotters::coord::ranged1d::ValueFormatter;
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -60,6 +62,15 @@ impl TimeUnit {
             TimeUnit { secs: 1.0, desc: "time since start (s)" }
         }
     }
+
+    /// The unit's symbol.
+    fn short(self) -> &'static str {
+        match self.secs {
+            s if s >= 3600.0 => "h",
+            s if s >= 60.0 => "min",
+            _ => "s",
+        }
+    }
 }
 
 /// The time axis: its end (in its unit) and the unit.
@@ -86,7 +97,28 @@ where
         let area = Rectangle::new([(from, y_low), (to, y_high)], FAULT_FILL.mix(0.18).filled());
         chart.draw_series(std::iter::once(area))?;
     }
+    // A load spike reaches every hop through the first one.
+    for s in &v.setup.spikes {
+        let (from, to) = (s.from_s / unit.secs, (s.to_s / unit.secs).min(t_max));
+        let area = Rectangle::new([(from, y_low), (to, y_high)], SPIKE_FILL.mix(0.16).filled());
+        chart.draw_series(std::iter::once(area))?;
+    }
     Ok(())
+}
+
+/// Tint of load-spike windows.
+const SPIKE_FILL: RGBColor = RGBColor(230, 120, 30);
+
+/// Legend entry for the load spikes, if any.
+fn spike_key(data: &ReportData) -> Option<KeyItem> {
+    let mut kinds: Vec<String> = Vec::new();
+    for s in data.variants.iter().flat_map(|v| &v.setup.spikes) {
+        let text = format!("{} at {}/s", s.tenant, fmt_tick(s.rate_per_s));
+        if !kinds.contains(&text) {
+            kinds.push(text);
+        }
+    }
+    (!kinds.is_empty()).then(|| (Swatch::Fill(SPIKE_FILL.mix(0.3)), format!("load spike: {}", kinds.join("; "))))
 }
 
 /// Legend entry for the fault windows drawn at `hop` (all hops when None), if there are any.
@@ -118,6 +150,33 @@ where
     let style = TextStyle::from((FONT, 13).into_font()).pos(Pos::new(HPos::Right, VPos::Bottom));
     let text = Text::new(format!("capacity {}/s ", fmt_tick(cap)), (t_max, label_y), style);
     chart.draw_series(std::iter::once(text))?;
+    Ok(())
+}
+
+/// Grid, tick labels and axis descriptions of a time chart, in the style every load chart shares;
+/// `small` for the panels of a grid of small multiples.
+fn draw_time_mesh<DB, Y>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, Y>>,
+    (x_desc, y_desc): (&str, &str),
+    small: bool,
+) -> DrawResult
+where
+    DB: DrawingBackend,
+    DB::ErrorType: 'static,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let (label, desc) = if small { (13, 14) } else { (14, 15) };
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .y_label_formatter(&|y| fmt_tick(*y))
+        .x_label_formatter(&|x| fmt_tick(*x))
+        .light_line_style(WHITE.mix(0.0))
+        .bold_line_style(BLACK.mix(0.08))
+        .label_style((FONT, label))
+        .axis_desc_style((FONT, desc))
+        .draw()?;
     Ok(())
 }
 
@@ -159,6 +218,7 @@ where
         key.push((Swatch::Dashed(BLACK.mix(1.0)), "capacity (workers ÷ mean service time)".to_string()));
     }
     key.extend(fault_key(data, None));
+    key.extend(spike_key(data));
     let root = with_key(&root, &key)?;
     let panels = root.split_evenly((data.variants.len(), columns));
     for (i, v) in data.variants.iter().enumerate() {
@@ -195,8 +255,8 @@ where
     let mean_of = |metric: Metric| scoped.and_then(|row| row.mean(metric));
     let capacity = if scope == Scope::Hops { v.capacity_per_s(column) } else { None };
     let mut caption = match scope {
-        Scope::Hops => format!("{} · hop {}", v.name, series.name),
-        Scope::Tenants => format!("{} · tenant {}", v.name, series.name),
+        Scope::Hops => format!("{} · hop {}", v.label(), series.name),
+        Scope::Tenants => format!("{} · tenant {}", v.label(), series.name),
     };
     if let Some(peak) = mean_of(Metric::PeakAttemptsPerS) {
         caption.push_str(&format!(" · peak {}/s", fmt_num(peak)));
@@ -205,6 +265,10 @@ where
             caption.push_str(&format!(" = {}× capacity", fmt_num(ratio)));
         }
     }
+    // What hits the hop when it comes back, which the peak during the fault hides.
+    if let Some(after) = mean_of(Metric::PeakAfterOverCapacity).filter(|&r| r >= 0.01) {
+        caption.push_str(&format!(" · after the trigger {}×", fmt_num(after)));
+    }
     let mut chart = ChartBuilder::on(panel)
         .caption(caption, (FONT, 17).into_font().color(&colour.mix(1.0)))
         .margin(8)
@@ -212,17 +276,7 @@ where
         .x_label_area_size(if bottom_row { 42 } else { 26 })
         .y_label_area_size(78)
         .build_cartesian_2d(0.0..t_max, 0.0..y_max)?;
-    chart
-        .configure_mesh()
-        .x_desc(if bottom_row { unit.desc } else { "" })
-        .y_desc("attempts/s")
-        .y_label_formatter(&|y| fmt_tick(*y))
-        .x_label_formatter(&|x| fmt_tick(*x))
-        .light_line_style(WHITE.mix(0.0))
-        .bold_line_style(BLACK.mix(0.08))
-        .label_style((FONT, 13))
-        .axis_desc_style((FONT, 14))
-        .draw()?;
+    draw_time_mesh(&mut chart, (if bottom_row { unit.desc } else { "" }, "attempts/s"), true)?;
     let hop = (scope == Scope::Hops).then_some(series.name.as_str());
     shade_faults(&mut chart, v, hop, (t_max, 0.0, y_max), unit)?;
     let total = rate(series, ATTEMPTS, data.bucket_s, unit);
@@ -286,13 +340,28 @@ where
         key.push((Swatch::Dashed(BLACK.mix(1.0)), "capacity".to_string()));
     }
     key.extend(fault_key(data, None));
+    key.extend(spike_key(data));
     let root = with_key(&root, &key)?;
     let first = &data.variants[0];
     let panels = root.split_evenly((first.hop_series.len(), 1));
     let (t_max, unit) = time_axis(data);
-    for (h, panel) in panels.iter().enumerate() {
+    // The wall after the trigger is what hits the service when it comes back: a linear zoom of
+    // that stretch sits right of each log panel, where a few × capacity stays readable.
+    let after = trigger_end(data).map(|t| t / unit.secs).filter(|&t| t < t_max);
+    for (h, row) in panels.iter().enumerate() {
         let lines: Vec<Vec<(f64, f64)>> =
             data.variants.iter().map(|v| rate(&v.hop_series[h], ATTEMPTS, data.bucket_s, unit)).collect();
+        let (panel, zoom) = match after {
+            Some(_) => {
+                let (left, right) = row.split_horizontally(row.dim_in_pixel().0 * 58 / 100);
+                (left, Some(right))
+            }
+            None => (row.clone(), None),
+        };
+        if let (Some(zoom), Some(from)) = (&zoom, after) {
+            draw_after_panel(zoom, data, h, &lines, (from, t_max), unit)?;
+        }
+        let panel = &panel;
         let peak = lines.iter().flatten().map(|p| p.1).fold(0.0, f64::max).max(1.0);
         let capacity = first.capacity_per_s(h);
         let y_min = log_floor(peak, capacity);
@@ -304,17 +373,7 @@ where
             .x_label_area_size(44)
             .y_label_area_size(84)
             .build_cartesian_2d(0.0..t_max, LogAxis::new(y_min, y_max))?;
-        chart
-            .configure_mesh()
-            .x_desc(unit.desc)
-            .y_desc("attempts/s (log scale)")
-            .y_label_formatter(&|y| fmt_tick(*y))
-            .x_label_formatter(&|x| fmt_tick(*x))
-            .light_line_style(WHITE.mix(0.0))
-            .bold_line_style(BLACK.mix(0.08))
-            .label_style((FONT, 14))
-            .axis_desc_style((FONT, 15))
-            .draw()?;
+        draw_time_mesh(&mut chart, (unit.desc, "attempts/s (log scale)"), false)?;
         shade_faults(&mut chart, first, Some(&first.hop_series[h].name), (t_max, y_min, y_max), unit)?;
         if let Some(cap) = capacity.filter(|&cap| cap < y_max) {
             draw_capacity(&mut chart, cap, t_max, cap * (y_max / y_min).powf(0.015))?;
@@ -329,9 +388,83 @@ where
     Ok(())
 }
 
-/// One line swatch per variant, in its colour.
+/// End of the last trigger (fault or load spike) in seconds, the same in every variant.
+fn trigger_end(data: &ReportData) -> Option<f64> {
+    data.variants.iter().filter_map(|v| v.setup.trigger_end_s).reduce(f64::max)
+}
+
+/// Linear panel of attempts/s at hop `h` from the trigger's end `from` to `t_max` (both in
+/// `unit`), capacity dashed, each variant's mean peak after the trigger ÷ capacity written in its colour.
+fn draw_after_panel<DB: DrawingBackend>(
+    panel: &DrawingArea<DB, Shift>,
+    data: &ReportData,
+    h: usize,
+    lines: &[Vec<(f64, f64)>],
+    (from, t_max): (f64, f64),
+    unit: TimeUnit,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let first = &data.variants[0];
+    let after: Vec<Vec<(f64, f64)>> =
+        lines.iter().map(|l| l.iter().copied().filter(|p| p.0 >= from).collect()).collect();
+    let peak = after.iter().flatten().map(|p| p.1).fold(0.0, f64::max);
+    let capacity = first.capacity_per_s(h);
+    // Capacity far above the load would flatten the lines the zoom is for; its ratio is written.
+    let reach = capacity.filter(|&cap| cap <= peak * 3.0).unwrap_or(0.0);
+    // Headroom above the lines for the per-variant figures written at the top right.
+    let text_share = (0.075 * (data.variants.len() + 1) as f64 + 0.04).min(0.6);
+    let y_max = (peak.max(reach) / (1.0 - text_share)).max(1.0);
+    let mut chart = ChartBuilder::on(panel)
+        .caption(format!("after the trigger ends ({} {}), linear scale", fmt_tick(from), unit.short()), (FONT, 18))
+        .margin(10)
+        .margin_right(24)
+        .x_label_area_size(44)
+        .y_label_area_size(84)
+        .build_cartesian_2d(from..t_max, 0.0..y_max)?;
+    draw_time_mesh(&mut chart, (unit.desc, "attempts/s"), false)?;
+    if let Some(cap) = capacity.filter(|&cap| cap <= y_max) {
+        chart.draw_series(DashedLineSeries::new(vec![(from, cap), (t_max, cap)], 8, 5, BLACK.stroke_width(2)))?;
+    }
+    for (i, line) in after.iter().enumerate() {
+        chart.draw_series(LineSeries::new(line.iter().copied(), variant_colour(i).stroke_width(2)))?;
+    }
+    // Each variant's mean peak after the trigger, over capacity when there is one.
+    let metric = if capacity.is_some() { Metric::PeakAfterOverCapacity } else { Metric::PeakAfterPerS };
+    let (x, mut y) = (from + (t_max - from) * 0.97, y_max * 0.97);
+    let step = y_max * 0.075;
+    let heading = if capacity.is_some() { "peak after ÷ capacity" } else { "peak after, attempts/s" };
+    let style = |c: RGBColor| (FONT, 14).into_font().color(&c).pos(Pos::new(HPos::Right, VPos::Top));
+    chart.draw_series(std::iter::once(Text::new(heading.to_string(), (x, y), style(BLACK))))?;
+    for (i, v) in data.variants.iter().enumerate() {
+        let Some(value) = v.hops.get(h).and_then(|row| row.1.mean(metric)) else { continue };
+        y -= step;
+        let unit_sign = if capacity.is_some() { "×" } else { "/s" };
+        let text = format!("{} {}{unit_sign}", v.name, fmt_num(value));
+        chart.draw_series(std::iter::once(Text::new(text, (x, y), style(variant_colour(i)))))?;
+    }
+    Ok(())
+}
+
+/// One line swatch per variant, in its colour; a variant whose every hop series equals a later
+/// one's is drawn under it, so its entry says so.
 fn variant_lines_key(data: &ReportData) -> Vec<KeyItem> {
-    data.variants.iter().enumerate().map(|(i, v)| (Swatch::Line(variant_colour(i).mix(1.0)), v.name.clone())).collect()
+    let same = |a: &VariantData, b: &VariantData| {
+        a.hop_series.len() == b.hop_series.len()
+            && a.hop_series.iter().zip(&b.hop_series).all(|(x, y)| x.rows == y.rows)
+    };
+    let vs = &data.variants;
+    vs.iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let label = match vs[i + 1..].iter().rev().find(|w| same(v, w)) {
+                Some(w) => format!("{} — identical to {}, hidden under it", v.label(), w.name),
+                None => v.label(),
+            };
+            (Swatch::Line(variant_colour(i).mix(1.0)), label)
+        })
+        .collect()
 }
 
 /// Column of successes (a rate once divided by the bucket) and of the backlog level.
@@ -348,6 +481,7 @@ where
     let root = root.titled(&title, (FONT, 24))?;
     let mut key = variant_lines_key(data);
     key.extend(fault_key(data, None));
+    key.extend(spike_key(data));
     let root = with_key(&root, &key)?;
     let first = &data.variants[0];
     let hops = first.hop_series.len();
@@ -382,17 +516,7 @@ where
             .x_label_area_size(44)
             .y_label_area_size(78)
             .build_cartesian_2d(0.0..t_max, 0.0..y_max)?;
-        chart
-            .configure_mesh()
-            .x_desc(unit.desc)
-            .y_desc(if backlog { "attempts" } else { "successes/s" })
-            .y_label_formatter(&|y| fmt_tick(*y))
-            .x_label_formatter(&|x| fmt_tick(*x))
-            .light_line_style(WHITE.mix(0.0))
-            .bold_line_style(BLACK.mix(0.08))
-            .label_style((FONT, 14))
-            .axis_desc_style((FONT, 15))
-            .draw()?;
+        draw_time_mesh(&mut chart, (unit.desc, if backlog { "attempts" } else { "successes/s" }), false)?;
         shade_faults(&mut chart, first, Some(&first.hop_series[h].name), (t_max, 0.0, y_max), unit)?;
         for (i, line) in lines.iter().enumerate() {
             chart.draw_series(LineSeries::new(line.iter().copied(), variant_colour(i).stroke_width(2)))?;
