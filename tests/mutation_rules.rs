@@ -331,3 +331,57 @@ fn a_hang_without_any_timeout_warns_only_where_the_hang_is() {
     assert_eq!(hangs.len(), 1, "{w:?}");
     assert!(hangs[0].starts_with("hop `db` has a hang fault but policy `deep`"), "{}", hangs[0]);
 }
+
+/// `retrystorm budget` with equal jitter over 1 h (base 2 s, ×2, cap 1 h, 30 s timeouts).
+fn equal_budget() -> retrystorm::budget::BudgetConfig {
+    let mut cfg = retrystorm::budget::BudgetConfig::guide_defaults(3_600_000_000_000);
+    cfg.jitter = retrystorm::model::Jitter::Equal;
+    cfg.seeds_for_distribution = 40;
+    cfg
+}
+
+/// Rule: equal jitter waits uniformly in [exp(k)/2, exp(k)] before attempt k; the schedule
+/// checked is not empty (a check over no rows cannot fail), and each row's `delay_s` is the
+/// delay the simulator draws, in seconds, and `start_s` the delays plus prior timeouts.
+#[test]
+fn the_budget_schedule_rows_are_equal_jitter_delays_and_their_starts() {
+    let cfg = equal_budget();
+    let report = retrystorm::budget::compute(&cfg).expect("valid");
+    let delays = retrystorm::budget::schedule(&cfg, cfg.window_ns, cfg.seed);
+    assert!(delays.len() >= 5, "a 1 h window fits several attempts, got {}", delays.len());
+    assert_eq!(report.schedule.len(), delays.len());
+    let policy = cfg.policy();
+    let mut start_ns = 0_u64;
+    for (k, (row, &d)) in (1..).zip(report.schedule.iter().zip(&delays)) {
+        let exp = policy.exp_delay(k);
+        assert!(d >= exp / 2 && d <= exp, "attempt {k}: {d} ns outside [{}, {exp}]", exp / 2);
+        assert_eq!(row.attempt, k);
+        assert_eq!(row.delay_s, d as f64 / 1e9, "attempt {k}");
+        start_ns += d;
+        assert_eq!(row.start_s, start_ns as f64 / 1e9, "attempt {k}");
+        start_ns += cfg.attempt_timeout_ns;
+    }
+}
+
+/// Rule: the attempts distribution counts, per number of attempts fitted, the seeds seed,
+/// seed + 1, … that fit it; min, max and mean are those of the per-seed counts, computed here
+/// independently from each seed's schedule.
+#[test]
+fn the_budget_attempts_histogram_and_mean_are_the_per_seed_counts() {
+    let cfg = equal_budget();
+    let report = retrystorm::budget::compute(&cfg).expect("valid");
+    let counts: Vec<u32> = (0..u64::from(cfg.seeds_for_distribution))
+        .map(|i| retrystorm::budget::schedule(&cfg, cfg.window_ns, cfg.seed + i).len() as u32)
+        .collect();
+    let mut expected = std::collections::BTreeMap::new();
+    for &c in &counts {
+        *expected.entry(c).or_insert(0_u32) += 1;
+    }
+    let d = &report.distribution;
+    assert!(expected.len() >= 2, "equal jitter over 40 seeds fits different counts: {expected:?}");
+    assert_eq!(d.histogram, expected);
+    assert_eq!(d.attempts_min, *counts.iter().min().expect("seeds"));
+    assert_eq!(d.attempts_max, *counts.iter().max().expect("seeds"));
+    let mean = counts.iter().map(|&c| f64::from(c)).sum::<f64>() / counts.len() as f64;
+    assert!((d.attempts_mean - mean).abs() < 1e-12, "mean {} vs {mean}", d.attempts_mean);
+}
