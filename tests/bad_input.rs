@@ -195,6 +195,16 @@ fn bad_overrides_name_the_set_field_value_and_fix() {
         args.extend_from_slice(extra);
         refused(dir, &args, expect);
     }
+    // A value meant as an array that TOML refuses is reported by its reason first, quoted cut
+    // short, never turned into a 1,200-character string and echoed back whole.
+    let deep = format!("tenant.main.clients={}1{}", "[".repeat(600), "]".repeat(600));
+    let expect = format!("error: `tenant.main.clients`: cannot recurse further; max recursion depth met, in the value `{}…`; write a TOML array or inline table, e.g. [1, 2] or {{ a = 1 }}", "[".repeat(40));
+    refused(dir, &["run", "good.toml", "--quiet", "--out", "out", "--set", &deep], &expect);
+    refused(
+        dir,
+        &["run", "good.toml", "--quiet", "--out", "out", "--set", "fault=[{hop=\"api\""],
+        "error: `fault`: unclosed inline table, expected `}`, in the value `[{hop=\"api\"`; write a TOML array or inline table, e.g. [1, 2] or { a = 1 }",
+    );
 }
 
 #[test]

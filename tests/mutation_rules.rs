@@ -189,3 +189,199 @@ fn a_half_open_breaker_counts_its_probes() {
     spec.record(&mut state, later + 1, false);
     assert!(matches!(state.position, BreakerPosition::Closed), "the window was not cleared on closing");
 }
+
+/// Proportional jitter (gRPC) draws from exp(k) × [1 − ratio, 1 + ratio]: its largest delay, used
+/// by the deadline-fit and horizon warnings, is exp(k) × (1 + ratio).
+/// Rule: the proportional strategy's upper bound is exp(k) × (1 + ratio), exactly.
+#[test]
+fn the_proportional_upper_bound_is_exp_times_one_plus_ratio() {
+    let proportional = |ratio: f64| {
+        let source = OUTAGE
+            .replace("jitter = \"full\"", &format!("jitter = \"proportional\"\nratio = {ratio}\nbase = \"100ms\""));
+        Scenario::from_source("policy.toml", &source, &[]).unwrap_or_else(|e| panic!("{e}")).base.policies[0].clone()
+    };
+    let p = proportional(0.5);
+    // base 100 ms, multiplier 2, cap 20 s: exp(1) = 100 ms, exp(3) = 400 ms.
+    assert_eq!(p.delay_upper_bound(1), 150_000_000);
+    assert_eq!(p.delay_upper_bound(3), 600_000_000);
+    let narrow = proportional(0.2);
+    assert_eq!(narrow.delay_upper_bound(2), 240_000_000);
+    // And no draw exceeds it, while the largest of many draws comes close (within 1 %).
+    use rand::SeedableRng;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(17);
+    let mut state = retrystorm::model::policy::JitterState::default();
+    let max = (0..2_000).map(|_| p.delay_before_retry(1, &mut state, &mut rng)).max().expect("draws");
+    assert!(max <= 150_000_000 && max > 148_500_000, "largest draw {max} ns vs bound 150 ms (seed 17)");
+}
+
+/// Rule: a sliding window of W counts what happened in the last W, slot by slot: an event
+/// leaves exactly when its slot (W/10 wide) is reused one window later, and later events stay.
+#[test]
+fn the_sliding_window_drops_an_event_one_window_later_and_keeps_the_rest() {
+    use retrystorm::model::budget::SlidingCounts;
+    const S: u64 = 1_000_000_000;
+    let mut w = SlidingCounts::<2>::new(10 * S); // ten 1 s slots
+    w.add(S / 2, 0, 1.0); // slot 0
+    w.add(3 * S + S / 2, 0, 1.0); // slot 3
+    w.add(3 * S + S / 2, 1, 5.0); // another counter, same slot
+    assert_eq!(w.sum(9 * S + S / 2, 0), 2.0, "both events are within the last 10 s");
+    assert_eq!(w.sum(10 * S + S / 2, 0), 1.0, "slot 0 is reused at 10 s: the 0.5 s event left");
+    w.add(10 * S + S / 2, 0, 4.0); // lands in the reused slot 0, beside the 3.5 s event
+    assert_eq!(w.sum(12 * S, 0), 5.0);
+    assert_eq!(w.sum(12 * S, 1), 5.0, "counters are separate");
+    assert_eq!(w.sum(13 * S + S / 2, 0), 4.0, "slot 3 is reused at 13 s: the 3.5 s event left");
+    assert_eq!(w.sum(13 * S + S / 2, 1), 0.0);
+    assert_eq!(w.sum(25 * S, 0), 0.0, "a whole window later nothing is left");
+}
+
+/// A three-hop chain api → svc → db (no jitter: horizons are attempts × timeouts): client
+/// 3 × 1 s, inner 2 × 500 ms, deep 10 × 2 s, so deliveries reach db for up to 24 s end to end.
+/// The scenario keys and tenant are OUTAGE's; its policies and hops follow.
+const CHAIN_POLICIES_AND_HOPS: &str = r#"[policy.client]
+jitter = "none"
+base = "100ms"
+max_attempts = 3
+attempt_timeout = "1s"
+
+[policy.inner]
+jitter = "none"
+base = "100ms"
+max_attempts = 2
+attempt_timeout = "500ms"
+
+[policy.deep]
+jitter = "none"
+base = "100ms"
+max_attempts = 10
+attempt_timeout = "2s"
+
+[[hop]]
+name = "api"
+service = { dist = "constant", mean = "1ms" }
+downstream_policy = "inner"
+
+[[hop]]
+name = "svc"
+service = { dist = "constant", mean = "1ms" }
+downstream_policy = "deep"
+
+[[hop]]
+name = "db"
+service = { dist = "constant", mean = "1ms" }
+idempotency = { ttl = "1s" }
+"#;
+
+fn chain() -> String {
+    let head = &OUTAGE[..OUTAGE.find("[policy.client]").expect("OUTAGE has a client policy")];
+    format!("{head}{CHAIN_POLICIES_AND_HOPS}")
+}
+
+fn chain_warnings(set: &[&str]) -> Vec<String> {
+    let overrides: Vec<_> = set.iter().map(|s| retrystorm::scenario::parse_assignment(s).expect("parses")).collect();
+    Scenario::from_source("chain.toml", &chain(), &overrides).unwrap_or_else(|e| panic!("{e}")).warnings
+}
+
+/// Rule: the inner-horizon warning names the pair where it happens (svc calling db), not the
+/// first hop or the same hop twice.
+#[test]
+fn an_inner_horizon_warning_names_the_calling_hop_and_the_called_hop() {
+    let w = chain_warnings(&[]);
+    let inner: Vec<&String> = w.iter().filter(|m| m.contains("not strictly less than its caller's horizon")).collect();
+    assert_eq!(inner.len(), 1, "{w:?}");
+    assert!(inner[0].starts_with("hop `svc` retries hop `db` for up to 20s with policy `deep`"), "{}", inner[0]);
+    assert!(inner[0].contains("its caller's horizon 1s (policy `inner`)"), "{}", inner[0]);
+}
+
+/// Rule: a TTL equal to the end-to-end horizon is too short (late deliveries at exactly the
+/// horizon would find the key gone): the warning fires at ttl = horizon and not one ns above.
+#[test]
+fn a_ttl_equal_to_the_end_to_end_horizon_warns_and_one_nanosecond_more_does_not() {
+    let late =
+        |w: &[String]| w.iter().any(|m| m.starts_with("deliveries of one event can reach hop `db` for up to 24s"));
+    assert!(late(&chain_warnings(&["hop.db.idempotency.ttl=24s"])));
+    assert!(!late(&chain_warnings(&["hop.db.idempotency.ttl=24000000001ns"])));
+}
+
+/// Rule: a hang (or lost-reply) fault at a hop whose calling policy has neither attempt_timeout
+/// nor deadline warns that those attempts never end; a timeout, or the fault on another hop,
+/// silences it.
+#[test]
+fn a_hang_without_any_timeout_warns_only_where_the_hang_is() {
+    let hang = |extra: &str| {
+        let source = OUTAGE
+            .replace("kind = \"outage\"", "kind = \"hang\"")
+            .replace("max_attempts = 3", &format!("max_attempts = 3\n{extra}"));
+        Scenario::from_source("hang.toml", &source, &[]).unwrap_or_else(|e| panic!("{e}")).warnings
+    };
+    let w = hang("");
+    assert!(
+        w.iter().any(|m| m == "hop `api` has a hang fault but policy `client` has neither attempt_timeout nor deadline: those attempts never end (they stay in_flight)"),
+        "{w:?}"
+    );
+    let bounded = hang("attempt_timeout = \"1s\"");
+    assert!(!bounded.iter().any(|m| m.contains("has a hang fault")), "{bounded:?}");
+    let lost = OUTAGE.replace("kind = \"outage\"", "kind = \"lost_reply\"\np = 0.5");
+    let w = Scenario::from_source("lost.toml", &lost, &[]).unwrap_or_else(|e| panic!("{e}")).warnings;
+    assert!(w.iter().any(|m| m.starts_with("hop `api` has a hang fault")), "{w:?}");
+    // Two hops, the hang on the second: the client's policy calling the first hop is not named.
+    let chain = chain().replace("idempotency = { ttl = \"1s\" }", "").replace("attempt_timeout = \"2s\"", "")
+        + "\n[[fault]]\nhop = \"db\"\nkind = \"hang\"\nfrom = \"0s\"\nto = \"1s\"\n";
+    let w = Scenario::from_source("chain.toml", &chain, &[]).unwrap_or_else(|e| panic!("{e}")).warnings;
+    let hangs: Vec<&String> = w.iter().filter(|m| m.contains("has a hang fault")).collect();
+    assert_eq!(hangs.len(), 1, "{w:?}");
+    assert!(hangs[0].starts_with("hop `db` has a hang fault but policy `deep`"), "{}", hangs[0]);
+}
+
+/// `retrystorm budget` with equal jitter over 1 h (base 2 s, ×2, cap 1 h, 30 s timeouts).
+fn equal_budget() -> retrystorm::budget::BudgetConfig {
+    let mut cfg = retrystorm::budget::BudgetConfig::guide_defaults(3_600_000_000_000);
+    cfg.jitter = retrystorm::model::Jitter::Equal;
+    cfg.seeds_for_distribution = 40;
+    cfg
+}
+
+/// Rule: equal jitter waits uniformly in [exp(k)/2, exp(k)] before attempt k; the schedule
+/// checked is not empty (a check over no rows cannot fail), and each row's `delay_s` is the
+/// delay the simulator draws, in seconds, and `start_s` the delays plus prior timeouts.
+#[test]
+fn the_budget_schedule_rows_are_equal_jitter_delays_and_their_starts() {
+    let cfg = equal_budget();
+    let report = retrystorm::budget::compute(&cfg).expect("valid");
+    let delays = retrystorm::budget::schedule(&cfg, cfg.window_ns, cfg.seed);
+    assert!(delays.len() >= 5, "a 1 h window fits several attempts, got {}", delays.len());
+    assert_eq!(report.schedule.len(), delays.len());
+    let policy = cfg.policy();
+    let mut start_ns = 0_u64;
+    for (k, (row, &d)) in (1..).zip(report.schedule.iter().zip(&delays)) {
+        let exp = policy.exp_delay(k);
+        assert!(d >= exp / 2 && d <= exp, "attempt {k}: {d} ns outside [{}, {exp}]", exp / 2);
+        assert_eq!(row.attempt, k);
+        assert_eq!(row.delay_s, d as f64 / 1e9, "attempt {k}");
+        start_ns += d;
+        assert_eq!(row.start_s, start_ns as f64 / 1e9, "attempt {k}");
+        start_ns += cfg.attempt_timeout_ns;
+    }
+}
+
+/// Rule: the attempts distribution counts, per number of attempts fitted, the seeds seed,
+/// seed + 1, … that fit it; min, max and mean are those of the per-seed counts, computed here
+/// independently from each seed's schedule.
+#[test]
+fn the_budget_attempts_histogram_and_mean_are_the_per_seed_counts() {
+    let cfg = equal_budget();
+    let report = retrystorm::budget::compute(&cfg).expect("valid");
+    let counts: Vec<u32> = (0..u64::from(cfg.seeds_for_distribution))
+        .map(|i| retrystorm::budget::schedule(&cfg, cfg.window_ns, cfg.seed + i).len() as u32)
+        .collect();
+    let mut expected = std::collections::BTreeMap::new();
+    for &c in &counts {
+        *expected.entry(c).or_insert(0_u32) += 1;
+    }
+    let d = &report.distribution;
+    assert!(expected.len() >= 2, "equal jitter over 40 seeds fits different counts: {expected:?}");
+    assert_eq!(d.histogram, expected);
+    assert_eq!(d.attempts_min, *counts.iter().min().expect("seeds"));
+    assert_eq!(d.attempts_max, *counts.iter().max().expect("seeds"));
+    let mean = counts.iter().map(|&c| f64::from(c)).sum::<f64>() / counts.len() as f64;
+    assert!((d.attempts_mean - mean).abs() < 1e-12, "mean {} vs {mean}", d.attempts_mean);
+}

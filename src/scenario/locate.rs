@@ -39,16 +39,30 @@ impl<'a> Node<'a> {
 
 /// Byte range of the value at `path` in `source`; arrays of tables are addressed by `name`.
 /// Falls back to the deepest enclosing item found.
+///
+/// A name may contain dots (`[policy."client.v2"]`) while `path` was split at every dot, so
+/// consecutive segments are also tried joined with dots; the reading that follows the most of
+/// `path` wins: `policy.client.v2.max_attempts` points at the `max_attempts` line even beside a
+/// `[policy.client]` table.
 pub fn locate(source: &str, path: &[String]) -> Option<std::ops::Range<usize>> {
     let doc = Document::parse(source).ok()?;
-    let mut node = Node::Item(doc.as_item());
-    let mut best = None;
-    for segment in path {
-        let Some(next) = node.child(segment) else { break };
-        if let Some(span) = next.span() {
-            best = Some(span);
+    deepest(&Node::Item(doc.as_item()), path).1
+}
+
+/// A name is at most 64 characters, so it spans at most this many dot-separated segments (which
+/// also bounds the work on a hostile path of thousands of segments).
+const MAX_SEGMENTS_PER_NAME: usize = 33;
+
+/// (segments matched, span of the deepest item with a span) along the best reading of `path`.
+fn deepest(node: &Node<'_>, path: &[String]) -> (usize, Option<std::ops::Range<usize>>) {
+    let mut best = (0, None);
+    for end in 1..=path.len().min(MAX_SEGMENTS_PER_NAME) {
+        let Some(next) = node.child(&path[..end].join(".")) else { continue };
+        let (rest, span) = deepest(&next, &path[end..]);
+        let reached = end + rest;
+        if reached > best.0 {
+            best = (reached, span.or_else(|| next.span()));
         }
-        node = next;
     }
     best
 }
@@ -110,5 +124,15 @@ mod tests {
         let faults = "[[fault]]\nhop = \"a\"\n[[fault]]\nhop = \"b\"\np = 2\n";
         assert_eq!(path_at(faults, faults.find("2").expect("in source")).as_deref(), Some("fault.1.p"));
         assert_eq!(&faults[locate(faults, &path("fault.1.p")).expect("found")], "2");
+    }
+
+    /// Rule: a dotted name (`[policy."client.v2"]`) does not lose the error's line and column:
+    /// the field inside it is found, not the table header.
+    #[test]
+    fn names_with_dots_keep_the_fields_position() {
+        let src = "[policy.\"client.v2\"]\njitter = \"full\"\nmax_attempts = 0\n[policy.client]\nmax_attempts = 5\n";
+        let path = |p: &str| p.split('.').map(String::from).collect::<Vec<_>>();
+        assert_eq!(&src[locate(src, &path("policy.client.v2.max_attempts")).expect("found")], "0");
+        assert_eq!(&src[locate(src, &path("policy.client.max_attempts")).expect("found")], "5");
     }
 }

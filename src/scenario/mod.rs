@@ -19,7 +19,7 @@ pub use error::ScenarioError;
 pub use overrides::{parse_assignment, Override};
 
 use crate::model::SimSpec;
-use error::{line_col, with_suggestion, Invalid};
+use error::{line_col, shorten, with_suggestion, Invalid};
 use raw::RawScenario;
 use serde::Deserialize;
 use toml::Table;
@@ -253,6 +253,9 @@ fn read_scenario_file(path: &str) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| "stream did not contain valid UTF-8".to_string())
 }
 
+/// How much of an offending line or value a message quotes.
+const QUOTE_MAX_CHARS: usize = 80;
+
 /// A TOML syntax, type or unknown-key error, at its position and named by the field there.
 fn parse_error(file: &str, source: &str, e: &toml::de::Error) -> ScenarioError {
     let start = e.span().map(|s| s.start);
@@ -264,7 +267,10 @@ fn parse_error(file: &str, source: &str, e: &toml::de::Error) -> ScenarioError {
         // Not TOML at all: no field can be named, so quote the line instead.
         let line = start.map_or("", |s| source[..s.min(source.len())].rsplit('\n').next().unwrap_or(""));
         let rest = start.map_or("", |s| source[s.min(source.len())..].split('\n').next().unwrap_or(""));
-        message = format!("TOML syntax error in `{}`: {message}", format!("{line}{rest}").trim());
+        // The reason first, then the line cut to a readable length: a line of 10,000 nested
+        // brackets must not bury why it was refused.
+        let quoted = shorten(format!("{line}{rest}").trim(), QUOTE_MAX_CHARS);
+        message = format!("TOML syntax error: {}, in `{quoted}`", shorten(&message, QUOTE_MAX_CHARS * 2));
     }
     let location = start.map(|s| line_col(source, s));
     ScenarioError { file: file.to_string(), location, field, message }

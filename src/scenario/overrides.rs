@@ -4,7 +4,7 @@
 //! `fault.N.FIELD` (faults have no name: N is the 0-based index), with deeper inline-table fields
 //! (`hop.api.service.mean`). Arrays of tables are addressed by their `name`.
 
-use super::error::{closest, one_line, some_names};
+use super::error::{closest, one_line, shorten, some_names};
 use toml::{Table, Value};
 
 /// One override.
@@ -27,7 +27,17 @@ pub fn parse_assignment(text: &str) -> Result<Override, String> {
         let (text, path) = (one_line(text), one_line(path));
         return Err(format!("`{text}`: the path `{path}` has an empty segment; write e.g. hop.api.workers=4"));
     }
-    Ok(Override { path: path.to_string(), value: parse_value(raw.trim()) })
+    let raw = raw.trim();
+    if raw.starts_with(['[', '{']) {
+        // Meant as an array or table: a value TOML refuses (unbalanced, or nested too deep) is
+        // reported by its reason, not turned into a string and quoted back whole.
+        if let Err(e) = toml::from_str::<Table>(&format!("v = {raw}")) {
+            let reason = e.message().trim().replace('\n', "; ");
+            let (path, raw) = (one_line(path), shorten(raw, 40));
+            return Err(format!("`{path}`: {reason}, in the value `{raw}`; write a TOML array or inline table, e.g. [1, 2] or {{ a = 1 }}"));
+        }
+    }
+    Ok(Override { path: path.to_string(), value: parse_value(raw) })
 }
 
 /// Reads VALUE as a TOML value, falling back to a string.
@@ -55,6 +65,20 @@ pub fn apply(doc: &mut Table, o: &Override) -> Result<(), String> {
         }
         if !table.contains_key(seg) && i == 0 {
             return Err(unknown_section(seg));
+        }
+        if i == 1 && segments[0] == "policy" {
+            // A policy name may contain dots (`[policy."client.v2"]`): the longest run of segments
+            // naming an existing policy (leaving at least the field) is the name.
+            let named = (i + 2..segments.len())
+                .rev()
+                .map(|end| (end, segments[i..end].join(".")))
+                .find(|(_, name)| table.contains_key(name));
+            if let Some((end, name)) = named {
+                let entry = table.get_mut(&name).expect("found above");
+                table = entry.as_table_mut().ok_or_else(|| format!("`policy.{name}` is a value, not a table"))?;
+                i = end;
+                continue;
+            }
         }
         if i == 1 && segments[0] == "policy" && !table.contains_key(seg) {
             // A misspelt policy would otherwise be created, unused, and the override lost.
@@ -129,5 +153,20 @@ mod tests {
         assert_eq!(hop["service"]["mean"].as_str(), Some("2ms"));
         let err = apply(&mut doc, &parse_assignment("hop.apj.workers=1").expect("parses")).unwrap_err();
         assert!(err.contains("did you mean `api`"), "{err}");
+    }
+
+    /// Rule: a policy whose name contains dots (`[policy."client.v2"]`) is reachable by `--set`
+    /// and the longest existing name wins over a shorter one (`client`) that is a prefix of it.
+    #[test]
+    fn policy_names_with_dots_are_reachable() {
+        let mut doc: Table =
+            toml::from_str("[policy.client]\nmax_attempts = 5\n[policy.\"client.v2\"]\nmax_attempts = 3\n")
+                .expect("valid");
+        apply(&mut doc, &parse_assignment("policy.client.v2.max_attempts=7").expect("parses")).expect("applies");
+        apply(&mut doc, &parse_assignment("policy.client.base=1s").expect("parses")).expect("applies");
+        assert_eq!(doc["policy"]["client.v2"]["max_attempts"].as_integer(), Some(7));
+        assert_eq!(doc["policy"]["client"]["max_attempts"].as_integer(), Some(5));
+        assert_eq!(doc["policy"]["client"]["base"].as_str(), Some("1s"));
+        assert!(doc["policy"]["client"].get("v2").is_none(), "no stray `v2` table created");
     }
 }

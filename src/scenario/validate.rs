@@ -435,6 +435,9 @@ fn hop(h: &RawHop, next: Option<&RawHop>, policy_names: &[&str], caller_deadline
         }
     };
     let network = h.network.as_ref().map_or(Ok(Dist::Constant { mean: 0 }), |n| dist(n, &at("network")))?;
+    if occ {
+        occ_ignores_nothing(h, next, &at)?;
+    }
     let downstream_policy = match (&h.downstream_policy, next) {
         (Some(p), Some(_)) => Some(
             policy_names
@@ -495,6 +498,33 @@ fn hop(h: &RawHop, next: Option<&RawHop>, policy_names: &[&str], caller_deadline
         occ,
         overload,
     })
+}
+
+/// An `occ` register answers a read and a conditional write and nothing else: it has no workers,
+/// queue, scheduling or idempotency store, commits no counted effect and calls no hop, so a field
+/// setting any of those would be silently ignored. Refuse it instead, naming the field.
+fn occ_ignores_nothing(h: &RawHop, next: Option<&RawHop>, at: &dyn Fn(&str) -> String) -> V<()> {
+    let set = [
+        ("workers", h.workers.is_some(), "it has no workers and no capacity limit"),
+        ("queue_limit", h.queue_limit.is_some(), "it has no queue"),
+        ("scheduling", h.scheduling.is_some(), "it has no queue to schedule"),
+        ("idempotency", h.idempotency.is_some(), "it has no idempotency store"),
+        ("effect", h.effect.is_some(), "its writes are not counted as side effects"),
+        ("downstream_policy", h.downstream_policy.is_some(), "it calls no other hop"),
+    ];
+    if let Some((field, _, why)) = set.iter().find(|(_, present, _)| *present) {
+        return Err(Invalid::at(
+            &at(field),
+            format!("a `kind = \"occ\"` register ignores this field ({why}); remove it"),
+        ));
+    }
+    if let Some(n) = next {
+        return Err(Invalid::at(
+            &format!("hop.{}", h.name),
+            format!("is a `kind = \"occ\"` register, which calls no other hop, but hop `{}` follows it; make the register the last hop", n.name),
+        ));
+    }
+    Ok(())
 }
 
 /// `"78h"` or `"window+6h"` (the caller policy's deadline plus a margin, never jittered).
