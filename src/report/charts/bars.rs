@@ -29,23 +29,27 @@ const fn metric(metric: Metric, title: &'static str, axis: &'static str) -> Show
 
 fn headline_metrics(with_recovery: bool) -> Vec<Shown> {
     let last = if with_recovery {
-        metric(Metric::RecoveryTimeS, "Recovery time after the last fault or spike", "seconds (null: never recovered)")
+        metric(Metric::RecoveryTimeS, "Recovery time after the last fault or spike", "seconds (null: not recovered)")
     } else {
         metric(Metric::LatencySP99, "p99 latency of succeeded requests", "seconds")
+    };
+    // After a fault or spike the planner's question is the load when the service comes back,
+    // not the peak of retries refused while it was down.
+    let peak = if with_recovery {
+        (
+            Metric::PeakAfterOverCapacity,
+            "Load when it comes back: peak after the trigger",
+            "peak attempts/s after ÷ capacity (×)",
+        )
+    } else {
+        (Metric::PeakOverCapacity, "Peak load over capacity at the first hop", "peak attempts/s ÷ capacity (×)")
     };
     vec![
         Shown {
             reference: Some((1.0, "no retries")),
             ..metric(Metric::Amplification, "Amplification: attempts per request", "attempts ÷ logical requests (×)")
         },
-        Shown {
-            reference: Some((1.0, "capacity")),
-            ..metric(
-                Metric::PeakOverCapacity,
-                "Peak load over capacity at the first hop",
-                "peak attempts/s ÷ capacity (×)",
-            )
-        },
+        Shown { reference: Some((1.0, "capacity")), ..metric(peak.0, peak.1, peak.2) },
         metric(Metric::SuccessRatio, "Requests that succeeded", "% of logical requests"),
         metric(Metric::Dlq, "Dead-lettered requests (DLQ)", "requests per run"),
         metric(Metric::Duplicates, "Duplicated side effects", "side effects executed again, per run"),
