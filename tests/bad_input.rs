@@ -5,36 +5,15 @@
 //! file's `# expect:` line. `RETRYSTORM_BLESS=1` rewrites those lines with what the binary prints
 //! (for a deliberate wording change; review the diff).
 
+mod common;
+
+use common::{listing, retrystorm, workdir, GOOD};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/bad_scenarios");
 const EXPECT: &str = "# expect: ";
 const MISTAKE: &str = "# Mistake: ";
-
-/// A valid scenario the argument tests start from.
-const GOOD: &str = r#"name = "good"
-horizon = "2s"
-replications = 1
-
-[[tenant]]
-name = "main"
-clients = 20
-arrival = { kind = "herd", spread = "1s" }
-policy = "client"
-
-[policy.client]
-jitter = "full"
-max_attempts = 3
-
-[[hop]]
-name = "api"
-service = { dist = "constant", mean = "1ms" }
-"#;
-
-fn retrystorm(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_retrystorm")).current_dir(dir).args(args).output().expect("binary runs")
-}
 
 struct Case {
     file: String,
@@ -139,12 +118,6 @@ fn every_bad_scenario_is_refused_with_exit_code_2_its_exact_message_and_no_outpu
 }
 
 /// A temporary directory holding `good.toml`.
-fn workdir() -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    std::fs::write(tmp.path().join("good.toml"), GOOD).expect("write");
-    tmp
-}
-
 /// Runs `args` in `dir` and checks the refusal and that `dir` gained no file.
 fn refused(dir: &Path, args: &[&str], expect: &str) {
     let before = listing(dir);
@@ -153,23 +126,6 @@ fn refused(dir: &Path, args: &[&str], expect: &str) {
         panic!("retrystorm {}: {e}", args.join(" "));
     }
     assert_eq!(listing(dir), before, "retrystorm {} wrote files", args.join(" "));
-}
-
-/// Every path under `dir`, sorted.
-fn listing(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).expect("readable dir") {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                stack.push(path.clone());
-            }
-            out.push(path);
-        }
-    }
-    out.sort();
-    out
 }
 
 #[test]

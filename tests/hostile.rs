@@ -5,55 +5,12 @@
 //! Every refusal is pinned: exit code 2, one line, the exact message (with the temporary paths
 //! replaced by `DIR`), and nothing written.
 
+mod common;
+
+use common::{listing, retrystorm, workdir, GOOD};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
-
-const GOOD: &str = r#"name = "good"
-horizon = "2s"
-replications = 1
-
-[[tenant]]
-name = "main"
-clients = 20
-arrival = { kind = "herd", spread = "1s" }
-policy = "client"
-
-[policy.client]
-jitter = "full"
-max_attempts = 3
-
-[[hop]]
-name = "api"
-service = { dist = "constant", mean = "1ms" }
-"#;
-
-fn retrystorm(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_retrystorm")).current_dir(dir).args(args).output().expect("binary runs")
-}
-
-fn workdir() -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    std::fs::write(tmp.path().join("good.toml"), GOOD).expect("write");
-    tmp
-}
-
-/// Every path under `dir`, sorted.
-fn listing(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).expect("readable dir") {
-            let path = entry.expect("entry").path();
-            if path.is_dir() && !path.is_symlink() {
-                stack.push(path.clone());
-            }
-            out.push(path);
-        }
-    }
-    out.sort();
-    out
-}
 
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).trim_end().replace("\n", "\\n")

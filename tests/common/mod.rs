@@ -5,6 +5,8 @@ use retrystorm::metrics::catalogue::Metric;
 use retrystorm::metrics::stats::Stat;
 use retrystorm::runner::{run_study, RunOptions, Study, VariantResult};
 use retrystorm::scenario::{parse_assignment, Override, Scenario};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 /// Loads `scenarios/<name>.toml` with `sets` (PATH=VALUE) applied.
 pub fn scenario(name: &str, sets: &[&str]) -> Scenario {
@@ -67,4 +69,56 @@ pub fn ks_statistic(samples: &mut [f64], cdf: impl Fn(f64) -> f64) -> f64 {
 /// (asymptotic Kolmogorov distribution: c(α) = √(−ln(α/2)/2), accurate for n in the thousands).
 pub fn ks_critical(n: usize, alpha: f64) -> f64 {
     (-(alpha / 2.0).ln() / 2.0).sqrt() / (n as f64).sqrt()
+}
+
+// The command-line tests: a valid scenario to start from, running the binary, a scratch
+// directory holding it, and the listing that shows nothing was written.
+
+/// A valid scenario the argument tests start from.
+pub const GOOD: &str = r#"name = "good"
+horizon = "2s"
+replications = 1
+
+[[tenant]]
+name = "main"
+clients = 20
+arrival = { kind = "herd", spread = "1s" }
+policy = "client"
+
+[policy.client]
+jitter = "full"
+max_attempts = 3
+
+[[hop]]
+name = "api"
+service = { dist = "constant", mean = "1ms" }
+"#;
+
+/// Runs the binary with `args` in `dir`.
+pub fn retrystorm(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_retrystorm")).current_dir(dir).args(args).output().expect("binary runs")
+}
+
+/// A temporary directory holding `good.toml` ([`GOOD`]).
+pub fn workdir() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    std::fs::write(tmp.path().join("good.toml"), GOOD).expect("write");
+    tmp
+}
+
+/// Every path under `dir`, sorted.
+pub fn listing(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("readable dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() && !path.is_symlink() {
+                stack.push(path.clone());
+            }
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
 }
