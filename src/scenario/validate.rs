@@ -24,8 +24,6 @@ pub const HOPS_MAX: usize = 64;
 /// See [`TENANTS_MAX`].
 pub const POLICIES_MAX: usize = 1_000;
 
-/// Tenants, hops and policies are indexed by `u16` in the simulation: at most this many of each.
-pub const ENTRIES_MAX: usize = u16::MAX as usize + 1;
 /// Longest scenario, tenant, hop, policy or variant name, in characters.
 pub const NAME_MAX_CHARS: usize = 64;
 
@@ -169,17 +167,6 @@ fn time_advances(tenants: &[TenantSpec], hops: &[HopSpec]) -> V<()> {
     }
 }
 
-/// Refuses more entries than the simulation's `u16` index holds.
-fn at_most_entries(len: usize, path: &str, kind: &str) -> V<()> {
-    if len > ENTRIES_MAX {
-        return Err(Invalid::at(
-            path,
-            format!("{len} {kind} are defined; at most {ENTRIES_MAX} are supported (they are indexed by 16 bits)"),
-        ));
-    }
-    Ok(())
-}
-
 fn default_bucket(horizon: Nanos) -> Nanos {
     (horizon / 1_000).max(NS_PER_MS)
 }
@@ -188,8 +175,6 @@ fn tenants(raw: &RawScenario, policy_names: &[&str]) -> V<Vec<TenantSpec>> {
     if raw.tenant.is_empty() {
         return Err(Invalid::at("tenant", "no [[tenant]] is defined; add one with name, clients, arrival and policy"));
     }
-    at_most_entries(raw.tenant.len(), "tenant", "tenants")?;
-    at_most_entries(policy_names.len(), "policy", "policies")?;
     // Blame the tenant whose clients push the running total over the limit.
     let mut total: i64 = 0;
     for t in &raw.tenant {
@@ -389,7 +374,6 @@ fn hops(raw: &RawScenario, policy_names: &[&str], policies: &[RetryPolicy], tena
     if raw.hop.is_empty() {
         return Err(Invalid::at("hop", "no [[hop]] is defined; add one with name, workers and service"));
     }
-    at_most_entries(raw.hop.len(), "hop", "hops")?;
     for (i, h) in raw.hop.iter().enumerate() {
         check_name(&h.name, "hop", i)?;
     }
