@@ -298,13 +298,17 @@ pub fn peak_memory_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// `perf.json`: events, wall time, events/s, threads, peak memory (not deterministic).
+/// `perf.json`: events, attempts, events per attempt, wall time, events/s, threads, peak memory
+/// (not deterministic).
 pub fn perf_json(study: &Study) -> Value {
     let per_s = if study.wall_s > 0.0 { study.events as f64 / study.wall_s } else { 0.0 };
+    let per_attempt = if study.attempts > 0 { Some(study.events as f64 / study.attempts as f64) } else { None };
     json!({
         "scenario": study.scenario,
         "version": VERSION,
         "events": study.events,
+        "attempts": study.attempts,
+        "events_per_attempt": per_attempt,
         "wall_s": study.wall_s,
         "events_per_s": per_s,
         "threads": study.threads,

@@ -107,6 +107,8 @@ pub struct Study {
     pub warnings: Vec<String>,
     /// Events processed across all tasks.
     pub events: u64,
+    /// Attempts sent to any hop across all tasks (the denominator of events per attempt).
+    pub attempts: u64,
     /// Wall-clock seconds the simulation took (not part of the determinism contract).
     pub wall_s: f64,
     /// Threads used.
@@ -181,6 +183,7 @@ pub fn simulate(scenario: &Scenario, variants: &[Variant], progress: &Progress) 
         .collect();
     let wall_s = started.elapsed().as_secs_f64();
     let events = records.iter().map(|r| r.events).sum();
+    let attempts = records.iter().flat_map(|r| &r.hops).map(|h| h.attempts).sum();
     let mut chunks = records.chunks(replications);
     let results: Vec<VariantResult> =
         variants.iter().map(|v| aggregate(v, chunks.next().expect("one chunk per variant"))).collect();
@@ -193,6 +196,7 @@ pub fn simulate(scenario: &Scenario, variants: &[Variant], progress: &Progress) 
         variants: results,
         warnings: scenario.warnings.clone(),
         events,
+        attempts,
         wall_s,
         threads: rayon::current_num_threads(),
         comparisons,

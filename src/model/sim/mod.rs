@@ -497,9 +497,16 @@ impl<'a> Simulation<'a> {
         self.count_attempt(hop, tenant as usize, retry, b);
         let handle = self.insert_attempt(attempt);
         let net = self.spec.hops[hop].network.sample(&mut self.rngs.network[hop], 0);
-        self.queue.push(now.saturating_add(net), Event::AttemptArrive { attempt: handle });
+        if net > 0 {
+            self.queue.push(now.saturating_add(net), Event::AttemptArrive { attempt: handle });
+        }
         if timeout_at != Nanos::MAX {
             self.queue.push(timeout_at, Event::AttemptTimeout { attempt: handle });
+        }
+        if net == 0 {
+            // Event fusion: an attempt with no network delay arrives in this event (see
+            // ARCHITECTURE.md, "Same-instant fusion"); its timeout was queued first, as before.
+            self.on_arrive(handle);
         }
     }
 

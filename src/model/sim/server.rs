@@ -283,7 +283,12 @@ impl Simulation<'_> {
             return;
         }
         let net = self.spec.hops[hop].network.sample(&mut self.rngs.network[hop], 0);
-        self.queue.push(now.saturating_add(net), Event::ReplyArrive { attempt: handle });
+        if net == 0 {
+            // Event fusion: a reply with no network delay reaches its caller in this event.
+            self.on_reply_arrive(handle);
+        } else {
+            self.queue.push(now.saturating_add(net), Event::ReplyArrive { attempt: handle });
+        }
     }
 
     /// Whether an active `lost_reply` fault at `hop` drops this reply.
