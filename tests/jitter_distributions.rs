@@ -8,11 +8,12 @@
 
 mod common;
 use common::{ks_critical, ks_statistic};
+use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
-use retrystorm::engine::{stream, StreamKind, NS_PER_MS, NS_PER_S};
+use retrystorm::engine::{stream, stream_key, KeyedDraws, StreamKind, NS_PER_MS, NS_PER_S};
 use retrystorm::model::policy::{decorrelated_v2_step, JitterState};
 use retrystorm::model::{Jitter, RetryPolicy};
-use statrs::distribution::{ContinuousCDF, Uniform};
+use statrs::distribution::{ChiSquared, ContinuousCDF, Uniform};
 
 const N: usize = 20_000;
 const ALPHA: f64 = 0.001;
@@ -172,4 +173,61 @@ fn decorrelated_v2_cumulative_delay_matches_its_formula() {
     // And the step function itself: u = 0 at retry 1 gives g(0) = 0, no delay.
     let mut prev = 0.0;
     assert_eq!(decorrelated_v2_step(1, 0.0, &mut prev, 1_000), 0.0);
+}
+
+/// The simulator's jitter draws: retry `k` of the call keyed `key` (a request id) reads
+/// `KeyedDraws::new(stream key of the hop, key, k)`. Keys are consecutive request ids, the worst
+/// case for a weak hash.
+fn keyed_first(stream: u64, key: u64, k: u32) -> f64 {
+    KeyedDraws::new(stream, key, k).random::<f64>()
+}
+
+#[test]
+fn keyed_draws_are_uniform_over_consecutive_request_ids() {
+    let stream = stream_key(2024, 0, StreamKind::Jitter, 0);
+    for k in [1, 2, 9] {
+        let mut u: Vec<f64> = (0..N as u64).map(|id| keyed_first(stream, id, k)).collect();
+        assert_uniform(&mut u, 0.0, 1.0, &format!("keyed draws, retry {k}"));
+    }
+    // Through the policy, as the simulator draws them: full jitter before retry 3.
+    let p = policy(Jitter::Full);
+    let e = p.exp_delay(3) as f64;
+    let mut delays: Vec<f64> = (0..N as u64)
+        .map(|id| {
+            let mut d = KeyedDraws::new(stream, id, 3);
+            p.delay_before_retry(3, &mut JitterState::default(), &mut d) as f64
+        })
+        .collect();
+    assert_uniform(&mut delays, 0.0, e, "full jitter from keyed draws, retry 3");
+}
+
+/// Pairs that common random numbers must keep independent: a request's retry k and k + 1,
+/// neighbouring request ids at the same retry, and the same (id, retry) in two replications'
+/// streams. Each pair is tested on a 10 × 10 grid by Pearson's χ² (99 degrees of freedom, α =
+/// 0.001 per pair: critical 148.2) and by its sample correlation (|r| < 3.29/√N at α = 0.001).
+#[test]
+fn keyed_draws_are_independent_across_retries_ids_and_replications() {
+    let (s0, s1) = (stream_key(2024, 0, StreamKind::Jitter, 0), stream_key(2024, 1, StreamKind::Jitter, 0));
+    type Pair = Box<dyn Fn(u64) -> (f64, f64)>;
+    let pairs: [(&str, Pair); 3] = [
+        ("retry k, k + 1", Box::new(move |id| (keyed_first(s0, id, 4), keyed_first(s0, id, 5)))),
+        ("id, id + 1", Box::new(move |id| (keyed_first(s0, 2 * id, 4), keyed_first(s0, 2 * id + 1, 4)))),
+        ("replication 0, 1", Box::new(move |id| (keyed_first(s0, id, 4), keyed_first(s1, id, 4)))),
+    ];
+    let critical = ChiSquared::new(99.0).expect("df > 0").inverse_cdf(1.0 - ALPHA);
+    for (what, pair) in pairs {
+        let mut cells = [0u32; 100];
+        let (mut sx, mut sy, mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0, 0.0, 0.0);
+        for id in 0..N as u64 {
+            let (x, y) = pair(id);
+            cells[(x * 10.0) as usize * 10 + (y * 10.0) as usize] += 1;
+            (sx, sy, sxy, sxx, syy) = (sx + x, sy + y, sxy + x * y, sxx + x * x, syy + y * y);
+        }
+        let expected = N as f64 / 100.0;
+        let chi2: f64 = cells.iter().map(|&c| (f64::from(c) - expected).powi(2) / expected).sum();
+        assert!(chi2 < critical, "{what}: χ² = {chi2:.1} ≥ {critical:.1}");
+        let n = N as f64;
+        let r = (sxy - sx * sy / n) / ((sxx - sx * sx / n) * (syy - sy * sy / n)).sqrt();
+        assert!(r.abs() < 3.29 / n.sqrt(), "{what}: correlation {r:.5}");
+    }
 }

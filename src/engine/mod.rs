@@ -11,6 +11,6 @@ pub mod text;
 pub mod time;
 
 pub use queue::EventQueue;
-pub use rng::{stream, StreamKind};
+pub use rng::{mix64, stream, stream_key, KeyedDraws, StreamKind};
 pub use slab::{Handle, Slab};
 pub use time::{secs_to_ns, Nanos, NS_PER_MS, NS_PER_S};

@@ -18,7 +18,7 @@ use super::budget::{BreakerState, BudgetState, FailureKind};
 use super::policy::{DeadlineMode, JitterState};
 use super::spec::{Arrival, SimSpec};
 use super::trace::TraceCursor;
-use crate::engine::{stream, EventQueue, Handle, Nanos, Slab, StreamKind};
+use crate::engine::{mix64, stream, stream_key, EventQueue, Handle, KeyedDraws, Nanos, Slab, StreamKind};
 use crate::metrics::{
     new_latency_histogram, DlqReason, HopBucket, HopCounters, RunRecord, TenantBucket, TenantCounters,
     RETRY_DELAY_RETRIES, RETRY_DELAY_SAMPLES_MAX,
@@ -110,7 +110,7 @@ enum Event {
 
 struct Call {
     request_id: u64,
-    /// Identifies the call's jitter draws (see [`jitter_position`]).
+    /// Identifies the call's jitter draws (see [`Simulation::caller_sees`] and `KeyedDraws`).
     draw_key: u64,
     created_at: Nanos,
     deadline_at: Nanos,
@@ -179,7 +179,8 @@ struct Rngs {
     service: Vec<ChaCha8Rng>,
     network: Vec<ChaCha8Rng>,
     faults: Vec<ChaCha8Rng>,
-    jitter: Vec<ChaCha8Rng>,
+    /// Keys of the jitter draws per called hop (random access by draw key and retry).
+    jitter: Vec<u64>,
     /// Adaptive throttling's local-rejection coin (per called hop): its own stream, so adding a
     /// probabilistic fault does not shift throttle decisions (common random numbers).
     throttle: Vec<ChaCha8Rng>,
@@ -194,7 +195,7 @@ impl Rngs {
             service: many(StreamKind::Service, hops),
             network: many(StreamKind::Network, hops),
             faults: many(StreamKind::Faults, hops),
-            jitter: many(StreamKind::Jitter, hops),
+            jitter: (0..hops).map(|i| stream_key(seed, replication, StreamKind::Jitter, i as u32)).collect(),
             throttle: many(StreamKind::Throttle, hops),
         }
     }
@@ -586,8 +587,9 @@ impl<'a> Simulation<'a> {
         }
         let call = self.calls.get_mut(call_handle).expect("caller of a live call");
         let (retry, hop, deadline_at) = (call.attempts_made, call.hop, call.deadline_at);
-        let rng = &mut self.rngs.jitter[hop as usize];
-        rng.set_word_pos(jitter_position(call.draw_key, retry));
+        // Common random numbers: retry `retry` of this call reads the same draws in every variant,
+        // keyed by (hop's jitter key, draw key, retry) without any sequential state.
+        let rng = &mut KeyedDraws::new(self.rngs.jitter[hop as usize], call.draw_key, retry);
         let backoff = if failure == FailureKind::Throttling {
             policy.delay_after_throttle(retry, &mut call.jitter, rng)
         } else {
@@ -656,24 +658,4 @@ fn poisson_steps(arrival: &Arrival) -> Option<Vec<(Nanos, f64)>> {
         Arrival::Profile { steps } => Some(steps.clone()),
         _ => None,
     }
-}
-
-/// SplitMix64's finaliser: spreads a key over 64 bits (used to derive draw keys, not to draw).
-fn mix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// Where in a hop's jitter stream the draws before retry `retry` of a call start.
-///
-/// Each call reads its jitter at fixed positions of the ChaCha stream (random access), keyed by
-/// its draw key: the request id for a client's call, a mix of the parent attempt's key and the hop
-/// for a downstream call. So request r's retry k uses the same uniform draws whatever the other
-/// requests do, and variants that differ only in their jitter formula compare draw for draw
-/// (common random numbers). 64 words (32 draws) per retry, 1,024 retries per key before reuse.
-fn jitter_position(draw_key: u64, retry: u32) -> u128 {
-    let key = u128::from(mix64(draw_key) >> 6);
-    ((key << 10) | u128::from(retry & 1023)) << 6
 }
