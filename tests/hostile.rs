@@ -229,7 +229,7 @@ fn runaway_scenarios_are_refused_up_front_with_the_estimate() {
                 "--threads",
                 "1",
             ],
-            "clients and their retry state, 1 run(s) at a time: 6.3 GiB",
+            "clients and their retry state, 1 run(s) at a time: 4.4 GiB",
         ),
         (
             &["--set", "tenant.main.clients=20000000", "--threads", "1"],

@@ -25,18 +25,18 @@ pub struct Estimate {
     pub events: f64,
 }
 
-/// Bytes of one client-scoped budget or breaker state (the map entry and its key).
-const CLIENT_STATE_BYTES: u64 = (size_of::<BudgetState>() + size_of::<BreakerState>() + 64) as u64;
-
-/// Bytes one run holds per client, for its clients and their client-scoped retry state.
+/// Bytes one run holds per client, for its clients and their client-scoped retry state (dense:
+/// one budget and/or breaker state per client in a `Vec`, `model/sim/scoped.rs`).
 fn client_bytes(spec: &SimSpec) -> u64 {
     spec.tenants
         .iter()
         .map(|t| {
             let policy = &spec.policies[t.policy];
-            let scoped = policy.budget.as_ref().is_some_and(|b| b.scope == Scope::Client)
-                || policy.breaker.as_ref().is_some_and(|b| b.scope == Scope::Client);
-            u64::from(t.clients) * (BYTES_PER_CLIENT_MAX + if scoped { CLIENT_STATE_BYTES } else { 0 })
+            let budget = policy.budget.as_ref().is_some_and(|b| b.scope == Scope::Client);
+            let breaker = policy.breaker.as_ref().is_some_and(|b| b.scope == Scope::Client);
+            let scoped = if budget { size_of::<BudgetState>() as u64 } else { 0 }
+                + if breaker { size_of::<BreakerState>() as u64 } else { 0 };
+            u64::from(t.clients) * (BYTES_PER_CLIENT_MAX + scoped)
         })
         .sum()
 }

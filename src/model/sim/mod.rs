@@ -11,6 +11,7 @@ mod discipline;
 mod history;
 mod hop_queue;
 mod occ;
+mod scoped;
 mod server;
 
 use super::arrivals::{first_requests, next_poisson};
@@ -217,8 +218,8 @@ pub struct Simulation<'a> {
     /// Master seed and replication, for the messages of internal assertions.
     seed: u64,
     replication: u64,
-    budgets: HashMap<ScopeKey, BudgetState>,
-    breakers: HashMap<ScopeKey, BreakerState>,
+    budgets: scoped::ScopedStates<BudgetState>,
+    breakers: scoped::ScopedStates<BreakerState>,
     requests_sent: Vec<Vec<u32>>,
     request_id_next: u64,
     rngs: Rngs,
@@ -280,8 +281,8 @@ impl<'a> Simulation<'a> {
             waiters: HashMap::new(),
             seed,
             replication,
-            budgets: HashMap::new(),
-            breakers: HashMap::new(),
+            budgets: scoped::ScopedStates::new(spec),
+            breakers: scoped::ScopedStates::new(spec),
             requests_sent,
             request_id_next: 0,
             rngs: Rngs::new(seed, replication, spec.tenants.len(), spec.hops.len()),
