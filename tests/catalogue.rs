@@ -7,13 +7,18 @@ use retrystorm::metrics::catalogue::{Metric, Scope};
 use retrystorm::metrics::stats::StatRow;
 
 fn assert_scope(row: &StatRow, scope: Scope, what: &str) {
+    assert_produced(row, &Metric::in_scope(scope).collect::<Vec<_>>(), &format!("{scope:?}"), what);
+}
+
+/// `row` holds each metric of `catalogued` once and nothing else.
+fn assert_produced(row: &StatRow, catalogued: &[Metric], scope: &str, what: &str) {
     let produced: Vec<Metric> = row.iter().map(|(m, _)| *m).collect();
     for (i, m) in produced.iter().enumerate() {
         assert!(!produced[..i].contains(m), "{what}: `{m}` produced twice");
-        assert!(m.def().scopes.has(scope), "{what}: `{m}` is produced but not catalogued for {scope:?}");
+        assert!(catalogued.contains(m), "{what}: `{m}` is produced but not catalogued for {scope}");
     }
-    for m in Metric::in_scope(scope) {
-        assert!(produced.contains(&m), "{what}: `{m}` is catalogued for {scope:?} but not produced");
+    for m in catalogued {
+        assert!(produced.contains(m), "{what}: `{m}` is catalogued for {scope} but not produced");
     }
 }
 
@@ -33,10 +38,24 @@ fn catalogue_matches_what_a_run_produces() {
             }
         }
     }
+    // Replicas of a balanced hop (issue 15): one row per replica, the replica-scope metrics.
+    let study = common::study("stability-lb-sinkholing", &["replications=2", "horizon=\"10s\""]);
+    let replica_metrics: Vec<Metric> = Metric::in_replica_scope().collect();
+    for v in &study.variants {
+        let names: Vec<&str> = v.replicas.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["servers[0]", "servers[1]", "servers[2]"], "{}", v.name);
+        for (replica, row) in &v.replicas {
+            assert_produced(row, &replica_metrics, "Replica", &format!("lb-sinkholing/{} {replica}", v.name));
+        }
+    }
+    // A chain without replicas has none.
+    assert!(common::study("chain-amplification", &["replications=1", "horizon=\"2s\""]).variants[0]
+        .replicas
+        .is_empty());
     // Every catalogued metric is measured somewhere.
     for m in Metric::ALL {
         let s = m.def().scopes;
-        assert!(s.global || s.hop || s.tenant, "`{m}` has no scope");
+        assert!(s.global || s.hop || s.tenant || s.replica, "`{m}` has no scope");
     }
 }
 

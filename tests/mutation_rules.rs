@@ -55,6 +55,7 @@ fn record(
         truncated: None,
         prefault_wait_p99_ns: prefault_p99_ns,
         retry_delays_ns: Vec::new(),
+        replicas: Vec::new(),
     }
 }
 

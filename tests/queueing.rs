@@ -21,18 +21,6 @@ fn mm1_mean_time_in_system_and_wait_match_theory() {
     assert_eq!(metric(v, "dlq").mean, Some(0.0));
 }
 
-/// Erlang C: probability that an arrival waits in an M/M/c queue with offered load `a` erlangs.
-fn erlang_c(c: u32, a: f64) -> f64 {
-    let mut term = 1.0;
-    let mut sum = 1.0; // k = 0
-    for k in 1..c {
-        term *= a / f64::from(k);
-        sum += term;
-    }
-    let last = term * a / f64::from(c) * f64::from(c) / (f64::from(c) - a);
-    last / (sum + last)
-}
-
 #[test]
 fn mmc_mean_wait_matches_erlang_c() {
     let (c, lambda, mu) = (4, 3200.0, 1000.0);

@@ -29,6 +29,8 @@ pub enum StreamKind {
     Aux = 7,
     /// Adaptive throttling's local-rejection coin (index: hop of the caller's target).
     Throttle = 8,
+    /// A load balancer's random choices, `random` and `power_of_two` (index: hop).
+    Balancer = 9,
 }
 
 /// The random stream `kind`/`index` of replication `replication` under `master_seed`.

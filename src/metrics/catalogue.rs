@@ -74,6 +74,8 @@ pub struct Scopes {
     pub hop: bool,
     /// In every tenant's row.
     pub tenant: bool,
+    /// In every replica's row (hops with `replicas` > 1; `replicas` in summary.json).
+    pub replica: bool,
 }
 
 /// A metric scope of a run.
@@ -98,11 +100,15 @@ impl Scopes {
     }
 }
 
-const G: Scopes = Scopes { global: true, hop: false, tenant: false };
-const GHT: Scopes = Scopes { global: true, hop: true, tenant: true };
-const GH: Scopes = Scopes { global: true, hop: true, tenant: false };
-const GT: Scopes = Scopes { global: true, hop: false, tenant: true };
-const H: Scopes = Scopes { global: false, hop: true, tenant: false };
+const G: Scopes = Scopes { global: true, hop: false, tenant: false, replica: false };
+const GHT: Scopes = Scopes { global: true, hop: true, tenant: true, replica: false };
+const GH: Scopes = Scopes { global: true, hop: true, tenant: false, replica: false };
+const GT: Scopes = Scopes { global: true, hop: false, tenant: true, replica: false };
+const H: Scopes = Scopes { global: false, hop: true, tenant: false, replica: false };
+// Replica scope (issue 15).
+const GHTR: Scopes = Scopes { replica: true, ..GHT };
+const HR: Scopes = Scopes { replica: true, ..H };
+const R: Scopes = Scopes { global: false, hop: false, tenant: false, replica: true };
 
 /// A catalogued metric's definition.
 #[derive(Clone, Copy, Debug)]
@@ -161,7 +167,7 @@ macro_rules! catalogue {
 
 catalogue! {
     Requests: "requests", "requests", "requests", "logical requests created", Count, Neither, GT, "no value";
-    Attempts: "attempts", "attempts", "attempts", "attempts sent", Count, Lower, GHT, "no value";
+    Attempts: "attempts", "attempts", "attempts", "attempts sent", Count, Lower, GHTR, "no value";
     FirstAttempts: "first_attempts", "first attempts", "first", "first tries", Count, Neither, H, "no value";
     Retries: "retries", "retries", "retries", "retries sent", Count, Lower, GHT, "no value";
     Amplification: "amplification", "amplification", "amplif.", "attempts per request", Times, Lower, GHT, "no value";
@@ -194,7 +200,7 @@ catalogue! {
     LatencySP99: "latency_s_p99", "p99 latency (s)", "p99 s", "p99 latency of succeeded requests", Seconds, Lower, GT, "no success";
     LatencySP999: "latency_s_p999", "p99.9 latency (s)", "p999 s", "p99.9 latency of succeeded requests", Seconds, Lower, GT, "no success";
     LatencySMax: "latency_s_max", "max latency (s)", "max s", "longest latency of a succeeded request", Seconds, Lower, GT, "no success";
-    OkReplies: "ok_replies", "ok replies", "ok", "success replies", Count, Neither, H, "no value";
+    OkReplies: "ok_replies", "ok replies", "ok", "success replies", Count, Neither, HR, "no value";
     Overflow: "overflow", "overflow", "overflow", "attempts refused by a full queue", Count, Lower, H, "no value";
     LostReplies: "lost_replies", "lost replies", "lost", "replies lost on the way back", Count, Lower, H, "no value";
     Shed: "shed", "shed", "shed", "attempts shed by a queue-length threshold or CoDel", Count, Neither, H, "no value";
@@ -211,6 +217,10 @@ catalogue! {
     RecoveryUnobservable: "recovery_unobservable", "recovery not observable", "unobs.", "share of runs whose recovery could not be observed (trigger until the horizon, or nothing succeeded or was attempted after it)", Flag, Neither, G, "no value";
     Events: "events", "events", "events", "events simulated", Count, Neither, G, "no value";
     Truncated: "truncated", "truncated", "trunc.", "share of runs cut short by a limit", Flag, Lower, G, "no value";
+    FailedReplies: "failed_replies", "failed replies", "failed", "failure replies sent (5xx, 429, 4xx, overflow)", Count, Lower, R, "no value";
+    TrafficShare: "traffic_share", "share of the hop's attempts", "share", "share of the hop's attempts the balancer sent to the replica", Share, Neither, R, "no value";
+    Ejections: "ejections", "ejections", "ejected", "times outlier detection ejected the replica", Count, Neither, R, "no value";
+    OutOfRotationS: "out_of_rotation_s", "out of rotation (s)", "out s", "time the replica was out of the balancer's rotation (ejected or unhealthy)", Seconds, Neither, R, "no value";
 }
 
 impl Metric {
@@ -222,6 +232,11 @@ impl Metric {
     /// The metric named `name`, if catalogued.
     pub fn from_name(name: &str) -> Option<Metric> {
         Metric::ALL.iter().copied().find(|m| m.name() == name)
+    }
+
+    /// The metrics measured per replica, in catalogue order.
+    pub fn in_replica_scope() -> impl Iterator<Item = Metric> {
+        Metric::ALL.iter().copied().filter(|m| m.def().scopes.replica)
     }
 
     /// The metrics measured in `scope`, in catalogue order.

@@ -208,6 +208,44 @@ pub struct RunRecord {
     pub prefault_wait_p99_ns: Option<u64>,
     /// Delays drawn before retry k at hop 0, for k = 1..=16 (delay histograms per strategy).
     pub retry_delays_ns: Vec<Vec<u64>>,
+    /// Per replica of the hops with more than one (issue 15; empty otherwise).
+    pub replicas: Vec<ReplicaRecord>,
+}
+
+/// What one replica of a balanced hop recorded over a run.
+#[derive(Clone, Debug, Default)]
+pub struct ReplicaRecord {
+    /// Index of its hop.
+    pub hop: usize,
+    /// Its index among the hop's replicas (0-based).
+    pub replica: u32,
+    /// Attempts the balancer sent it.
+    pub attempts: u64,
+    /// Success replies it sent.
+    pub ok_replies: u64,
+    /// Failure replies it sent (5xx, 429, 4xx, overflow, shed).
+    pub failed_replies: u64,
+    /// Times outlier detection ejected it.
+    pub ejections: u64,
+    /// Time out of the balancer's rotation (ejected or marked unhealthy), clipped to the run.
+    pub out_of_rotation_ns: u64,
+    /// Per bucket.
+    pub series: Vec<ReplicaBucket>,
+}
+
+/// One time-series bucket of a replica.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReplicaBucket {
+    /// Attempts the balancer sent it in the bucket.
+    pub attempts: u32,
+    /// Success replies sent.
+    pub successes: u32,
+    /// Failure replies sent.
+    pub failures: u32,
+    /// Largest number of attempts inside it.
+    pub in_flight_max: u32,
+    /// 1 when it was out of rotation at some time in the bucket.
+    pub out_of_rotation: u32,
 }
 
 /// What the scalar metrics need to know about the simulated system, as plain data (the model

@@ -19,6 +19,8 @@ pub struct Scalars {
     pub hops: Vec<MetricRow>,
     /// One row per tenant.
     pub tenants: Vec<MetricRow>,
+    /// One row per replica of the hops with more than one (`RunRecord::replicas` order).
+    pub replicas: Vec<MetricRow>,
 }
 
 fn ratio(num: f64, den: f64) -> Option<f64> {
@@ -98,7 +100,20 @@ pub fn scalars(record: &RunRecord, spec: &RunShape) -> Scalars {
         (Metric::Truncated, Some(if record.truncated.is_some() { 1.0 } else { 0.0 })),
     ]);
     let tenants = (0..spec.tenants).map(|t| tenant_row(record, spec, t)).collect();
-    Scalars { global, hops, tenants }
+    let replicas = record.replicas.iter().map(|r| replica_row(record, r)).collect();
+    Scalars { global, hops, tenants, replicas }
+}
+
+fn replica_row(record: &RunRecord, r: &super::ReplicaRecord) -> MetricRow {
+    let hop_attempts: u64 = record.replicas.iter().filter(|o| o.hop == r.hop).map(|o| o.attempts).sum();
+    vec![
+        (Metric::Attempts, Some(r.attempts as f64)),
+        (Metric::OkReplies, Some(r.ok_replies as f64)),
+        (Metric::FailedReplies, Some(r.failed_replies as f64)),
+        (Metric::TrafficShare, ratio(r.attempts as f64, hop_attempts as f64)),
+        (Metric::Ejections, Some(r.ejections as f64)),
+        (Metric::OutOfRotationS, Some(ns_to_secs(r.out_of_rotation_ns))),
+    ]
 }
 
 fn hop_row(record: &RunRecord, spec: &RunShape, h: usize, requests: u64) -> MetricRow {

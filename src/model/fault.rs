@@ -69,6 +69,8 @@ impl FaultKind {
 pub struct Fault {
     /// Index of the hop.
     pub hop: usize,
+    /// The replica it hits (`None`: every replica of the hop).
+    pub replica: Option<u32>,
     /// What it does.
     pub kind: FaultKind,
     /// Start (inclusive).

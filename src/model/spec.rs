@@ -104,6 +104,8 @@ pub struct HopSpec {
     pub occ: bool,
     /// Queue discipline, shedding and admission control (issue 16; default: none).
     pub overload: OverloadSpec,
+    /// Replicas behind a load balancer, each with the fields above (issue 15; default: one).
+    pub replicas: super::replicas::ReplicaSpec,
 }
 
 /// Everything a run needs, validated: nothing here can fail at run time.
@@ -145,6 +147,15 @@ impl SimSpec {
     /// The kinds of the faults active at hop `hop` at `now`.
     pub fn active_faults(&self, hop: usize, now: Nanos) -> impl Iterator<Item = &FaultKind> {
         self.faults.iter().filter(move |f| f.hop == hop && f.active_at(now)).map(|f| &f.kind)
+    }
+
+    /// The kinds of the faults active on replica `replica` of hop `hop` at `now` (faults on the
+    /// whole hop and those aimed at this replica).
+    pub fn active_faults_on(&self, hop: usize, replica: u32, now: Nanos) -> impl Iterator<Item = &FaultKind> {
+        self.faults
+            .iter()
+            .filter(move |f| f.hop == hop && f.replica.is_none_or(|r| r == replica) && f.active_at(now))
+            .map(|f| &f.kind)
     }
 
     /// End of the last fault window (0 without faults).
@@ -204,7 +215,7 @@ impl SimSpec {
                 .hops
                 .iter()
                 .map(|h| HopShape {
-                    workers: h.workers,
+                    workers: h.workers * h.replicas.count,
                     service_mean_ns: h.service.mean_ns(h.workers),
                     service_mean_alone_ns: h.service.mean_ns(1),
                 })

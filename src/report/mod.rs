@@ -60,6 +60,9 @@ fn write_study_files(dir: &Path, study: &Study, written: &mut Vec<PathBuf>) -> R
     put("summary.json", summary::Summary::of(study).to_bytes())?;
     put("summary.csv", summary::summary_csv(study))?;
     put("timeseries.csv", summary::timeseries_csv(study))?;
+    if let Some(bytes) = summary::replicas_csv(study) {
+        put("replicas.csv", bytes)?;
+    }
     put("perf.json", pretty(&summary::perf_json(study)))?;
     put("scenario.json", pretty(&data::scenario_json(study)))?;
     put("delays.csv", data::delays_csv(study))?;

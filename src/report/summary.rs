@@ -6,7 +6,7 @@ use crate::metrics::objective::Objective;
 use crate::report::format::csv_bytes;
 use crate::runner::compare::Difference;
 use crate::runner::verdict::Verdict;
-use crate::runner::{MeanSeries, StatRow, Study, SERIES_COLUMNS};
+use crate::runner::{MeanSeries, StatRow, Study, REPLICA_COLUMNS, SERIES_COLUMNS};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -69,6 +69,9 @@ pub struct SummaryVariant {
     pub tenants: Vec<Scoped>,
     /// Replications that stopped early, with the reason.
     pub truncated: Vec<String>,
+    /// Per replica of the hops with more than one (`HOP[i]`), absent without such hops.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<Scoped>,
 }
 
 /// The metrics of one hop or tenant.
@@ -153,6 +156,7 @@ impl Summary {
                     hops: scoped(&v.hops),
                     tenants: scoped(&v.tenants),
                     truncated: v.truncated.clone(),
+                    replicas: scoped(&v.replicas),
                 })
                 .collect(),
             comparisons: study
@@ -196,8 +200,8 @@ fn num(x: Option<f64>) -> String {
     x.map(|v| v.to_string()).unwrap_or_default()
 }
 
-/// `summary.csv`: one row per variant × scope × metric. Scopes `system`, `hop` and `tenant` hold
-/// the metrics (`name`: the hop or tenant); scope `paired_difference` holds variant − baseline
+/// `summary.csv`: one row per variant × scope × metric. Scopes `system`, `hop`, `tenant` and
+/// `replica` (only with balanced hops) hold the metrics (`name`: the hop, tenant or `HOP[i]`); scope `paired_difference` holds variant − baseline
 /// over common random numbers and `unpaired_difference` the Welch CI of the same difference
 /// (`name`: the baseline; `sd` and `n` are empty for the unpaired rows).
 pub fn summary_csv(study: &Study) -> Vec<u8> {
@@ -207,6 +211,7 @@ pub fn summary_csv(study: &Study) -> Vec<u8> {
             let mut rows: Vec<(&str, &str, &StatRow)> = vec![("system", "", &v.metrics)];
             rows.extend(v.hops.iter().map(|(n, r)| ("hop", n.as_str(), r)));
             rows.extend(v.tenants.iter().map(|(n, r)| ("tenant", n.as_str(), r)));
+            rows.extend(v.replicas.iter().map(|(n, r)| ("replica", n.as_str(), r)));
             for (scope, name, row) in rows {
                 for (metric, s) in row {
                     let n = s.values.iter().flatten().count().to_string();
@@ -288,6 +293,31 @@ pub fn timeseries_csv(study: &Study) -> Vec<u8> {
         }
         Ok(())
     })
+}
+
+/// `replicas.csv`: mean over replications per bucket and replica of the balanced hops, per
+/// variant (columns [`REPLICA_COLUMNS`]); `None` when no variant has a hop with replicas.
+pub fn replicas_csv(study: &Study) -> Option<Vec<u8>> {
+    if study.variants.iter().all(|v| v.replica_series.is_empty()) {
+        return None;
+    }
+    let buckets = active_buckets(study);
+    let bucket_s = ns_to_secs(study.bucket);
+    Some(csv_bytes(|w| {
+        let mut header = vec!["variant", "replica", "t_s"];
+        header.extend(REPLICA_COLUMNS);
+        w.write_record(&header)?;
+        for v in &study.variants {
+            for series in &v.replica_series {
+                for (b, row) in series.rows.iter().take(buckets).enumerate() {
+                    let mut record = vec![v.name.clone(), series.name.clone(), (b as f64 * bucket_s).to_string()];
+                    record.extend(row.iter().map(|x| x.to_string()));
+                    w.write_record(&record)?;
+                }
+            }
+        }
+        Ok(())
+    }))
 }
 
 /// Peak resident memory of this process in bytes (Linux `VmHWM`), if known.

@@ -42,6 +42,20 @@ pub struct MeanSeries {
     pub rows: Vec<[f64; SERIES_COLUMNS.len()]>,
 }
 
+/// Mean time series of one replica of one variant (`replicas.csv`).
+#[derive(Clone, Debug)]
+pub struct ReplicaSeries {
+    /// `HOP[i]`.
+    pub name: String,
+    /// Per bucket, mean over replications of each column of [`REPLICA_COLUMNS`].
+    pub rows: Vec<[f64; REPLICA_COLUMNS.len()]>,
+}
+
+/// Columns of `replicas.csv`: attempts routed to the replica, its success and failure replies,
+/// the most attempts inside it, and 1 when it was out of rotation at some time in the bucket
+/// (so its mean is the share of replications in which it was).
+pub const REPLICA_COLUMNS: [&str; 5] = ["attempts", "successes", "failures", "in_flight_max", "out_of_rotation"];
+
 /// Columns of the hop time series (tenant series fill the ones that apply, others are 0).
 ///
 /// `goodput_per_s` is successes per second (success replies of a hop; requests that succeeded,
@@ -88,6 +102,10 @@ pub struct VariantResult {
     pub truncated: Vec<String>,
     /// Per-replication scalars (kept for paired differences).
     pub per_replication: Vec<Scalars>,
+    /// Per replica of the hops with more than one: `HOP[i]` and its metrics (issue 15).
+    pub replicas: Vec<(String, StatRow)>,
+    /// Mean series per replica, same order.
+    pub replica_series: Vec<ReplicaSeries>,
 }
 
 /// Everything a command produced: what `report` writes.
@@ -265,7 +283,10 @@ fn aggregate(variant: &Variant, records: &[RunRecord]) -> VariantResult {
         .enumerate()
         .filter_map(|(i, r)| r.truncated.as_ref().map(|why| format!("replication {i}: {why}")))
         .collect();
+    let (replicas, replica_series) = replica_results(spec, records, &per_replication);
     VariantResult {
+        replicas,
+        replica_series,
         name: variant.name.clone(),
         spec: spec.clone(),
         metrics: stat_row(&globals),
@@ -278,6 +299,33 @@ fn aggregate(variant: &Variant, records: &[RunRecord]) -> VariantResult {
         truncated,
         per_replication,
     }
+}
+
+/// The per-replica rows and mean series of a variant (empty without balanced hops).
+fn replica_results(
+    spec: &crate::model::SimSpec,
+    records: &[RunRecord],
+    per_replication: &[Scalars],
+) -> (Vec<(String, StatRow)>, Vec<ReplicaSeries>) {
+    let Some(first) = records.first() else { return (Vec::new(), Vec::new()) };
+    let n = records.len() as f64;
+    let mut rows = Vec::new();
+    let mut series = Vec::new();
+    for (i, r) in first.replicas.iter().enumerate() {
+        let name = format!("{}[{}]", spec.hops[r.hop].name, r.replica);
+        rows.push((name.clone(), stat_row(&per_replication.iter().map(|s| &s.replicas[i]).collect::<Vec<_>>())));
+        let mut sum = vec![[0.0; REPLICA_COLUMNS.len()]; r.series.len()];
+        for rec in records {
+            for (acc, b) in sum.iter_mut().zip(&rec.replicas[i].series) {
+                let row = [b.attempts, b.successes, b.failures, b.in_flight_max, b.out_of_rotation].map(f64::from);
+                for (s, v) in acc.iter_mut().zip(row) {
+                    *s += v / n;
+                }
+            }
+        }
+        series.push(ReplicaSeries { name, rows: sum });
+    }
+    (rows, series)
 }
 
 /// Number of columns of a series row.

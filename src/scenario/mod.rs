@@ -11,6 +11,7 @@ pub(crate) mod overrides;
 pub(crate) mod policies;
 pub mod presets;
 pub(crate) mod raw;
+mod replicas;
 pub(crate) mod sanity;
 pub(crate) mod trace;
 pub(crate) mod validate;

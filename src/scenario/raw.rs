@@ -265,6 +265,30 @@ pub struct RawHop {
     pub shed_retries_queue_length: Option<i64>,
     pub retry_priority: Option<bool>,
     pub admission: Option<RawAdmission>,
+    // Replicas behind a load balancer (issue 15; `scenario/replicas.rs`).
+    pub replicas: Option<i64>,
+    pub balancer: Option<String>,
+    pub health_check: Option<RawHealthCheck>,
+    pub outlier_detection: Option<RawOutlierDetection>,
+}
+
+/// `health_check = { interval = "1s", unhealthy_threshold = 2, healthy_threshold = 1 }`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHealthCheck {
+    pub interval: Dur,
+    pub unhealthy_threshold: Option<i64>,
+    pub healthy_threshold: Option<i64>,
+}
+
+/// `outlier_detection = { consecutive_errors = 5, base_ejection_time = "30s", ... }`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawOutlierDetection {
+    pub consecutive_errors: Option<i64>,
+    pub base_ejection_time: Option<Dur>,
+    pub max_ejection_time: Option<Dur>,
+    pub max_ejection_percent: Option<f64>,
 }
 
 /// `admission = { kind = "aimd", initial = 50, ... , reject = "429", retry_after = "1s" }`.
@@ -300,6 +324,8 @@ pub struct RawFault {
     pub p: Option<f64>,
     pub factor: Option<f64>,
     pub workers: Option<i64>,
+    /// The replica it hits (0-based; absent: the whole hop).
+    pub replica: Option<i64>,
 }
 
 /// `[[variant]]`: a name and overrides applied on top of the base scenario.

@@ -469,6 +469,7 @@ fn hop(h: &RawHop, next: Option<&RawHop>, policy_names: &[&str], caller_deadline
         Some("fair") => true,
         Some(other) => return Err(unknown(&at("scheduling"), "scheduling", other, &["fifo", "fair"])),
     };
+    let replicas = super::replicas::replicas(h, workers, occ, &at)?;
     Ok(HopSpec {
         name: h.name.clone(),
         workers,
@@ -481,6 +482,7 @@ fn hop(h: &RawHop, next: Option<&RawHop>, policy_names: &[&str], caller_deadline
         fair,
         occ,
         overload,
+        replicas,
     })
 }
 
@@ -610,11 +612,15 @@ fn faults(raw: &[RawFault], hops: &[HopSpec]) -> V<Vec<Fault>> {
                 return Err(unknown(&at("kind"), "fault kind", other, &names));
             }
         };
-        let fault = Fault { hop, kind, from: f.from.0, to: f.to.0 };
-        if let Some(other) = out
-            .iter()
-            .position(|o| o.hop == hop && o.kind.name() == fault.kind.name() && o.from < fault.to && fault.from < o.to)
-        {
+        let replica = super::replicas::fault_replica(f.replica, i, &f.hop, hops[hop].replicas.count)?;
+        let fault = Fault { hop, replica, kind, from: f.from.0, to: f.to.0 };
+        if let Some(other) = out.iter().position(|o| {
+            o.hop == hop
+                && o.replica == replica
+                && o.kind.name() == fault.kind.name()
+                && o.from < fault.to
+                && fault.from < o.to
+        }) {
             return Err(Invalid::at(
                 &at("from"),
                 format!(

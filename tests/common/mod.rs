@@ -122,3 +122,15 @@ pub fn listing(dir: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// Erlang C: probability that an arrival waits in an M/M/c queue with offered load `a` erlangs.
+pub fn erlang_c(c: u32, a: f64) -> f64 {
+    let mut term = 1.0;
+    let mut sum = 1.0; // k = 0
+    for k in 1..c {
+        term *= a / f64::from(k);
+        sum += term;
+    }
+    let last = term * a / f64::from(c) * f64::from(c) / (f64::from(c) - a);
+    last / (sum + last)
+}

@@ -84,11 +84,12 @@ impl Simulation<'_> {
             self.spec.name
         );
         self.record.in_flight = in_flight;
-        for (h, state) in self.hops.iter().enumerate() {
+        self.close_replica_books();
+        for (h, lb) in self.lbs.iter().enumerate() {
             let flow: i64 = self.record.hop_series[h].iter().map(|b| i64::from(b.entered) - i64::from(b.left)).sum();
             assert_eq!(
                 flow,
-                i64::from(state.in_flight),
+                i64::from(lb.in_flight),
                 "backlog series out of step with hop {h}'s attempts (scenario {})",
                 self.spec.name
             );

@@ -76,10 +76,10 @@ impl OverloadState {
 impl Simulation<'_> {
     /// Admission control for an arriving attempt (already counted in the hop's `in_flight`):
     /// true when admitted; otherwise the attempt is answered 503 or 429 and counted.
-    pub(super) fn admit(&mut self, handle: Handle, hop: usize) -> bool {
+    pub(super) fn admit(&mut self, handle: Handle, hop: usize, srv: usize) -> bool {
         let now = self.now;
         let spec = &self.spec.hops[hop].overload;
-        let state = &mut self.hops[hop];
+        let state = &mut self.hops[srv];
         let admitted = match spec.admission {
             Admission::None => true,
             Admission::Concurrency { .. } | Admission::Aimd { .. } | Admission::Gradient { .. } => {
@@ -115,12 +115,12 @@ impl Simulation<'_> {
 
     /// Queues an attempt that found every worker busy, unless a shed threshold or the queue
     /// limit refuses it (503).
-    pub(super) fn enqueue(&mut self, handle: Handle, hop: usize, b: usize) {
+    pub(super) fn enqueue(&mut self, handle: Handle, hop: usize, srv: usize, b: usize) {
         let now = self.now;
         let spec = &self.spec.hops[hop];
         let a = self.attempts.get_mut(handle).expect("queued attempt is live");
         let (tenant, retry, deadline) = (a.tenant, a.retry, a.deadline_at);
-        let state = &mut self.hops[hop];
+        let state = &mut self.hops[srv];
         let len = state.queue.len() as u32;
         let o = &spec.overload;
         if len >= o.shed_queue_length || (retry && len >= o.shed_retries_queue_length) {
@@ -138,9 +138,9 @@ impl Simulation<'_> {
 
     /// The next queued attempt to serve; attempts that expired in the queue (`codel`,
     /// `deadline_drop`) are answered 503 without service and counted on the way.
-    pub(super) fn next_queued(&mut self, hop: usize) -> Option<Handle> {
+    pub(super) fn next_queued(&mut self, hop: usize, srv: usize) -> Option<Handle> {
         loop {
-            let q = self.hops[hop].queue.pop(self.now)?;
+            let q = self.hops[srv].queue.pop(self.now)?;
             if q.drop_at > self.now {
                 return Some(q.handle);
             }
@@ -150,13 +150,13 @@ impl Simulation<'_> {
     }
 
     /// Feeds an adaptive limit the outcome of an attempt the hop served (before its reply).
-    pub(super) fn admission_sample(&mut self, handle: Handle, hop: usize, reply: Reply) {
+    pub(super) fn admission_sample(&mut self, handle: Handle, hop: usize, srv: usize, reply: Reply) {
         let admission = self.spec.hops[hop].overload.admission;
         if !matches!(admission, Admission::Aimd { .. } | Admission::Gradient { .. }) {
             return;
         }
         let took = self.now - self.attempts.get(handle).expect("live").arrived_at;
-        let state = &mut self.hops[hop];
+        let state = &mut self.hops[srv];
         let in_flight = f64::from(state.in_flight);
         let o = &mut state.overload;
         match admission {

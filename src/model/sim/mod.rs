@@ -11,6 +11,7 @@ mod discipline;
 mod history;
 mod hop_queue;
 mod occ;
+mod replicas;
 mod scoped;
 mod server;
 
@@ -107,6 +108,10 @@ enum Event {
     OccWrite {
         attempt: Handle,
     },
+    /// Active health check: the balancer of hop `hop` probes its replicas.
+    Probe {
+        hop: u16,
+    },
 }
 
 struct Call {
@@ -151,8 +156,11 @@ struct Attempt {
     give_up_at: Nanos,
     /// The attempt claimed its request's idempotency key and must complete or release it.
     holds_key: bool,
+    /// The replica serving it (index into `Simulation::hops`), set when it arrives.
+    server: u32,
 }
 
+/// One replica of a hop (a hop without `replicas` is one replica).
 #[derive(Default)]
 struct HopState {
     busy: u32,
@@ -161,6 +169,9 @@ struct HopState {
     overload: OverloadState,
     /// OCC register version.
     version: u64,
+    /// Its hop, and its index among the hop's replicas.
+    hop: u16,
+    replica: u32,
 }
 
 /// Side-effect history of one request at one effect hop, and its idempotency key.
@@ -209,7 +220,12 @@ pub struct Simulation<'a> {
     now: Nanos,
     calls: Slab<Call>,
     attempts: Slab<Attempt>,
+    /// Per replica of every hop, hop by hop (see [`replicas`]).
     hops: Vec<HopState>,
+    /// Per hop: its balancer.
+    lbs: Vec<replicas::Lb>,
+    /// Per hop: where its replicas start in `record.replicas`.
+    replica_record_start: Vec<usize>,
     /// Side-effect history per hop of the live requests (see [`history`]).
     history: history::EffectHistory,
     /// Deliveries waiting for an in-progress key (`in_progress = "wait"`), by (hop, request id),
@@ -242,6 +258,25 @@ impl<'a> Simulation<'a> {
     /// Prepares a run; nothing is simulated until [`Simulation::run_to_end`].
     pub fn new(spec: &'a SimSpec, seed: u64, replication: u64) -> Self {
         let buckets = spec.bucket_count();
+        let (replica_records, replica_record_start) = Simulation::replica_records(spec, buckets);
+        let mut bases = Vec::with_capacity(spec.hops.len());
+        let mut servers = Vec::new();
+        for (hop, h) in spec.hops.iter().enumerate() {
+            bases.push(servers.len() as u32);
+            servers.extend((0..h.replicas.count).map(|replica| HopState {
+                queue: HopQueue::new(h.fair, spec.tenants.len(), h.overload.retry_priority, h.overload.discipline),
+                overload: OverloadState::new(&h.overload),
+                hop: hop as u16,
+                replica,
+                ..HopState::default()
+            }));
+        }
+        let lbs = spec
+            .hops
+            .iter()
+            .enumerate()
+            .map(|(hop, h)| replicas::Lb::new(&h.replicas, bases[hop], seed, replication, hop))
+            .collect();
         let record = RunRecord {
             hops: vec![HopCounters::default(); spec.hops.len()],
             tenants: spec.tenants.iter().map(|_| TenantCounters::default()).collect(),
@@ -253,6 +288,7 @@ impl<'a> Simulation<'a> {
             truncated: None,
             prefault_wait_p99_ns: None,
             retry_delays_ns: vec![Vec::new(); RETRY_DELAY_RETRIES],
+            replicas: replica_records,
         };
         let requests_sent = spec
             .tenants
@@ -268,15 +304,9 @@ impl<'a> Simulation<'a> {
             now: 0,
             calls: Slab::default(),
             attempts: Slab::default(),
-            hops: spec
-                .hops
-                .iter()
-                .map(|h| HopState {
-                    queue: HopQueue::new(h.fair, spec.tenants.len(), h.overload.retry_priority, h.overload.discipline),
-                    overload: OverloadState::new(&h.overload),
-                    ..HopState::default()
-                })
-                .collect(),
+            hops: servers,
+            lbs,
+            replica_record_start,
             history: history::EffectHistory::new(spec.hops.len()),
             waiters: HashMap::new(),
             seed,
@@ -305,6 +335,7 @@ impl<'a> Simulation<'a> {
     pub fn run_to_end(&mut self) {
         let firsts = first_requests(&self.spec.tenants, &mut self.rngs.arrivals);
         self.schedule_poisson_starts();
+        self.schedule_probes();
         let mut cursor = 0;
         loop {
             let arrival_at = firsts.get(cursor).map(|f| f.0).filter(|&t| t < self.spec.horizon);
@@ -390,6 +421,7 @@ impl<'a> Simulation<'a> {
             Event::AttemptTimeout { attempt } => self.on_timeout(attempt),
             Event::OccReadBack { attempt } => self.occ_send_write(attempt),
             Event::OccWrite { attempt } => self.occ_write(attempt),
+            Event::Probe { hop } => self.on_probe(hop as usize),
         }
     }
 
@@ -495,6 +527,7 @@ impl<'a> Simulation<'a> {
             occ_version: 0,
             give_up_at: timeout_at,
             holds_key: false,
+            server: 0,
         };
         self.count_attempt(hop, tenant as usize, retry, b);
         let handle = self.insert_attempt(attempt);
@@ -560,6 +593,13 @@ impl<'a> Simulation<'a> {
         }
         a.caller_waiting = false;
         let call = a.call;
+        // An attempt still on its way has no replica; one whose reply is on its way was counted.
+        let (hop, server, inside) =
+            (a.hop as usize, a.server as usize, !matches!(a.phase, Phase::Network | Phase::Replying));
+        if inside && self.lbs[hop].count > 1 {
+            self.replica_timed_out(hop, server);
+        }
+        let a = self.attempts.get(handle).expect("live");
         if a.phase == Phase::Done {
             self.remove_attempt(handle);
         }

@@ -7,7 +7,7 @@ use crate::engine::Handle;
 impl Simulation<'_> {
     /// OCC read: the register answers with its current version (no queue, no service time).
     pub(super) fn occ_read(&mut self, handle: Handle, hop: usize) {
-        let version = self.hops[hop].version;
+        let version = self.hops[self.lbs[hop].base as usize].version;
         let a = self.attempts.get_mut(handle).expect("live");
         a.occ_version = version;
         a.phase = Phase::Service;
@@ -25,7 +25,7 @@ impl Simulation<'_> {
     /// OCC write: succeeds iff the version read is still current, which then increments.
     pub(super) fn occ_write(&mut self, handle: Handle) {
         let a = self.attempts.get(handle).expect("live");
-        let state = &mut self.hops[a.hop as usize];
+        let state = &mut self.hops[a.server as usize];
         let won = a.occ_version == state.version;
         if won {
             state.version += 1;

@@ -9,15 +9,24 @@ impl Simulation<'_> {
     pub(super) fn on_arrive(&mut self, handle: Handle) {
         let now = self.now;
         let b = self.bucket();
+        let hop = self.attempts.get(handle).expect("arriving attempt is live").hop as usize;
+        let srv = self.route(hop, b);
         let a = self.attempts.get_mut(handle).expect("arriving attempt is live");
-        let (hop, payload) = (a.hop as usize, a.payload);
+        let payload = a.payload;
         a.arrived_at = now;
-        let state = &mut self.hops[hop];
+        a.server = srv as u32;
+        let state = &mut self.hops[srv];
         state.in_flight = state.in_flight.checked_add(1).expect("fewer than 2^32 attempts in flight at a hop");
+        let lb = &mut self.lbs[hop];
+        lb.in_flight = lb.in_flight.checked_add(1).expect("fewer than 2^32 attempts in flight at a hop");
+        let (level, balanced) = (lb.in_flight, lb.count > 1);
         let bucket = &mut self.record.hop_series[hop][b];
-        bucket.in_flight_max = bucket.in_flight_max.max(state.in_flight);
+        bucket.in_flight_max = bucket.in_flight_max.max(level);
         bucket.entered += 1;
-        if let Some(reply) = self.fault_reply(hop) {
+        if balanced {
+            self.replica_level(hop, srv, b);
+        }
+        if let Some(reply) = self.fault_reply(srv) {
             match reply {
                 None => self.drop_unanswered(handle),
                 Some(r) => self.send_reply(handle, r),
@@ -32,21 +41,22 @@ impl Simulation<'_> {
             self.occ_read(handle, hop);
             return;
         }
-        if self.hops[hop].overload.guarded && !self.admit(handle, hop) {
+        if self.hops[srv].overload.guarded && !self.admit(handle, hop, srv) {
             return;
         }
-        if self.hops[hop].busy < self.effective_workers(hop) {
+        if self.hops[srv].busy < self.effective_workers(srv) {
             self.start_service(handle);
         } else {
-            self.enqueue(handle, hop, b);
+            self.enqueue(handle, hop, srv, b);
         }
     }
 
     /// The answer an active fault forces at arrival: `Some(None)` for a hang (no answer),
-    /// `Some(Some(reply))` for a failure, `None` when the hop serves normally.
-    pub(super) fn fault_reply(&mut self, hop: usize) -> Option<Option<Reply>> {
+    /// `Some(Some(reply))` for a failure, `None` when the replica `srv` serves normally.
+    pub(super) fn fault_reply(&mut self, srv: usize) -> Option<Option<Reply>> {
         let spec = self.spec;
-        for kind in spec.active_faults(hop, self.now) {
+        let (hop, replica) = (self.hops[srv].hop as usize, self.hops[srv].replica);
+        for kind in spec.active_faults_on(hop, replica, self.now) {
             match *kind {
                 FaultKind::Outage => return Some(Some(Reply::Failed)),
                 FaultKind::Hang => return Some(None),
@@ -62,17 +72,19 @@ impl Simulation<'_> {
         None
     }
 
-    pub(super) fn effective_workers(&self, hop: usize) -> u32 {
-        let limited = self.spec.active_faults(hop, self.now).find_map(|kind| match *kind {
+    pub(super) fn effective_workers(&self, srv: usize) -> u32 {
+        let (hop, replica) = (self.hops[srv].hop as usize, self.hops[srv].replica);
+        let limited = self.spec.active_faults_on(hop, replica, self.now).find_map(|kind| match *kind {
             FaultKind::Capacity { workers } => Some(workers),
             _ => None,
         });
         limited.unwrap_or(self.spec.hops[hop].workers)
     }
 
-    pub(super) fn slow_factor(&self, hop: usize) -> f64 {
+    pub(super) fn slow_factor(&self, srv: usize) -> f64 {
+        let (hop, replica) = (self.hops[srv].hop as usize, self.hops[srv].replica);
         self.spec
-            .active_faults(hop, self.now)
+            .active_faults_on(hop, replica, self.now)
             .map(|kind| match *kind {
                 FaultKind::Slow { factor } => factor,
                 _ => 1.0,
@@ -84,10 +96,10 @@ impl Simulation<'_> {
         let now = self.now;
         let b = self.bucket();
         let a = self.attempts.get_mut(handle).expect("served attempt is live");
-        let hop = a.hop as usize;
+        let (hop, srv) = (a.hop as usize, a.server as usize);
         a.phase = Phase::Service;
         let wait = now - a.arrived_at;
-        let state = &mut self.hops[hop];
+        let state = &mut self.hops[srv];
         state.busy = state.busy.checked_add(1).expect("fewer than 2^32 busy workers");
         let busy = state.busy;
         let bucket = &mut self.record.hop_series[hop][b];
@@ -98,7 +110,7 @@ impl Simulation<'_> {
             self.prefault_wait_us.record(wait / 1_000).expect("auto-resizing histograms accept any u64");
         }
         let base = self.spec.hops[hop].service.sample(&mut self.rngs.service[hop], busy);
-        let factor = self.slow_factor(hop);
+        let factor = self.slow_factor(srv);
         let service = if factor == 1.0 { base } else { (base as f64 * factor).min(u64::MAX as f64) as Nanos };
         self.attempts.get_mut(handle).expect("live").service_ns = service;
         self.record.hops[hop].busy_ns = self.record.hops[hop].busy_ns.saturating_add(service);
@@ -234,20 +246,20 @@ impl Simulation<'_> {
     /// the worker, serve the queue, and send the reply.
     pub(super) fn finish_job(&mut self, handle: Handle, reply: Reply) {
         let a = self.attempts.get_mut(handle).expect("live");
-        let (hop, tenant, request_id) = (a.hop as usize, a.tenant as usize, a.request_id);
+        let (hop, srv, tenant, request_id) = (a.hop as usize, a.server as usize, a.tenant as usize, a.request_id);
         if std::mem::take(&mut a.holds_key) {
             self.settle_key(hop, tenant, request_id, reply == Reply::Ok);
         }
         let (seed, replication) = (self.seed, self.replication);
-        let state = &mut self.hops[hop];
+        let state = &mut self.hops[srv];
         state.busy = state.busy.checked_sub(1).unwrap_or_else(|| {
             panic!("hop {hop}: a job finished with no busy worker (seed {seed}, replication {replication})")
         });
-        if self.hops[hop].overload.guarded {
-            self.admission_sample(handle, hop, reply);
+        if self.hops[srv].overload.guarded {
+            self.admission_sample(handle, hop, srv, reply);
         }
-        while self.hops[hop].busy < self.effective_workers(hop) {
-            let Some(next) = self.next_queued(hop) else { break };
+        while self.hops[srv].busy < self.effective_workers(srv) {
+            let Some(next) = self.next_queued(hop, srv) else { break };
             self.start_service(next);
         }
         self.send_reply(handle, reply);
@@ -257,10 +269,13 @@ impl Simulation<'_> {
         let now = self.now;
         let b = self.bucket();
         let a = self.attempts.get_mut(handle).expect("replying attempt is live");
-        let hop = a.hop as usize;
+        let (hop, srv, caller_waiting) = (a.hop as usize, a.server as usize, a.caller_waiting);
         a.phase = Phase::Replying;
         a.reply = reply;
-        self.leave_hop(hop);
+        self.leave_hop(hop, srv);
+        if self.lbs[hop].count > 1 {
+            self.replica_replied(hop, srv, reply, caller_waiting, b);
+        }
         let bucket = &mut self.record.hop_series[hop][b];
         bucket.left += 1;
         if reply == Reply::Ok {
@@ -269,7 +284,7 @@ impl Simulation<'_> {
         } else {
             bucket.failures += 1;
         }
-        if self.reply_lost(hop) {
+        if self.reply_lost(srv) {
             let a = self.attempts.get_mut(handle).expect("live");
             a.phase = Phase::Done;
             let (waiting, service_ns) = (a.caller_waiting, a.service_ns);
@@ -291,9 +306,10 @@ impl Simulation<'_> {
         }
     }
 
-    /// Whether an active `lost_reply` fault at `hop` drops this reply.
-    fn reply_lost(&mut self, hop: usize) -> bool {
-        let p = self.spec.active_faults(hop, self.now).find_map(|kind| match *kind {
+    /// Whether an active `lost_reply` fault at replica `srv` drops this reply.
+    fn reply_lost(&mut self, srv: usize) -> bool {
+        let (hop, replica) = (self.hops[srv].hop as usize, self.hops[srv].replica);
+        let p = self.spec.active_faults_on(hop, replica, self.now).find_map(|kind| match *kind {
             FaultKind::LostReply { p } => Some(p),
             _ => None,
         });
@@ -305,20 +321,26 @@ impl Simulation<'_> {
         let b = self.bucket();
         let a = self.attempts.get_mut(handle).expect("live");
         a.phase = Phase::Done;
-        let (hop, waiting) = (a.hop as usize, a.caller_waiting);
-        self.leave_hop(hop);
+        let (hop, srv, waiting) = (a.hop as usize, a.server as usize, a.caller_waiting);
+        self.leave_hop(hop, srv);
         self.record.hop_series[hop][b].left += 1;
         if !waiting {
             self.remove_attempt(handle);
         }
     }
 
-    /// An attempt leaves hop `hop` (replied or dropped): one fewer in flight there.
-    fn leave_hop(&mut self, hop: usize) {
+    /// An attempt leaves replica `srv` of hop `hop` (replied or dropped): one fewer in flight there.
+    fn leave_hop(&mut self, hop: usize, srv: usize) {
         let (seed, replication) = (self.seed, self.replication);
-        let state = &mut self.hops[hop];
+        let state = &mut self.hops[srv];
         state.in_flight = state.in_flight.checked_sub(1).unwrap_or_else(|| {
             panic!("hop {hop}: an attempt left with none in flight (seed {seed}, replication {replication})")
+        });
+        let lb = &mut self.lbs[hop];
+        lb.in_flight = lb.in_flight.checked_sub(1).unwrap_or_else(|| {
+            panic!(
+                "hop {hop}: an attempt left the balancer with none in flight (seed {seed}, replication {replication})"
+            )
         });
     }
 }
