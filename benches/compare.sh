@@ -9,11 +9,12 @@
 # e.g. `benches/compare.sh save before` on the parent commit, then `benches/compare.sh before`.
 # Criterion flags pass through: `--quick` or `--sample-size 10` for a faster, noisier check.
 # Headline benchmarks: the outage herd at 1M clients (full model and bare loop, and their ratio,
-# the issue-18 goal), M/M/1 with 1M customers, the three-hop chain and the bare M/M/1 loop.
+# the issue-18 goal, in wall time and in CPU time of the bench thread), M/M/1 with 1M customers,
+# the three-hop chain and the bare M/M/1 loop.
 # Takes about three minutes without flags. Baselines live in target/criterion/<bench>/NAME/.
 # $HEADLINE (a regex on criterion ids) replaces the set, e.g. HEADLINE='^mm1/' for one benchmark.
 set -euo pipefail
-HEADLINE=${HEADLINE:-'^(outage_herd/(full_jitter|bare_loop)/1000000|mm1/customers/1000000|chain/three_hops/50000|bare_mm1/radix_heap/1000000)$'}
+HEADLINE=${HEADLINE:-'^(outage_herd(_cpu)?/(full_jitter|bare_loop)/1000000|mm1/customers/1000000|chain/three_hops/50000|bare_mm1/radix_heap/1000000)$'}
 if [ $# -lt 1 ] || { [ "$1" = save ] && [ $# -lt 2 ]; }; then
     sed -n '6,7p' "$0" | sed 's/^# *//' >&2
     exit 2
@@ -71,9 +72,10 @@ for bench_id in sorted(set(old) | set(new)):
     print(f"{bench_id:<40} {show(o)} {show(n)} {ratio}")
 for label, times in ((base, old), ("current", new)):
     for bench_id, bare in sorted(times.items()):
-        if bench_id.startswith("outage_herd/bare_loop/"):
-            clients = bench_id.rsplit("/", 1)[1]
-            full = times.get(f"outage_herd/full_jitter/{clients}")
+        group, name, clients = (bench_id.split("/") + ["", "", ""])[:3]
+        if group in ("outage_herd", "outage_herd_cpu") and name == "bare_loop":
+            full = times.get(f"{group}/full_jitter/{clients}")
+            clock = "CPU time" if group.endswith("_cpu") else "wall time"
             if full:
-                print(f"full model / bare herd loop at {clients} clients, {label}: {full / bare:.2f}x (goal at 1M: <= 1.0x)")
+                print(f"full model / bare herd loop at {clients} clients, {label}, {clock}: {full / bare:.2f}x (goal at 1M: <= 1.0x)")
 PY

@@ -14,7 +14,9 @@
 //! `docs/PERFORMANCE.md` for `/usr/bin/time -v` and `perf.json`.
 
 mod bare_herd;
+mod cpu_time;
 
+use criterion::measurement::Measurement;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput};
 use retrystorm::metrics::RunRecord;
 use retrystorm::model::{sim, SimSpec};
@@ -30,8 +32,8 @@ fn bundled(path: &str, sets: &[&str]) -> Scenario {
 
 /// Registers one single-replication run of `spec`, with its event count as throughput; returns
 /// the record of a first run.
-fn bench_run(
-    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+fn bench_run<M: Measurement>(
+    group: &mut criterion::BenchmarkGroup<'_, M>,
     id: BenchmarkId,
     scenario: &Scenario,
 ) -> RunRecord {
@@ -46,11 +48,7 @@ fn bench_run(
 /// same number of attempts up to chance: the two use different random streams, so their totals
 /// differ by a sum of 2N independent per-client deviations (SD √(2N)·σ, σ² estimated from the
 /// bare run); more than 5 SD apart means the loops no longer simulate the same herd.
-fn bench_bare_herd(
-    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
-    clients: u32,
-    model: &RunRecord,
-) {
+fn bench_bare_herd<M: Measurement>(group: &mut criterion::BenchmarkGroup<'_, M>, clients: u32, model: &RunRecord) {
     let herd = bare_herd::Herd { clients, ..bare_herd::OUTAGE_HERD };
     let bare = bare_herd::run(&herd, 42);
     let model_attempts = model.hops[0].attempts;
@@ -84,6 +82,20 @@ fn outage_herd(c: &mut Criterion) {
         let record = bench_run(&mut group, BenchmarkId::new("full_jitter", clients), &scenario);
         bench_bare_herd(&mut group, clients, &record);
     }
+    group.finish();
+}
+
+/// The 1M herd, full model and bare loop, timed in CPU time of the benchmarking thread
+/// (`cpu_time::ThreadCpu`): on a shared machine the wall-time ratio of `outage_herd` swings with
+/// the load, the CPU-time ratio much less (`outage_herd_cpu/full_jitter/1000000` ÷
+/// `outage_herd_cpu/bare_loop/1000000`, from one run).
+fn outage_herd_cpu(c: &mut Criterion<cpu_time::ThreadCpu>) {
+    let mut group = c.benchmark_group("outage_herd_cpu");
+    group.sample_size(10).sampling_mode(SamplingMode::Flat).warm_up_time(Duration::from_millis(500));
+    group.measurement_time(Duration::from_secs(40));
+    let scenario = bundled("scenarios/outage-herd.toml", &["tenant.main.clients=1000000", "policy.client.jitter=full"]);
+    let record = bench_run(&mut group, BenchmarkId::new("full_jitter", 1_000_000), &scenario);
+    bench_bare_herd(&mut group, 1_000_000, &record);
     group.finish();
 }
 
@@ -206,4 +218,9 @@ fn replications(c: &mut Criterion) {
 }
 
 criterion_group!(benches, outage_herd, mm1, chain, replications);
-criterion_main!(benches);
+criterion_group! {
+    name = cpu;
+    config = Criterion::default().with_measurement(cpu_time::ThreadCpu);
+    targets = outage_herd_cpu
+}
+criterion_main!(benches, cpu);

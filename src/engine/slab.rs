@@ -97,6 +97,12 @@ impl<T> Slab<T> {
     pub fn is_empty(&self) -> bool {
         self.live == 0
     }
+
+    /// Slots allocated so far (live or free; never shrinks): the most values ever live at once.
+    #[cfg(test)]
+    pub(crate) fn slots(&self) -> usize {
+        self.slots.len()
+    }
 }
 
 #[cfg(test)]

@@ -130,10 +130,13 @@ service = { dist = "constant", mean = "100us" }
         let mut sim = super::Simulation::new(&scenario.base, 7, 0);
         sim.run_to_end();
         let peak = sim.history.peak();
+        // Calls and attempts are recycled too: their slabs never held more than the live ones.
+        let slots = (sim.calls.slots(), sim.attempts.slots());
         let record = sim.finish();
         let requests: u64 = record.tenants.iter().map(|t| t.requests).sum();
         assert!(requests > 190_000, "only {requests} requests: the test must issue many");
         assert!(peak < 100, "the window reached {peak} request ids for {requests} requests (seed 7)");
+        assert!(slots.0 < 100 && slots.1 < 100, "call and attempt slots {slots:?} for {requests} requests (seed 7)");
         assert_eq!(record.hops[0].executions, requests, "every request executed once (seed 7)");
     }
 }

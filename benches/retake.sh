@@ -1,0 +1,58 @@
+#!/bin/bash
+# Retakes every figure of docs/PERFORMANCE.md's first section in one run, printing the load
+# average before each step (timings taken under load are only comparable within one run).
+#
+#   benches/retake.sh                     # retrystorm only
+#   PEER=/tmp/stability-sim TSX=/tmp/tsx/node_modules/.bin/tsx benches/retake.sh   # + peers
+#
+# Needs a release build (`cargo build --release`), /usr/bin/time, and for the peers the Stability
+# Sim checkout and tsx (benches/peers/README.md) and `pip install simpy`. Takes 10–30 minutes
+# (the 10M-client herds need ~3 GiB of memory each). It is never a test.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+B=target/release/retrystorm
+T=(/usr/bin/time -f '%e s wall, %U s user, %M KB peak RSS')
+BUDGET=(--set 'policy.client.budget={ kind = "token_bucket", scope = "client" }' --set 'policy.client.breaker={ scope = "client" }')
+step() { echo "== $1 | $(date -u +%H:%M:%S) | $(uptime | sed 's/.*load/load/')"; }
+perf() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print({k: d.get(k) for k in ('events','attempts','events_per_attempt','wall_s','peak_memory_bytes')})" "$1/perf.json"; }
+
+step "criterion: full model and bare herd loop at 1M clients, one run"
+cargo bench --bench scenarios -- --sample-size 10 'outage_herd/(full_jitter|bare_loop)/1000000'
+step "criterion: the same two in CPU time of the benchmarking thread (robust to a shared machine)"
+cargo bench --bench scenarios -- outage_herd_cpu
+for n in 1000000 10000000; do
+    step "outage-herd, $n clients, full jitter, 1 replication"
+    "${T[@]}" $B run scenarios/outage-herd.toml --set tenant.main.clients=$n --set policy.client.jitter=full \
+        --replications 1 --out /tmp/retake-h$n --quiet --force
+    perf /tmp/retake-h$n
+    step "the same with a client-scoped token bucket and breaker"
+    "${T[@]}" $B run scenarios/outage-herd.toml --set tenant.main.clients=$n --set policy.client.jitter=full \
+        "${BUDGET[@]}" --replications 1 --out /tmp/retake-hb$n --quiet --force
+    perf /tmp/retake-hb$n
+    echo "memory estimate (the refusal at 1 MiB prints it):"
+    $B run scenarios/outage-herd.toml --set tenant.main.clients=$n "${BUDGET[@]}" --replications 1 \
+        --out /tmp/retake-est --quiet --force --max-memory 1MiB 2>&1 | tail -1
+done
+for h in 1250 5000; do
+    step "M/M/1 (open loop) for $h s: memory must not grow with time"
+    "${T[@]}" $B run scenarios/mm1.toml --set horizon=${h}s --replications 1 --out /tmp/retake-mm1-$h --quiet --force
+    perf /tmp/retake-mm1-$h
+done
+if [ -n "${PEER:-}" ] && [ -n "${TSX:-}" ]; then
+    step "Stability Sim, M/M/1 (~1M requests)"
+    "${T[@]}" "$TSX" benches/peers/stability_sim.mts --peer "$PEER" --workload mm1
+    step "Stability Sim, metastable-retry ×100"
+    "${T[@]}" "$TSX" benches/peers/stability_sim.mts --peer "$PEER" --workload metastable-x100
+    step "retrystorm, metastable-retry ×100"
+    "${T[@]}" $B run benches/peers/metastable_retry_x100.toml --out /tmp/retake-meta --quiet --force
+    perf /tmp/retake-meta
+fi
+if python3 -c 'import simpy' 2>/dev/null; then
+    step "SimPy, outage-herd 100k clients"
+    "${T[@]}" python3 benches/peers/outage_herd_simpy.py --clients 100000
+    step "retrystorm, outage-herd 100k clients"
+    "${T[@]}" $B run scenarios/outage-herd.toml --set tenant.main.clients=100000 --set policy.client.jitter=full \
+        --replications 1 --out /tmp/retake-h100k --quiet --force
+    perf /tmp/retake-h100k
+fi
+step end
