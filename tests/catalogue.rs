@@ -4,6 +4,7 @@
 mod common;
 
 use retrystorm::metrics::catalogue::{Metric, Scope};
+use retrystorm::metrics::pool::POOL_METRICS;
 use retrystorm::metrics::stats::StatRow;
 
 fn assert_scope(row: &StatRow, scope: Scope, what: &str) {
@@ -12,8 +13,31 @@ fn assert_scope(row: &StatRow, scope: Scope, what: &str) {
         assert!(!produced[..i].contains(m), "{what}: `{m}` produced twice");
         assert!(m.def().scopes.has(scope), "{what}: `{m}` is produced but not catalogued for {scope:?}");
     }
+    // Pool metrics are produced exactly for hops with a connection pool (`pool_metrics_…` below).
+    let pooled = POOL_METRICS.iter().any(|m| produced.contains(m));
     for m in Metric::in_scope(scope) {
+        if POOL_METRICS.contains(&m) {
+            assert_eq!(produced.contains(&m), pooled, "{what}: `{m}` and the other pool metrics come together");
+            continue;
+        }
         assert!(produced.contains(&m), "{what}: `{m}` is catalogued for {scope:?} but not produced");
+    }
+}
+
+#[test]
+fn pool_metrics_are_produced_exactly_for_hops_with_a_pool() {
+    let study = common::study("stability-connection-pool-exhaustion", &["replications=2", "horizon=\"3s\""]);
+    for v in &study.variants {
+        for (hop, row) in &v.hops {
+            assert_scope(row, Scope::Hop, &format!("pool/{} hop {hop}", v.name));
+            let has = row.get(Metric::PoolWaitersPeak).is_some();
+            assert_eq!(
+                has,
+                hop == "server",
+                "{}: only the server has a pool, hop {hop} has pool metrics: {has}",
+                v.name
+            );
+        }
     }
 }
 

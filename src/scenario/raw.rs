@@ -265,6 +265,31 @@ pub struct RawHop {
     pub shed_retries_queue_length: Option<i64>,
     pub retry_priority: Option<bool>,
     pub admission: Option<RawAdmission>,
+    /// Call graph (issue 15, `scenario::graph`): the hop's downstream calls and how they run.
+    pub calls: Option<Vec<RawCall>>,
+    pub calls_mode: Option<String>,
+    /// The connection pool the hop's downstream calls go through.
+    pub pool: Option<RawPool>,
+}
+
+/// One edge of a call graph: `{ hop = "db", policy = "svc-db", probability = 1.0, required = true }`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCall {
+    pub hop: String,
+    pub policy: String,
+    pub probability: Option<f64>,
+    pub required: Option<bool>,
+    pub stage: Option<i64>,
+}
+
+/// `pool = { size = 20, acquire_timeout = "1s", queue_limit = 1000 }`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPool {
+    pub size: i64,
+    pub acquire_timeout: Option<Dur>,
+    pub queue_limit: Option<i64>,
 }
 
 /// `admission = { kind = "aimd", initial = 50, ... , reject = "429", retry_after = "1s" }`.

@@ -8,9 +8,11 @@
 mod accounting;
 mod budgets;
 mod discipline;
+mod graph;
 mod history;
 mod hop_queue;
 mod occ;
+mod pool;
 mod server;
 
 use super::arrivals::{first_requests, next_poisson};
@@ -106,6 +108,10 @@ enum Event {
     OccWrite {
         attempt: Handle,
     },
+    /// A call waiting for a connection of hop `hop`'s pool reaches its acquire timeout.
+    PoolTimeout {
+        hop: u16,
+    },
 }
 
 struct Call {
@@ -150,6 +156,8 @@ struct Attempt {
     give_up_at: Nanos,
     /// The attempt claimed its request's idempotency key and must complete or release it.
     holds_key: bool,
+    /// Progress of the hop's downstream calls for this job (`sim::graph`).
+    calls: graph::JobCalls,
 }
 
 #[derive(Default)]
@@ -160,6 +168,8 @@ struct HopState {
     overload: OverloadState,
     /// OCC register version.
     version: u64,
+    /// The connection pool of the hop's downstream calls (unused without `pool`).
+    pool: pool::PoolState,
 }
 
 /// Side-effect history of one request at one effect hop, and its idempotency key.
@@ -241,7 +251,11 @@ impl<'a> Simulation<'a> {
     pub fn new(spec: &'a SimSpec, seed: u64, replication: u64) -> Self {
         let buckets = spec.bucket_count();
         let record = RunRecord {
-            hops: vec![HopCounters::default(); spec.hops.len()],
+            hops: spec
+                .hops
+                .iter()
+                .map(|h| HopCounters { pool: h.pool.map(|_| Box::default()), ..HopCounters::default() })
+                .collect(),
             tenants: spec.tenants.iter().map(|_| TenantCounters::default()).collect(),
             hop_series: vec![vec![HopBucket::default(); buckets]; spec.hops.len()],
             tenant_series: vec![vec![TenantBucket::default(); buckets]; spec.tenants.len()],
@@ -388,6 +402,7 @@ impl<'a> Simulation<'a> {
             Event::AttemptTimeout { attempt } => self.on_timeout(attempt),
             Event::OccReadBack { attempt } => self.occ_send_write(attempt),
             Event::OccWrite { attempt } => self.occ_write(attempt),
+            Event::PoolTimeout { hop } => self.pool_timeout(hop as usize),
         }
     }
 
@@ -465,14 +480,25 @@ impl<'a> Simulation<'a> {
             return;
         }
         call.attempts_made += 1;
-        let retry = call.attempts_made > 1;
-        let (hop, tenant) = (call.hop as usize, call.tenant);
+        let tenant = call.tenant;
         if self.rejected_locally(call_handle) {
             self.record.tenants[tenant as usize].local_rejections += 1;
             self.caller_sees(call_handle, Reply::LocalReject);
             return;
         }
+        if self.call_is_pooled(call_handle) && !self.acquire_connection(call_handle) {
+            return;
+        }
+        self.send_attempt(call_handle);
+    }
+
+    /// Sends the call's next attempt (already counted in `attempts_made`): the attempt's network
+    /// delay and timeout. A pooled call comes here once it holds a connection.
+    fn send_attempt(&mut self, call_handle: Handle) {
+        let now = self.now;
+        let b = self.bucket();
         let call = self.calls.get(call_handle).expect("live");
+        let (hop, tenant, retry) = (call.hop as usize, call.tenant, call.attempts_made > 1);
         let policy = &self.spec.policies[call.policy as usize];
         let timeout_at =
             policy.attempt_timeout.map_or(call.deadline_at, |t| now.saturating_add(t).min(call.deadline_at));
@@ -493,6 +519,7 @@ impl<'a> Simulation<'a> {
             occ_version: 0,
             give_up_at: timeout_at,
             holds_key: false,
+            calls: graph::JobCalls::default(),
         };
         self.count_attempt(hop, tenant as usize, retry, b);
         let handle = self.insert_attempt(attempt);
@@ -541,6 +568,7 @@ impl<'a> Simulation<'a> {
             counters.wasted_work_ns = counters.wasted_work_ns.saturating_add(a.service_ns);
             return;
         }
+        self.release_connection(a.call);
         self.caller_sees(a.call, a.reply);
     }
 
@@ -554,6 +582,7 @@ impl<'a> Simulation<'a> {
         if a.phase == Phase::Done {
             self.remove_attempt(handle);
         }
+        self.release_connection(call);
         self.caller_sees(call, Reply::Timeout);
     }
 
@@ -617,7 +646,7 @@ impl<'a> Simulation<'a> {
                 CallEnd::Rejected => Reply::Rejected,
                 CallEnd::Dlq(_) => Reply::Failed,
             };
-            self.finish_job(parent, reply);
+            self.call_ended(parent, call.hop as usize, reply);
             return;
         }
         self.end_request(&call, end);
