@@ -292,6 +292,14 @@ fn a_pool_in_front_of_a_fast_backend_is_an_m_m_c_queue() {
     assert!(lo <= p_wait && p_wait <= hi, "P(wait) {p_wait:.4} outside [{lo:.4}, {hi:.4}]");
     let (lo, hi) = common::t_interval(&waits, 0.999);
     assert!(lo <= mean_wait && mean_wait <= hi, "mean wait {mean_wait:.5} s outside [{lo:.5}, {hi:.5}]");
+    // The wait's tail: P(W > t) = C·e^(−(cμ − λ)t), so its p99 is ln(100·C)/(cμ − λ) = 39.3 ms.
+    let p99 = (100.0 * p_wait).ln() / (c as f64 / s_mean - lambda);
+    let p99s: Vec<f64> = records
+        .iter()
+        .map(|r| r.hops[0].pool.as_deref().unwrap().wait_us.value_at_quantile(0.99) as f64 / 1e6)
+        .collect();
+    let (lo, hi) = common::t_interval(&p99s, 0.999);
+    assert!(lo <= p99 && p99 <= hi, "p99 wait {p99:.5} s outside [{lo:.5}, {hi:.5}]");
 }
 
 #[test]
