@@ -335,3 +335,13 @@ fn stability_pool_exhaustion_as_published_exhausts_the_pool_and_an_acquire_timeo
     let gain: Vec<f64> = success("acquire-timeout").iter().zip(success("as-published")).map(|(a, b)| a - b).collect();
     assert!(gain.iter().all(|&g| g > 0.0), "{gain:?}");
 }
+
+#[test]
+fn nothing_can_succeed_is_warned_only_for_a_hop_every_request_passes_through() {
+    let warns = |hop: &str| {
+        let set = format!(r#"fault=[{{ hop = "{hop}", kind = "outage", from = "0s", to = "1h" }}]"#);
+        common::scenario("call-graph", &[&set]).warnings.iter().any(|w| w.starts_with("nothing can succeed"))
+    };
+    assert!(warns("db"), "db is a required call of every request");
+    assert!(!warns("recs"), "recs is optional (and called for half of the requests)");
+}

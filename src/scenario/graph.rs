@@ -207,6 +207,23 @@ fn stages(hop: &mut HopSpec, h: &RawHop, at: &dyn Fn(&str) -> String) -> V<()> {
     Ok(())
 }
 
+/// The hops every request passes through: the entry point and the hops it reaches by required
+/// calls made with probability 1 (every hop of a chain).
+pub(crate) fn always_called(spec: &SimSpec) -> Vec<bool> {
+    let mut must = vec![false; spec.hops.len()];
+    let mut stack = vec![0];
+    must[0] = true;
+    while let Some(u) = stack.pop() {
+        for e in spec.hops[u].calls.iter().filter(|e| e.required && e.probability >= 1.0) {
+            if !must[e.hop] {
+                must[e.hop] = true;
+                stack.push(e.hop);
+            }
+        }
+    }
+    must
+}
+
 /// Hops that no hop reachable from the entry point calls: they receive no traffic. A warning,
 /// not an error, so that a variant can switch a call off (`calls = []`) and keep the hop.
 pub(crate) fn warnings(spec: &SimSpec) -> Vec<String> {
