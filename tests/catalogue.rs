@@ -4,21 +4,45 @@
 mod common;
 
 use retrystorm::metrics::catalogue::{Metric, Scope};
+use retrystorm::metrics::pool::POOL_METRICS;
 use retrystorm::metrics::stats::StatRow;
 
 fn assert_scope(row: &StatRow, scope: Scope, what: &str) {
     assert_produced(row, &Metric::in_scope(scope).collect::<Vec<_>>(), &format!("{scope:?}"), what);
 }
 
-/// `row` holds each metric of `catalogued` once and nothing else.
+/// `row` holds each metric of `catalogued` once and nothing else; pool metrics (issue 15) are
+/// produced exactly for hops with a connection pool, all together (`pool_metrics_…` below).
 fn assert_produced(row: &StatRow, catalogued: &[Metric], scope: &str, what: &str) {
     let produced: Vec<Metric> = row.iter().map(|(m, _)| *m).collect();
     for (i, m) in produced.iter().enumerate() {
         assert!(!produced[..i].contains(m), "{what}: `{m}` produced twice");
         assert!(catalogued.contains(m), "{what}: `{m}` is produced but not catalogued for {scope}");
     }
+    let pooled = POOL_METRICS.iter().any(|m| produced.contains(m));
     for m in catalogued {
+        if POOL_METRICS.contains(m) {
+            assert_eq!(produced.contains(m), pooled, "{what}: `{m}` and the other pool metrics come together");
+            continue;
+        }
         assert!(produced.contains(m), "{what}: `{m}` is catalogued for {scope} but not produced");
+    }
+}
+
+#[test]
+fn pool_metrics_are_produced_exactly_for_hops_with_a_pool() {
+    let study = common::study("stability-connection-pool-exhaustion", &["replications=2", "horizon=\"3s\""]);
+    for v in &study.variants {
+        for (hop, row) in &v.hops {
+            assert_scope(row, Scope::Hop, &format!("pool/{} hop {hop}", v.name));
+            let has = row.get(Metric::PoolWaitersPeak).is_some();
+            assert_eq!(
+                has,
+                hop == "server",
+                "{}: only the server has a pool, hop {hop} has pool metrics: {has}",
+                v.name
+            );
+        }
     }
 }
 

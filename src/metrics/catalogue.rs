@@ -206,6 +206,11 @@ catalogue! {
     Shed: "shed", "shed", "shed", "attempts shed by a queue-length threshold or CoDel", Count, Neither, H, "no value";
     DroppedExpired: "dropped_expired", "dropped expired", "expired", "queued attempts dropped because their caller had given up", Count, Neither, H, "no value";
     RejectedByLimit: "rejected_by_limit", "rejected by limit", "limited", "attempts refused by admission control", Count, Neither, H, "no value";
+    PoolWaitSMean: "pool_wait_s_mean", "mean pool wait (s)", "pool wait s", "mean wait for a connection of the hop's pool (hops with a pool)", Seconds, Lower, H, "no connection handed out";
+    PoolWaitSP99: "pool_wait_s_p99", "p99 pool wait (s)", "pool p99 s", "p99 wait for a connection of the hop's pool (hops with a pool)", Seconds, Lower, H, "no connection handed out";
+    PoolWaitersPeak: "pool_waiters_peak", "peak pool waiters", "pool waiters", "most calls waiting for a connection at once (hops with a pool)", Count, Lower, H, "no value";
+    PoolAcquireTimeouts: "pool_acquire_timeouts", "pool acquire timeouts", "pool t/o", "calls that gave up waiting for a connection (hops with a pool)", Count, Lower, H, "no value";
+    PoolQueueFull: "pool_queue_full", "pool queue full", "pool full", "calls refused because the pool's wait queue was full (hops with a pool)", Count, Lower, H, "no value";
     Executions: "executions", "executions", "exec", "side effects executed", Count, Neither, H, "no value";
     CompletionTimeS: "completion_time_s", "completion (s)", "done s", "time of the last terminal state", Seconds, Lower, G, "no value";
     WastedWorkS: "wasted_work_s", "wasted work (s)", "wasted s", "service time spent after the caller gave up", Seconds, Lower, GH, "no value";

@@ -4,6 +4,7 @@
 pub mod after;
 pub mod catalogue;
 pub mod objective;
+pub mod pool;
 pub mod recovery;
 pub mod stats;
 pub mod summary;
@@ -66,6 +67,8 @@ pub struct HopCounters {
     pub dropped_expired: u64,
     /// Attempts refused by admission control (concurrency limit, token bucket, AIMD).
     pub rejected_by_limit: u64,
+    /// The connection pool of the hop's downstream calls, for hops with a `pool` (issue 15).
+    pub pool: Option<Box<pool::PoolCounters>>,
 }
 
 /// Counters of one tenant over a run.

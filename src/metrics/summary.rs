@@ -123,7 +123,7 @@ fn hop_row(record: &RunRecord, spec: &RunShape, h: usize, requests: u64) -> Metr
     let service_mean_s = ns_f64_to_secs(hop.service_mean_ns);
     let capacity = ratio(f64::from(hop.workers), service_mean_s);
     let after = after_trigger(&record.hop_series[h], spec, h, capacity);
-    vec![
+    let mut row: MetricRow = vec![
         (Metric::Attempts, Some(c.attempts as f64)),
         (Metric::FirstAttempts, Some(c.first_attempts as f64)),
         (Metric::Retries, Some(c.retries as f64)),
@@ -152,7 +152,11 @@ fn hop_row(record: &RunRecord, spec: &RunShape, h: usize, requests: u64) -> Metr
         (Metric::Shed, Some(c.shed as f64)),
         (Metric::DroppedExpired, Some(c.dropped_expired as f64)),
         (Metric::RejectedByLimit, Some(c.rejected_by_limit as f64)),
-    ]
+    ];
+    if let Some(pool) = &c.pool {
+        row.extend(super::pool::pool_rows(pool));
+    }
+    row
 }
 
 fn tenant_row(record: &RunRecord, spec: &RunShape, t: usize) -> MetricRow {

@@ -92,7 +92,8 @@ pub struct HopSpec {
     pub service: Dist,
     /// One-way network delay to reach the hop (the reply takes another draw).
     pub network: Dist,
-    /// Policy this hop uses to call the next hop (index into [`SimSpec::policies`]).
+    /// Policy this hop uses to call the next hop in a chain (index into [`SimSpec::policies`]);
+    /// `None` in a call graph, where [`HopSpec::calls`] names each edge's policy.
     pub downstream_policy: Option<usize>,
     /// Idempotency store, if any.
     pub idempotency: Option<IdempotencySpec>,
@@ -106,6 +107,13 @@ pub struct HopSpec {
     pub overload: OverloadSpec,
     /// Replicas behind a load balancer, each with the fields above (issue 15; default: one).
     pub replicas: super::replicas::ReplicaSpec,
+    // Call graphs and connection pools (issue 15, `model::graph`).
+    /// The downstream calls made while serving an attempt (a chain hop: one edge to the next hop).
+    pub calls: Vec<super::graph::Edge>,
+    /// Whether `calls` are made one after another or all at once.
+    pub calls_mode: super::graph::CallsMode,
+    /// The connection pool the downstream calls go through, if any.
+    pub pool: Option<super::graph::PoolSpec>,
 }
 
 /// Everything a run needs, validated: nothing here can fail at run time.

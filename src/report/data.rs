@@ -398,7 +398,7 @@ pub fn setup_of(spec: &SimSpec) -> Setup {
                     queue_limit: h.queue_limit,
                     service: dist_words(&h.service),
                     capacity_per_s: (service_s > 0.0).then(|| f64::from(h.workers) / service_s),
-                    downstream_policy: h.downstream_policy.map(policy_name),
+                    downstream_policy: calls_words(spec, h).or_else(|| h.downstream_policy.map(policy_name)),
                     idempotency_ttl_s: h.idempotency.as_ref().map(|i| ns_to_secs(i.ttl)),
                 }
             })
@@ -621,6 +621,37 @@ impl SweepData {
     /// The statistic of `metric` for variant `v` in `cell`, if the sweep holds it.
     pub fn stat(&self, cell: usize, v: usize, metric: Metric) -> Option<&Stat> {
         self.stats.get(&(cell, v, metric))
+    }
+}
+
+/// How a hop calls others, for the report's hop table, when a chain's policy name does not say it
+/// all: a call graph's calls by stage (`auth (p1), then db (p2) ∥ recs (p3, p 0.5, optional)`)
+/// and a pool. `None` for a chain hop without a pool (the table shows its policy).
+fn calls_words(spec: &SimSpec, h: &crate::model::HopSpec) -> Option<String> {
+    let pool = h.pool.map(|p| format!("pool of {}", p.size));
+    let calls = if h.downstream_policy.is_some() {
+        spec.policies[h.downstream_policy?].name.clone()
+    } else {
+        let mut text = String::new();
+        for (i, e) in h.calls.iter().enumerate() {
+            if i > 0 {
+                text.push_str(if e.stage == h.calls[i - 1].stage { " ∥ " } else { ", then " });
+            }
+            let mut notes = vec![spec.policies[e.policy].name.clone()];
+            if e.probability < 1.0 {
+                notes.push(format!("p {}", e.probability));
+            }
+            if !e.required {
+                notes.push("optional".into());
+            }
+            text.push_str(&format!("{} ({})", spec.hops[e.hop].name, notes.join(", ")));
+        }
+        text
+    };
+    match pool {
+        Some(pool) => Some(format!("{calls}; {pool}")),
+        None if h.downstream_policy.is_some() || h.calls.is_empty() => None,
+        None => Some(calls),
     }
 }
 

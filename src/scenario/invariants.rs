@@ -6,13 +6,13 @@ use super::checks::show;
 use crate::engine::Nanos;
 use crate::model::{FaultKind, RetryPolicy, SimSpec};
 
-/// The policies that call hop `h`: tenants' policies for hop 0, the previous hop's downstream
-/// policy otherwise.
+/// The policies that call hop `h`: tenants' policies for hop 0 (the entry point), the policies
+/// of the calls into `h` otherwise (in a chain, the previous hop's downstream policy).
 fn callers(spec: &SimSpec, h: usize) -> Vec<&RetryPolicy> {
     let mut indices: Vec<usize> = if h == 0 {
         spec.tenants.iter().map(|t| t.policy).collect()
     } else {
-        spec.hops[h - 1].downstream_policy.into_iter().collect()
+        edges_into(spec, h).map(|(_, p)| p).collect()
     };
     indices.sort_unstable();
     indices.dedup();
@@ -23,12 +23,25 @@ fn callers(spec: &SimSpec, h: usize) -> Vec<&RetryPolicy> {
 /// horizon plus every inner caller's down to `h` (an outer retry re-runs the inner calls with the
 /// same key). `None` when some caller's attempts are unbounded in time.
 fn end_to_end_horizon(spec: &SimSpec, h: usize) -> Option<Nanos> {
-    let mut total: Nanos = 0;
-    for hop in 0..=h {
-        let longest = callers(spec, hop).iter().map(|p| p.horizon_worst_case()).collect::<Option<Vec<_>>>()?;
-        total = total.saturating_add(longest.into_iter().max().unwrap_or(0));
+    let longest = callers(spec, h).iter().map(|p| p.horizon_worst_case()).collect::<Option<Vec<_>>>()?;
+    let own = longest.into_iter().max().unwrap_or(0);
+    // The longest path of callers above `h` (a chain: hops 0…h−1; a graph is acyclic).
+    let mut above: Nanos = 0;
+    let mut callers_seen: Vec<usize> = edges_into(spec, h).map(|(g, _)| g).collect();
+    callers_seen.sort_unstable();
+    callers_seen.dedup();
+    for g in callers_seen {
+        above = above.max(end_to_end_horizon(spec, g)?);
     }
-    Some(total)
+    Some(above.saturating_add(own))
+}
+
+/// (calling hop, policy) of every call into hop `h`.
+fn edges_into(spec: &SimSpec, h: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+    spec.hops
+        .iter()
+        .enumerate()
+        .flat_map(move |(g, hop)| hop.calls.iter().filter(move |e| e.hop == h).map(move |e| (g, e.policy)))
 }
 
 /// Warnings for `spec`, in a stable order.
@@ -58,8 +71,9 @@ pub fn warnings(spec: &SimSpec) -> Vec<String> {
                 }
             }
         }
-        if h > 0 {
-            inner_warnings(spec, h, &mut out);
+        let calling: Vec<usize> = edges_into(spec, h).map(|(g, _)| g).collect();
+        for g in calling {
+            inner_warnings(spec, g, h, &mut out);
         }
     }
     out
@@ -93,12 +107,12 @@ fn store_warnings(spec: &SimSpec, h: usize, ttl: Nanos, out: &mut Vec<String>) {
     }
 }
 
-/// Hop `h` (≥ 1) against its caller: strictly smaller horizons, and the caller waiting for each
+/// Hop `h` against its caller `g`: strictly smaller horizons, and the caller waiting for each
 /// attempt at least as long as the inner hop may retry.
-fn inner_warnings(spec: &SimSpec, h: usize, out: &mut Vec<String>) {
-    let (caller, hop) = (&spec.hops[h - 1].name, &spec.hops[h].name);
-    for outer in callers(spec, h - 1) {
-        for inner in callers(spec, h) {
+fn inner_warnings(spec: &SimSpec, g: usize, h: usize, out: &mut Vec<String>) {
+    let (caller, hop) = (&spec.hops[g].name, &spec.hops[h].name);
+    for outer in callers(spec, g) {
+        for inner in spec.hops[g].calls.iter().filter(|e| e.hop == h).map(|e| &spec.policies[e.policy]) {
             let Some(i) = inner.horizon_worst_case() else { continue };
             if let Some(o) = outer.horizon_worst_case().filter(|&o| i >= o) {
                 out.push(format!(

@@ -3,6 +3,7 @@
 mod checks;
 pub(crate) mod empirical;
 pub mod error;
+pub(crate) mod graph;
 pub(crate) mod import;
 pub(crate) mod invariants;
 pub(crate) mod locate;

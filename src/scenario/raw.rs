@@ -270,6 +270,11 @@ pub struct RawHop {
     pub balancer: Option<String>,
     pub health_check: Option<RawHealthCheck>,
     pub outlier_detection: Option<RawOutlierDetection>,
+    /// Call graph (issue 15, `scenario::graph`): the hop's downstream calls and how they run.
+    pub calls: Option<Vec<RawCall>>,
+    pub calls_mode: Option<String>,
+    /// The connection pool the hop's downstream calls go through.
+    pub pool: Option<RawPool>,
 }
 
 /// `health_check = { interval = "1s", unhealthy_threshold = 2, healthy_threshold = 1 }`.
@@ -289,6 +294,26 @@ pub struct RawOutlierDetection {
     pub base_ejection_time: Option<Dur>,
     pub max_ejection_time: Option<Dur>,
     pub max_ejection_percent: Option<f64>,
+}
+
+/// One edge of a call graph: `{ hop = "db", policy = "svc-db", probability = 1.0, required = true }`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCall {
+    pub hop: String,
+    pub policy: String,
+    pub probability: Option<f64>,
+    pub required: Option<bool>,
+    pub stage: Option<i64>,
+}
+
+/// `pool = { size = 20, acquire_timeout = "1s", queue_limit = 1000 }`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPool {
+    pub size: i64,
+    pub acquire_timeout: Option<Dur>,
+    pub queue_limit: Option<i64>,
 }
 
 /// `admission = { kind = "aimd", initial = 50, ... , reject = "429", retry_after = "1s" }`.

@@ -70,7 +70,10 @@ pub fn warnings(spec: &SimSpec) -> Vec<String> {
         })
     };
     let all_invalid = spec.tenants.iter().all(|t| t.invalid_fraction + t.poison_fraction >= 1.0);
-    if all_invalid || (0..spec.hops.len()).any(down_throughout) {
+    // Only a hop every request must pass through (required calls made with probability 1 from
+    // the entry point: every hop of a chain) stops all successes when it is down.
+    let must_pass = super::graph::always_called(spec);
+    if all_invalid || (0..spec.hops.len()).any(|h| must_pass[h] && down_throughout(h)) {
         out.push("nothing can succeed in this scenario (a hop fails for the whole run, or every request is invalid or poison)".to_string());
     }
     out

@@ -96,6 +96,7 @@ pub fn validate(raw: &RawScenario) -> V<(Meta, SimSpec, Vec<String>)> {
     let mut warnings = super::import::take_warnings();
     warnings.extend(super::invariants::warnings(&spec));
     warnings.extend(super::sanity::warnings(&spec));
+    warnings.extend(super::graph::warnings(&spec));
     Ok((Meta { seed, replications }, spec, warnings))
 }
 
@@ -381,18 +382,25 @@ fn hops(raw: &RawScenario, policy_names: &[&str], policies: &[RetryPolicy], tena
         let why = format!("`{}` is defined twice; hop names must be unique", raw.hop[i].name);
         return Err(Invalid::at(&format!("hop.{i}.name"), why));
     }
+    let graph = super::graph::edges(raw, policy_names)?;
     let mut out: Vec<HopSpec> = Vec::new();
     for (i, h) in raw.hop.iter().enumerate() {
-        let caller_deadline = if i == 0 {
+        let caller_deadline = if let Some(edges) = &graph {
+            super::graph::caller_deadline(edges, i, policies, tenants)
+        } else if i == 0 {
             tenants.iter().filter_map(|t| policies[t.policy].deadline).max()
         } else {
             out[i - 1].downstream_policy.and_then(|p| policies[p].deadline)
         };
-        out.push(hop(h, raw.hop.get(i + 1), policy_names, caller_deadline)?);
+        let next = if graph.is_some() { None } else { raw.hop.get(i + 1) };
+        out.push(hop(h, next, policy_names, caller_deadline)?);
     }
+    let chain = graph.is_none();
+    super::graph::attach(&mut out, &raw.hop, graph)?;
     // The last hop performs the side effect unless the file says which hops do; an explicit
     // `effect = false` everywhere is honoured (no hop then counts executions).
-    if !out.iter().any(|h| h.effect) && raw.hop.iter().all(|h| h.effect.is_none()) {
+    // A call graph has no "last hop": there the file marks its effect hops.
+    if chain && !out.iter().any(|h| h.effect) && raw.hop.iter().all(|h| h.effect.is_none()) {
         out.last_mut().expect("at least one hop").effect = true;
     }
     Ok(out)
@@ -483,6 +491,9 @@ fn hop(h: &RawHop, next: Option<&RawHop>, policy_names: &[&str], caller_deadline
         occ,
         overload,
         replicas,
+        calls: Vec::new(),
+        calls_mode: crate::model::CallsMode::Sequence,
+        pool: None,
     })
 }
 

@@ -8,9 +8,11 @@
 mod accounting;
 mod budgets;
 mod discipline;
+mod graph;
 mod history;
 mod hop_queue;
 mod occ;
+mod pool;
 mod replicas;
 mod scoped;
 mod server;
@@ -112,6 +114,10 @@ enum Event {
     Probe {
         hop: u16,
     },
+    /// A call waiting for a connection of hop `hop`'s pool reaches its acquire timeout.
+    PoolTimeout {
+        hop: u16,
+    },
 }
 
 struct Call {
@@ -158,6 +164,8 @@ struct Attempt {
     holds_key: bool,
     /// The replica serving it (index into `Simulation::hops`), set when it arrives.
     server: u32,
+    /// Progress of the hop's downstream calls for this job (`sim::graph`).
+    calls: graph::JobCalls,
 }
 
 /// One replica of a hop (a hop without `replicas` is one replica).
@@ -224,6 +232,8 @@ pub struct Simulation<'a> {
     hops: Vec<HopState>,
     /// Per hop: its balancer.
     lbs: Vec<replicas::Lb>,
+    /// Per hop: the connection pool of its downstream calls (unused without `pool`).
+    pools: Vec<pool::PoolState>,
     /// Per hop: where its replicas start in `record.replicas`.
     replica_record_start: Vec<usize>,
     /// Side-effect history per hop of the live requests (see [`history`]).
@@ -278,7 +288,11 @@ impl<'a> Simulation<'a> {
             .map(|(hop, h)| replicas::Lb::new(&h.replicas, bases[hop], seed, replication, hop))
             .collect();
         let record = RunRecord {
-            hops: vec![HopCounters::default(); spec.hops.len()],
+            hops: spec
+                .hops
+                .iter()
+                .map(|h| HopCounters { pool: h.pool.map(|_| Box::default()), ..HopCounters::default() })
+                .collect(),
             tenants: spec.tenants.iter().map(|_| TenantCounters::default()).collect(),
             hop_series: vec![vec![HopBucket::default(); buckets]; spec.hops.len()],
             tenant_series: vec![vec![TenantBucket::default(); buckets]; spec.tenants.len()],
@@ -306,6 +320,7 @@ impl<'a> Simulation<'a> {
             attempts: Slab::default(),
             hops: servers,
             lbs,
+            pools: spec.hops.iter().map(|_| pool::PoolState::default()).collect(),
             replica_record_start,
             history: history::EffectHistory::new(spec.hops.len()),
             waiters: HashMap::new(),
@@ -422,6 +437,7 @@ impl<'a> Simulation<'a> {
             Event::OccReadBack { attempt } => self.occ_send_write(attempt),
             Event::OccWrite { attempt } => self.occ_write(attempt),
             Event::Probe { hop } => self.on_probe(hop as usize),
+            Event::PoolTimeout { hop } => self.pool_timeout(hop as usize),
         }
     }
 
@@ -499,14 +515,25 @@ impl<'a> Simulation<'a> {
             return;
         }
         call.attempts_made += 1;
-        let retry = call.attempts_made > 1;
-        let (hop, tenant) = (call.hop as usize, call.tenant);
+        let tenant = call.tenant;
         if self.rejected_locally(call_handle) {
             self.record.tenants[tenant as usize].local_rejections += 1;
             self.caller_sees(call_handle, Reply::LocalReject);
             return;
         }
+        if self.call_is_pooled(call_handle) && !self.acquire_connection(call_handle) {
+            return;
+        }
+        self.send_attempt(call_handle);
+    }
+
+    /// Sends the call's next attempt (already counted in `attempts_made`): the attempt's network
+    /// delay and timeout. A pooled call comes here once it holds a connection.
+    fn send_attempt(&mut self, call_handle: Handle) {
+        let now = self.now;
+        let b = self.bucket();
         let call = self.calls.get(call_handle).expect("live");
+        let (hop, tenant, retry) = (call.hop as usize, call.tenant, call.attempts_made > 1);
         let policy = &self.spec.policies[call.policy as usize];
         let timeout_at =
             policy.attempt_timeout.map_or(call.deadline_at, |t| now.saturating_add(t).min(call.deadline_at));
@@ -528,6 +555,7 @@ impl<'a> Simulation<'a> {
             give_up_at: timeout_at,
             holds_key: false,
             server: 0,
+            calls: graph::JobCalls::default(),
         };
         self.count_attempt(hop, tenant as usize, retry, b);
         let handle = self.insert_attempt(attempt);
@@ -583,6 +611,7 @@ impl<'a> Simulation<'a> {
             counters.wasted_work_ns = counters.wasted_work_ns.saturating_add(a.service_ns);
             return;
         }
+        self.release_connection(a.call);
         self.caller_sees(a.call, a.reply);
     }
 
@@ -603,6 +632,7 @@ impl<'a> Simulation<'a> {
         if a.phase == Phase::Done {
             self.remove_attempt(handle);
         }
+        self.release_connection(call);
         self.caller_sees(call, Reply::Timeout);
     }
 
@@ -667,7 +697,7 @@ impl<'a> Simulation<'a> {
                 CallEnd::Rejected => Reply::Rejected,
                 CallEnd::Dlq(_) => Reply::Failed,
             };
-            self.finish_job(parent, reply);
+            self.call_ended(parent, call.hop as usize, reply);
             return;
         }
         self.end_request(&call, end);

@@ -144,9 +144,10 @@ impl Simulation<'_> {
             self.finish_job(handle, Reply::Failed);
             return;
         }
-        match self.spec.hops[hop].downstream_policy.filter(|_| hop + 1 < self.spec.hops.len()) {
-            Some(policy) => self.call_downstream(handle, hop + 1, policy),
-            None => self.finish_job(handle, Reply::Ok),
+        if self.spec.hops[hop].calls.is_empty() {
+            self.finish_job(handle, Reply::Ok);
+        } else {
+            self.start_calls(handle, hop);
         }
     }
 

@@ -1,0 +1,110 @@
+//! Connection pools (issue 15): a hop's downstream calls go through `size` connections. An
+//! attempt takes one before it is sent and holds it until its caller stops waiting for it (the
+//! reply arrives or the attempt times out); a call that finds none free waits in FIFO order, at
+//! most `queue_limit` of them, each at most `acquire_timeout`. A call refused by a full queue or
+//! whose wait times out fails that attempt as a transient failure, which its policy may retry.
+
+use super::{CallEnd, Event, Reply, Simulation};
+use crate::engine::{Handle, Nanos};
+use crate::metrics::pool::PoolCounters;
+use crate::metrics::DlqReason;
+use std::collections::VecDeque;
+
+/// A hop's pool at run time.
+#[derive(Default)]
+pub(super) struct PoolState {
+    /// Connections held by attempts.
+    in_use: u32,
+    /// Calls waiting for a connection, with the time they started waiting (FIFO).
+    waiting: VecDeque<(Handle, Nanos)>,
+}
+
+impl Simulation<'_> {
+    /// The calling hop whose pool the call `call` goes through, if that hop has a pool.
+    fn pool_hop(&self, call: Handle) -> Option<usize> {
+        let parent = self.calls.get(call).expect("live call").parent?;
+        let hop = self.attempts.get(parent).expect("a job is live while its calls are").hop as usize;
+        self.spec.hops[hop].pool.is_some().then_some(hop)
+    }
+
+    /// Whether the call's attempts need a connection of a pool.
+    pub(super) fn call_is_pooled(&self, call: Handle) -> bool {
+        self.pool_hop(call).is_some()
+    }
+
+    fn pool_counters(&mut self, hop: usize) -> &mut PoolCounters {
+        self.record.hops[hop].pool.as_deref_mut().expect("a pooled hop records its pool")
+    }
+
+    /// Takes a connection for the call's next attempt: true when one was free; otherwise the
+    /// call waits (and is sent by [`Simulation::release_connection`]) or fails at once.
+    pub(super) fn acquire_connection(&mut self, call: Handle) -> bool {
+        let hop = self.pool_hop(call).expect("pooled");
+        let spec = self.spec.hops[hop].pool.expect("pooled");
+        let now = self.now;
+        let state = &mut self.pools[hop];
+        if state.in_use < spec.size {
+            state.in_use += 1;
+            let c = self.pool_counters(hop);
+            c.acquired += 1;
+            c.wait_us.record(0).expect("auto-resizing histograms accept any u64");
+            return true;
+        }
+        if state.waiting.len() >= spec.queue_limit as usize {
+            self.pool_counters(hop).queue_full += 1;
+            self.caller_sees(call, Reply::Failed);
+            return false;
+        }
+        state.waiting.push_back((call, now));
+        let waiters = state.waiting.len() as u32;
+        let c = self.pool_counters(hop);
+        c.waiters_peak = c.waiters_peak.max(waiters);
+        if let Some(timeout) = spec.acquire_timeout {
+            self.queue.push(now.saturating_add(timeout), Event::PoolTimeout { hop: hop as u16 });
+        }
+        false
+    }
+
+    /// The caller stopped waiting for an attempt of `call`: if the call is pooled, its connection
+    /// goes to the call waiting longest, whose attempt is sent now (a waiter whose deadline passed
+    /// while it waited is dead-lettered and the next one served), or back to the pool.
+    pub(super) fn release_connection(&mut self, call: Handle) {
+        let Some(hop) = self.pool_hop(call) else { return };
+        let now = self.now;
+        loop {
+            let (seed, replication) = (self.seed, self.replication);
+            let state = &mut self.pools[hop];
+            let Some((next, since)) = state.waiting.pop_front() else {
+                state.in_use = state.in_use.checked_sub(1).unwrap_or_else(|| {
+                    panic!("hop {hop}: a connection was released with none in use (seed {seed}, replication {replication})")
+                });
+                return;
+            };
+            if now >= self.calls.get(next).expect("a waiting call is live").deadline_at {
+                self.end_call(next, CallEnd::Dlq(DlqReason::Deadline));
+                continue;
+            }
+            let c = self.pool_counters(hop);
+            c.acquired += 1;
+            c.wait_ns_sum += u128::from(now - since);
+            c.wait_us.record((now - since) / 1_000).expect("auto-resizing histograms accept any u64");
+            self.send_attempt(next);
+            return;
+        }
+    }
+
+    /// An acquire timeout of hop `hop`'s pool fired. Every waiter has the same timeout and the
+    /// queue is FIFO, so the waiter it belongs to, if still waiting, is at the front.
+    pub(super) fn pool_timeout(&mut self, hop: usize) {
+        let timeout = self.spec.hops[hop].pool.and_then(|p| p.acquire_timeout).expect("only pools with a timeout");
+        let now = self.now;
+        let state = &mut self.pools[hop];
+        let Some(&(call, since)) = state.waiting.front() else { return };
+        if since.saturating_add(timeout) > now {
+            return; // its waiter got a connection in time
+        }
+        state.waiting.pop_front();
+        self.pool_counters(hop).acquire_timeouts += 1;
+        self.caller_sees(call, Reply::Failed);
+    }
+}
