@@ -1,7 +1,7 @@
 //! Whole-model benchmarks: outage-herd at 10k, 100k and 1M clients (each next to the bare herd
 //! loop of `bare_herd/`, in the same group, so the ratio of the two comes from one run), M/M/1
-//! with a million customers, a three-hop chain with timeouts, and replications on one versus two
-//! threads.
+//! with a million customers, a three-hop chain with timeouts, replications on one versus two
+//! threads, and a 100-replica hop behind three balancers.
 //!
 //! Each benchmark simulates one replication with every metric on, exactly as `retrystorm run`
 //! does; throughput is in simulated events per second (criterion's "elem/s"). The event count is
@@ -192,6 +192,33 @@ fn chain(c: &mut Criterion) {
     group.finish();
 }
 
+/// A hop of 100 replicas (one worker each, Exp(1 ms)) behind each balancer at ρ = 0.8: 80,000
+/// Poisson requests/s for 12.5 s, about a million requests and four million events (issue 15's
+/// goal: ≥ 5M events/s).
+fn balanced(c: &mut Criterion) {
+    let mut group = c.benchmark_group("balanced");
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(10));
+    for balancer in ["round_robin", "power_of_two", "least_connections"] {
+        let set = format!("hop.server.balancer=\"{balancer}\"");
+        let scenario = bundled(
+            "scenarios/mmc.toml",
+            &[
+                "hop.server.replicas=100",
+                "hop.server.workers=1",
+                "tenant.customers.arrival.rate_per_s=80000.0",
+                "horizon=12.5s",
+                &set,
+            ],
+        );
+        bench_run(&mut group, BenchmarkId::new(balancer, 100), &scenario);
+    }
+    group.finish();
+}
+
 /// Four replications of the 100k herd on one and on two threads: the ratio of the two times is
 /// the parallel speed-up (replications are independent tasks; the goal is ≥ 1.8× on 2 cores).
 fn replications(c: &mut Criterion) {
@@ -217,7 +244,7 @@ fn replications(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, outage_herd, mm1, chain, replications);
+criterion_group!(benches, outage_herd, mm1, chain, replications, balanced);
 criterion_group! {
     name = cpu;
     config = Criterion::default().with_measurement(cpu_time::ThreadCpu);

@@ -58,6 +58,9 @@ fn expected_charts(dir: &Path) -> Vec<&'static str> {
     if first["hops"].as_array().expect("hops").len() > 1 {
         stems.push("hop_metrics");
     }
+    if dir.join("replicas.csv").is_file() {
+        stems.push("replicas");
+    }
     stems
 }
 

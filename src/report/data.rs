@@ -62,6 +62,8 @@ pub struct VariantData {
     pub hop_series: Vec<MeanSeries>,
     /// Mean series per tenant (only the active buckets).
     pub tenant_series: Vec<MeanSeries>,
+    /// Mean series per replica of the balanced hops (`replicas.csv`; empty without them).
+    pub replica_series: Vec<crate::runner::ReplicaSeries>,
     /// Retry-delay histogram at hop 0 (all replications pooled).
     pub delays: Vec<DelayBin>,
     /// Latency of succeeded requests: (microseconds, count), all replications pooled.
@@ -150,6 +152,9 @@ pub struct HopInfo {
     pub downstream_policy: Option<String>,
     /// Idempotency-key time to live, seconds.
     pub idempotency_ttl_s: Option<f64>,
+    /// Replicas and balancer in words, for hops with more than one replica (issue 15).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<String>,
 }
 
 /// A retry policy, described.
@@ -370,6 +375,26 @@ fn fault_summary(kind: &FaultKind) -> String {
     }
 }
 
+/// "3 replicas behind least_connections, health checks every 1 s, outlier ejection after 5
+/// errors" (None for a hop with one replica).
+fn replica_words(r: &crate::model::ReplicaSpec) -> Option<String> {
+    if r.count == 1 {
+        return None;
+    }
+    let mut words = format!("{} replicas behind {}", r.count, r.balancer.name());
+    if let Some(c) = r.health_check {
+        words.push_str(&format!(", health checks every {}", duration_words(c.interval)));
+    }
+    if let Some(o) = r.outlier {
+        words.push_str(&format!(
+            ", outlier ejection after {} errors ({} × ejections)",
+            o.consecutive_errors,
+            duration_words(o.base_ejection_time)
+        ));
+    }
+    Some(words)
+}
+
 /// Describes a simulated configuration for `scenario.json`.
 pub fn setup_of(spec: &SimSpec) -> Setup {
     let policy_name = |i: usize| spec.policies[i].name.clone();
@@ -392,14 +417,16 @@ pub fn setup_of(spec: &SimSpec) -> Setup {
             .iter()
             .map(|h| {
                 let service_s = ns_f64_to_secs(h.service.mean_ns(h.workers));
+                let workers = h.workers * h.replicas.count;
                 HopInfo {
                     name: h.name.clone(),
                     workers: h.workers,
                     queue_limit: h.queue_limit,
                     service: dist_words(&h.service),
-                    capacity_per_s: (service_s > 0.0).then(|| f64::from(h.workers) / service_s),
+                    capacity_per_s: (service_s > 0.0).then(|| f64::from(workers) / service_s),
                     downstream_policy: calls_words(spec, h).or_else(|| h.downstream_policy.map(policy_name)),
                     idempotency_ttl_s: h.idempotency.as_ref().map(|i| ns_to_secs(i.ttl)),
+                    replicas: replica_words(&h.replicas),
                 }
             })
             .collect(),
@@ -412,7 +439,10 @@ pub fn setup_of(spec: &SimSpec) -> Setup {
                 kind: f.kind.name().to_string(),
                 from_s: ns_to_secs(f.from),
                 to_s: ns_to_secs(f.to),
-                summary: fault_summary(&f.kind),
+                summary: match f.replica {
+                    None => fault_summary(&f.kind),
+                    Some(r) => format!("{} on replica {r}", fault_summary(&f.kind)),
+                },
             })
             .collect(),
         spikes: spikes_of(spec),

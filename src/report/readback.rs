@@ -10,7 +10,7 @@ use super::data::{SweepAxis, SweepData};
 use super::summary::{Scoped, Summary};
 use crate::metrics::catalogue::Metric;
 use crate::metrics::stats::Stat;
-use crate::runner::{MeanSeries, SERIES_COLUMNS};
+use crate::runner::{MeanSeries, ReplicaSeries, REPLICA_COLUMNS, SERIES_COLUMNS};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -55,6 +55,8 @@ pub fn read_run(dir: &Path) -> Result<ReportData, ReadError> {
     let series = read_series(&dir.join("timeseries.csv"))?;
     let delays = read_delays(&dir.join("delays.csv"))?;
     let latency = read_latency(&dir.join("latency.csv"))?;
+    let balanced = summary.variants.iter().any(|v| !v.replicas.is_empty());
+    let replica_rows = if balanced { read_replicas(&dir.join("replicas.csv"))? } else { Vec::new() };
     if summary.variants.is_empty() {
         return Err(fail(&summary_path, "no variants"));
     }
@@ -79,7 +81,20 @@ pub fn read_run(dir: &Path) -> Result<ReportData, ReadError> {
         let hop_series = pick("hop", setup.hops.iter().map(|h| h.name.clone()).collect());
         let tenant_series = pick("tenant", setup.tenants.iter().map(|t| t.name.clone()).collect());
         let scoped = |rows: Vec<Scoped>| rows.into_iter().map(|s| (s.name, s.metrics)).collect();
+        let replica_series = v
+            .replicas
+            .iter()
+            .map(|r| ReplicaSeries {
+                name: r.name.clone(),
+                rows: replica_rows
+                    .iter()
+                    .find(|s| s.0 == name && s.1 == r.name)
+                    .map(|s| s.2.clone())
+                    .unwrap_or_default(),
+            })
+            .collect();
         variants.push(VariantData {
+            replica_series,
             metrics: v.metrics,
             hops: scoped(v.hops),
             tenants: scoped(v.tenants),
@@ -218,6 +233,26 @@ fn read_series(path: &Path) -> Result<Vec<SeriesKey>, ReadError> {
         match out.last_mut() {
             Some(last) if (last.0.as_str(), last.1.as_str(), last.2.as_str()) == key => last.3.push(row),
             _ => out.push((key.0.to_string(), key.1.to_string(), key.2.to_string(), vec![row])),
+        }
+    }
+    Ok(out)
+}
+
+type ReplicaRows = (String, String, Vec<[f64; REPLICA_COLUMNS.len()]>);
+
+/// `replicas.csv` → (variant, replica, rows) in file order.
+fn read_replicas(path: &Path) -> Result<Vec<ReplicaRows>, ReadError> {
+    let mut reader = csv_reader(path)?;
+    let mut out: Vec<ReplicaRows> = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| csv_error(path, e))?;
+        let mut row = [0.0; REPLICA_COLUMNS.len()];
+        for (c, x) in row.iter_mut().enumerate() {
+            *x = number_field(path, &record, 3 + c, 0.0)?;
+        }
+        match out.last_mut() {
+            Some(last) if (last.0.as_str(), last.1.as_str()) == (&record[0], &record[1]) => last.2.push(row),
+            _ => out.push((record[0].to_string(), record[1].to_string(), vec![row])),
         }
     }
     Ok(out)

@@ -45,8 +45,14 @@ fn client_bytes(spec: &SimSpec) -> u64 {
 fn record_bytes(spec: &SimSpec) -> u64 {
     let buckets = spec.bucket_count() as u64;
     let per_bucket = spec.hops.len() as u64 * size_of::<HopBucket>() as u64
-        + spec.tenants.len() as u64 * size_of::<TenantBucket>() as u64;
+        + spec.tenants.len() as u64 * size_of::<TenantBucket>() as u64
+        + balanced_replicas(spec) * size_of::<crate::metrics::ReplicaBucket>() as u64;
     buckets.saturating_mul(per_bucket) + (RETRY_DELAY_RETRIES * RETRY_DELAY_SAMPLES_MAX * 8) as u64
+}
+
+/// Replicas of the hops with more than one (each has its own series, issue 15).
+fn balanced_replicas(spec: &SimSpec) -> u64 {
+    spec.hops.iter().map(|h| h.replicas.count).filter(|&n| n > 1).map(u64::from).sum()
 }
 
 /// Requests one replication issues (an upper bound for open loops: the highest rate throughout).
@@ -97,7 +103,8 @@ pub fn estimate_run(scenario: &Scenario, variants: &[crate::scenario::Variant], 
     let record = variants.iter().map(|v| record_bytes(&v.spec)).max().unwrap_or(0);
     let chart = chart_bytes(&scenario.base, variants.len());
     // Aggregated mean series (8 f64 per bucket and scope) and their timeseries.csv rows.
-    let scopes = (scenario.base.hops.len() + scenario.base.tenants.len()) as u64;
+    let replicas = variants.iter().map(|v| balanced_replicas(&v.spec)).max().unwrap_or(0);
+    let scopes = (scenario.base.hops.len() + scenario.base.tenants.len()) as u64 + replicas;
     let output =
         (variants.len() as u64).saturating_mul(scenario.base.bucket_count() as u64).saturating_mul(scopes * 160);
     let events: f64 = variants.iter().map(|v| events(&v.spec)).sum::<f64>() * f64::from(scenario.replications);

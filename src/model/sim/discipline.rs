@@ -1,6 +1,6 @@
 //! Overload control at a hop (issue 16): admission before the queue, shedding and priority when
 //! queueing, expiry drops when dequeuing, and the adaptive limit's samples. The state lives in
-//! [`OverloadState`], one per hop today and one per replica once hops have replicas (issue 15).
+//! [`OverloadState`], one per replica (a hop without `replicas` is one replica).
 //!
 //! Fast path: a hop whose [`crate::model::OverloadSpec`] is the default (FIFO, no shedding, no
 //! admission) never calls [`Simulation::admit`] or [`Simulation::admission_sample`] (one
