@@ -1,19 +1,23 @@
 //! The retry-storm model: tenants and clients, hops, faults, retry policies and one run.
 
 pub mod arrivals;
+pub mod autoscale;
 pub mod budget;
 pub mod dist;
 pub mod empirical;
 pub mod fault;
+pub mod load_latency;
 pub mod overload;
 pub mod policy;
 pub mod sim;
 pub mod spec;
 pub mod trace;
 
+pub use autoscale::{AutoscaleSpec, ScaleMetric};
 pub use budget::{BreakerSpec, BudgetKind, BudgetSpec, Scope};
 pub use dist::Dist;
 pub use fault::{Fault, FaultKind};
+pub use load_latency::LoadLatency;
 pub use overload::{Admission, Discipline, OverloadSpec, RejectReply};
 pub use policy::{DeadlineMode, Jitter, JitterState, RetryAfterMode, RetryOn, RetryPolicy};
 pub use spec::{Arrival, HopSpec, IdempotencySpec, InProgress, SimSpec, TenantSpec};

@@ -12,6 +12,7 @@ pub(crate) mod policies;
 pub mod presets;
 pub(crate) mod raw;
 pub(crate) mod sanity;
+mod scaling;
 pub(crate) mod trace;
 pub(crate) mod validate;
 

@@ -265,6 +265,8 @@ pub struct RawHop {
     pub shed_retries_queue_length: Option<i64>,
     pub retry_priority: Option<bool>,
     pub admission: Option<RawAdmission>,
+    pub load_latency: Option<super::scaling::RawLoadLatency>,
+    pub autoscale: Option<super::scaling::RawAutoscale>,
 }
 
 /// `admission = { kind = "aimd", initial = 50, ... , reject = "429", retry_after = "1s" }`.

@@ -464,6 +464,21 @@ fn hop(h: &RawHop, next: Option<&RawHop>, policy_names: &[&str], caller_deadline
         let why = "is a `kind = \"occ\"` register, which has no queue or admission; remove discipline, shed_*, retry_priority and admission";
         return Err(Invalid::at(&format!("hop.{}", h.name), why));
     }
+    if occ && (h.load_latency.is_some() || h.autoscale.is_some()) {
+        let why =
+            "is a `kind = \"occ\"` register, which has no workers or service time; remove load_latency and autoscale";
+        return Err(Invalid::at(&format!("hop.{}", h.name), why));
+    }
+    let load_latency = h
+        .load_latency
+        .as_ref()
+        .map(|l| super::scaling::load_latency(l, &|f: &str| at(&format!("load_latency.{f}"))))
+        .transpose()?;
+    let autoscale = h
+        .autoscale
+        .as_ref()
+        .map(|a| super::scaling::autoscale(a, workers, &|f: &str| at(&format!("autoscale.{f}"))))
+        .transpose()?;
     let fair = match h.scheduling.as_deref() {
         None | Some("fifo") => false,
         Some("fair") => true,
@@ -481,6 +496,8 @@ fn hop(h: &RawHop, next: Option<&RawHop>, policy_names: &[&str], caller_deadline
         fair,
         occ,
         overload,
+        load_latency,
+        autoscale,
     })
 }
 

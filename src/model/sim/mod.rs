@@ -6,6 +6,7 @@
 //! the hop keeps working on attempts whose caller gave up (wasted work, duplicates).
 
 mod accounting;
+mod autoscale;
 mod budgets;
 mod discipline;
 mod history;
@@ -106,6 +107,15 @@ enum Event {
     OccWrite {
         attempt: Handle,
     },
+    /// Autoscaling: the controller of a hop decides (`sim::autoscale`).
+    AutoscaleTick {
+        hop: u16,
+    },
+    /// Autoscaling: launched units of a hop start serving.
+    CapacityReady {
+        hop: u16,
+        units: u32,
+    },
 }
 
 struct Call {
@@ -160,6 +170,10 @@ struct HopState {
     overload: OverloadState,
     /// OCC register version.
     version: u64,
+    /// Workers serving (the spec's, moved by autoscaling; a `capacity` fault overrides it).
+    workers: u32,
+    /// The autoscaling controller, for hops with `autoscale`.
+    scaler: Option<Box<autoscale::Scaler>>,
 }
 
 /// Side-effect history of one request at one effect hop, and its idempotency key.
@@ -227,6 +241,8 @@ pub struct Simulation<'a> {
     poisson_steps: Vec<Option<Vec<(Nanos, f64)>>>,
     /// Replay positions of trace tenants (None for the others).
     traces: Vec<Option<TraceCursor>>,
+    /// Hops with an autoscaling controller (empty: no autoscaling work per event).
+    scaled_hops: Vec<u16>,
 }
 
 /// Runs replication `replication` of `spec` under master seed `seed`.
@@ -272,6 +288,7 @@ impl<'a> Simulation<'a> {
                 .map(|h| HopState {
                     queue: HopQueue::new(h.fair, spec.tenants.len(), h.overload.retry_priority, h.overload.discipline),
                     overload: OverloadState::new(&h.overload),
+                    workers: h.workers,
                     ..HopState::default()
                 })
                 .collect(),
@@ -296,6 +313,7 @@ impl<'a> Simulation<'a> {
                     _ => None,
                 })
                 .collect(),
+            scaled_hops: Vec::new(),
         }
     }
 
@@ -303,6 +321,7 @@ impl<'a> Simulation<'a> {
     pub fn run_to_end(&mut self) {
         let firsts = first_requests(&self.spec.tenants, &mut self.rngs.arrivals);
         self.schedule_poisson_starts();
+        self.start_autoscaling();
         let mut cursor = 0;
         loop {
             let arrival_at = firsts.get(cursor).map(|f| f.0).filter(|&t| t < self.spec.horizon);
@@ -358,6 +377,9 @@ impl<'a> Simulation<'a> {
 
     fn advance_to(&mut self, t: Nanos) {
         assert!(t >= self.now, "time went backwards: {t} < {}", self.now);
+        if !self.scaled_hops.is_empty() {
+            self.accumulate_scalers(t);
+        }
         self.now = t;
     }
 
@@ -388,6 +410,8 @@ impl<'a> Simulation<'a> {
             Event::AttemptTimeout { attempt } => self.on_timeout(attempt),
             Event::OccReadBack { attempt } => self.occ_send_write(attempt),
             Event::OccWrite { attempt } => self.occ_write(attempt),
+            Event::AutoscaleTick { hop } => self.on_autoscale_tick(hop),
+            Event::CapacityReady { hop, units } => self.on_capacity_ready(hop, units),
         }
     }
 
