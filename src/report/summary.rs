@@ -263,11 +263,13 @@ pub fn summary_csv(study: &Study) -> Vec<u8> {
 
 /// Index past the last bucket with any activity in any variant (so files stay short).
 pub fn active_buckets(study: &Study) -> usize {
-    // The capacity level (`workers`) is never 0, so it does not count as activity.
-    let active = |r: &[f64; SERIES_COLUMNS.len()]| {
-        r.iter().enumerate().any(|(c, &x)| x != 0.0 && c != crate::runner::WORKERS_COLUMN)
+    // The capacity level (`workers`) is never 0: it counts as activity only where it changes.
+    let w = crate::runner::WORKERS_COLUMN;
+    let active = |s: &MeanSeries, i: usize| {
+        let r = &s.rows[i];
+        r.iter().enumerate().any(|(c, &x)| x != 0.0 && c != w) || (i > 0 && r[w] != s.rows[i - 1][w])
     };
-    let last = |s: &MeanSeries| s.rows.iter().rposition(active).map_or(0, |i| i + 1);
+    let last = |s: &MeanSeries| (0..s.rows.len()).rposition(|i| active(s, i)).map_or(0, |i| i + 1);
     study.variants.iter().flat_map(|v| v.hop_series.iter().chain(&v.tenant_series)).map(last).max().unwrap_or(0)
 }
 

@@ -2,37 +2,11 @@
 
 use super::checks::{count, finite_at_least, positive, unknown, V};
 use super::error::Invalid;
-use super::raw::Dur;
+use super::raw::{RawAutoscale, RawLoadLatency};
 use crate::engine::NS_PER_S;
 use crate::model::autoscale::SCALE_METRICS;
 use crate::model::load_latency::LOAD_LATENCY_KINDS;
 use crate::model::{AutoscaleSpec, LoadLatency, ScaleMetric};
-use serde::Deserialize;
-
-/// `load_latency = { kind = "exponential", rate = 4 }`.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawLoadLatency {
-    pub kind: String,
-    pub slope: Option<f64>,
-    pub coefficient: Option<f64>,
-    pub exponent: Option<f64>,
-    pub rate: Option<f64>,
-}
-
-/// `autoscale = { target = 0.6, max = 10, … }` or `[hop.autoscale]`.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawAutoscale {
-    pub metric: Option<String>,
-    pub target: Option<f64>,
-    pub evaluation_period: Option<Dur>,
-    pub scale_up_delay: Option<Dur>,
-    pub scale_down_cooldown: Option<Dur>,
-    pub min: Option<i64>,
-    pub max: Option<i64>,
-    pub step: Option<i64>,
-}
 
 /// Largest multiplier parameter: beyond it every service time saturates the clock.
 const FACTOR_MAX: f64 = 1e6;
