@@ -112,6 +112,16 @@ impl Simulation<'_> {
             let workers = scaler.workers();
             self.set_workers(h, workers);
         }
+        let s = self.hops[h].scaler.as_ref().expect("scaled");
+        let (seed, replication) = (self.seed, self.replication);
+        assert!(
+            s.online + s.pending <= s.spec.max_units && s.online >= s.spec.min_units,
+            "hop {h}: {} online + {} provisioning units outside [{}, {}] (seed {seed}, replication {replication})",
+            s.online,
+            s.pending,
+            s.spec.min_units,
+            s.spec.max_units
+        );
         // Keep deciding while traffic may come or work is left; an idle, drained run ends.
         if now < self.spec.horizon || !self.queue.is_empty() {
             self.queue.push(now.saturating_add(period), Event::AutoscaleTick { hop });
