@@ -61,7 +61,26 @@ fn expected_charts(dir: &Path) -> Vec<&'static str> {
     if dir.join("replicas.csv").is_file() {
         stems.push("replicas");
     }
+    if workers_change(dir) {
+        stems.push("capacity");
+    }
     stems
+}
+
+/// Whether some hop's `workers` column of timeseries.csv takes more than one value (autoscaling).
+fn workers_change(dir: &Path) -> bool {
+    let text = std::fs::read_to_string(dir.join("timeseries.csv")).expect("timeseries.csv");
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().expect("header").split(',').collect();
+    let col = header.iter().position(|c| *c == "workers").expect("a workers column");
+    let mut seen: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
+    for line in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        if f[1] == "hop" {
+            seen.entry(f[2].to_string()).or_default().insert(f[col].to_string());
+        }
+    }
+    seen.values().any(|values| values.len() > 1)
 }
 
 /// Checks the SVG is well formed (balanced tags under one `<svg>` root) and returns its size

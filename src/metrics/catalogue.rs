@@ -211,6 +211,10 @@ catalogue! {
     PoolWaitersPeak: "pool_waiters_peak", "peak pool waiters", "pool waiters", "most calls waiting for a connection at once (hops with a pool)", Count, Lower, H, "no value";
     PoolAcquireTimeouts: "pool_acquire_timeouts", "pool acquire timeouts", "pool t/o", "calls that gave up waiting for a connection (hops with a pool)", Count, Lower, H, "no value";
     PoolQueueFull: "pool_queue_full", "pool queue full", "pool full", "calls refused because the pool's wait queue was full (hops with a pool)", Count, Lower, H, "no value";
+    WorkersPeak: "workers_peak", "peak workers", "workers", "most workers serving at once (autoscaling)", Count, Neither, H, "no value";
+    WorkerSeconds: "worker_seconds", "worker-seconds", "worker·s", "workers integrated over the traffic window (the capacity's cost)", Count, Lower, H, "no value";
+    ScaleUps: "scale_ups", "scale-ups", "ups", "launched capacity units that came online", Count, Neither, H, "no value";
+    ScaleUpAfterTriggerS: "scale_up_after_trigger_s", "first scale-up after trigger (s)", "up s", "time from the trigger's start until added capacity served", Seconds, Lower, H, "no scale-up after a trigger";
     Executions: "executions", "executions", "exec", "side effects executed", Count, Neither, H, "no value";
     CompletionTimeS: "completion_time_s", "completion (s)", "done s", "time of the last terminal state", Seconds, Lower, G, "no value";
     WastedWorkS: "wasted_work_s", "wasted work (s)", "wasted s", "service time spent after the caller gave up", Seconds, Lower, GH, "no value";

@@ -69,6 +69,15 @@ pub struct HopCounters {
     pub rejected_by_limit: u64,
     /// The connection pool of the hop's downstream calls, for hops with a `pool` (issue 15).
     pub pool: Option<Box<pool::PoolCounters>>,
+    // Autoscaling (issue 15).
+    /// Most workers the hop had (its `workers` without autoscaling).
+    pub workers_peak: u32,
+    /// Workers integrated over [0, horizon] (worker-nanoseconds: the capacity's cost).
+    pub worker_ns: u128,
+    /// Scale-ups: launched units that came online.
+    pub scale_ups: u64,
+    /// From the first trigger's start to the first launched units serving at or after it.
+    pub scale_up_after_trigger_ns: Option<u64>,
 }
 
 /// Counters of one tenant over a run.
@@ -167,6 +176,8 @@ pub struct HopBucket {
     pub retries_scheduled: u32,
     /// Backoff timers to this hop that fired in the bucket (retry sent, or ended locally).
     pub retries_fired: u32,
+    /// Workers serving at the bucket's end (autoscaling; constant otherwise; faults not applied).
+    pub workers: u32,
 }
 
 /// One time-series bucket of a tenant.

@@ -152,6 +152,10 @@ fn hop_row(record: &RunRecord, spec: &RunShape, h: usize, requests: u64) -> Metr
         (Metric::Shed, Some(c.shed as f64)),
         (Metric::DroppedExpired, Some(c.dropped_expired as f64)),
         (Metric::RejectedByLimit, Some(c.rejected_by_limit as f64)),
+        (Metric::WorkersPeak, Some(f64::from(c.workers_peak))),
+        (Metric::WorkerSeconds, Some(ns_f64_to_secs(c.worker_ns as f64))),
+        (Metric::ScaleUps, Some(c.scale_ups as f64)),
+        (Metric::ScaleUpAfterTriggerS, c.scale_up_after_trigger_ns.map(ns_to_secs)),
     ];
     if let Some(pool) = &c.pool {
         row.extend(super::pool::pool_rows(pool));

@@ -1,11 +1,13 @@
 //! The retry-storm model: tenants and clients, hops, faults, retry policies and one run.
 
 pub mod arrivals;
+pub mod autoscale;
 pub mod budget;
 pub mod dist;
 pub mod empirical;
 pub mod fault;
 pub mod graph;
+pub mod load_latency;
 pub mod overload;
 pub mod policy;
 pub mod replicas;
@@ -13,10 +15,12 @@ pub mod sim;
 pub mod spec;
 pub mod trace;
 
+pub use autoscale::{AutoscaleSpec, ScaleMetric};
 pub use budget::{BreakerSpec, BudgetKind, BudgetSpec, Scope};
 pub use dist::Dist;
 pub use fault::{Fault, FaultKind};
 pub use graph::{CallsMode, Edge, PoolSpec};
+pub use load_latency::LoadLatency;
 pub use overload::{Admission, Discipline, OverloadSpec, RejectReply};
 pub use policy::{DeadlineMode, Jitter, JitterState, RetryAfterMode, RetryOn, RetryPolicy};
 pub use replicas::{Balancer, HealthCheck, OutlierDetection, ReplicaSpec, BALANCERS};

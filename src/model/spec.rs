@@ -114,6 +114,10 @@ pub struct HopSpec {
     pub calls_mode: super::graph::CallsMode,
     /// The connection pool the downstream calls go through, if any.
     pub pool: Option<super::graph::PoolSpec>,
+    /// Service time × a function of utilisation (issue 15; `model::load_latency`).
+    pub load_latency: Option<super::load_latency::LoadLatency>,
+    /// Target-tracking autoscaling of `workers` (issue 15; `model::autoscale`).
+    pub autoscale: Option<super::autoscale::AutoscaleSpec>,
 }
 
 /// Everything a run needs, validated: nothing here can fail at run time.
@@ -222,10 +226,16 @@ impl SimSpec {
             hops: self
                 .hops
                 .iter()
-                .map(|h| HopShape {
-                    workers: h.workers * h.replicas.count,
-                    service_mean_ns: h.service.mean_ns(h.workers),
-                    service_mean_alone_ns: h.service.mean_ns(1),
+                .map(|h| {
+                    // Load-dependent latency: the mean with every worker busy (u = 1) sets the
+                    // capacity; a lone request (u = 1/workers) sets the recovery baseline's floor.
+                    let (full, alone) =
+                        h.load_latency.map_or((1.0, 1.0), |l| (l.factor(1.0), l.factor_at(1, h.workers)));
+                    HopShape {
+                        workers: h.workers * h.replicas.count,
+                        service_mean_ns: h.service.mean_ns(h.workers) * full,
+                        service_mean_alone_ns: h.service.mean_ns(1) * alone,
+                    }
                 })
                 .collect(),
             tenants: self.tenants.len(),

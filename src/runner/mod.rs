@@ -56,13 +56,17 @@ pub struct ReplicaSeries {
 /// (so its mean is the share of replications in which it was).
 pub const REPLICA_COLUMNS: [&str; 5] = ["attempts", "successes", "failures", "in_flight_max", "out_of_rotation"];
 
+/// Index of `workers` in [`SERIES_COLUMNS`]: the hop's workers at the bucket's end (moved by
+/// autoscaling; 0 in tenant rows).
+pub const WORKERS_COLUMN: usize = 12;
+
 /// Columns of the hop time series (tenant series fill the ones that apply, others are 0).
 ///
 /// `goodput_per_s` is successes per second (success replies of a hop; requests that succeeded,
 /// for a tenant). `backlog` (hops only) is the number of attempts inside the hop (queued, in
 /// service or waiting on downstream calls) at the bucket's end, and `retries_pending` (hops only)
 /// the retries to the hop waiting on a backoff timer at the bucket's end.
-pub const SERIES_COLUMNS: [&str; 12] = [
+pub const SERIES_COLUMNS: [&str; 13] = [
     "attempts",
     "first_attempts",
     "retries",
@@ -75,6 +79,7 @@ pub const SERIES_COLUMNS: [&str; 12] = [
     "backlog",
     "retries_pending",
     "admission_limit",
+    "workers",
 ];
 
 /// The results of one variant.
@@ -351,6 +356,7 @@ fn hop_columns(series: &[HopBucket], bucket_s: f64) -> Vec<[f64; SERIES_WIDTH]> 
                 backlog[i + 1] as f64,
                 pending[i + 1] as f64,
                 f64::from(b.admission_limit),
+                f64::from(b.workers),
             ]
         })
         .collect()
@@ -370,6 +376,7 @@ fn tenant_columns(series: &[TenantBucket], bucket_s: f64) -> Vec<[f64; SERIES_WI
                 f64::from(b.in_flight),
                 0.0,
                 f64::from(b.successes) / bucket_s,
+                0.0,
                 0.0,
                 0.0,
                 0.0,

@@ -14,6 +14,7 @@ pub mod presets;
 pub(crate) mod raw;
 mod replicas;
 pub(crate) mod sanity;
+mod scaling;
 pub(crate) mod trace;
 pub(crate) mod validate;
 

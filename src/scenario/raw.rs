@@ -275,6 +275,8 @@ pub struct RawHop {
     pub calls_mode: Option<String>,
     /// The connection pool the hop's downstream calls go through.
     pub pool: Option<RawPool>,
+    pub load_latency: Option<RawLoadLatency>,
+    pub autoscale: Option<RawAutoscale>,
 }
 
 /// `health_check = { interval = "1s", unhealthy_threshold = 2, healthy_threshold = 1 }`.
@@ -335,6 +337,31 @@ pub struct RawAdmission {
     pub long_window: Option<i64>,
     pub reject: Option<String>,
     pub retry_after: Option<Dur>,
+}
+
+/// `load_latency = { kind = "exponential", rate = 4 }`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLoadLatency {
+    pub kind: String,
+    pub slope: Option<f64>,
+    pub coefficient: Option<f64>,
+    pub exponent: Option<f64>,
+    pub rate: Option<f64>,
+}
+
+/// `autoscale = { target = 0.6, max = 10, … }` or `[hop.autoscale]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAutoscale {
+    pub metric: Option<String>,
+    pub target: Option<f64>,
+    pub evaluation_period: Option<Dur>,
+    pub scale_up_delay: Option<Dur>,
+    pub scale_down_cooldown: Option<Dur>,
+    pub min: Option<i64>,
+    pub max: Option<i64>,
+    pub step: Option<i64>,
 }
 
 /// `[[fault]]`.

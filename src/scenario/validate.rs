@@ -472,12 +472,34 @@ fn hop(h: &RawHop, next: Option<&RawHop>, policy_names: &[&str], caller_deadline
         let why = "is a `kind = \"occ\"` register, which has no queue or admission; remove discipline, shed_*, retry_priority and admission";
         return Err(Invalid::at(&format!("hop.{}", h.name), why));
     }
+    if occ && (h.load_latency.is_some() || h.autoscale.is_some()) {
+        let why =
+            "is a `kind = \"occ\"` register, which has no workers or service time; remove load_latency and autoscale";
+        return Err(Invalid::at(&format!("hop.{}", h.name), why));
+    }
+    let load_latency = h
+        .load_latency
+        .as_ref()
+        .map(|l| super::scaling::load_latency(l, &|f: &str| at(&format!("load_latency.{f}"))))
+        .transpose()?;
+    let autoscale = h
+        .autoscale
+        .as_ref()
+        .map(|a| super::scaling::autoscale(a, workers, &|f: &str| at(&format!("autoscale.{f}"))))
+        .transpose()?;
     let fair = match h.scheduling.as_deref() {
         None | Some("fifo") => false,
         Some("fair") => true,
         Some(other) => return Err(unknown(&at("scheduling"), "scheduling", other, &["fifo", "fair"])),
     };
     let replicas = super::replicas::replicas(h, workers, occ, &at)?;
+    if autoscale.is_some() && replicas.count > 1 {
+        let why = format!(
+            "scales the hop's workers, but the hop has {} replicas; autoscaling scales one replica's workers: remove `replicas` or `autoscale`",
+            replicas.count
+        );
+        return Err(Invalid::at(&at("autoscale"), why));
+    }
     Ok(HopSpec {
         name: h.name.clone(),
         workers,
@@ -494,6 +516,8 @@ fn hop(h: &RawHop, next: Option<&RawHop>, policy_names: &[&str], caller_deadline
         calls: Vec::new(),
         calls_mode: crate::model::CallsMode::Sequence,
         pool: None,
+        load_latency,
+        autoscale,
     })
 }
 

@@ -6,6 +6,7 @@
 //! the hop keeps working on attempts whose caller gave up (wasted work, duplicates).
 
 mod accounting;
+mod autoscale;
 mod budgets;
 mod discipline;
 mod graph;
@@ -118,6 +119,15 @@ enum Event {
     PoolTimeout {
         hop: u16,
     },
+    /// Autoscaling: the controller of a hop decides (`sim::autoscale`).
+    AutoscaleTick {
+        hop: u16,
+    },
+    /// Autoscaling: launched units of a hop start serving.
+    CapacityReady {
+        hop: u16,
+        units: u32,
+    },
 }
 
 struct Call {
@@ -180,6 +190,10 @@ struct HopState {
     /// Its hop, and its index among the hop's replicas.
     hop: u16,
     replica: u32,
+    /// Workers serving (the spec's, moved by autoscaling; a `capacity` fault overrides it).
+    workers: u32,
+    /// The autoscaling controller, for hops with `autoscale`.
+    scaler: Option<Box<autoscale::Scaler>>,
 }
 
 /// Side-effect history of one request at one effect hop, and its idempotency key.
@@ -255,6 +269,8 @@ pub struct Simulation<'a> {
     poisson_steps: Vec<Option<Vec<(Nanos, f64)>>>,
     /// Replay positions of trace tenants (None for the others).
     traces: Vec<Option<TraceCursor>>,
+    /// Hops with an autoscaling controller (empty: no autoscaling work per event).
+    scaled_hops: Vec<u16>,
 }
 
 /// Runs replication `replication` of `spec` under master seed `seed`.
@@ -278,6 +294,7 @@ impl<'a> Simulation<'a> {
                 overload: OverloadState::new(&h.overload),
                 hop: hop as u16,
                 replica,
+                workers: h.workers,
                 ..HopState::default()
             }));
         }
@@ -343,6 +360,7 @@ impl<'a> Simulation<'a> {
                     _ => None,
                 })
                 .collect(),
+            scaled_hops: Vec::new(),
         }
     }
 
@@ -351,6 +369,7 @@ impl<'a> Simulation<'a> {
         let firsts = first_requests(&self.spec.tenants, &mut self.rngs.arrivals);
         self.schedule_poisson_starts();
         self.schedule_probes();
+        self.start_autoscaling();
         let mut cursor = 0;
         loop {
             let arrival_at = firsts.get(cursor).map(|f| f.0).filter(|&t| t < self.spec.horizon);
@@ -406,6 +425,9 @@ impl<'a> Simulation<'a> {
 
     fn advance_to(&mut self, t: Nanos) {
         assert!(t >= self.now, "time went backwards: {t} < {}", self.now);
+        if !self.scaled_hops.is_empty() {
+            self.accumulate_scalers(t);
+        }
         self.now = t;
     }
 
@@ -438,6 +460,8 @@ impl<'a> Simulation<'a> {
             Event::OccWrite { attempt } => self.occ_write(attempt),
             Event::Probe { hop } => self.on_probe(hop as usize),
             Event::PoolTimeout { hop } => self.pool_timeout(hop as usize),
+            Event::AutoscaleTick { hop } => self.on_autoscale_tick(hop),
+            Event::CapacityReady { hop, units } => self.on_capacity_ready(hop, units),
         }
     }
 

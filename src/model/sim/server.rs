@@ -78,7 +78,7 @@ impl Simulation<'_> {
             FaultKind::Capacity { workers } => Some(workers),
             _ => None,
         });
-        limited.unwrap_or(self.spec.hops[hop].workers)
+        limited.unwrap_or(self.hops[srv].workers)
     }
 
     pub(super) fn slow_factor(&self, srv: usize) -> f64 {
@@ -110,7 +110,10 @@ impl Simulation<'_> {
             self.prefault_wait_us.record(wait / 1_000).expect("auto-resizing histograms accept any u64");
         }
         let base = self.spec.hops[hop].service.sample(&mut self.rngs.service[hop], busy);
-        let factor = self.slow_factor(srv);
+        let mut factor = self.slow_factor(srv);
+        if let Some(load) = self.spec.hops[hop].load_latency {
+            factor *= load.factor_at(busy, self.effective_workers(srv));
+        }
         let service = if factor == 1.0 { base } else { (base as f64 * factor).min(u64::MAX as f64) as Nanos };
         self.attempts.get_mut(handle).expect("live").service_ns = service;
         self.record.hops[hop].busy_ns = self.record.hops[hop].busy_ns.saturating_add(service);

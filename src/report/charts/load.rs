@@ -15,7 +15,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Most points a line gets (longer series are averaged down).
-const POINTS_MAX: usize = 1500;
+pub(super) const POINTS_MAX: usize = 1500;
 
 /// Which series the small multiples show.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,7 +110,7 @@ where
 const SPIKE_FILL: RGBColor = RGBColor(230, 120, 30);
 
 /// Legend entry for the load spikes, if any.
-fn spike_key(data: &ReportData) -> Option<KeyItem> {
+pub(super) fn spike_key(data: &ReportData) -> Option<KeyItem> {
     let mut kinds: Vec<String> = Vec::new();
     for s in data.variants.iter().flat_map(|v| &v.setup.spikes) {
         let text = format!("{} at {}/s", s.tenant, fmt_tick(s.rate_per_s));
@@ -449,7 +449,7 @@ where
 
 /// One line swatch per variant, in its colour; a variant whose every hop series equals a later
 /// one's is drawn under it, so its entry says so.
-fn variant_lines_key(data: &ReportData) -> Vec<KeyItem> {
+pub(super) fn variant_lines_key(data: &ReportData) -> Vec<KeyItem> {
     let same = |a: &VariantData, b: &VariantData| {
         a.hop_series.len() == b.hop_series.len()
             && a.hop_series.iter().zip(&b.hop_series).all(|(x, y)| x.rows == y.rows)

@@ -5,6 +5,7 @@
 
 pub(crate) mod axes;
 pub(crate) mod bars;
+pub(crate) mod capacity;
 pub(crate) mod delays;
 pub(crate) mod key;
 pub(crate) mod latency;
@@ -69,6 +70,8 @@ pub enum Chart {
     GoodputBacklog,
     /// Attempts/s per replica of the balanced hops, one panel per variant (issue 15).
     Replicas,
+    /// Workers over time of autoscaled hops (issue 15).
+    Capacity,
 }
 
 impl Chart {
@@ -86,6 +89,7 @@ impl Chart {
             Chart::HopMetrics => "hop_metrics",
             Chart::GoodputBacklog => "goodput_backlog",
             Chart::Replicas => "replicas",
+            Chart::Capacity => "capacity",
         }
     }
 
@@ -103,6 +107,7 @@ impl Chart {
             Chart::HopMetrics => "Metrics per hop of the chain: how retries multiply from layer to layer.",
             Chart::GoodputBacklog => "Goodput (successes/s) and backlog (attempts inside the hop) over time: how fast each variant recovers after the fault.",
             Chart::Replicas => "Attempts/s the load balancer sent to each replica, and when each was out of rotation (ejected or unhealthy).",
+            Chart::Capacity => "Workers serving over time at each autoscaled hop: when added capacity arrives against the fault and the load.",
         }
     }
 
@@ -122,6 +127,9 @@ impl Chart {
         if data.variants.iter().any(|v| !v.replica_series.is_empty()) {
             charts.push(Chart::Replicas);
         }
+        if !capacity::scaled_hops(data).is_empty() {
+            charts.push(Chart::Capacity);
+        }
         charts
     }
 
@@ -137,6 +145,7 @@ impl Chart {
             Chart::LoadCompare => (1100, 70 + 400 * hops),
             Chart::GoodputBacklog => (1400, 90 + 330 * hops),
             Chart::Replicas => (1100, 90 + 240 * variants),
+            Chart::Capacity => (1200, 120 + 380 * capacity::scaled_hops(data).len() as u32),
             Chart::Metrics => (1200, 140 + 2 * (90 + 34 * variants)),
             Chart::TenantMetrics => (1200, 140 + 2 * (90 + 18 * tenants * (variants + 1))),
             Chart::HopMetrics => (1200, 140 + 2 * (90 + 18 * hops * (variants + 1))),
@@ -156,6 +165,7 @@ impl Chart {
             Chart::LoadCompare => load::draw_compare(root, data)?,
             Chart::GoodputBacklog => load::draw_goodput_backlog(root, data)?,
             Chart::Replicas => replicas::draw(root, data)?,
+            Chart::Capacity => capacity::draw_capacity(root, data)?,
             Chart::Metrics => bars::draw_metrics(root, data)?,
             Chart::TenantMetrics => bars::draw_scoped(root, data, bars::Scope::Tenants)?,
             Chart::HopMetrics => bars::draw_scoped(root, data, bars::Scope::Hops)?,

@@ -1,0 +1,125 @@
+//! Validation of a hop's load-dependent latency (`load_latency`) and autoscaling (`autoscale`).
+
+use super::checks::{count, finite_at_least, positive, unknown, V};
+use super::error::Invalid;
+use super::raw::{RawAutoscale, RawLoadLatency};
+use crate::engine::NS_PER_S;
+use crate::model::autoscale::SCALE_METRICS;
+use crate::model::load_latency::LOAD_LATENCY_KINDS;
+use crate::model::{AutoscaleSpec, LoadLatency, ScaleMetric};
+
+/// Largest multiplier parameter: beyond it every service time saturates the clock.
+const FACTOR_MAX: f64 = 1e6;
+/// Largest exponential rate: e^40 ≈ 2.4·10¹⁷ already turns 1 ns into 7 years.
+const RATE_MAX: f64 = 40.0;
+
+pub(super) fn load_latency(l: &RawLoadLatency, at: &dyn Fn(&str) -> String) -> V<LoadLatency> {
+    let kind = l.kind.as_str();
+    let present = [
+        ("slope", l.slope.is_some()),
+        ("coefficient", l.coefficient.is_some()),
+        ("exponent", l.exponent.is_some()),
+        ("rate", l.rate.is_some()),
+    ];
+    let used: &[&str] = match kind {
+        "linear" => &["slope"],
+        "polynomial" => &["coefficient", "exponent"],
+        "exponential" => &["rate"],
+        other => return Err(unknown(&at("kind"), "load_latency kind", other, &LOAD_LATENCY_KINDS)),
+    };
+    if let Some((field, _)) = present.iter().find(|(f, set)| *set && !used.contains(f)) {
+        return Err(Invalid::at(&at(field), format!("is not used by load_latency kind `{kind}`; remove it")));
+    }
+    let need = |value: Option<f64>, field: &str, example: &str| {
+        value.ok_or_else(|| {
+            let table = at("");
+            Invalid::at(table.trim_end_matches('.'), format!("kind `{kind}` needs {field}, e.g. {field} = {example}"))
+        })
+    };
+    let bounded = |value: f64, field: &str, max: f64, what: &str| -> V<f64> {
+        let v = finite_at_least(value, 0.0, &at(field), &format!("{what} must be finite and within [0, {max}]"))?;
+        if v > max {
+            return Err(Invalid::at(&at(field), format!("is {v}; {what} must be within [0, {max}]")));
+        }
+        Ok(v)
+    };
+    Ok(match kind {
+        "linear" => {
+            LoadLatency::Linear { slope: bounded(need(l.slope, "slope", "1.0")?, "slope", FACTOR_MAX, "a slope")? }
+        }
+        "polynomial" => {
+            let coefficient =
+                bounded(need(l.coefficient, "coefficient", "4.0")?, "coefficient", FACTOR_MAX, "a coefficient")?;
+            // Stability Sim's default exponent is 2.
+            let exponent = l.exponent.unwrap_or(2.0);
+            if !(exponent.is_finite() && exponent > 0.0 && exponent <= 100.0) {
+                return Err(Invalid::at(
+                    &at("exponent"),
+                    format!("is {exponent}; an exponent must be within (0, 100], e.g. 3"),
+                ));
+            }
+            LoadLatency::Polynomial { coefficient, exponent }
+        }
+        _ => LoadLatency::Exponential {
+            rate: bounded(need(l.rate, "rate", "4.0")?, "rate", RATE_MAX, "a rate (e^(rate·u) at utilisation u)")?,
+        },
+    })
+}
+
+pub(super) fn autoscale(a: &RawAutoscale, workers: u32, at: &dyn Fn(&str) -> String) -> V<AutoscaleSpec> {
+    let metric = match a.metric.as_deref().unwrap_or("utilization") {
+        "utilization" => ScaleMetric::Utilization,
+        "queue_per_unit" => ScaleMetric::QueuePerUnit,
+        other => return Err(unknown(&at("metric"), "autoscale metric", other, &SCALE_METRICS)),
+    };
+    let table = at("");
+    let table = table.trim_end_matches('.');
+    let target = a.target.ok_or_else(|| {
+        let example = if metric == ScaleMetric::Utilization { "0.6" } else { "10.0" };
+        Invalid::at(table, format!("needs target, the {} to hold, e.g. target = {example}", metric.name()))
+    })?;
+    let fine = match metric {
+        ScaleMetric::Utilization => target.is_finite() && target > 0.0 && target <= 1.0,
+        ScaleMetric::QueuePerUnit => target.is_finite() && target > 0.0 && target <= 1e9,
+    };
+    if !fine {
+        let range = if metric == ScaleMetric::Utilization { "(0, 1], e.g. 0.6" } else { "(0, 10⁹], e.g. 10" };
+        return Err(Invalid::at(
+            &at("target"),
+            format!("is {target}; a {} target must be within {range}", metric.name()),
+        ));
+    }
+    let period = a.evaluation_period.map_or(Ok(60 * NS_PER_S), |d| positive(d, &at("evaluation_period")))?;
+    let step = count(a.step.unwrap_or(1), &at("step"), 1, i64::from(workers))? as u32;
+    if !workers.is_multiple_of(step) {
+        let why = format!(
+            "is {step}, but the hop starts with workers = {workers}, which is not a whole number of units of {step}; make workers a multiple of step"
+        );
+        return Err(Invalid::at(&at("step"), why));
+    }
+    let initial = workers / step;
+    let max_units = 10_000_000 / i64::from(step);
+    let max = a.max.ok_or_else(|| {
+        Invalid::at(table, format!("needs max, the most units of {step} worker(s), e.g. max = {}", initial * 4))
+    })?;
+    let max = count(max, &at("max"), 1, max_units)? as u32;
+    let min = count(a.min.unwrap_or(i64::from(initial.min(max))), &at("min"), 1, i64::from(max))? as u32;
+    if !(min..=max).contains(&initial) {
+        let why = format!(
+            "starts with {initial} unit(s) of {step} worker(s) (workers = {workers}), outside autoscale [min, max] = [{min}, {max}]; set workers within {}..={}",
+            min * step,
+            max * step
+        );
+        return Err(Invalid::at(table, why));
+    }
+    Ok(AutoscaleSpec {
+        metric,
+        target,
+        evaluation_period: period,
+        scale_up_delay: a.scale_up_delay.map_or(60 * NS_PER_S, |d| d.0),
+        scale_down_cooldown: a.scale_down_cooldown.map_or(300 * NS_PER_S, |d| d.0),
+        min_units: min,
+        max_units: max,
+        step,
+    })
+}

@@ -1,0 +1,109 @@
+//! The bundled scenarios of load-dependent latency and autoscaling (issue 15): each asserts the
+//! behaviour its example claims, and the changes its variants make, with 95% intervals of paired
+//! differences over replications (common random numbers: same seeds in every variant).
+
+mod common;
+use common::*;
+use retrystorm::runner::{Study, VariantResult};
+
+fn variant<'a>(study: &'a Study, name: &str) -> &'a VariantResult {
+    study.variants.iter().find(|v| v.name == name).unwrap_or_else(|| panic!("no variant {name}"))
+}
+
+/// 95% interval of the paired difference `a − b` of a system metric over the replications.
+fn paired(study: &Study, a: &str, b: &str, m: &str) -> (f64, f64) {
+    let (xa, xb) = (values(metric(variant(study, a), m)), values(metric(variant(study, b), m)));
+    let d: Vec<f64> = xa.iter().zip(&xb).map(|(x, y)| x - y).collect();
+    t_interval(&d, 0.95)
+}
+
+/// The mean (over replications, then over seconds [from, to)) of a series column of the first
+/// hop (`tenant = false`) or tenant.
+fn window(v: &VariantResult, tenant: bool, col: usize, from: usize, to: usize) -> f64 {
+    let series = if tenant { &v.tenant_series[0] } else { &v.hop_series[0] };
+    let rows = &series.rows[from..to];
+    rows.iter().map(|r| r[col]).sum::<f64>() / rows.len() as f64
+}
+
+const SUCCESSES: usize = 3;
+const QUEUE_WAIT_MAX_S: usize = 7;
+
+#[test]
+fn gc_death_spiral_never_recovers_and_only_a_concurrency_limit_saves_it() {
+    let s = study("stability-gc-death-spiral", &[]);
+    // As published (80/s): metastable in every replication, almost nothing succeeds.
+    let published = variant(&s, "as-published");
+    assert_eq!(values(metric(published, "metastable")), vec![1.0; 20], "as published: never recovers");
+    assert!(metric(published, "success_ratio").ci95.unwrap()[1] < 0.1);
+    // At 30/s the system is healthy without the burst and never recovers after it.
+    assert_eq!(values(metric(variant(&s, "30rps-no-burst"), "success_ratio")), vec![1.0; 20]);
+    let tipped = variant(&s, "tipping-30rps");
+    assert_eq!(values(metric(tipped, "metastable")), vec![1.0; 20], "the burst tips it over for good");
+    // Goodput in the last 20 s: a few per second, far under the 30/s offered.
+    // (Requests that succeeded: the server still completes ≈ 23/s, for callers long gone.)
+    let tail = window(tipped, true, SUCCESSES, 40, 60);
+    assert!(tail < 5.0, "goodput after the burst: {tail}/s");
+    // Backoff with jitter and a retry budget cut the retries but not the collapse: capacity at
+    // full utilisation (10 ÷ (8 ms × e⁴) ≈ 23/s) is under the offered 30/s even without retries.
+    for fix in ["30rps-full-jitter", "30rps-retry-budget"] {
+        assert_eq!(values(metric(variant(&s, fix), "metastable")), vec![1.0; 20], "{fix} still collapses");
+    }
+    let (lo, hi) = paired(&s, "30rps-retry-budget", "tipping-30rps", "amplification");
+    assert!(hi < -2.0, "the budget cuts amplification by more than 2×: [{lo}, {hi}]");
+    // A concurrency limit of 5 keeps u ≤ 0.5: success rises by more than 70 points.
+    let (lo, _) = paired(&s, "30rps-concurrency-5", "tipping-30rps", "success_ratio");
+    assert!(lo > 0.7, "concurrency limit: success gain {lo}");
+    let (lo, _) = paired(&s, "concurrency-5", "as-published", "success_ratio");
+    assert!(lo > 0.7, "concurrency limit at 80/s: success gain {lo}");
+}
+
+#[test]
+fn timeout_cascade_waits_grow_past_the_timeout_and_shedding_restores_goodput() {
+    let s = study("stability-timeout-cascade", &[]);
+    let published = variant(&s, "as-published");
+    // ρ = 1: the queue is a driftless random walk whose spread grows like √(2λt) ≈ 110
+    // requests (≈ 1.1 s of work for 10 servers at 10/s) after 60 s, so the longest queue wait
+    // grows (mean over replications: last 20 s ≥ 2.5 × the first 10 s) ...
+    let early = window(published, false, QUEUE_WAIT_MAX_S, 0, 10);
+    let late = window(published, false, QUEUE_WAIT_MAX_S, 40, 60);
+    assert!(late > 2.5 * early, "queue wait: first 10 s {early} s, last 20 s {late} s");
+    // ... and in the runs where it passes the 1 s timeout (P(|N(0, 110²)| > 100) ≈ 0.36 of
+    // them), goodput collapses: at least 3 of the 30 lose more than half their requests, and
+    // the requests served for callers who had left waste minutes of server time.
+    let success = values(metric(published, "success_ratio"));
+    assert!(success.iter().filter(|&&x| x < 0.5).count() >= 3, "success per replication: {success:?}");
+    let (g_early, g_late) = (window(published, true, SUCCESSES, 0, 10), window(published, true, SUCCESSES, 40, 60));
+    assert!(g_late < 0.85 * g_early, "goodput {g_early}/s → {g_late}/s");
+    assert!(metric(published, "wasted_work_s").mean.unwrap() > 10.0, "served after the caller left");
+    // Immediate retries make it worse; deadline drop, a queue limit and CoDel make it better.
+    let (_, hi) = paired(&s, "fixed-3", "as-published", "success_ratio");
+    assert!(hi < 0.0, "fixed-3 retries lower success");
+    for fix in ["deadline-drop", "queue-limit-50", "codel"] {
+        let (lo, _) = paired(&s, fix, "as-published", "success_ratio");
+        assert!(lo > 0.0, "{fix} raises success (paired 95% lower bound {lo})");
+    }
+}
+
+#[test]
+fn autoscaling_catches_the_herd_only_when_provisioning_beats_the_storm() {
+    let s = study("autoscaling-herd", &[]);
+    let hop = |v: &str, m: &str| values(hop_metric(variant(&s, v), "api", m));
+    // The controller sees the herd in the first window after the outage (utilisation is 0
+    // while the API fails fast): decision at 20 s, serving at 20 s + provisioning.
+    assert_eq!(hop("autoscale-5s", "scale_up_after_trigger_s"), vec![25.0; 20]);
+    assert_eq!(hop("autoscale-60s", "scale_up_after_trigger_s"), vec![80.0; 20]);
+    // Fast provisioning roughly doubles success without jitter ...
+    let (lo, _) = paired(&s, "autoscale-5s", "fixed", "success_ratio");
+    assert!(lo > 0.2, "fast autoscaling: success gain {lo}");
+    // ... while 60 s provisioning lands after the storm: same outcome, more worker-seconds.
+    assert_eq!(
+        values(metric(variant(&s, "autoscale-60s"), "success_ratio")),
+        values(metric(variant(&s, "fixed"), "success_ratio"))
+    );
+    assert!(hop("autoscale-60s", "worker_seconds")[0] > hop("fixed", "worker_seconds")[0]);
+    // With full jitter the storm is over (recovery ≈ 21 s) before even fast capacity serves.
+    assert_eq!(
+        values(metric(variant(&s, "autoscale-5s-full-jitter"), "success_ratio")),
+        values(metric(variant(&s, "full-jitter"), "success_ratio"))
+    );
+}
