@@ -29,6 +29,9 @@ pub enum StreamKind {
     Aux = 7,
     /// Adaptive throttling's local-rejection coin (index: hop of the caller's target).
     Throttle = 8,
+    /// A cache hop's key of each request and the jitter of each fill's TTL, read by random
+    /// access at the request id's position (index: hop).
+    Cache = 9,
 }
 
 /// The random stream `kind`/`index` of replication `replication` under `master_seed`.

@@ -200,6 +200,10 @@ catalogue! {
     Shed: "shed", "shed", "shed", "attempts shed by a queue-length threshold or CoDel", Count, Neither, H, "no value";
     DroppedExpired: "dropped_expired", "dropped expired", "expired", "queued attempts dropped because their caller had given up", Count, Neither, H, "no value";
     RejectedByLimit: "rejected_by_limit", "rejected by limit", "limited", "attempts refused by admission control", Count, Neither, H, "no value";
+    CacheHits: "cache_hits", "cache hits", "hits", "cache lookups answered from a live entry", Count, Higher, H, "no value";
+    CacheMisses: "cache_misses", "cache misses forwarded", "misses", "cache misses forwarded to the backend", Count, Lower, H, "no value";
+    CacheCoalesced: "cache_coalesced", "coalesced waits", "coalesced", "cache misses that waited for another miss's fill of the same key", Count, Neither, H, "no value";
+    CacheHitRatio: "cache_hit_ratio", "cache hit ratio", "hit ratio", "cache hit ratio (hits ÷ lookups)", Share, Higher, H, "not a cache";
     Executions: "executions", "executions", "exec", "side effects executed", Count, Neither, H, "no value";
     CompletionTimeS: "completion_time_s", "completion (s)", "done s", "time of the last terminal state", Seconds, Lower, G, "no value";
     WastedWorkS: "wasted_work_s", "wasted work (s)", "wasted s", "service time spent after the caller gave up", Seconds, Lower, GH, "no value";

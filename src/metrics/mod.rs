@@ -66,6 +66,13 @@ pub struct HopCounters {
     pub dropped_expired: u64,
     /// Attempts refused by admission control (concurrency limit, token bucket, AIMD).
     pub rejected_by_limit: u64,
+    // Caches (`kind = "cache"`).
+    /// Lookups answered from a live entry.
+    pub cache_hits: u64,
+    /// Misses forwarded to the backend.
+    pub cache_misses: u64,
+    /// Misses that waited for another miss's fill of the same key (`coalesce = true`).
+    pub cache_coalesced: u64,
 }
 
 /// Counters of one tenant over a run.
@@ -164,6 +171,10 @@ pub struct HopBucket {
     pub retries_scheduled: u32,
     /// Backoff timers to this hop that fired in the bucket (retry sent, or ended locally).
     pub retries_fired: u32,
+    /// Cache hops: lookups in the bucket (hits, misses forwarded and coalesced waits).
+    pub cache_lookups: u32,
+    /// Cache hops: lookups answered from a live entry.
+    pub cache_hits: u32,
 }
 
 /// One time-series bucket of a tenant.

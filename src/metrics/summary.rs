@@ -137,6 +137,10 @@ fn hop_row(record: &RunRecord, spec: &RunShape, h: usize, requests: u64) -> Metr
         (Metric::Shed, Some(c.shed as f64)),
         (Metric::DroppedExpired, Some(c.dropped_expired as f64)),
         (Metric::RejectedByLimit, Some(c.rejected_by_limit as f64)),
+        (Metric::CacheHits, Some(c.cache_hits as f64)),
+        (Metric::CacheMisses, Some(c.cache_misses as f64)),
+        (Metric::CacheCoalesced, Some(c.cache_coalesced as f64)),
+        (Metric::CacheHitRatio, ratio(c.cache_hits as f64, (c.cache_hits + c.cache_misses + c.cache_coalesced) as f64)),
     ]
 }
 

@@ -2,6 +2,7 @@
 
 pub mod arrivals;
 pub mod budget;
+pub mod cache;
 pub mod dist;
 pub mod empirical;
 pub mod fault;

@@ -130,6 +130,9 @@ pub struct RawArrival {
     pub volume_scale: Option<f64>,
     #[serde(rename = "loop")]
     pub looped: Option<bool>,
+    /// `kind = "ramp"`: the rate at 0 and the ramp's length.
+    pub from_rate_per_s: Option<f64>,
+    pub over: Option<Dur>,
 }
 
 /// One step of a `profile` arrival.
@@ -265,6 +268,8 @@ pub struct RawHop {
     pub shed_retries_queue_length: Option<i64>,
     pub retry_priority: Option<bool>,
     pub admission: Option<RawAdmission>,
+    /// `kind = "cache"`: the cache's table (scenario/cache.rs).
+    pub cache: Option<super::cache::RawCache>,
 }
 
 /// `admission = { kind = "aimd", initial = 50, ... , reject = "429", retry_after = "1s" }`.
