@@ -66,6 +66,8 @@ pub enum Chart {
     HopMetrics,
     /// Goodput and backlog over time per hop, every variant on one axis.
     GoodputBacklog,
+    /// Cache hit ratio and backend load over time (runs with a cache hop).
+    Cache,
 }
 
 impl Chart {
@@ -82,6 +84,7 @@ impl Chart {
             Chart::TenantMetrics => "tenant_metrics",
             Chart::HopMetrics => "hop_metrics",
             Chart::GoodputBacklog => "goodput_backlog",
+            Chart::Cache => "cache",
         }
     }
 
@@ -98,6 +101,7 @@ impl Chart {
             Chart::TenantMetrics => "Metrics per tenant and variant, with 95% confidence intervals.",
             Chart::HopMetrics => "Metrics per hop of the chain: how retries multiply from layer to layer.",
             Chart::GoodputBacklog => "Goodput (successes/s) and backlog (attempts inside the hop) over time: how fast each variant recovers after the fault.",
+            Chart::Cache => "Cache hit ratio over time and the load its misses put on the backend: a flush or expiry wave shows as a dip in the ratio and a wall of backend attempts.",
         }
     }
 
@@ -113,6 +117,9 @@ impl Chart {
         }
         if first.setup.hops.len() > 1 {
             charts.push(Chart::HopMetrics);
+        }
+        if !load::cache_hops(data).is_empty() {
+            charts.push(Chart::Cache);
         }
         charts
     }
@@ -134,6 +141,7 @@ impl Chart {
             Chart::Latency => (1100, 620),
             Chart::Delays => (1100, 70 + 200 * variants),
             Chart::DelaysByRetry => (1100, 620),
+            Chart::Cache => (1400, 90 + 330 * load::cache_hops(data).len() as u32),
         }
     }
 
@@ -152,6 +160,7 @@ impl Chart {
             Chart::Latency => latency::draw_cdf(root, data)?,
             Chart::Delays => delays::draw_histograms(root, data)?,
             Chart::DelaysByRetry => delays::draw_by_retry(root, data)?,
+            Chart::Cache => load::draw_cache(root, data)?,
         }
         Ok(())
     }
