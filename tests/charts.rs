@@ -58,6 +58,9 @@ fn expected_charts(dir: &Path) -> Vec<&'static str> {
     if first["hops"].as_array().expect("hops").len() > 1 {
         stems.push("hop_metrics");
     }
+    if first["hops"].as_array().expect("hops").iter().any(|h| h.get("cache").is_some()) {
+        stems.push("cache");
+    }
     stems
 }
 
