@@ -4,26 +4,10 @@
 
 use super::checks::{count, finite_at_least, positive, unknown, V};
 use super::error::Invalid;
-use super::raw::{Dur, RawDist, RawHop};
+use super::raw::{RawDist, RawHop};
 use crate::engine::Nanos;
 use crate::model::cache::{CacheSpec, Eviction, KeyDistribution, KEYS_MAX};
 use crate::model::Dist;
-use serde::Deserialize;
-
-/// `cache = { keys = 100, key_distribution = "uniform" | { zipf = 1.1 }, ttl = "5s",
-/// ttl_jitter = 0.1, capacity = 80, eviction = "lru" | "fifo", coalesce = false, hit_latency = … }`.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawCache {
-    pub keys: i64,
-    pub key_distribution: Option<toml::Value>,
-    pub ttl: Option<Dur>,
-    pub ttl_jitter: Option<f64>,
-    pub capacity: Option<i64>,
-    pub eviction: Option<String>,
-    pub coalesce: Option<bool>,
-    pub hit_latency: Option<RawDist>,
-}
 
 /// The fields of `[[hop]]` a cache would silently ignore, each with the reason.
 fn ignored(h: &RawHop) -> [(&'static str, bool, &'static str); 7] {

@@ -269,7 +269,22 @@ pub struct RawHop {
     pub retry_priority: Option<bool>,
     pub admission: Option<RawAdmission>,
     /// `kind = "cache"`: the cache's table (scenario/cache.rs).
-    pub cache: Option<super::cache::RawCache>,
+    pub cache: Option<RawCache>,
+}
+
+/// `cache = { keys = 100, key_distribution = "uniform" | { zipf = 1.1 }, ttl = "5s",
+/// ttl_jitter = 0.1, capacity = 80, eviction = "lru" | "fifo", coalesce = false, hit_latency = … }`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCache {
+    pub keys: i64,
+    pub key_distribution: Option<toml::Value>,
+    pub ttl: Option<Dur>,
+    pub ttl_jitter: Option<f64>,
+    pub capacity: Option<i64>,
+    pub eviction: Option<String>,
+    pub coalesce: Option<bool>,
+    pub hit_latency: Option<RawDist>,
 }
 
 /// `admission = { kind = "aimd", initial = 50, ... , reject = "429", retry_after = "1s" }`.
