@@ -163,6 +163,7 @@ fn zipf_hits_under_lru_equal_an_independent_lru_over_the_same_keys() {
     let ratio = hop_metric(&study.variants[0], "cache", "cache_hit_ratio").mean.expect("a ratio");
     // Che is an approximation (typically within a percentage point for Zipf under LRU) and the
     // simulated ratio includes the cold start (about C misses out of ~6,000 requests).
+    eprintln!("Zipf(0.9) over 1,000 keys, LRU 100: simulated hit ratio {ratio:.4}, Che {che:.4}");
     assert!((ratio - che).abs() < 0.03, "hit ratio {ratio} vs Che {che}");
 }
 

@@ -393,7 +393,7 @@ fn fault_summary(kind: &FaultKind) -> String {
         FaultKind::Capacity { workers } => format!("capacity ({workers} workers)"),
         FaultKind::Outage => "outage (503)".to_string(),
         FaultKind::Hang => "hang (no answer)".to_string(),
-        FaultKind::CacheFlush => "cache flush (emptied, stores nothing until the end)".to_string(),
+        FaultKind::CacheFlush => "cache flush (emptied; stores nothing until the window ends)".to_string(),
     }
 }
 
