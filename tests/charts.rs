@@ -64,6 +64,9 @@ fn expected_charts(dir: &Path) -> Vec<&'static str> {
     if workers_change(dir) {
         stems.push("capacity");
     }
+    if first["hops"].as_array().expect("hops").iter().any(|h| h.get("cache").is_some()) {
+        stems.push("cache");
+    }
     stems
 }
 

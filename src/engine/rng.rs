@@ -31,6 +31,9 @@ pub enum StreamKind {
     Throttle = 8,
     /// A load balancer's random choices, `random` and `power_of_two` (index: hop).
     Balancer = 9,
+    /// A cache hop's key of each request and the jitter of each fill's TTL, read by random
+    /// access at the request id's position (index: hop).
+    Cache = 10,
 }
 
 /// The random stream `kind`/`index` of replication `replication` under `master_seed`.

@@ -215,6 +215,10 @@ catalogue! {
     WorkerSeconds: "worker_seconds", "worker-seconds", "worker·s", "workers integrated over the traffic window (the capacity's cost)", Count, Lower, H, "no value";
     ScaleUps: "scale_ups", "scale-ups", "ups", "launched capacity units that came online", Count, Neither, H, "no value";
     ScaleUpAfterTriggerS: "scale_up_after_trigger_s", "first scale-up after trigger (s)", "up s", "time from the trigger's start until added capacity served", Seconds, Lower, H, "no scale-up after a trigger";
+    CacheHits: "cache_hits", "cache hits", "hits", "cache lookups answered from a live entry", Count, Higher, H, "no value";
+    CacheMisses: "cache_misses", "cache misses forwarded", "misses", "cache misses forwarded to the backend", Count, Lower, H, "no value";
+    CacheCoalesced: "cache_coalesced", "coalesced waits", "coalesced", "cache misses that waited for another miss's fill of the same key", Count, Neither, H, "no value";
+    CacheHitRatio: "cache_hit_ratio", "cache hit ratio", "hit ratio", "cache hit ratio (hits ÷ lookups)", Share, Higher, H, "not a cache";
     Executions: "executions", "executions", "exec", "side effects executed", Count, Neither, H, "no value";
     CompletionTimeS: "completion_time_s", "completion (s)", "done s", "time of the last terminal state", Seconds, Lower, G, "no value";
     WastedWorkS: "wasted_work_s", "wasted work (s)", "wasted s", "service time spent after the caller gave up", Seconds, Lower, GH, "no value";

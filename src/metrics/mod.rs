@@ -78,6 +78,13 @@ pub struct HopCounters {
     pub scale_ups: u64,
     /// From the first trigger's start to the first launched units serving at or after it.
     pub scale_up_after_trigger_ns: Option<u64>,
+    // Caches (`kind = "cache"`).
+    /// Lookups answered from a live entry.
+    pub cache_hits: u64,
+    /// Misses forwarded to the backend.
+    pub cache_misses: u64,
+    /// Misses that waited for another miss's fill of the same key (`coalesce = true`).
+    pub cache_coalesced: u64,
 }
 
 /// Counters of one tenant over a run.
@@ -178,6 +185,10 @@ pub struct HopBucket {
     pub retries_fired: u32,
     /// Workers serving at the bucket's end (autoscaling; constant otherwise; faults not applied).
     pub workers: u32,
+    /// Cache hops: lookups in the bucket (hits, misses forwarded and coalesced waits).
+    pub cache_lookups: u32,
+    /// Cache hops: lookups answered from a live entry.
+    pub cache_hits: u32,
 }
 
 /// One time-series bucket of a tenant.

@@ -156,6 +156,10 @@ fn hop_row(record: &RunRecord, spec: &RunShape, h: usize, requests: u64) -> Metr
         (Metric::WorkerSeconds, Some(ns_f64_to_secs(c.worker_ns as f64))),
         (Metric::ScaleUps, Some(c.scale_ups as f64)),
         (Metric::ScaleUpAfterTriggerS, c.scale_up_after_trigger_ns.map(ns_to_secs)),
+        (Metric::CacheHits, Some(c.cache_hits as f64)),
+        (Metric::CacheMisses, Some(c.cache_misses as f64)),
+        (Metric::CacheCoalesced, Some(c.cache_coalesced as f64)),
+        (Metric::CacheHitRatio, ratio(c.cache_hits as f64, (c.cache_hits + c.cache_misses + c.cache_coalesced) as f64)),
     ];
     if let Some(pool) = &c.pool {
         row.extend(super::pool::pool_rows(pool));

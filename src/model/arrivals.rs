@@ -59,10 +59,59 @@ pub fn next_poisson(now: Nanos, steps: &[(Nanos, f64)], end: Nanos, rng: &mut Ch
     None
 }
 
+/// The next arrival after `now` of a Poisson process whose rate goes linearly from `from` (per
+/// second) at 0 to `to` at `over`, then stays at `to`: the integrated rate is inverted exactly
+/// (a quadratic on the ramp) with one Exp(1) draw. `None` if no arrival happens before `end`.
+pub fn next_ramp(now: Nanos, from: f64, to: f64, over: Nanos, end: Nanos, rng: &mut ChaCha8Rng) -> Option<Nanos> {
+    let u: f64 = rng.random();
+    let mut work = -(1.0 - u).ln();
+    let mut t = now;
+    if t < over {
+        let over_s = over as f64 / NS_PER_S as f64;
+        let slope = (to - from) / over_s;
+        let rate_now = from + slope * (t as f64 / NS_PER_S as f64);
+        let on_ramp = (rate_now + to) / 2.0 * ((over - t) as f64 / NS_PER_S as f64);
+        if work <= on_ramp {
+            // rate_now·x + slope·x²/2 = work, in the form that is stable for any sign of slope.
+            let x = 2.0 * work / (rate_now + (rate_now * rate_now + 2.0 * slope * work).max(0.0).sqrt());
+            let at = t.saturating_add(secs_to_ns(x)).min(over);
+            return (at < end).then_some(at);
+        }
+        work -= on_ramp;
+        t = over;
+    }
+    let at = t.saturating_add(secs_to_ns(work / to));
+    (at < end).then_some(at)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::{stream, StreamKind};
+
+    #[test]
+    fn ramp_counts_match_the_integrated_rate() {
+        // 0 → 300/s over 8 s, then 300/s until 12 s: 1200 on the ramp, 1200 after. Counts on
+        // [0,4), [4,8), [8,12) are Poisson with means 300, 900, 1200; 5 sd bounds each.
+        let (over, end) = (8 * NS_PER_S, 12 * NS_PER_S);
+        let mut rng = stream(11, 0, StreamKind::Aux, 2);
+        let (mut t, mut counts) = (0, [0u32; 3]);
+        while let Some(next) = next_ramp(t, 0.0, 300.0, over, end, &mut rng) {
+            assert!(next >= t && next < end);
+            t = next;
+            counts[(t / (4 * NS_PER_S)) as usize] += 1;
+        }
+        for (c, mean) in counts.iter().zip([300.0f64, 900.0, 1200.0]) {
+            assert!((f64::from(*c) - mean).abs() < 5.0 * mean.sqrt(), "{counts:?}");
+        }
+        // A falling ramp 100 → 20/s over 10 s: 600 expected.
+        let (mut t, mut n) = (0, 0u32);
+        while let Some(next) = next_ramp(t, 100.0, 20.0, 10 * NS_PER_S, 10 * NS_PER_S, &mut rng) {
+            t = next;
+            n += 1;
+        }
+        assert!((f64::from(n) - 600.0).abs() < 5.0 * 600f64.sqrt(), "{n}");
+    }
 
     #[test]
     fn profile_rate_counts_match_their_integral() {

@@ -35,11 +35,14 @@ pub enum FaultKind {
         /// Workers available during the fault.
         workers: u32,
     },
+    /// A cache hop's store is emptied at `from` and stores nothing until `to` (a cold restart;
+    /// a short window is an instant flush).
+    CacheFlush,
 }
 
 /// Every fault kind once: its scenario-file name and the one parameter field it takes (if any).
 /// Parsing, its error messages and the "unknown kind" list read this; [`FaultKind::name`] agrees.
-pub const FAULT_KINDS: [(&str, Option<&str>); 7] = [
+pub const FAULT_KINDS: [(&str, Option<&str>); 8] = [
     ("outage", None),
     ("hang", None),
     ("throttle", Some("retry_after")),
@@ -47,6 +50,7 @@ pub const FAULT_KINDS: [(&str, Option<&str>); 7] = [
     ("lost_reply", Some("p")),
     ("slow", Some("factor")),
     ("capacity", Some("workers")),
+    ("cache_flush", None),
 ];
 
 impl FaultKind {
@@ -60,6 +64,7 @@ impl FaultKind {
             FaultKind::LostReply { .. } => "lost_reply",
             FaultKind::Slow { .. } => "slow",
             FaultKind::Capacity { .. } => "capacity",
+            FaultKind::CacheFlush => "cache_flush",
         }
     }
 }
@@ -100,6 +105,7 @@ mod tests {
             FaultKind::LostReply { p: 0.1 },
             FaultKind::Slow { factor: 2.0 },
             FaultKind::Capacity { workers: 1 },
+            FaultKind::CacheFlush,
         ];
         let names: Vec<&str> = all.iter().map(FaultKind::name).collect();
         assert_eq!(names, FAULT_KINDS.map(|k| k.0).to_vec());

@@ -3,6 +3,7 @@
 pub mod arrivals;
 pub mod autoscale;
 pub mod budget;
+pub mod cache;
 pub mod dist;
 pub mod empirical;
 pub mod fault;

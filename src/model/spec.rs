@@ -41,6 +41,16 @@ pub enum Arrival {
     },
     /// Replayed from a production trace (timestamps or per-interval rates), see `model::trace`.
     Trace(super::trace::TraceArrival),
+    /// Poisson arrivals whose rate rises (or falls) linearly from `from_rate_per_s` at 0 to
+    /// `rate_per_s` at `over`, then stays there. Not a load spike (no recovery trigger).
+    Ramp {
+        /// Rate at t = 0 (≥ 0).
+        from_rate_per_s: f64,
+        /// Rate from `over` on (> 0).
+        rate_per_s: f64,
+        /// Length of the ramp (> 0).
+        over: Nanos,
+    },
 }
 
 /// A population of clients sharing arrivals, a retry policy and a payload mix.
@@ -118,6 +128,8 @@ pub struct HopSpec {
     pub load_latency: Option<super::load_latency::LoadLatency>,
     /// Target-tracking autoscaling of `workers` (issue 15; `model::autoscale`).
     pub autoscale: Option<super::autoscale::AutoscaleSpec>,
+    /// `kind = "cache"`: a cache in front of the next hop (its backend).
+    pub cache: Option<super::cache::CacheSpec>,
 }
 
 /// Everything a run needs, validated: nothing here can fail at run time.

@@ -155,6 +155,9 @@ pub struct HopInfo {
     /// Replicas and balancer in words, for hops with more than one replica (issue 15).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<String>,
+    /// A cache hop's configuration in words (`kind = "cache"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<String>,
 }
 
 /// A retry policy, described.
@@ -226,6 +229,9 @@ fn arrival_words(arrival: &Arrival) -> String {
             d(start + spread)
         ),
         Arrival::Poisson { rate_per_s } => format!("poisson, {rate_per_s}/s"),
+        Arrival::Ramp { from_rate_per_s, rate_per_s, over } => {
+            format!("poisson, ramp {from_rate_per_s}/s → {rate_per_s}/s over {}, then steady", d(*over))
+        }
         Arrival::Closed { start, spread, think } => {
             format!("closed loop, think {}, first at U({}, {})", d(*think), d(*start), d(start + spread))
         }
@@ -363,6 +369,26 @@ fn scope_words(scope: Scope) -> &'static str {
     }
 }
 
+/// A cache hop in words, for `scenario.json` and the report's hop table.
+fn cache_words(c: &crate::model::cache::CacheSpec) -> String {
+    use crate::model::cache::{Eviction, KeyDistribution};
+    let keys = match &c.distribution {
+        KeyDistribution::Uniform => format!("{} uniform keys", c.keys),
+        KeyDistribution::Zipf { s, .. } => format!("{} Zipf({s}) keys", c.keys),
+    };
+    let ttl = match (c.ttl, c.ttl_jitter) {
+        (Nanos::MAX, _) => "no TTL".to_string(),
+        (t, j) if j > 0.0 => format!("TTL {} ×U({}, {})", duration_words(t), 1.0 - j, 1.0 + j),
+        (t, _) => format!("TTL {}", duration_words(t)),
+    };
+    let capacity = match c.capacity {
+        u32::MAX => "unbounded".to_string(),
+        n => format!("{n} entries {}", if c.eviction == Eviction::Lru { "LRU" } else { "FIFO" }),
+    };
+    let coalesce = if c.coalesce { ", coalescing misses" } else { "" };
+    format!("cache: {keys}, {ttl}, {capacity}{coalesce}; lookup {}", dist_words(&c.hit_latency))
+}
+
 fn fault_summary(kind: &FaultKind) -> String {
     match kind {
         FaultKind::Throttle { retry_after } => format!("throttle (429, Retry-After {})", duration_words(*retry_after)),
@@ -372,6 +398,7 @@ fn fault_summary(kind: &FaultKind) -> String {
         FaultKind::Capacity { workers } => format!("capacity ({workers} workers)"),
         FaultKind::Outage => "outage (503)".to_string(),
         FaultKind::Hang => "hang (no answer)".to_string(),
+        FaultKind::CacheFlush => "cache flush (emptied; stores nothing until the window ends)".to_string(),
     }
 }
 
@@ -423,10 +450,11 @@ pub fn setup_of(spec: &SimSpec) -> Setup {
                     workers: h.workers,
                     queue_limit: h.queue_limit,
                     service: dist_words(&h.service),
-                    capacity_per_s: (service_s > 0.0).then(|| f64::from(workers) / service_s),
+                    capacity_per_s: (service_s > 0.0 && h.cache.is_none()).then(|| f64::from(workers) / service_s),
                     downstream_policy: calls_words(spec, h).or_else(|| h.downstream_policy.map(policy_name)),
                     idempotency_ttl_s: h.idempotency.as_ref().map(|i| ns_to_secs(i.ttl)),
                     replicas: replica_words(&h.replicas),
+                    cache: h.cache.as_ref().map(cache_words),
                 }
             })
             .collect(),

@@ -310,8 +310,12 @@ fn setup_tables(h: &mut String, s: &Setup) {
             h,
             "<tr><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
             escape(&hop.name),
-            hop.replicas.as_ref().map_or(hop.workers.to_string(), |r| format!("{} each; {}", hop.workers, escape(r))),
-            escape(&hop.service),
+            if hop.cache.is_some() {
+                "–".to_string()
+            } else {
+                hop.replicas.as_ref().map_or(hop.workers.to_string(), |r| format!("{} each; {}", hop.workers, escape(r)))
+            },
+            escape(hop.cache.as_ref().map_or(&hop.service, |c| c)),
             escape(&capacity),
             if hop.queue_limit == u32::MAX { "unbounded".into() } else { fmt_num(f64::from(hop.queue_limit)) },
             escape(hop.downstream_policy.as_deref().unwrap_or("–")),

@@ -65,6 +65,7 @@ pub fn requests(spec: &SimSpec) -> f64 {
         .map(|t| match &t.arrival {
             Arrival::Herd { requests_per_client, .. } => f64::from(t.clients) * f64::from(*requests_per_client),
             Arrival::Poisson { rate_per_s } => rate_per_s * horizon_s,
+            Arrival::Ramp { from_rate_per_s, rate_per_s, .. } => rate_per_s.max(*from_rate_per_s) * horizon_s,
             Arrival::Profile { steps } => steps.iter().map(|s| s.1).fold(0.0, f64::max) * horizon_s,
             // A replayed trace issues its mean rate over the horizon (all of it, when not looped).
             Arrival::Trace(trace) => {

@@ -66,7 +66,7 @@ pub const WORKERS_COLUMN: usize = 12;
 /// for a tenant). `backlog` (hops only) is the number of attempts inside the hop (queued, in
 /// service or waiting on downstream calls) at the bucket's end, and `retries_pending` (hops only)
 /// the retries to the hop waiting on a backoff timer at the bucket's end.
-pub const SERIES_COLUMNS: [&str; 13] = [
+pub const SERIES_COLUMNS: [&str; 15] = [
     "attempts",
     "first_attempts",
     "retries",
@@ -80,6 +80,8 @@ pub const SERIES_COLUMNS: [&str; 13] = [
     "retries_pending",
     "admission_limit",
     "workers",
+    "cache_lookups",
+    "cache_hit_ratio",
 ];
 
 /// The results of one variant.
@@ -258,7 +260,7 @@ fn aggregate(variant: &Variant, records: &[RunRecord]) -> VariantResult {
         .enumerate()
         .map(|(h, hop)| MeanSeries {
             name: hop.name.clone(),
-            rows: mean_rows(records, |r| hop_columns(&r.hop_series[h], bucket_s)),
+            rows: hit_ratios(mean_rows(records, |r| hop_columns(&r.hop_series[h], bucket_s))),
         })
         .collect();
     let tenant_series = spec
@@ -357,6 +359,9 @@ fn hop_columns(series: &[HopBucket], bucket_s: f64) -> Vec<[f64; SERIES_WIDTH]> 
                 pending[i + 1] as f64,
                 f64::from(b.admission_limit),
                 f64::from(b.workers),
+                f64::from(b.cache_lookups),
+                // Hits for now: `hit_ratios` divides the means once they are averaged.
+                f64::from(b.cache_hits),
             ]
         })
         .collect()
@@ -380,9 +385,21 @@ fn tenant_columns(series: &[TenantBucket], bucket_s: f64) -> Vec<[f64; SERIES_WI
                 0.0,
                 0.0,
                 0.0,
+                0.0,
+                0.0,
             ]
         })
         .collect()
+}
+
+/// The `cache_hit_ratio` column of averaged hop rows: it holds the mean hits until here, and
+/// becomes mean hits ÷ mean lookups (the hit ratio pooled over replications; 0 without lookups).
+fn hit_ratios(mut rows: Vec<[f64; SERIES_WIDTH]>) -> Vec<[f64; SERIES_WIDTH]> {
+    for row in &mut rows {
+        let (lookups, hits) = (row[SERIES_WIDTH - 2], row[SERIES_WIDTH - 1]);
+        row[SERIES_WIDTH - 1] = if lookups > 0.0 { hits / lookups } else { 0.0 };
+    }
+    rows
 }
 
 /// Per bucket, the mean over `records` of the rows `columns` derives from each record.

@@ -1,5 +1,6 @@
 //! Scenario files: parse the TOML, apply overrides, validate into a [`SimSpec`] per variant.
 
+mod cache;
 mod checks;
 pub(crate) mod empirical;
 pub mod error;

@@ -130,6 +130,9 @@ pub struct RawArrival {
     pub volume_scale: Option<f64>,
     #[serde(rename = "loop")]
     pub looped: Option<bool>,
+    /// `kind = "ramp"`: the rate at 0 and the ramp's length.
+    pub from_rate_per_s: Option<f64>,
+    pub over: Option<Dur>,
 }
 
 /// One step of a `profile` arrival.
@@ -277,6 +280,23 @@ pub struct RawHop {
     pub pool: Option<RawPool>,
     pub load_latency: Option<RawLoadLatency>,
     pub autoscale: Option<RawAutoscale>,
+    /// `kind = "cache"`: the cache's table (scenario/cache.rs).
+    pub cache: Option<RawCache>,
+}
+
+/// `cache = { keys = 100, key_distribution = "uniform" | { zipf = 1.1 }, ttl = "5s",
+/// ttl_jitter = 0.1, capacity = 80, eviction = "lru" | "fifo", coalesce = false, hit_latency = … }`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCache {
+    pub keys: i64,
+    pub key_distribution: Option<toml::Value>,
+    pub ttl: Option<Dur>,
+    pub ttl_jitter: Option<f64>,
+    pub capacity: Option<i64>,
+    pub eviction: Option<String>,
+    pub coalesce: Option<bool>,
+    pub hit_latency: Option<RawDist>,
 }
 
 /// `health_check = { interval = "1s", unhealthy_threshold = 2, healthy_threshold = 1 }`.

@@ -23,7 +23,14 @@ pub(super) fn replicas(h: &RawHop, workers: u32, occ: bool, at: &dyn Fn(&str) ->
             format!("is {n}, but a `kind = \"occ\"` register is one register; remove replicas"),
         ));
     }
-    if u64::from(n) * u64::from(workers) > MAX_TOTAL_WORKERS {
+    if h.cache.is_some() && n > 1 {
+        return Err(Invalid::at(
+            &at("replicas"),
+            format!("is {n}, but a `kind = \"cache\"` hop is one store; remove replicas"),
+        ));
+    }
+    // One replica keeps the hop's own workers limit (a cache hop has unbounded workers).
+    if n > 1 && u64::from(n) * u64::from(workers) > MAX_TOTAL_WORKERS {
         let why = format!("is {n} with {workers} workers each; a hop may have at most {MAX_TOTAL_WORKERS} workers over all its replicas");
         return Err(Invalid::at(&at("replicas"), why));
     }

@@ -237,8 +237,13 @@ fn arrival(a: &RawArrival, at: &str) -> V<Arrival> {
     if a.kind != "trace" {
         super::trace::forbid_fields(a, at)?;
     }
+    if a.kind != "ramp" {
+        forbid(a.from_rate_per_s.is_some(), "from_rate_per_s")?;
+        forbid(a.over.is_some(), "over")?;
+    }
     match a.kind.as_str() {
         "trace" => super::trace::arrival(a, at),
+        "ramp" => ramp(a, at),
         "herd" => {
             forbid(a.rate_per_s.is_some(), "rate_per_s")?;
             forbid(a.think.is_some(), "think")?;
@@ -296,9 +301,12 @@ fn arrival(a: &RawArrival, at: &str) -> V<Arrival> {
             }
             Ok(Arrival::Profile { steps: out })
         }
-        other => {
-            Err(unknown(&field("kind"), "arrival kind", other, &["herd", "poisson", "closed", "profile", "trace"]))
-        }
+        other => Err(unknown(
+            &field("kind"),
+            "arrival kind",
+            other,
+            &["herd", "poisson", "closed", "profile", "trace", "ramp"],
+        )),
     }
 }
 
@@ -371,6 +379,32 @@ fn dist(d: &RawDist, at: &str) -> V<Dist> {
     }
 }
 
+/// `{ kind = "ramp", from_rate_per_s = 0.0, rate_per_s = 300.0, over = "8s" }`.
+fn ramp(a: &RawArrival, at: &str) -> V<Arrival> {
+    let field = |f: &str| format!("{at}.{f}");
+    let present = [
+        ("start", a.start.is_some()),
+        ("spread", a.spread.is_some()),
+        ("think", a.think.is_some()),
+        ("steps", a.steps.is_some()),
+        ("requests_per_client", a.requests_per_client.is_some()),
+    ];
+    if let Some((f, _)) = present.iter().find(|(_, p)| *p) {
+        return Err(Invalid::at(&field(f), "is not used by arrival kind `ramp`; remove it"));
+    }
+    let rate = a.rate_per_s.ok_or_else(|| {
+        Invalid::at(at, "kind `ramp` needs rate_per_s (the rate at the end of the ramp) and over, e.g. rate_per_s = 300.0, over = \"8s\"")
+    })?;
+    let rate_per_s = rate_value(rate, &field("rate_per_s"))?;
+    if rate_per_s == 0.0 {
+        return Err(Invalid::at(&field("rate_per_s"), "is 0; the rate a ramp reaches must be positive"));
+    }
+    let from_rate_per_s = rate_value(a.from_rate_per_s.unwrap_or(0.0), &field("from_rate_per_s"))?;
+    let over = a.over.ok_or_else(|| Invalid::at(at, "kind `ramp` needs over, the ramp's length, e.g. \"8s\""))?;
+    let over = positive(over, &field("over"))?;
+    Ok(Arrival::Ramp { from_rate_per_s, rate_per_s, over })
+}
+
 fn hops(raw: &RawScenario, policy_names: &[&str], policies: &[RetryPolicy], tenants: &[TenantSpec]) -> V<Vec<HopSpec>> {
     if raw.hop.is_empty() {
         return Err(Invalid::at("hop", "no [[hop]] is defined; add one with name, workers and service"));
@@ -411,11 +445,18 @@ fn hop(h: &RawHop, next: Option<&RawHop>, policy_names: &[&str], caller_deadline
     let workers = count(h.workers.unwrap_or(1), &at("workers"), 1, 10_000_000)? as u32;
     let queue_limit = count(h.queue_limit.unwrap_or(u32::MAX as i64), &at("queue_limit"), 0, u32::MAX as i64)? as u32;
     let occ = match h.kind.as_deref() {
-        None | Some("service") => false,
+        None | Some("service") | Some("cache") => false,
         Some("occ") => true,
-        Some(other) => return Err(unknown(&at("kind"), "hop kind", other, &["service", "occ"])),
+        Some(other) => return Err(unknown(&at("kind"), "hop kind", other, &["service", "occ", "cache"])),
+    };
+    // A cache (scenario/cache.rs) answers lookups with its hit latency and no worker limit.
+    let cache = super::cache::cache(h, h.kind.as_deref() == Some("cache"), next.is_some(), &dist)?;
+    let (workers, service) = match &cache {
+        Some(c) => (u32::MAX, Some(c.hit_latency.clone())),
+        None => (workers, None),
     };
     let service = match (&h.service, occ) {
+        _ if service.is_some() => service.expect("a cache's lookup time"),
         (Some(d), false) => dist(d, &at("service"))?,
         (None, true) => Dist::Constant { mean: 0 },
         (Some(_), true) => return Err(Invalid::at(&at("service"), "an `occ` register has no service time; remove it")),
@@ -518,6 +559,7 @@ fn hop(h: &RawHop, next: Option<&RawHop>, policy_names: &[&str], caller_deadline
         pool: None,
         load_latency,
         autoscale,
+        cache,
     })
 }
 
@@ -642,6 +684,11 @@ fn faults(raw: &[RawFault], hops: &[HopSpec]) -> V<Vec<Fault>> {
                     .ok_or_else(|| Invalid::at(&format!("fault.{i}"), "kind `capacity` needs workers, e.g. 2"))?;
                 FaultKind::Capacity { workers: count(w, &at("workers"), 0, 10_000_000)? as u32 }
             }
+            "cache_flush" if hops[hop].cache.is_none() => {
+                let why = format!("`{}` is not a cache; a `cache_flush` fault targets a `kind = \"cache\"` hop", f.hop);
+                return Err(Invalid::at(&at("hop"), why));
+            }
+            "cache_flush" => FaultKind::CacheFlush,
             other => {
                 let names: Vec<&str> = FAULT_KINDS.iter().map(|k| k.0).collect();
                 return Err(unknown(&at("kind"), "fault kind", other, &names));

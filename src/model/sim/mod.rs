@@ -8,6 +8,7 @@
 mod accounting;
 mod autoscale;
 mod budgets;
+mod cache;
 mod discipline;
 mod graph;
 mod history;
@@ -18,7 +19,7 @@ mod replicas;
 mod scoped;
 mod server;
 
-use super::arrivals::{first_requests, next_poisson};
+use super::arrivals::{first_requests, next_poisson, next_ramp};
 use super::budget::{BreakerState, BudgetState, FailureKind};
 use super::policy::{DeadlineMode, JitterState};
 use super::spec::{Arrival, SimSpec};
@@ -271,6 +272,8 @@ pub struct Simulation<'a> {
     traces: Vec<Option<TraceCursor>>,
     /// Hops with an autoscaling controller (empty: no autoscaling work per event).
     scaled_hops: Vec<u16>,
+    /// Cache hops' stores (None for the other hops; see [`cache`]).
+    caches: Vec<Option<cache::CacheState>>,
 }
 
 /// Runs replication `replication` of `spec` under master seed `seed`.
@@ -361,6 +364,7 @@ impl<'a> Simulation<'a> {
                 })
                 .collect(),
             scaled_hops: Vec::new(),
+            caches: cache::CacheState::for_hops(spec, seed, replication),
         }
     }
 
@@ -440,6 +444,14 @@ impl<'a> Simulation<'a> {
                 }
             }
         }
+        for (ti, t) in self.spec.tenants.iter().enumerate() {
+            if let Arrival::Ramp { from_rate_per_s, rate_per_s, over } = t.arrival {
+                let rng = &mut self.rngs.arrivals[ti];
+                if let Some(at) = next_ramp(0, from_rate_per_s, rate_per_s, over, self.spec.horizon, rng) {
+                    self.queue.push(at, Event::PoissonArrival { tenant: ti as u16 });
+                }
+            }
+        }
         for (ti, cursor) in self.traces.iter_mut().enumerate() {
             if let Some(at) = cursor.as_mut().and_then(|c| c.next(0, self.spec.horizon, &mut self.rngs.arrivals[ti])) {
                 self.queue.push(at, Event::PoissonArrival { tenant: ti as u16 });
@@ -476,10 +488,15 @@ impl<'a> Simulation<'a> {
         let client = rng.random_range(0..spec.clients);
         let next = match self.traces[ti].as_mut() {
             Some(cursor) => cursor.next(self.now, self.spec.horizon, rng),
-            None => {
-                let steps = self.poisson_steps[ti].as_deref().expect("only open-loop tenants get these events");
-                next_poisson(self.now, steps, self.spec.horizon, rng)
-            }
+            None => match spec.arrival {
+                Arrival::Ramp { from_rate_per_s, rate_per_s, over } => {
+                    next_ramp(self.now, from_rate_per_s, rate_per_s, over, self.spec.horizon, rng)
+                }
+                _ => {
+                    let steps = self.poisson_steps[ti].as_deref().expect("only open-loop tenants get these events");
+                    next_poisson(self.now, steps, self.spec.horizon, rng)
+                }
+            },
         };
         if let Some(at) = next {
             self.queue.push(at, Event::PoissonArrival { tenant });
@@ -738,7 +755,7 @@ impl<'a> Simulation<'a> {
                 0
             }
             Arrival::Closed { think, .. } => think,
-            Arrival::Poisson { .. } | Arrival::Profile { .. } | Arrival::Trace(_) => return,
+            Arrival::Poisson { .. } | Arrival::Profile { .. } | Arrival::Trace(_) | Arrival::Ramp { .. } => return,
         };
         let at = self.now.saturating_add(think);
         if at < self.spec.horizon {

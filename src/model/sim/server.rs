@@ -66,7 +66,10 @@ impl Simulation<'_> {
                         return Some(Some(Reply::Failed));
                     }
                 }
-                FaultKind::Slow { .. } | FaultKind::Capacity { .. } | FaultKind::LostReply { .. } => {}
+                FaultKind::Slow { .. }
+                | FaultKind::Capacity { .. }
+                | FaultKind::LostReply { .. }
+                | FaultKind::CacheFlush => {}
             }
         }
         None
@@ -124,6 +127,9 @@ impl Simulation<'_> {
         let a = self.attempts.get(handle).expect("finishing attempt is live");
         let (hop, payload) = (a.hop as usize, a.payload);
         let spec = &self.spec.hops[hop];
+        if spec.cache.is_some() {
+            return self.cache_lookup(handle, hop);
+        }
         if spec.effect {
             if let Some(store) = &spec.idempotency {
                 self.check_key(handle, store.in_progress);
@@ -249,6 +255,7 @@ impl Simulation<'_> {
     /// The hop is done with an attempt it held a worker for: settle its idempotency key, free
     /// the worker, serve the queue, and send the reply.
     pub(super) fn finish_job(&mut self, handle: Handle, reply: Reply) {
+        let coalesced = self.cache_settle(handle, reply);
         let a = self.attempts.get_mut(handle).expect("live");
         let (hop, srv, tenant, request_id) = (a.hop as usize, a.server as usize, a.tenant as usize, a.request_id);
         if std::mem::take(&mut a.holds_key) {
@@ -267,6 +274,7 @@ impl Simulation<'_> {
             self.start_service(next);
         }
         self.send_reply(handle, reply);
+        self.cache_release(coalesced, reply);
     }
 
     pub(super) fn send_reply(&mut self, handle: Handle, reply: Reply) {

@@ -14,6 +14,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+mod cache;
+pub use cache::{cache_hops, draw_cache};
+
 /// Most points a line gets (longer series are averaged down).
 pub(super) const POINTS_MAX: usize = 1500;
 

@@ -72,6 +72,8 @@ pub enum Chart {
     Replicas,
     /// Workers over time of autoscaled hops (issue 15).
     Capacity,
+    /// Cache hit ratio and backend load over time (runs with a cache hop).
+    Cache,
 }
 
 impl Chart {
@@ -90,6 +92,7 @@ impl Chart {
             Chart::GoodputBacklog => "goodput_backlog",
             Chart::Replicas => "replicas",
             Chart::Capacity => "capacity",
+            Chart::Cache => "cache",
         }
     }
 
@@ -108,6 +111,7 @@ impl Chart {
             Chart::GoodputBacklog => "Goodput (successes/s) and backlog (attempts inside the hop) over time: how fast each variant recovers after the fault.",
             Chart::Replicas => "Attempts/s the load balancer sent to each replica, and when each was out of rotation (ejected or unhealthy).",
             Chart::Capacity => "Workers serving over time at each autoscaled hop: when added capacity arrives against the fault and the load.",
+            Chart::Cache => "Cache hit ratio over time and the load its misses put on the backend: a flush or expiry wave shows as a dip in the ratio and a wall of backend attempts.",
         }
     }
 
@@ -129,6 +133,9 @@ impl Chart {
         }
         if !capacity::scaled_hops(data).is_empty() {
             charts.push(Chart::Capacity);
+        }
+        if !load::cache_hops(data).is_empty() {
+            charts.push(Chart::Cache);
         }
         charts
     }
@@ -152,6 +159,7 @@ impl Chart {
             Chart::Latency => (1100, 620),
             Chart::Delays => (1100, 70 + 200 * variants),
             Chart::DelaysByRetry => (1100, 620),
+            Chart::Cache => (1400, 90 + 330 * load::cache_hops(data).len() as u32),
         }
     }
 
@@ -172,6 +180,7 @@ impl Chart {
             Chart::Latency => latency::draw_cdf(root, data)?,
             Chart::Delays => delays::draw_histograms(root, data)?,
             Chart::DelaysByRetry => delays::draw_by_retry(root, data)?,
+            Chart::Cache => load::draw_cache(root, data)?,
         }
         Ok(())
     }
