@@ -34,6 +34,8 @@ fn policy(jitter: Jitter) -> RetryPolicy {
         breaker: None,
         preset: None,
         retry_on: retrystorm::model::RetryOn::ALL,
+        hedge: None,
+        cancel_on_timeout: false,
     }
 }
 

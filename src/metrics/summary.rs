@@ -87,6 +87,7 @@ pub fn scalars(record: &RunRecord, spec: &RunShape) -> Scalars {
     ];
     global.extend(latency_rows(&latency));
     let wasted: u64 = record.hops.iter().map(|h| h.wasted_work_ns).sum();
+    global.extend(super::goodput::global_rows(record, hop0));
     global.extend([
         (Metric::CompletionTimeS, Some(ns_to_secs(record.completion_time_ns))),
         (Metric::WastedWorkS, Some(ns_to_secs(wasted))),
@@ -138,6 +139,9 @@ fn hop_row(record: &RunRecord, spec: &RunShape, h: usize, requests: u64) -> Metr
         (Metric::DroppedExpired, Some(c.dropped_expired as f64)),
         (Metric::RejectedByLimit, Some(c.rejected_by_limit as f64)),
     ]
+    .into_iter()
+    .chain(super::goodput::hop_rows(c, spec))
+    .collect()
 }
 
 fn tenant_row(record: &RunRecord, spec: &RunShape, t: usize) -> MetricRow {

@@ -47,8 +47,10 @@ pub struct MeanSeries {
 /// `goodput_per_s` is successes per second (success replies of a hop; requests that succeeded,
 /// for a tenant). `backlog` (hops only) is the number of attempts inside the hop (queued, in
 /// service or waiting on downstream calls) at the bucket's end, and `retries_pending` (hops only)
-/// the retries to the hop waiting on a backoff timer at the bucket's end.
-pub const SERIES_COLUMNS: [&str; 12] = [
+/// the retries to the hop waiting on a backoff timer at the bucket's end. `throughput_per_s`
+/// (hops only) is services completed per second, `timely_goodput_per_s` (hops only) success
+/// replies that reached a caller still waiting, per second (issue 16).
+pub const SERIES_COLUMNS: [&str; 14] = [
     "attempts",
     "first_attempts",
     "retries",
@@ -61,6 +63,8 @@ pub const SERIES_COLUMNS: [&str; 12] = [
     "backlog",
     "retries_pending",
     "admission_limit",
+    "throughput_per_s",
+    "timely_goodput_per_s",
 ];
 
 /// The results of one variant.
@@ -299,6 +303,8 @@ fn hop_columns(series: &[HopBucket], bucket_s: f64) -> Vec<[f64; SERIES_WIDTH]> 
                 backlog[i + 1] as f64,
                 pending[i + 1] as f64,
                 f64::from(b.admission_limit),
+                f64::from(b.served) / bucket_s,
+                f64::from(b.timely_ok) / bucket_s,
             ]
         })
         .collect()
@@ -318,6 +324,8 @@ fn tenant_columns(series: &[TenantBucket], bucket_s: f64) -> Vec<[f64; SERIES_WI
                 f64::from(b.in_flight),
                 0.0,
                 f64::from(b.successes) / bucket_s,
+                0.0,
+                0.0,
                 0.0,
                 0.0,
                 0.0,

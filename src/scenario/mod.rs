@@ -3,6 +3,7 @@
 mod checks;
 pub(crate) mod empirical;
 pub mod error;
+mod hedge;
 pub(crate) mod import;
 pub(crate) mod invariants;
 pub(crate) mod locate;

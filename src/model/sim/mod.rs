@@ -7,7 +7,9 @@
 
 mod accounting;
 mod budgets;
+mod cancel;
 mod discipline;
+mod hedge;
 mod history;
 mod hop_queue;
 mod occ;
@@ -106,6 +108,10 @@ enum Event {
     OccWrite {
         attempt: Handle,
     },
+    /// An attempt's hedge delay passed: send a hedge if it is still unanswered (`sim/hedge.rs`).
+    HedgeFire {
+        attempt: Handle,
+    },
 }
 
 struct Call {
@@ -126,6 +132,7 @@ struct Call {
     last_cost: Option<f64>,
 }
 
+#[derive(Clone)]
 struct Attempt {
     call: Handle,
     request_id: u64,
@@ -150,6 +157,13 @@ struct Attempt {
     give_up_at: Nanos,
     /// The attempt claimed its request's idempotency key and must complete or release it.
     holds_key: bool,
+    // Hedging and cancellation (issue 16).
+    /// When the caller sent it (attempt latency for quantile hedges).
+    sent_at: Nanos,
+    /// When its service started (the part spent when it is cancelled in service).
+    service_start: Nanos,
+    /// Its caller stopped waiting because another copy answered first (wasted work: hedge).
+    lost_race: bool,
 }
 
 #[derive(Default)]
@@ -227,6 +241,11 @@ pub struct Simulation<'a> {
     poisson_steps: Vec<Option<Vec<(Nanos, f64)>>>,
     /// Replay positions of trace tenants (None for the others).
     traces: Vec<Option<TraceCursor>>,
+    /// Which attempts a call is waiting on and which call an attempt made downstream, kept only
+    /// when some policy hedges or cancels (`sim/cancel.rs`).
+    links: cancel::Links,
+    /// Hedge tokens and latency quantiles per (policy, hop) (`sim/hedge.rs`).
+    hedging: hedge::Hedging,
 }
 
 /// Runs replication `replication` of `spec` under master seed `seed`.
@@ -296,6 +315,8 @@ impl<'a> Simulation<'a> {
                     _ => None,
                 })
                 .collect(),
+            links: cancel::Links::new(spec),
+            hedging: hedge::Hedging::default(),
         }
     }
 
@@ -381,6 +402,10 @@ impl<'a> Simulation<'a> {
         match event {
             Event::PoissonArrival { tenant } => self.on_poisson_arrival(tenant),
             Event::ClientNext { tenant, client } => self.new_request(tenant, client),
+            // With cancellation, a call or attempt can be gone before its events fire.
+            Event::AttemptStart { call } if self.links.on && self.calls.get(call).is_none() => {}
+            Event::AttemptArrive { attempt } | Event::ServiceDone { attempt } | Event::ReplyArrive { attempt }
+                if self.links.on && self.attempts.get(attempt).is_none() => {}
             Event::AttemptStart { call } => self.start_attempt(call),
             Event::AttemptArrive { attempt } => self.on_arrive(attempt),
             Event::ServiceDone { attempt } => self.on_service_done(attempt),
@@ -388,6 +413,7 @@ impl<'a> Simulation<'a> {
             Event::AttemptTimeout { attempt } => self.on_timeout(attempt),
             Event::OccReadBack { attempt } => self.occ_send_write(attempt),
             Event::OccWrite { attempt } => self.occ_write(attempt),
+            Event::HedgeFire { attempt } => self.on_hedge_fire(attempt),
         }
     }
 
@@ -493,9 +519,15 @@ impl<'a> Simulation<'a> {
             occ_version: 0,
             give_up_at: timeout_at,
             holds_key: false,
+            sent_at: now,
+            service_start: 0,
+            lost_race: false,
         };
         self.count_attempt(hop, tenant as usize, retry, b);
         let handle = self.insert_attempt(attempt);
+        if self.links.on {
+            self.track_attempt(call_handle, handle, timeout_at);
+        }
         let net = self.spec.hops[hop].network.sample(&mut self.rngs.network[hop], 0);
         self.queue.push(now.saturating_add(net), Event::AttemptArrive { attempt: handle });
         if timeout_at != Nanos::MAX {
@@ -530,6 +562,9 @@ impl<'a> Simulation<'a> {
             last_cost: None,
         };
         let handle = self.insert_call(call);
+        if self.links.on {
+            self.links.child.insert(parent, handle);
+        }
         self.budget_on_request(handle);
         self.start_attempt(handle);
     }
@@ -537,8 +572,16 @@ impl<'a> Simulation<'a> {
     fn on_reply_arrive(&mut self, handle: Handle) {
         let a = self.remove_attempt(handle).expect("a reply's attempt is live until it arrives");
         if !a.caller_waiting {
-            let counters = &mut self.record.hops[a.hop as usize];
-            counters.wasted_work_ns = counters.wasted_work_ns.saturating_add(a.service_ns);
+            let cause = if a.lost_race { cancel::Waste::Hedge } else { cancel::Waste::TimedOut };
+            self.add_wasted(a.hop as usize, a.service_ns, cause);
+            return;
+        }
+        if a.reply == Reply::Ok {
+            let b = self.bucket();
+            self.record.hops[a.hop as usize].timely_ok += 1;
+            self.record.hop_series[a.hop as usize][b].timely_ok += 1;
+        }
+        if self.links.on && self.hedge_reply(handle, &a) {
             return;
         }
         self.caller_sees(a.call, a.reply);
@@ -553,6 +596,9 @@ impl<'a> Simulation<'a> {
         let call = a.call;
         if a.phase == Phase::Done {
             self.remove_attempt(handle);
+        }
+        if self.links.on && self.gave_up(handle, call) {
+            return;
         }
         self.caller_sees(call, Reply::Timeout);
     }
@@ -611,6 +657,9 @@ impl<'a> Simulation<'a> {
 
     fn end_call(&mut self, call_handle: Handle, end: CallEnd) {
         let call = self.remove_call(call_handle).expect("ending a live call");
+        if self.links.on {
+            self.links.forget(call_handle, call.parent);
+        }
         if let Some(parent) = call.parent {
             let reply = match end {
                 CallEnd::Succeeded => Reply::Ok,
