@@ -8,6 +8,7 @@ pub(crate) mod bars;
 pub(crate) mod delays;
 pub(crate) mod key;
 pub(crate) mod latency;
+pub(crate) mod limit;
 pub(crate) mod load;
 pub(crate) mod sweep;
 
@@ -66,6 +67,8 @@ pub enum Chart {
     HopMetrics,
     /// Goodput and backlog over time per hop, every variant on one axis.
     GoodputBacklog,
+    /// The admission control's concurrency limit over time (hops with a limit).
+    AdmissionLimit,
 }
 
 impl Chart {
@@ -82,6 +85,7 @@ impl Chart {
             Chart::TenantMetrics => "tenant_metrics",
             Chart::HopMetrics => "hop_metrics",
             Chart::GoodputBacklog => "goodput_backlog",
+            Chart::AdmissionLimit => "admission_limit",
         }
     }
 
@@ -98,6 +102,7 @@ impl Chart {
             Chart::TenantMetrics => "Metrics per tenant and variant, with 95% confidence intervals.",
             Chart::HopMetrics => "Metrics per hop of the chain: how retries multiply from layer to layer.",
             Chart::GoodputBacklog => "Goodput (successes/s) and backlog (attempts inside the hop) over time: how fast each variant recovers after the fault.",
+            Chart::AdmissionLimit => "The admission limit in force over time (concurrency, AIMD or gradient), per hop that has one: how far an adaptive limit falls during the fault and how fast it comes back.",
         }
     }
 
@@ -114,6 +119,9 @@ impl Chart {
         if first.setup.hops.len() > 1 {
             charts.push(Chart::HopMetrics);
         }
+        if !limit::limited_hops(data).is_empty() {
+            charts.push(Chart::AdmissionLimit);
+        }
         charts
     }
 
@@ -128,6 +136,7 @@ impl Chart {
             Chart::TenantLoad => (wide(tenants), 70 + 240 * variants),
             Chart::LoadCompare => (1100, 70 + 400 * hops),
             Chart::GoodputBacklog => (1400, 90 + 330 * hops),
+            Chart::AdmissionLimit => (1100, 90 + 360 * limit::limited_hops(data).len() as u32),
             Chart::Metrics => (1200, 140 + 2 * (90 + 34 * variants)),
             Chart::TenantMetrics => (1200, 140 + 2 * (90 + 18 * tenants * (variants + 1))),
             Chart::HopMetrics => (1200, 140 + 2 * (90 + 18 * hops * (variants + 1))),
@@ -146,6 +155,7 @@ impl Chart {
             Chart::TenantLoad => load::draw_grid(root, data, load::Scope::Tenants)?,
             Chart::LoadCompare => load::draw_compare(root, data)?,
             Chart::GoodputBacklog => load::draw_goodput_backlog(root, data)?,
+            Chart::AdmissionLimit => limit::draw_limit(root, data)?,
             Chart::Metrics => bars::draw_metrics(root, data)?,
             Chart::TenantMetrics => bars::draw_scoped(root, data, bars::Scope::Tenants)?,
             Chart::HopMetrics => bars::draw_scoped(root, data, bars::Scope::Hops)?,
