@@ -111,7 +111,10 @@ impl Simulation<'_> {
             Phase::Service if now >= service_end => return,
             Phase::Service => {
                 let c = &mut self.record.hops[hop];
-                c.busy_ns -= service_end - now;
+                c.busy_ns = c
+                    .busy_ns
+                    .checked_sub(service_end - now)
+                    .expect("a cancelled service was counted in busy at its start");
                 Some(now - self.attempts.get(handle).expect("live").service_start)
             }
             Phase::Downstream => {
