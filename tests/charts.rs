@@ -67,6 +67,14 @@ fn expected_charts(dir: &Path) -> Vec<&'static str> {
     if first["hops"].as_array().expect("hops").iter().any(|h| h.get("cache").is_some()) {
         stems.push("cache");
     }
+    // The admission-limit chart, when some hop row of timeseries.csv has a limit.
+    let series = std::fs::read_to_string(dir.join("timeseries.csv")).expect("timeseries.csv");
+    let mut lines = series.lines();
+    let header: Vec<&str> = lines.next().expect("a header").split(',').collect();
+    let col = header.iter().position(|c| *c == "admission_limit").expect("an admission_limit column");
+    if lines.any(|l| l.split(',').nth(col).is_some_and(|x| x.parse::<f64>().is_ok_and(|v| v > 0.0))) {
+        stems.push("admission_limit");
+    }
     stems
 }
 

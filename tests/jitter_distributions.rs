@@ -35,6 +35,8 @@ fn policy(jitter: Jitter) -> RetryPolicy {
         breaker: None,
         preset: None,
         retry_on: retrystorm::model::RetryOn::ALL,
+        hedge: None,
+        cancel_on_timeout: false,
     }
 }
 

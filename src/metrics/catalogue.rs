@@ -219,6 +219,15 @@ catalogue! {
     CacheMisses: "cache_misses", "cache misses forwarded", "misses", "cache misses forwarded to the backend", Count, Lower, H, "no value";
     CacheCoalesced: "cache_coalesced", "coalesced waits", "coalesced", "cache misses that waited for another miss's fill of the same key", Count, Neither, H, "no value";
     CacheHitRatio: "cache_hit_ratio", "cache hit ratio", "hit ratio", "cache hit ratio (hits ÷ lookups)", Share, Higher, H, "not a cache";
+    Hedges: "hedges", "hedges", "hedges", "hedge attempts sent (also in attempts)", Count, Neither, GH, "no value";
+    Cancelled: "cancelled", "cancelled", "cancel", "attempts cancelled because their caller gave up", Count, Neither, H, "no value";
+    ThroughputPerS: "throughput_per_s", "throughput/s", "thru/s", "services completed per second of the horizon", PerSecond, Neither, H, "no value";
+    TimelyGoodputPerS: "timely_goodput_per_s", "goodput/s", "good/s", "success replies that reached a waiting caller, per second of the horizon", PerSecond, Higher, H, "no value";
+    GoodputRatio: "goodput_ratio", "goodput ÷ throughput", "good/thru", "share of completed services whose success reached a waiting caller", Share, Higher, GH, "nothing served";
+    WastedTimedOutS: "wasted_timed_out_s", "wasted: timed out (s)", "w tmo s", "service run to the end for a caller that had timed out", Seconds, Lower, GH, "no value";
+    WastedHedgeS: "wasted_hedge_s", "wasted: hedge loser (s)", "w hedge s", "service of the slower copy of a hedged attempt", Seconds, Lower, GH, "no value";
+    WastedCancelledS: "wasted_cancelled_s", "wasted: cancelled (s)", "w cancel s", "service spent before a cancellation", Seconds, Lower, GH, "no value";
+    WastedLostReplyS: "wasted_lost_reply_s", "wasted: lost reply (s)", "w lost s", "service whose reply was lost", Seconds, Lower, GH, "no value";
     Executions: "executions", "executions", "exec", "side effects executed", Count, Neither, H, "no value";
     CompletionTimeS: "completion_time_s", "completion (s)", "done s", "time of the last terminal state", Seconds, Lower, G, "no value";
     WastedWorkS: "wasted_work_s", "wasted work (s)", "wasted s", "service time spent after the caller gave up", Seconds, Lower, GH, "no value";

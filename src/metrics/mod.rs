@@ -3,6 +3,7 @@
 
 pub mod after;
 pub mod catalogue;
+pub mod goodput;
 pub mod objective;
 pub mod pool;
 pub mod recovery;
@@ -85,6 +86,25 @@ pub struct HopCounters {
     pub cache_misses: u64,
     /// Misses that waited for another miss's fill of the same key (`coalesce = true`).
     pub cache_coalesced: u64,
+    // Hedging, cancellation, goodput (issue 16).
+    /// Attempts whose service ran to its end (any outcome): the hop's throughput.
+    pub served: u64,
+    /// Success replies that reached a caller still waiting for them: the hop's goodput.
+    pub timely_ok: u64,
+    /// Hedge attempts sent to the hop (also counted in `attempts`, not in `first_attempts` or
+    /// `retries`).
+    pub hedges: u64,
+    /// Attempts cancelled because their caller gave up (`cancel_on_timeout`).
+    pub cancelled: u64,
+    /// Of `wasted_work_ns`: service run to the end for a caller that had timed out.
+    pub wasted_timed_out_ns: u64,
+    /// Of `wasted_work_ns`: service of the slower copy of a hedged attempt (to its end or to
+    /// its cancellation).
+    pub wasted_hedge_ns: u64,
+    /// Of `wasted_work_ns`: service spent before a cancellation (caller timed out).
+    pub wasted_cancelled_ns: u64,
+    /// Of `wasted_work_ns`: service whose reply a `lost_reply` fault dropped.
+    pub wasted_lost_reply_ns: u64,
 }
 
 /// Counters of one tenant over a run.
@@ -189,6 +209,11 @@ pub struct HopBucket {
     pub cache_lookups: u32,
     /// Cache hops: lookups answered from a live entry.
     pub cache_hits: u32,
+    // Goodput (issue 16).
+    /// Services that ran to their end in the bucket (throughput).
+    pub served: u32,
+    /// Success replies that reached a caller still waiting, in the bucket (goodput).
+    pub timely_ok: u32,
 }
 
 /// One time-series bucket of a tenant.

@@ -89,6 +89,7 @@ pub fn scalars(record: &RunRecord, spec: &RunShape) -> Scalars {
     ];
     global.extend(latency_rows(&latency));
     let wasted: u64 = record.hops.iter().map(|h| h.wasted_work_ns).sum();
+    global.extend(super::goodput::global_rows(record, hop0));
     global.extend([
         (Metric::CompletionTimeS, Some(ns_to_secs(record.completion_time_ns))),
         (Metric::WastedWorkS, Some(ns_to_secs(wasted))),
@@ -164,6 +165,7 @@ fn hop_row(record: &RunRecord, spec: &RunShape, h: usize, requests: u64) -> Metr
     if let Some(pool) = &c.pool {
         row.extend(super::pool::pool_rows(pool));
     }
+    row.extend(super::goodput::hop_rows(c, spec));
     row
 }
 

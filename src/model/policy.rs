@@ -157,6 +157,11 @@ pub struct RetryPolicy {
     pub preset: Option<String>,
     /// Which failures are retried.
     pub retry_on: RetryOn,
+    /// Hedged requests (issue 16), if any.
+    pub hedge: Option<super::hedge::HedgeSpec>,
+    /// When the caller gives up on an attempt (timeout, deadline, lost hedge race), the work it
+    /// started downstream is cancelled (issue 16; off by default).
+    pub cancel_on_timeout: bool,
 }
 
 /// Per-call state some strategies carry between retries.
@@ -188,6 +193,8 @@ impl RetryPolicy {
             breaker: None,
             preset: None,
             retry_on: RetryOn::ALL,
+            hedge: None,
+            cancel_on_timeout: false,
         }
     }
 

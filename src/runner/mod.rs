@@ -65,8 +65,10 @@ pub const WORKERS_COLUMN: usize = 12;
 /// `goodput_per_s` is successes per second (success replies of a hop; requests that succeeded,
 /// for a tenant). `backlog` (hops only) is the number of attempts inside the hop (queued, in
 /// service or waiting on downstream calls) at the bucket's end, and `retries_pending` (hops only)
-/// the retries to the hop waiting on a backoff timer at the bucket's end.
-pub const SERIES_COLUMNS: [&str; 15] = [
+/// the retries to the hop waiting on a backoff timer at the bucket's end. `throughput_per_s`
+/// (hops only) is services completed per second, `timely_goodput_per_s` (hops only) success
+/// replies that reached a caller still waiting, per second (issue 16). The cache columns stay last (`hit_ratios`).
+pub const SERIES_COLUMNS: [&str; 17] = [
     "attempts",
     "first_attempts",
     "retries",
@@ -80,6 +82,8 @@ pub const SERIES_COLUMNS: [&str; 15] = [
     "retries_pending",
     "admission_limit",
     "workers",
+    "throughput_per_s",
+    "timely_goodput_per_s",
     "cache_lookups",
     "cache_hit_ratio",
 ];
@@ -359,6 +363,8 @@ fn hop_columns(series: &[HopBucket], bucket_s: f64) -> Vec<[f64; SERIES_WIDTH]> 
                 pending[i + 1] as f64,
                 f64::from(b.admission_limit),
                 f64::from(b.workers),
+                f64::from(b.served) / bucket_s,
+                f64::from(b.timely_ok) / bucket_s,
                 f64::from(b.cache_lookups),
                 // Hits for now: `hit_ratios` divides the means once they are averaged.
                 f64::from(b.cache_hits),
@@ -381,6 +387,8 @@ fn tenant_columns(series: &[TenantBucket], bucket_s: f64) -> Vec<[f64; SERIES_WI
                 f64::from(b.in_flight),
                 0.0,
                 f64::from(b.successes) / bucket_s,
+                0.0,
+                0.0,
                 0.0,
                 0.0,
                 0.0,

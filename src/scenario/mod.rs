@@ -5,6 +5,7 @@ mod checks;
 pub(crate) mod empirical;
 pub mod error;
 pub(crate) mod graph;
+mod hedge;
 pub(crate) mod import;
 pub(crate) mod invariants;
 pub(crate) mod locate;

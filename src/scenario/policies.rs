@@ -74,6 +74,8 @@ pub fn policy(name: &str, written: &RawPolicy) -> V<RetryPolicy> {
         breaker: raw.breaker.as_ref().map(|b| breaker(b, &at("breaker"))).transpose()?,
         preset: raw.preset.clone(),
         retry_on: retry_on(raw.retry_on.as_deref(), &at("retry_on"))?,
+        hedge: raw.hedge.as_ref().map(|h| super::hedge::hedge(h, &at)).transpose()?,
+        cancel_on_timeout: raw.cancel_on_timeout.unwrap_or(false),
     })
 }
 

@@ -159,6 +159,8 @@ pub fn overlay(raw: &RawPolicy, mut base: RawPolicy) -> RawPolicy {
         import: raw.import.clone(),
         select: raw.select.clone(),
         retry_on: raw.retry_on.clone().or(base.retry_on),
+        hedge: raw.hedge.clone().or(base.hedge),
+        cancel_on_timeout: raw.cancel_on_timeout.or(base.cancel_on_timeout),
     }
 }
 

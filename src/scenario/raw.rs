@@ -168,6 +168,18 @@ pub struct RawPolicy {
     pub select: Option<String>,
     /// Failures retried: any of "transient", "throttling", "timeout" (default: all).
     pub retry_on: Option<Vec<String>>,
+    /// Hedged requests (issue 16).
+    pub hedge: Option<RawHedge>,
+    /// Cancel the work started downstream when the caller gives up (issue 16).
+    pub cancel_on_timeout: Option<bool>,
+}
+
+/// `hedge = { after = "50ms" | "p95", max_share = 0.1 }`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHedge {
+    pub after: String,
+    pub max_share: Option<f64>,
 }
 
 /// `honor_retry_after = true | false | "at_least" | "exact" | "aws"`.

@@ -93,6 +93,11 @@ impl HopQueue {
         self.len > 0 && now - self.last_empty >= interval
     }
 
+    fn lane_of(&self, tenant: u16, retry: bool) -> usize {
+        let lane = if self.fair { tenant as usize } else { 0 };
+        lane + if self.priority && retry { self.class_lanes } else { 0 }
+    }
+
     /// Queues `h` unless its lane (the tenant's, when fair) already holds `limit`. `deadline` is
     /// when the attempt's caller gives up (dropped at dequeue after it under `deadline_drop`).
     pub(super) fn push(
@@ -104,8 +109,7 @@ impl HopQueue {
         deadline: Nanos,
         limit: u32,
     ) -> bool {
-        let lane =
-            if self.fair { tenant as usize } else { 0 } + if self.priority && retry { self.class_lanes } else { 0 };
+        let lane = self.lane_of(tenant, retry);
         if self.lanes[lane].len() >= limit as usize {
             return false;
         }
@@ -155,6 +159,20 @@ impl HopQueue {
 
     pub(super) fn len(&self) -> usize {
         self.len
+    }
+
+    /// Takes `h` out of the queue (a cancelled attempt), searching its lane from the oldest
+    /// entry: cancelled attempts are mostly the oldest, and with cancellation on the queue holds
+    /// only attempts whose caller still waits. False when `h` is not queued.
+    pub(super) fn remove(&mut self, now: Nanos, tenant: u16, retry: bool, h: Handle) -> bool {
+        let lane = self.lane_of(tenant, retry);
+        let Some(at) = self.lanes[lane].iter().position(|q| q.handle == h) else { return false };
+        self.lanes[lane].remove(at);
+        self.len -= 1;
+        if self.len == 0 {
+            self.last_empty = now;
+        }
+        true
     }
 }
 

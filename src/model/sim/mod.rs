@@ -9,8 +9,10 @@ mod accounting;
 mod autoscale;
 mod budgets;
 mod cache;
+mod cancel;
 mod discipline;
 mod graph;
+mod hedge;
 mod history;
 mod hop_queue;
 mod occ;
@@ -129,6 +131,10 @@ enum Event {
         hop: u16,
         units: u32,
     },
+    /// An attempt's hedge delay passed: send a hedge if it is still unanswered (`sim/hedge.rs`).
+    HedgeFire {
+        attempt: Handle,
+    },
 }
 
 struct Call {
@@ -149,6 +155,7 @@ struct Call {
     last_cost: Option<f64>,
 }
 
+#[derive(Clone)]
 struct Attempt {
     call: Handle,
     request_id: u64,
@@ -177,6 +184,13 @@ struct Attempt {
     server: u32,
     /// Progress of the hop's downstream calls for this job (`sim::graph`).
     calls: graph::JobCalls,
+    // Hedging and cancellation (issue 16).
+    /// When the caller sent it (attempt latency for quantile hedges).
+    sent_at: Nanos,
+    /// When its service started (the part spent when it is cancelled in service).
+    service_start: Nanos,
+    /// Its caller stopped waiting because another copy answered first (wasted work: hedge).
+    lost_race: bool,
 }
 
 /// One replica of a hop (a hop without `replicas` is one replica).
@@ -274,6 +288,11 @@ pub struct Simulation<'a> {
     scaled_hops: Vec<u16>,
     /// Cache hops' stores (None for the other hops; see [`cache`]).
     caches: Vec<Option<cache::CacheState>>,
+    /// Which attempts a call is waiting on and which call an attempt made downstream, kept only
+    /// when some policy hedges or cancels (`sim/cancel.rs`).
+    links: cancel::Links,
+    /// Hedge tokens and latency quantiles per (policy, hop) (`sim/hedge.rs`).
+    hedging: hedge::Hedging,
 }
 
 /// Runs replication `replication` of `spec` under master seed `seed`.
@@ -365,6 +384,8 @@ impl<'a> Simulation<'a> {
                 .collect(),
             scaled_hops: Vec::new(),
             caches: cache::CacheState::for_hops(spec, seed, replication),
+            links: cancel::Links::new(spec),
+            hedging: hedge::Hedging::default(),
         }
     }
 
@@ -463,6 +484,10 @@ impl<'a> Simulation<'a> {
         match event {
             Event::PoissonArrival { tenant } => self.on_poisson_arrival(tenant),
             Event::ClientNext { tenant, client } => self.new_request(tenant, client),
+            // With cancellation, a call or attempt can be gone before its events fire.
+            Event::AttemptStart { call } if self.links.on && self.calls.get(call).is_none() => {}
+            Event::AttemptArrive { attempt } | Event::ServiceDone { attempt } | Event::ReplyArrive { attempt }
+                if self.links.on && self.attempts.get(attempt).is_none() => {}
             Event::AttemptStart { call } => self.start_attempt(call),
             Event::AttemptArrive { attempt } => self.on_arrive(attempt),
             Event::ServiceDone { attempt } => self.on_service_done(attempt),
@@ -474,6 +499,7 @@ impl<'a> Simulation<'a> {
             Event::PoolTimeout { hop } => self.pool_timeout(hop as usize),
             Event::AutoscaleTick { hop } => self.on_autoscale_tick(hop),
             Event::CapacityReady { hop, units } => self.on_capacity_ready(hop, units),
+            Event::HedgeFire { attempt } => self.on_hedge_fire(attempt),
         }
     }
 
@@ -597,9 +623,15 @@ impl<'a> Simulation<'a> {
             holds_key: false,
             server: 0,
             calls: graph::JobCalls::default(),
+            sent_at: now,
+            service_start: 0,
+            lost_race: false,
         };
         self.count_attempt(hop, tenant as usize, retry, b);
         let handle = self.insert_attempt(attempt);
+        if self.links.on {
+            self.track_attempt(call_handle, handle, timeout_at);
+        }
         let net = self.spec.hops[hop].network.sample(&mut self.rngs.network[hop], 0);
         if net > 0 {
             self.queue.push(now.saturating_add(net), Event::AttemptArrive { attempt: handle });
@@ -641,6 +673,9 @@ impl<'a> Simulation<'a> {
             last_cost: None,
         };
         let handle = self.insert_call(call);
+        if self.links.on {
+            self.links.child.entry(parent).or_default().push(handle);
+        }
         self.budget_on_request(handle);
         self.start_attempt(handle);
     }
@@ -648,8 +683,16 @@ impl<'a> Simulation<'a> {
     fn on_reply_arrive(&mut self, handle: Handle) {
         let a = self.remove_attempt(handle).expect("a reply's attempt is live until it arrives");
         if !a.caller_waiting {
-            let counters = &mut self.record.hops[a.hop as usize];
-            counters.wasted_work_ns = counters.wasted_work_ns.saturating_add(a.service_ns);
+            let cause = if a.lost_race { cancel::Waste::Hedge } else { cancel::Waste::TimedOut };
+            self.add_wasted(a.hop as usize, a.service_ns, cause);
+            return;
+        }
+        if a.reply == Reply::Ok {
+            let b = self.bucket();
+            self.record.hops[a.hop as usize].timely_ok += 1;
+            self.record.hop_series[a.hop as usize][b].timely_ok += 1;
+        }
+        if self.links.on && self.hedge_reply(handle, &a) {
             return;
         }
         self.release_connection(a.call);
@@ -672,6 +715,9 @@ impl<'a> Simulation<'a> {
         let a = self.attempts.get(handle).expect("live");
         if a.phase == Phase::Done {
             self.remove_attempt(handle);
+        }
+        if self.links.on && self.gave_up(handle, call) {
+            return;
         }
         self.release_connection(call);
         self.caller_sees(call, Reply::Timeout);
@@ -732,6 +778,9 @@ impl<'a> Simulation<'a> {
 
     fn end_call(&mut self, call_handle: Handle, end: CallEnd) {
         let call = self.remove_call(call_handle).expect("ending a live call");
+        if self.links.on {
+            self.links.forget(call_handle, call.parent);
+        }
         if let Some(parent) = call.parent {
             let reply = match end {
                 CallEnd::Succeeded => Reply::Ok,

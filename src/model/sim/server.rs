@@ -118,7 +118,9 @@ impl Simulation<'_> {
             factor *= load.factor_at(busy, self.effective_workers(srv));
         }
         let service = if factor == 1.0 { base } else { (base as f64 * factor).min(u64::MAX as f64) as Nanos };
-        self.attempts.get_mut(handle).expect("live").service_ns = service;
+        let a = self.attempts.get_mut(handle).expect("live");
+        a.service_ns = service;
+        a.service_start = now;
         self.record.hops[hop].busy_ns = self.record.hops[hop].busy_ns.saturating_add(service);
         self.queue.push(now.saturating_add(service), Event::ServiceDone { attempt: handle });
     }
@@ -126,6 +128,9 @@ impl Simulation<'_> {
     pub(super) fn on_service_done(&mut self, handle: Handle) {
         let a = self.attempts.get(handle).expect("finishing attempt is live");
         let (hop, payload) = (a.hop as usize, a.payload);
+        let b = self.bucket();
+        self.record.hops[hop].served += 1;
+        self.record.hop_series[hop][b].served += 1;
         let spec = &self.spec.hops[hop];
         if spec.cache.is_some() {
             return self.cache_lookup(handle, hop);
@@ -196,7 +201,7 @@ impl Simulation<'_> {
     /// The job of the delivery holding the key ended: on success the effect commits and the key
     /// completes (live for the TTL); on failure the key is released. Then the deliveries waiting
     /// on it get the stored result, or the first of them claims the released key.
-    fn settle_key(&mut self, hop: usize, tenant: usize, request_id: u64, ok: bool) {
+    pub(super) fn settle_key(&mut self, hop: usize, tenant: usize, request_id: u64, ok: bool) {
         let ttl = self.spec.hops[hop].idempotency.as_ref().expect("a key needs a store").ttl;
         let expires_at = self.now.saturating_add(ttl);
         let (seed, replication) = (self.seed, self.replication);
@@ -269,12 +274,17 @@ impl Simulation<'_> {
         if self.hops[srv].overload.guarded {
             self.admission_sample(handle, hop, srv, reply);
         }
+        self.serve_queue(hop, srv);
+        self.send_reply(handle, reply);
+        self.cache_release(coalesced, reply);
+    }
+
+    /// Free workers of replica `srv` of hop `hop` take queued attempts.
+    pub(super) fn serve_queue(&mut self, hop: usize, srv: usize) {
         while self.hops[srv].busy < self.effective_workers(srv) {
             let Some(next) = self.next_queued(hop, srv) else { break };
             self.start_service(next);
         }
-        self.send_reply(handle, reply);
-        self.cache_release(coalesced, reply);
     }
 
     pub(super) fn send_reply(&mut self, handle: Handle, reply: Reply) {
@@ -301,9 +311,8 @@ impl Simulation<'_> {
             a.phase = Phase::Done;
             let (waiting, service_ns) = (a.caller_waiting, a.service_ns);
             // The work was done for nothing: the caller never hears of it.
-            let counters = &mut self.record.hops[hop];
-            counters.wasted_work_ns = counters.wasted_work_ns.saturating_add(service_ns);
-            counters.lost_replies += 1;
+            self.add_wasted(hop, service_ns, super::cancel::Waste::LostReply);
+            self.record.hops[hop].lost_replies += 1;
             if !waiting {
                 self.remove_attempt(handle);
             }
@@ -342,7 +351,7 @@ impl Simulation<'_> {
     }
 
     /// An attempt leaves replica `srv` of hop `hop` (replied or dropped): one fewer in flight there.
-    fn leave_hop(&mut self, hop: usize, srv: usize) {
+    pub(super) fn leave_hop(&mut self, hop: usize, srv: usize) {
         let (seed, replication) = (self.seed, self.replication);
         let state = &mut self.hops[srv];
         state.in_flight = state.in_flight.checked_sub(1).unwrap_or_else(|| {

@@ -9,6 +9,7 @@ pub(crate) mod capacity;
 pub(crate) mod delays;
 pub(crate) mod key;
 pub(crate) mod latency;
+pub(crate) mod limit;
 pub(crate) mod load;
 pub(crate) mod replicas;
 pub(crate) mod sweep;
@@ -74,6 +75,8 @@ pub enum Chart {
     Capacity,
     /// Cache hit ratio and backend load over time (runs with a cache hop).
     Cache,
+    /// The admission control's concurrency limit over time (hops with a limit).
+    AdmissionLimit,
 }
 
 impl Chart {
@@ -93,6 +96,7 @@ impl Chart {
             Chart::Replicas => "replicas",
             Chart::Capacity => "capacity",
             Chart::Cache => "cache",
+            Chart::AdmissionLimit => "admission_limit",
         }
     }
 
@@ -112,6 +116,7 @@ impl Chart {
             Chart::Replicas => "Attempts/s the load balancer sent to each replica, and when each was out of rotation (ejected or unhealthy).",
             Chart::Capacity => "Workers serving over time at each autoscaled hop: when added capacity arrives against the fault and the load.",
             Chart::Cache => "Cache hit ratio over time and the load its misses put on the backend: a flush or expiry wave shows as a dip in the ratio and a wall of backend attempts.",
+            Chart::AdmissionLimit => "The admission limit in force over time (concurrency, AIMD or gradient), per hop that has one: how far an adaptive limit falls during the fault and how fast it comes back.",
         }
     }
 
@@ -137,6 +142,9 @@ impl Chart {
         if !load::cache_hops(data).is_empty() {
             charts.push(Chart::Cache);
         }
+        if !limit::limited_hops(data).is_empty() {
+            charts.push(Chart::AdmissionLimit);
+        }
         charts
     }
 
@@ -153,6 +161,7 @@ impl Chart {
             Chart::GoodputBacklog => (1400, 90 + 330 * hops),
             Chart::Replicas => (1100, 90 + 240 * variants),
             Chart::Capacity => (1200, 120 + 380 * capacity::scaled_hops(data).len() as u32),
+            Chart::AdmissionLimit => (1100, 90 + 360 * limit::limited_hops(data).len() as u32),
             Chart::Metrics => (1200, 140 + 2 * (90 + 34 * variants)),
             Chart::TenantMetrics => (1200, 140 + 2 * (90 + 18 * tenants * (variants + 1))),
             Chart::HopMetrics => (1200, 140 + 2 * (90 + 18 * hops * (variants + 1))),
@@ -174,6 +183,7 @@ impl Chart {
             Chart::GoodputBacklog => load::draw_goodput_backlog(root, data)?,
             Chart::Replicas => replicas::draw(root, data)?,
             Chart::Capacity => capacity::draw_capacity(root, data)?,
+            Chart::AdmissionLimit => limit::draw_limit(root, data)?,
             Chart::Metrics => bars::draw_metrics(root, data)?,
             Chart::TenantMetrics => bars::draw_scoped(root, data, bars::Scope::Tenants)?,
             Chart::HopMetrics => bars::draw_scoped(root, data, bars::Scope::Hops)?,

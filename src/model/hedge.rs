@@ -1,0 +1,30 @@
+//! Hedged requests and cancellation on the caller's side (issue 16): what a policy asks for.
+//! The behaviour lives in `sim/hedge.rs` and `sim/cancel.rs`.
+
+use crate::engine::Nanos;
+
+/// When a hedge is sent after an attempt that has not been answered.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum HedgeAfter {
+    /// A fixed delay after the attempt was sent.
+    Fixed(Nanos),
+    /// The q-th quantile (in (0, 1)) of the attempt latencies this policy has seen so far at
+    /// this hop (see docs/MODEL.md, "Hedged requests").
+    Quantile(f64),
+}
+
+/// `hedge = { after = "50ms" | "p95", max_share = 0.1 }`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HedgeSpec {
+    /// When the hedge is sent.
+    pub after: HedgeAfter,
+    /// At most this share of attempts is hedged (token bucket; 1 = no cap).
+    pub max_share: f64,
+}
+
+/// Latency samples a quantile hedge waits for before its first hedge.
+pub const HEDGE_WARMUP_SAMPLES: u64 = 100;
+/// The quantile is recomputed every this many samples.
+pub const HEDGE_QUANTILE_REFRESH: u64 = 100;
+/// Most hedge tokens a (policy, hop) pair can save up.
+pub const HEDGE_TOKENS_MAX: f64 = 10.0;

@@ -1,0 +1,174 @@
+//! Cancellation propagation and wasted work by cause (issue 16).
+//!
+//! With `cancel_on_timeout = true` on a policy, a caller that gives up on an attempt (its
+//! timeout, bounded by its deadline) or whose other hedge copy answered first cancels the
+//! attempt at once (no message delay): still on the wire, it never enters the hop; queued, it
+//! leaves the queue; in service, its worker is freed at that instant (the unspent service is
+//! taken off `busy`); waiting on its own downstream call, that call is cancelled with every
+//! attempt it is waiting on, recursively down the chain, and its idempotency key is released.
+//! An attempt past its service (replying, or waiting on an in-progress key) is not cancelled;
+//! its caller simply stops waiting. Off by default: no map is kept and no event changes.
+
+use super::{Phase, Simulation};
+use crate::engine::{Handle, Nanos};
+use crate::model::SimSpec;
+use std::collections::HashMap;
+
+/// Why service time was wasted (its result never reached a caller that was still waiting).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Waste {
+    /// Run to the end for a caller that had timed out.
+    TimedOut,
+    /// The slower copy of a hedged attempt.
+    Hedge,
+    /// Spent before a cancellation (the caller timed out).
+    Cancelled,
+    /// The reply was lost (`lost_reply`).
+    LostReply,
+}
+
+/// The links cancellation and hedging follow. Probed by key only, never iterated.
+#[derive(Default)]
+pub(super) struct Links {
+    /// Some policy hedges or cancels: the maps are kept and stale events are skipped.
+    pub on: bool,
+    /// Parent attempt → the downstream calls it is waiting on (several in a parallel stage of a
+    /// call graph).
+    pub child: HashMap<Handle, Vec<Handle>>,
+    /// Call → the attempts it sent since its last timeout (its current attempt and a hedge).
+    pub attempts: HashMap<Handle, Vec<Handle>>,
+}
+
+impl Links {
+    pub(super) fn new(spec: &SimSpec) -> Links {
+        let on = spec.policies.iter().any(|p| p.cancel_on_timeout || p.hedge.is_some());
+        Links { on, ..Links::default() }
+    }
+
+    /// A call ended: forget its attempts and its place under its parent attempt.
+    pub(super) fn forget(&mut self, call: Handle, parent: Option<Handle>) {
+        self.attempts.remove(&call);
+        if let Some(p) = parent {
+            if let Some(children) = self.child.get_mut(&p) {
+                children.retain(|&c| c != call);
+                if children.is_empty() {
+                    self.child.remove(&p);
+                }
+            }
+        }
+    }
+}
+
+impl Simulation<'_> {
+    /// Counts `ns` of wasted service at `hop` under `cause` (and in the total).
+    pub(super) fn add_wasted(&mut self, hop: usize, ns: Nanos, cause: Waste) {
+        let c = &mut self.record.hops[hop];
+        c.wasted_work_ns = c.wasted_work_ns.saturating_add(ns);
+        let by_cause = match cause {
+            Waste::TimedOut => &mut c.wasted_timed_out_ns,
+            Waste::Hedge => &mut c.wasted_hedge_ns,
+            Waste::Cancelled => &mut c.wasted_cancelled_ns,
+            Waste::LostReply => &mut c.wasted_lost_reply_ns,
+        };
+        *by_cause = by_cause.saturating_add(ns);
+    }
+
+    /// The caller stopped waiting on `attempt` (its timeout fired): cancel it if the call's
+    /// policy says so. True when another copy of the attempt (a hedge) is still awaited, so the
+    /// call does not see the timeout yet.
+    pub(super) fn gave_up(&mut self, attempt: Handle, call: Handle) -> bool {
+        let policy = self.calls.get(call).expect("a timed-out attempt's call is live").policy;
+        if self.spec.policies[policy as usize].cancel_on_timeout {
+            self.cancel_attempt(attempt);
+        }
+        self.copy_awaited(call, attempt)
+    }
+
+    /// Whether `call` still waits on an attempt other than `except`.
+    pub(super) fn copy_awaited(&self, call: Handle, except: Handle) -> bool {
+        self.links.attempts.get(&call).is_some_and(|copies| {
+            copies.iter().any(|&h| h != except && self.attempts.get(h).is_some_and(|a| a.caller_waiting))
+        })
+    }
+
+    /// Cancels `handle` (see the module documentation); a stale handle or finished work is left.
+    pub(super) fn cancel_attempt(&mut self, handle: Handle) {
+        let now = self.now;
+        let Some(a) = self.attempts.get_mut(handle) else { return };
+        a.caller_waiting = false;
+        let (hop, srv, phase, tenant, retry) = (a.hop as usize, a.server as usize, a.phase, a.tenant, a.retry);
+        let (service_end, service_ns, lost_race) =
+            (a.service_start.saturating_add(a.service_ns), a.service_ns, a.lost_race);
+        if self.spec.hops[hop].occ {
+            return;
+        }
+        let spent = match phase {
+            Phase::Network => None,
+            Phase::Queued => {
+                let removed = self.hops[srv].queue.remove(now, tenant, retry, handle);
+                assert!(
+                    removed,
+                    "hop {hop}: a queued attempt is not in the queue (seed {}, replication {})",
+                    self.seed, self.replication
+                );
+                Some(0)
+            }
+            // Past its service end it waits on an in-progress idempotency key: not cancelled.
+            Phase::Service if now >= service_end => return,
+            Phase::Service => {
+                let c = &mut self.record.hops[hop];
+                c.busy_ns = c
+                    .busy_ns
+                    .checked_sub(service_end - now)
+                    .expect("a cancelled service was counted in busy at its start");
+                Some(now - self.attempts.get(handle).expect("live").service_start)
+            }
+            Phase::Downstream => {
+                for child in self.links.child.remove(&handle).unwrap_or_default() {
+                    self.cancel_call(child);
+                }
+                let a = self.attempts.get_mut(handle).expect("live");
+                if std::mem::take(&mut a.holds_key) {
+                    let request_id = a.request_id;
+                    self.settle_key(hop, tenant as usize, request_id, false);
+                }
+                Some(service_ns)
+            }
+            Phase::Replying => return,
+            Phase::Done => {
+                self.remove_attempt(handle);
+                return;
+            }
+        };
+        self.record.hops[hop].cancelled += 1;
+        if let Some(spent) = spent {
+            // It was inside the hop: it leaves, and a worker it held takes the next attempt.
+            let b = self.bucket();
+            self.leave_hop(hop, srv);
+            self.record.hop_series[hop][b].left += 1;
+            if phase != Phase::Queued {
+                let state = &mut self.hops[srv];
+                state.busy = state.busy.checked_sub(1).unwrap_or_else(|| {
+                    panic!(
+                        "hop {hop}: cancelled work with no busy worker (seed {}, replication {})",
+                        self.seed, self.replication
+                    )
+                });
+            }
+            self.add_wasted(hop, spent, if lost_race { Waste::Hedge } else { Waste::Cancelled });
+        }
+        self.remove_attempt(handle);
+        if spent.is_some() && phase != Phase::Queued {
+            self.serve_queue(hop, srv);
+        }
+    }
+
+    /// Cancels a downstream call whose caller's attempt was cancelled: every attempt it waits on
+    /// is cancelled and the call ends without a reply (its pending retry timer finds it gone).
+    fn cancel_call(&mut self, call: Handle) {
+        for h in self.links.attempts.remove(&call).unwrap_or_default() {
+            self.cancel_attempt(h);
+        }
+        self.remove_call(call);
+    }
+}

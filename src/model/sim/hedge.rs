@@ -1,0 +1,158 @@
+//! Hedged requests (issue 16; "The Tail at Scale", Dean and Barroso 2013).
+//!
+//! A policy with `hedge = { after, max_share }` sends, for an attempt still unanswered `after`
+//! it was sent, one more copy of it (a *hedge*) to the same hop. Both copies share the
+//! attempt's timeout. The first success to come back wins: the call succeeds and the other copy
+//! loses the race (its caller stops waiting; with `cancel_on_timeout` it is cancelled, otherwise
+//! its work is wasted, cause `hedge`). A failed copy is ignored while the other is still awaited;
+//! the call sees the outcome of the last copy. Hedges are attempts (amplification) but not
+//! retries: they bypass retry budgets, breakers and throttles.
+//!
+//! The cap is a token bucket per (policy, called hop): each attempt sent earns `max_share`
+//! tokens (at most [`HEDGE_TOKENS_MAX`] saved), each hedge costs one, so at most `max_share` of
+//! attempts (plus the ten saved) are hedged. `after = "pNN"` uses the NN-th percentile of the
+//! latencies (the original attempt's send → the reply at the caller, whichever copy answered) of the
+//! successful replies this (policy, hop) received
+//! while its caller waited, recomputed every [`HEDGE_QUANTILE_REFRESH`] samples; no hedge is sent
+//! before [`HEDGE_WARMUP_SAMPLES`] samples.
+
+use super::{Attempt, Event, Phase, Reply, Simulation};
+use crate::engine::{Handle, Nanos};
+use crate::metrics::new_latency_histogram;
+use crate::model::hedge::{HEDGE_QUANTILE_REFRESH, HEDGE_TOKENS_MAX, HEDGE_WARMUP_SAMPLES};
+use crate::model::HedgeAfter;
+use hdrhistogram::Histogram;
+use std::collections::HashMap;
+
+/// A hedge's draw key is its attempt's, mixed with this (its downstream calls draw apart).
+const HEDGE_KEY: u64 = 0x4845_4447_4500_0000;
+
+/// Hedge state of one (policy, called hop).
+struct HedgeState {
+    tokens: f64,
+    latency_us: Histogram<u64>,
+    samples: u64,
+    /// The quantile delay in force (None until the warm-up is over).
+    quantile_delay: Option<Nanos>,
+}
+
+/// Per (policy, hop): hedge tokens and latency quantiles.
+#[derive(Default)]
+pub(super) struct Hedging {
+    state: HashMap<(u16, u16), HedgeState>,
+}
+
+impl Hedging {
+    fn get(&mut self, policy: u16, hop: u16) -> &mut HedgeState {
+        self.state.entry((policy, hop)).or_insert_with(|| HedgeState {
+            tokens: 0.0,
+            latency_us: new_latency_histogram(),
+            samples: 0,
+            quantile_delay: None,
+        })
+    }
+}
+
+impl Simulation<'_> {
+    /// A new attempt of `call` was sent: remember it, earn hedge tokens and arm its hedge.
+    pub(super) fn track_attempt(&mut self, call: Handle, attempt: Handle, timeout_at: Nanos) {
+        let attempts = &self.attempts;
+        let copies = self.links.attempts.entry(call).or_default();
+        copies.retain(|&h| attempts.get(h).is_some_and(|a| a.caller_waiting));
+        copies.push(attempt);
+        let c = self.calls.get(call).expect("live");
+        let (policy, hop) = (c.policy, c.hop);
+        let Some(spec) = self.spec.policies[policy as usize].hedge else { return };
+        let state = self.hedging.get(policy, hop);
+        state.tokens = (state.tokens + spec.max_share).min(HEDGE_TOKENS_MAX);
+        let delay = match spec.after {
+            HedgeAfter::Fixed(d) => Some(d),
+            HedgeAfter::Quantile(_) => state.quantile_delay,
+        };
+        if let Some(at) = delay.map(|d| self.now.saturating_add(d)).filter(|&at| at < timeout_at) {
+            self.queue.push(at, Event::HedgeFire { attempt });
+        }
+    }
+
+    /// The hedge delay of `attempt` passed: if its caller still waits and a token is left,
+    /// send a copy.
+    pub(super) fn on_hedge_fire(&mut self, handle: Handle) {
+        let now = self.now;
+        let Some(a) = self.attempts.get(handle).filter(|a| a.caller_waiting) else { return };
+        let c = self.calls.get(a.call).expect("an awaited attempt's call is live");
+        let state = self.hedging.get(c.policy, c.hop);
+        if state.tokens < 1.0 {
+            return;
+        }
+        state.tokens -= 1.0;
+        let copy = Attempt {
+            draw_key: super::mix64(a.draw_key ^ HEDGE_KEY),
+            arrived_at: now,
+            service_ns: 0,
+            phase: Phase::Network,
+            reply: Reply::Failed,
+            occ_version: 0,
+            holds_key: false,
+            // `sent_at` stays the original's: a winning hedge's latency is the caller's wait.
+            service_start: 0,
+            lost_race: false,
+            ..a.clone()
+        };
+        let (call, hop, tenant, timeout_at) = (copy.call, copy.hop as usize, copy.tenant as usize, copy.deadline_at);
+        let b = self.bucket();
+        let counters = &mut self.record.hops[hop];
+        counters.attempts += 1;
+        counters.hedges += 1;
+        self.record.hop_series[hop][b].attempts += 1;
+        if hop == 0 {
+            self.record.tenants[tenant].attempts += 1;
+            self.record.tenant_series[tenant][b].attempts += 1;
+        }
+        let h = self.insert_attempt(copy);
+        self.links.attempts.entry(call).or_default().push(h);
+        let net = self.spec.hops[hop].network.sample(&mut self.rngs.network[hop], 0);
+        self.queue.push(now.saturating_add(net), Event::AttemptArrive { attempt: h });
+        if timeout_at != Nanos::MAX {
+            self.queue.push(timeout_at, Event::AttemptTimeout { attempt: h });
+        }
+    }
+
+    /// A reply reached a caller still waiting on `a` (already removed): feed the quantile, and
+    /// settle the race with its other copy. True when the call keeps waiting (this copy failed
+    /// and the other is still out).
+    pub(super) fn hedge_reply(&mut self, handle: Handle, a: &Attempt) -> bool {
+        let call = self.calls.get(a.call).expect("a waiting caller's call is live");
+        let (policy, hop) = (call.policy, call.hop);
+        let spec = &self.spec.policies[policy as usize];
+        if let (Some(hedge), Reply::Ok) = (spec.hedge, a.reply) {
+            if let HedgeAfter::Quantile(q) = hedge.after {
+                let state = self.hedging.get(policy, hop);
+                let us = (self.now - a.sent_at) / 1_000;
+                state.latency_us.record(us).expect("auto-resizing histograms accept any u64");
+                state.samples += 1;
+                if state.samples >= HEDGE_WARMUP_SAMPLES && state.samples.is_multiple_of(HEDGE_QUANTILE_REFRESH) {
+                    state.quantile_delay = Some(state.latency_us.value_at_quantile(q).max(1) * 1_000);
+                }
+            }
+        }
+        if !self.copy_awaited(a.call, handle) {
+            return false;
+        }
+        if a.reply != Reply::Ok {
+            return true;
+        }
+        let cancel = spec.cancel_on_timeout;
+        let losers: Vec<Handle> = self.links.attempts.get(&a.call).map_or_else(Vec::new, |v| v.clone());
+        for h in losers.into_iter().filter(|&h| h != handle) {
+            let Some(l) = self.attempts.get_mut(h).filter(|l| l.caller_waiting) else { continue };
+            l.caller_waiting = false;
+            l.lost_race = true;
+            if cancel {
+                self.cancel_attempt(h);
+            } else if l.phase == Phase::Done {
+                self.remove_attempt(h);
+            }
+        }
+        false
+    }
+}

@@ -1,0 +1,45 @@
+//! Validation of a policy's `hedge = { after, max_share }` and `cancel_on_timeout` (issue 16).
+
+use super::checks::V;
+use super::error::Invalid;
+use super::raw::{parse_duration, RawHedge};
+use crate::model::{HedgeAfter, HedgeSpec};
+
+/// `after` is a duration ("50ms") or a latency percentile ("p95", "p99.9").
+pub(super) fn hedge(raw: &RawHedge, at: &dyn Fn(&str) -> String) -> V<HedgeSpec> {
+    let after_at = at("hedge.after");
+    let after = if let Some(pct) = raw.after.strip_prefix('p') {
+        let q = pct.parse::<f64>().ok().filter(|p| p.is_finite() && *p > 0.0 && *p < 100.0).ok_or_else(|| {
+            Invalid::at(
+                &after_at,
+                format!(
+                    "is \"{}\"; a percentile is written p followed by a number in (0, 100), e.g. \"p95\" or \"p99.9\"",
+                    raw.after
+                ),
+            )
+        })?;
+        HedgeAfter::Quantile(q / 100.0)
+    } else {
+        match parse_duration(&raw.after) {
+            Ok(0) => return Err(Invalid::at(&after_at, "is 0; a hedge sent at once doubles every attempt — use a positive delay such as \"50ms\" or a percentile such as \"p95\"")),
+            Ok(ns) => HedgeAfter::Fixed(ns),
+            Err(_) => {
+                return Err(Invalid::at(
+                    &after_at,
+                    format!("is \"{}\"; write a delay (\"50ms\") or a latency percentile (\"p95\")", raw.after),
+                ))
+            }
+        }
+    };
+    let share_at = at("hedge.max_share");
+    let max_share = raw.max_share.ok_or_else(|| {
+        Invalid::at(&share_at, "is missing; add max_share = 0.05 (at most 5% of attempts hedged; 1 means no cap)")
+    })?;
+    if !(max_share > 0.0 && max_share <= 1.0) {
+        return Err(Invalid::at(
+            &share_at,
+            format!("is {max_share}; it must be in (0, 1] (the largest share of attempts hedged; 1 means no cap)"),
+        ));
+    }
+    Ok(HedgeSpec { after, max_share })
+}
