@@ -1,6 +1,6 @@
 //! Validation of `[policy.NAME]`: presets, the jitter family, budgets and breakers.
 
-use super::checks::{count, finite_at_least, probability, show, unknown, V};
+use super::checks::{count, finite_at_least, probability, read_kind, show, unknown, Words, V};
 use super::error::Invalid;
 use super::presets;
 use super::raw::{Dur, RawBreaker, RawBudget, RawPolicy, RawRetryAfter};
@@ -92,7 +92,7 @@ pub fn jitter(name: &str, raw: &RawPolicy, at: &dyn Fn(&str) -> String) -> V<Jit
         table.insert("schedule".into(), toml::Value::Array(delays));
     }
     let owner = |field: &str| jitter_owned_fields().find(|(f, _)| *f == field).map_or("", |(_, owner)| owner);
-    let words = tagged::Words {
+    let words = Words {
         table: &at(""),
         field: at,
         family: "jitter",
@@ -100,7 +100,7 @@ pub fn jitter(name: &str, raw: &RawPolicy, at: &dyn Fn(&str) -> String) -> V<Jit
         not_used: &|_, field, _| format!("is only used by jitter = \"{}\"; remove it", owner(field)),
         missing: &|kind, field| format!("jitter `{kind}` needs {field}"),
     };
-    let jitter = tagged::read_at(&table, "jitter", &words)?;
+    let jitter = read_kind(&table, "jitter", &words)?;
     match &jitter {
         Jitter::None
         | Jitter::Exponential
@@ -196,7 +196,7 @@ fn budget(raw: &RawBudget, at: &str) -> V<BudgetSpec> {
     };
     let at_least_zero =
         |x: f64, f: &str| finite_at_least(x, 0.0, &field(f), "it must be a finite number ≥ 0").map(|_| ());
-    let words = tagged::Words {
+    let words = Words {
         table: at,
         field: &field,
         family: "budget kind",
@@ -206,7 +206,7 @@ fn budget(raw: &RawBudget, at: &str) -> V<BudgetSpec> {
         },
         missing: &|kind, f| format!("kind `{kind}` needs {f}"),
     };
-    let kind: BudgetKind = tagged::read_at(&raw.kind, "kind", &words)?;
+    let kind: BudgetKind = read_kind(&raw.kind, "kind", &words)?;
     match kind {
         BudgetKind::AwsQuota { capacity, retry_cost, timeout_cost, throttling_cost, no_retry_increment } => {
             positive(capacity, "capacity")?;

@@ -9,10 +9,8 @@
 //! kind (with every kind's name), a field the kind does not take (with the fields it takes) and a
 //! missing field; this reader catches those in [`TagError`] instead of a string, and names the
 //! field whose value serde refused. [`names`] and [`fields`] ask the same definition which kinds
-//! and fields exist, for messages and `compare --jitter`.
+//! and fields exist, for messages and `compare --jitter`; `checks::read_kind` words the failures.
 
-use super::checks::{unknown, V};
-use super::error::{with_suggestion, Invalid};
 use serde::de::{self, DeserializeOwned, IntoDeserializer, Visitor};
 use std::cell::Cell;
 use std::fmt;
@@ -78,46 +76,6 @@ pub(crate) fn fields<T: DeserializeOwned>(name: &str) -> &'static [&'static str]
     // A kind with required fields fails here (they are absent); its field list is known by then.
     let _ = T::deserialize(Kind { kind, tag: "kind", table: &table, fields: &fields });
     fields.get()
-}
-
-/// How a family words its failures: where the table and its fields are, and what to call them.
-pub(crate) struct Words<'a> {
-    /// Path of the table (`policy.client.budget`), where a missing tag or field is reported.
-    pub table: &'a str,
-    /// Path of field `f` of the table.
-    pub field: &'a dyn Fn(&str) -> String,
-    /// What a kind is called in messages ("budget kind").
-    pub family: &'a str,
-    /// Keys the table holds beside the kind's (`scope`), listed when a key is unknown.
-    pub siblings: &'a [&'a str],
-    /// A field another kind takes, written for `kind`: `not_used(kind, field, kind's fields)`.
-    pub not_used: &'a dyn Fn(&str, &str, &[&str]) -> String,
-    /// A required field absent: `missing(kind, field)`.
-    pub missing: &'a dyn Fn(&str, &str) -> String,
-}
-
-/// Reads kind-tagged `table` into `T` (its kind named by key `tag`), wording every failure for
-/// the user: a missing or unknown kind lists the kinds, a key no kind takes is an unknown field
-/// (with the keys allowed and a did-you-mean), the rest as [`Words`] says.
-pub(crate) fn read_at<T: DeserializeOwned>(table: &Table, tag: &str, words: &Words) -> V<T> {
-    let kind = table.get(tag).and_then(Value::as_str).unwrap_or_default();
-    read(table, tag).map_err(|e| match e {
-        TagError::NoTag => Invalid::at(words.table, format!("has no `{tag}`; add one of: {}", names::<T>().join(", "))),
-        TagError::Unknown { given, names } => unknown(&(words.field)(tag), words.family, &given, names),
-        TagError::NotUsed { field, takes } => {
-            let path = (words.field)(&field);
-            if names::<T>().iter().any(|k| fields::<T>(k).contains(&field.as_str())) {
-                Invalid::at(&path, (words.not_used)(kind, &field, takes))
-            } else {
-                let mut allowed = vec![tag];
-                allowed.extend_from_slice(words.siblings);
-                allowed.extend_from_slice(takes);
-                unknown(&path, "field", &field, &allowed)
-            }
-        }
-        TagError::Missing { field } => Invalid::at(words.table, (words.missing)(kind, field)),
-        TagError::Value { field, message } => Invalid::at(&(words.field)(&field), with_suggestion(&message)),
-    })
 }
 
 /// The keys a table holding a kind of `T` may have: `fixed` (its own, and the tag), then every

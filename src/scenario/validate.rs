@@ -1,10 +1,9 @@
 //! Validation: a [`RawScenario`] becomes a [`SimSpec`] whose every value is in range, or an
 //! [`Invalid`] naming the field, the value and the fix.
 
-use super::checks::{count, finite_at_least, positive, probability, show, unknown, V};
+use super::checks::{count, finite_at_least, positive, probability, read_kind, show, unknown, Words, V};
 use super::error::{shorten, Invalid};
 use super::raw::{parse_duration, Dur, RawArrival, RawDist, RawFault, RawHop, RawScenario, RawTenant};
-use super::tagged;
 use crate::engine::{Nanos, NS_PER_MS, NS_PER_S};
 use crate::model::{
     Arrival, Dist, Fault, FaultKind, HopSpec, IdempotencySpec, InProgress, RetryPolicy, SimSpec, TenantSpec,
@@ -547,7 +546,7 @@ fn faults(raw: &[RawFault], hops: &[HopSpec]) -> V<Vec<Fault>> {
             ));
         }
         let workers = |w: i64| count(w, &at("workers"), 0, 10_000_000);
-        let words = tagged::Words {
+        let words = Words {
             table: &format!("fault.{i}"),
             field: &at,
             family: "fault kind",
@@ -555,16 +554,16 @@ fn faults(raw: &[RawFault], hops: &[HopSpec]) -> V<Vec<Fault>> {
             not_used: &|kind, _, _| format!("is not used by fault kind `{kind}`; remove it"),
             missing: &|kind, field| {
                 let example = match field {
-                    "retry_after" => "\"1s\"",
-                    "p" => "0.1",
-                    "factor" => "10.0",
-                    "workers" => "2",
+                    "retry_after" => ", e.g. \"1s\"",
+                    "p" => ", e.g. 0.1",
+                    "factor" => ", e.g. 10.0",
+                    "workers" => ", e.g. 2",
                     _ => "",
                 };
-                format!("kind `{kind}` needs {field}, e.g. {example}")
+                format!("kind `{kind}` needs {field}{example}")
             },
         };
-        let kind = tagged::read_at(&f.kind, "kind", &words);
+        let kind = read_kind(&f.kind, "kind", &words);
         let kind = kind.map_err(|e| match f.kind.get("workers").and_then(toml::Value::as_integer) {
             // serde refuses a negative count as "expected u32": name the allowed range instead.
             Some(w) if e.path.last().is_some_and(|p| p == "workers") => workers(w).err().unwrap_or(e),
