@@ -40,3 +40,57 @@ pub fn duration_words(ns: Nanos) -> String {
 pub fn us_to_secs(us: f64) -> f64 {
     us / 1e6
 }
+
+/// Parses "100ms", "1m 30s", "72h" into nanoseconds, with a message that says what is allowed.
+pub fn parse_duration(text: &str) -> Result<u64, String> {
+    let trimmed = text.trim();
+    if trimmed.starts_with('-') {
+        return Err(format!("invalid duration `{text}`: durations cannot be negative"));
+    }
+    let parsed = humantime::parse_duration(trimmed).map_err(|e| {
+        // humantime says "expected number at 0" for "NaN" or "inf": say what a duration is instead.
+        let why = match e {
+            humantime::DurationError::NumberExpected(_) | humantime::DurationError::InvalidCharacter(_) => {
+                "a duration is a number followed by a unit".to_string()
+            }
+            other => other.to_string(),
+        };
+        format!("invalid duration `{text}` ({why}); write e.g. \"250ms\", \"10s\", \"5m\" or \"72h\"")
+    })?;
+    u64::try_from(parsed.as_nanos())
+        .map_err(|_| format!("duration `{text}` is longer than the ~584 years a u64 of nanoseconds holds"))
+}
+
+/// Serde `deserialize_with` for a duration string ("100ms", "10s") in nanoseconds: the model's
+/// kind enums (budgets, faults, jitter) read their durations through it.
+pub fn de_nanos<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Nanos, D::Error> {
+    parse_duration(&de_duration_text(deserializer)?).map_err(serde::de::Error::custom)
+}
+
+/// [`de_nanos`] for a list of durations.
+pub fn de_nanos_list<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<Nanos>, D::Error> {
+    struct Text(String);
+    impl<'de> serde::Deserialize<'de> for Text {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            de_duration_text(deserializer).map(Text)
+        }
+    }
+    let texts: Vec<Text> = serde::Deserialize::deserialize(deserializer)?;
+    texts.iter().map(|t| parse_duration(&t.0).map_err(serde::de::Error::custom)).collect()
+}
+
+/// A duration string kept as text, refusing anything that is not a string with a message that
+/// says what a duration looks like.
+pub fn de_duration_text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    struct Visitor;
+    impl serde::de::Visitor<'_> for Visitor {
+        type Value = String;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a duration string such as \"100ms\", \"10s\" or \"72h\"")
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+    }
+    deserializer.deserialize_str(Visitor)
+}

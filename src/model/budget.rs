@@ -1,6 +1,7 @@
 //! Retry budgets, client-side throttles and circuit breakers (docs/MODEL.md, "Budgets, throttles,
 //! breakers"). Each is a small state machine driven by the simulation's call outcomes.
 
+use crate::engine::time::de_nanos;
 use crate::engine::Nanos;
 
 /// Who shares one budget or breaker state.
@@ -25,76 +26,100 @@ pub enum FailureKind {
     Throttling,
 }
 
-/// A retry budget's parameters.
-#[derive(Clone, Debug, PartialEq)]
+/// A retry budget's parameters: the one definition of the budget kinds. A scenario's
+/// `budget = { kind = "…", … }` is read into it through serde (`scenario::tagged`): each variant
+/// is a kind (its snake_case name), its fields are the parameters that kind takes, with their
+/// defaults; a field of another kind is refused.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum BudgetKind {
     /// AWS SDK retry quota: a token bucket paying for retries, refunded on success.
     AwsQuota {
         /// Bucket size and initial content (500).
+        #[serde(default = "whole::<500>")]
         capacity: f64,
         /// Cost of a retry after a transient error (5; 14 from 2026).
+        #[serde(default = "whole::<5>")]
         retry_cost: f64,
         /// Cost of a retry after a timeout (10; 14 from 2026).
+        #[serde(default = "whole::<10>")]
         timeout_cost: f64,
         /// Cost of a retry after a throttling error (5).
+        #[serde(default = "whole::<5>")]
         throttling_cost: f64,
         /// Added on a success that needed no retry (1).
+        #[serde(default = "whole::<1>")]
         no_retry_increment: f64,
     },
     /// gRPC retry throttling: retries only while tokens > max_tokens / 2.
     GrpcThrottle {
         /// Initial and maximum tokens (e.g. 10).
+        #[serde(default = "whole::<10>")]
         max_tokens: f64,
         /// Tokens added per success (e.g. 0.1).
+        #[serde(default = "tenths::<1>")]
         token_ratio: f64,
     },
     /// Finagle RetryBudget: `percent` of recent requests plus `min_retries_per_s`, over `ttl`.
     Finagle {
         /// How long a request's deposit lasts (10 s).
+        #[serde(default = "seconds::<10>", deserialize_with = "de_nanos")]
         ttl: Nanos,
         /// Share of requests that may be retried (0.2).
+        #[serde(default = "tenths::<2>")]
         percent: f64,
         /// Retries per second always allowed (10).
+        #[serde(default = "whole::<10>")]
         min_retries_per_s: f64,
     },
     /// Google SRE per-client retry ratio: retries ≤ max(ratio × requests, min_retries) in a
     /// sliding window (Envoy's budget also always allows a few: min_retry_concurrency 3).
     Ratio {
         /// Allowed retries per request (0.1).
+        #[serde(default = "tenths::<1>")]
         ratio: f64,
-        /// Retries always allowed per window (0 for the SRE rule, 3 for Envoy).
-        min_retries: f64,
         /// Sliding window.
+        #[serde(default = "seconds::<10>", deserialize_with = "de_nanos")]
         window: Nanos,
+        /// Retries always allowed per window (0 for the SRE rule, 3 for Envoy).
+        #[serde(default)]
+        min_retries: f64,
     },
     /// Google SRE client-side adaptive throttling: reject locally with
     /// p = max(0, (requests − k·accepts) / (requests + 1)) over `window`.
     AdaptiveThrottle {
         /// Multiplier on accepts (2).
+        #[serde(default = "whole::<2>")]
         k: f64,
         /// Sliding window (2 min).
+        #[serde(default = "seconds::<120>", deserialize_with = "de_nanos")]
         window: Nanos,
     },
     /// Marc Brooker's token bucket: each request adds `per_request`, each retry costs 1.
     TokenBucket {
         /// Bucket size and initial content (5).
+        #[serde(default = "whole::<5>")]
         capacity: f64,
         /// Tokens added per request (0.1).
+        #[serde(default = "tenths::<1>")]
         per_request: f64,
     },
 }
 
-/// Every budget kind once: its scenario-file name and the fields it takes, in the order error
-/// messages list them. Parsing reads this (which fields belong to which kind, the unknown-kind
-/// list); [`BudgetKind::name`] agrees.
-pub const BUDGET_KINDS: [(&str, &[&str]); 6] = [
-    ("aws_quota", &["capacity", "retry_cost", "timeout_cost", "throttling_cost", "no_retry_increment"]),
-    ("grpc_throttle", &["max_tokens", "token_ratio"]),
-    ("finagle", &["ttl", "percent", "min_retries_per_s"]),
-    ("ratio", &["ratio", "window", "min_retries"]),
-    ("adaptive_throttle", &["k", "window"]),
-    ("token_bucket", &["capacity", "per_request"]),
-];
+/// Serde default: the whole number `N`.
+fn whole<const N: u32>() -> f64 {
+    f64::from(N)
+}
+
+/// Serde default: `N` tenths (correctly rounded, so `tenths::<1>() == 0.1`).
+fn tenths<const N: u32>() -> f64 {
+    f64::from(N) / 10.0
+}
+
+/// Serde default: `S` seconds.
+fn seconds<const S: u64>() -> Nanos {
+    S * crate::engine::NS_PER_S
+}
 
 impl BudgetKind {
     /// The scenario-file name of this kind.

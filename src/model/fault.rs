@@ -1,9 +1,13 @@
 //! Faults injected at a hop during a time window `[from, to)`.
 
+use crate::engine::time::de_nanos;
 use crate::engine::Nanos;
 
-/// What a fault does while active.
-#[derive(Clone, Debug, PartialEq)]
+/// What a fault does while active: the one definition of the fault kinds. A scenario's
+/// `[[fault]]` is read into it through serde (`scenario::tagged`): each variant is a `kind`
+/// (its snake_case name), its fields the parameters that kind needs; any other is refused.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum FaultKind {
     /// Fail fast with 503.
     Outage,
@@ -12,6 +16,7 @@ pub enum FaultKind {
     /// Answer 429 with a Retry-After.
     Throttle {
         /// The server's Retry-After.
+        #[serde(deserialize_with = "de_nanos")]
         retry_after: Nanos,
     },
     /// Answer 503 with probability `p`.
@@ -39,19 +44,6 @@ pub enum FaultKind {
     /// a short window is an instant flush).
     CacheFlush,
 }
-
-/// Every fault kind once: its scenario-file name and the one parameter field it takes (if any).
-/// Parsing, its error messages and the "unknown kind" list read this; [`FaultKind::name`] agrees.
-pub const FAULT_KINDS: [(&str, Option<&str>); 8] = [
-    ("outage", None),
-    ("hang", None),
-    ("throttle", Some("retry_after")),
-    ("error_rate", Some("p")),
-    ("lost_reply", Some("p")),
-    ("slow", Some("factor")),
-    ("capacity", Some("workers")),
-    ("cache_flush", None),
-];
 
 impl FaultKind {
     /// The scenario-file name of this fault kind.
@@ -108,6 +100,6 @@ mod tests {
             FaultKind::CacheFlush,
         ];
         let names: Vec<&str> = all.iter().map(FaultKind::name).collect();
-        assert_eq!(names, FAULT_KINDS.map(|k| k.0).to_vec());
+        assert_eq!(names, crate::scenario::tagged::names::<FaultKind>());
     }
 }

@@ -30,8 +30,14 @@ pub enum RetryAfterMode {
 /// The extra wait AWS allows beyond the computed backoff when honouring `x-amz-retry-after`.
 pub const AWS_RETRY_AFTER_SLACK: Nanos = 5_000_000_000;
 
-/// How the delay before retry k is drawn.
-#[derive(Clone, Debug, PartialEq)]
+/// How the delay before retry k is drawn: the one definition of the jitter strategies. A
+/// policy's `jitter = "…"` and the fields only that strategy uses are read into it through serde
+/// (`scenario::tagged`): each variant is a strategy (its snake_case name), its fields the policy
+/// fields it owns, with their defaults; another strategy's field is refused. The backoff shared by
+/// every strategy (`base`, `multiplier`, `cap`: also the throttle delay's) stays on
+/// [`RetryPolicy`].
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Jitter {
     /// Immediate retry (no backoff at all).
     None,
@@ -44,44 +50,28 @@ pub enum Jitter {
     /// AWS: s₀ = base; s_k = min(cap, U(base, 3·s_{k−1})).
     Decorrelated,
     /// Polly v8: see [`decorrelated_v2_step`].
+    #[serde(rename = "decorrelated_v2")]
     DecorrelatedV2,
     /// exp(k) × U(1−r, 1+r).
     Proportional {
-        /// Half-width of the multiplicative band, in (0, 1].
+        /// Half-width of the multiplicative band, in (0, 1] (gRPC's 0.2 by default).
+        #[serde(default = "grpc_ratio")]
         ratio: f64,
     },
     /// A fixed table of delays: retry k waits `delays[k-1]` (the last entry repeats).
     Schedule {
-        /// Delays before retry 1, 2, …
+        /// Delays before retry 1, 2, … (the policy's `schedule`; validation refuses an empty one).
+        #[serde(rename = "schedule", default, deserialize_with = "crate::engine::time::de_nanos_list")]
         delays: Vec<Nanos>,
     },
 }
 
-/// Every jitter strategy once: its scenario-file name and the policy fields only it uses. The
-/// parser, its error messages and `compare --jitter` read this list; [`Jitter::name`] must agree
-/// (`scenario::policies` tests that every name parses back to itself).
-pub const JITTER_STRATEGIES: [(&str, &[&str]); 8] = [
-    ("none", &[]),
-    ("exponential", &[]),
-    ("full", &[]),
-    ("equal", &[]),
-    ("decorrelated", &[]),
-    ("decorrelated_v2", &[]),
-    ("proportional", &["ratio"]),
-    ("schedule", &["schedule"]),
-];
+/// Serde default of `ratio`: gRPC's connection-backoff jitter, ±20%.
+fn grpc_ratio() -> f64 {
+    0.2
+}
 
 impl Jitter {
-    /// Every strategy's scenario-file name, in [`JITTER_STRATEGIES`] order.
-    pub fn names() -> Vec<&'static str> {
-        JITTER_STRATEGIES.iter().map(|s| s.0).collect()
-    }
-
-    /// (policy field, the strategy that owns it) for every strategy-specific field.
-    pub fn owned_fields() -> impl Iterator<Item = (&'static str, &'static str)> {
-        JITTER_STRATEGIES.iter().flat_map(|(name, fields)| fields.iter().map(move |f| (*f, *name)))
-    }
-
     /// The scenario-file name of this strategy.
     pub fn name(&self) -> &'static str {
         match self {

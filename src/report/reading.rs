@@ -350,19 +350,32 @@ pub fn cell_words(data: &SweepData, cell: usize) -> String {
     parts.join(", ")
 }
 
+/// The metrics a sweep's findings rank, each with whether lower is better. Built at compile time:
+/// a metric without a better direction in the catalogue fails the build, not a run.
+const SWEEP_HEADLINES: [(Metric, bool); 3] = [
+    with_direction(Metric::PeakOverCapacity),
+    with_direction(Metric::SuccessRatio),
+    with_direction(Metric::Amplification),
+];
+
+/// `metric` with whether lower is better; evaluated in a `const`, so `Better::Neither` is a
+/// compile error.
+const fn with_direction(metric: Metric) -> (Metric, bool) {
+    match metric.def().better {
+        Better::Lower => (metric, true),
+        Better::Higher => (metric, false),
+        Better::Neither => panic!("a sweep finding ranks a metric that has a better direction"),
+    }
+}
+
 /// Key findings of a sweep: the range of each headline metric over the grid and which variant
 /// wins how many cells.
 pub fn sweep_findings(data: &SweepData) -> Vec<String> {
     let cells: usize = data.axes.iter().map(|a| a.labels.len()).product();
     let mut out = Vec::new();
-    for metric in [Metric::PeakOverCapacity, Metric::SuccessRatio, Metric::Amplification] {
+    for (metric, lower_better) in SWEEP_HEADLINES {
         let def = metric.def();
         let (words, scale, unit) = (def.words, def.unit.scale(), def.unit.suffix());
-        let lower_better = match def.better {
-            Better::Lower => true,
-            Better::Higher => false,
-            Better::Neither => unreachable!("sweep findings rank metrics with a better direction"),
-        };
         let mut points: Vec<(usize, usize, f64)> = Vec::new();
         for cell in 0..cells {
             for v in 0..data.variants.len() {

@@ -17,6 +17,7 @@ pub(crate) mod raw;
 mod replicas;
 pub(crate) mod sanity;
 mod scaling;
+pub(crate) mod tagged;
 pub(crate) mod trace;
 pub(crate) mod validate;
 
@@ -196,7 +197,7 @@ impl Scenario {
                     let policy =
                         base.table.get_mut("policy").and_then(|v| v.get_mut(*p)).and_then(|v| v.as_table_mut());
                     if let Some(policy) = policy {
-                        for (field, owner) in crate::model::Jitter::owned_fields() {
+                        for (field, owner) in policies::jitter_owned_fields() {
                             if j != owner {
                                 policy.remove(field);
                             }

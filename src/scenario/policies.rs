@@ -1,11 +1,12 @@
 //! Validation of `[policy.NAME]`: presets, the jitter family, budgets and breakers.
 
-use super::checks::{count, finite_at_least, probability, show, unknown, V};
+use super::checks::{count, finite_at_least, probability, read_kind, show, unknown, Words, V};
 use super::error::Invalid;
 use super::presets;
 use super::raw::{Dur, RawBreaker, RawBudget, RawPolicy, RawRetryAfter};
+use super::tagged;
 use crate::engine::{Nanos, NS_PER_MS, NS_PER_S};
-use crate::model::budget::{BreakerSpec, BudgetKind, BudgetSpec, Scope, BUDGET_KINDS};
+use crate::model::budget::{BreakerSpec, BudgetKind, BudgetSpec, Scope};
 use crate::model::{DeadlineMode, Jitter, RetryAfterMode, RetryOn, RetryPolicy};
 
 /// Validates one policy (after applying its preset, if any).
@@ -29,7 +30,7 @@ pub fn policy(name: &str, written: &RawPolicy) -> V<RetryPolicy> {
     let jitter_name = raw.jitter.as_deref().ok_or_else(|| {
         Invalid::at(
             &format!("policy.{name}"),
-            format!("has no `jitter`; add one of: {} (or a preset)", Jitter::names().join(", ")),
+            format!("has no `jitter`; add one of: {} (or a preset)", jitter_names().join(", ")),
         )
     })?;
     let base = raw.base.map_or(100 * NS_PER_MS, |d| d.0);
@@ -43,16 +44,6 @@ pub fn policy(name: &str, written: &RawPolicy) -> V<RetryPolicy> {
     let multiplier =
         finite_at_least(raw.multiplier.unwrap_or(2.0), 1.0, &at("multiplier"), "it must be a finite number ≥ 1")?;
     let attempts_max = count(raw.max_attempts.unwrap_or(3), &at("max_attempts"), 1, 10_000)? as u32;
-    let present = |field: &str| match field {
-        "ratio" => raw.ratio.is_some(),
-        "schedule" => raw.schedule.is_some(),
-        other => unreachable!("jitter field `{other}` has no raw field"),
-    };
-    for (field, owner) in Jitter::owned_fields() {
-        if present(field) && jitter_name != owner {
-            return Err(Invalid::at(&at(field), format!("is only used by jitter = \"{owner}\"; remove it")));
-        }
-    }
     let jitter = jitter(jitter_name, &raw, &at)?;
     let nonzero = |d: Option<Dur>, field: &str| match d {
         Some(Dur(0)) => Err(Invalid::at(&at(field), "is 0; use a positive duration or leave it out")),
@@ -79,35 +70,61 @@ pub fn policy(name: &str, written: &RawPolicy) -> V<RetryPolicy> {
     })
 }
 
-/// The strategy `name` with its parameters from `raw` (`ratio`, `schedule`); `at` names a field
-/// in messages.
+/// Every jitter strategy's name, in definition order ([`Jitter`]).
+pub(crate) fn jitter_names() -> &'static [&'static str] {
+    tagged::names::<Jitter>()
+}
+
+/// (policy field, the strategy that owns it) for every strategy-specific field ([`Jitter`]).
+pub(crate) fn jitter_owned_fields() -> impl Iterator<Item = (&'static str, &'static str)> {
+    jitter_names().iter().flat_map(|name| tagged::fields::<Jitter>(name).iter().map(move |f| (*f, *name)))
+}
+
+/// The strategy `name` with its parameters from `raw` (the policy fields a strategy may own:
+/// `ratio`, `schedule`), read into [`Jitter`], which says which strategy takes which; `at` names
+/// a field in messages.
 pub fn jitter(name: &str, raw: &RawPolicy, at: &dyn Fn(&str) -> String) -> V<Jitter> {
-    Ok(match name {
-        "none" => Jitter::None,
-        "exponential" => Jitter::Exponential,
-        "full" => Jitter::Full,
-        "equal" => Jitter::Equal,
-        "decorrelated" => Jitter::Decorrelated,
-        "decorrelated_v2" => Jitter::DecorrelatedV2,
-        "proportional" => {
-            let ratio = raw.ratio.unwrap_or(0.2);
-            if !(ratio > 0.0 && ratio <= 1.0) {
+    let mut table = toml::Table::new();
+    table.insert("jitter".into(), name.into());
+    if let Some(ratio) = raw.ratio {
+        table.insert("ratio".into(), ratio.into());
+    }
+    if let Some(schedule) = &raw.schedule {
+        let delays = schedule.iter().map(|d| toml::Value::from(format!("{}ns", d.0))).collect();
+        table.insert("schedule".into(), toml::Value::Array(delays));
+    }
+    let owner = |field: &str| jitter_owned_fields().find(|(f, _)| *f == field).map_or("", |(_, owner)| owner);
+    let words = Words {
+        table: &at(""),
+        field: at,
+        family: "jitter",
+        siblings: &[],
+        not_used: &|_, field, _| format!("is only used by jitter = \"{}\"; remove it", owner(field)),
+        missing: &|kind, field| format!("jitter `{kind}` needs {field}"),
+    };
+    let jitter = read_kind(&table, "jitter", &words)?;
+    match &jitter {
+        Jitter::None
+        | Jitter::Exponential
+        | Jitter::Full
+        | Jitter::Equal
+        | Jitter::Decorrelated
+        | Jitter::DecorrelatedV2 => {}
+        Jitter::Proportional { ratio } => {
+            if !(*ratio > 0.0 && *ratio <= 1.0) {
                 return Err(Invalid::at(&at("ratio"), format!("is {ratio}; it must be within (0, 1] (gRPC uses 0.2)")));
             }
-            Jitter::Proportional { ratio }
         }
-        "schedule" => {
-            let delays: Vec<Nanos> = raw.schedule.as_ref().map(|s| s.iter().map(|d| d.0).collect()).unwrap_or_default();
+        Jitter::Schedule { delays } => {
             if delays.is_empty() {
                 return Err(Invalid::at(
                     &at("schedule"),
                     "is missing or empty; list the delays, e.g. [\"5s\", \"5m\", \"30m\"]",
                 ));
             }
-            Jitter::Schedule { delays }
         }
-        other => return Err(unknown(&at("jitter"), "jitter", other, &Jitter::names())),
-    })
+    }
+    Ok(jitter)
 }
 
 fn retry_on(raw: Option<&[String]>, at: &str) -> V<RetryOn> {
@@ -167,88 +184,62 @@ fn scope(raw: Option<&str>, at: &str) -> V<Scope> {
 
 fn budget(raw: &RawBudget, at: &str) -> V<BudgetSpec> {
     let field = |f: &str| format!("{at}.{f}");
-    let positive = |v: Option<f64>, f: &str, default: f64| -> V<f64> {
-        let x = v.unwrap_or(default);
+    let positive = |x: f64, f: &str| -> V<f64> {
         if !x.is_finite() || x <= 0.0 {
             return Err(Invalid::at(&field(f), format!("is {x}; it must be a finite number > 0")));
         }
         Ok(x)
     };
-    let window = |v: Option<Dur>, f: &str, default: Nanos| -> V<Nanos> {
-        match v {
-            Some(Dur(0)) => Err(Invalid::at(&field(f), "is 0; a window must be a positive duration")),
-            Some(Dur(d)) => Ok(d),
-            None => Ok(default),
+    let window = |d: Nanos, f: &str| -> V<Nanos> {
+        match d {
+            0 => Err(Invalid::at(&field(f), "is 0; a window must be a positive duration")),
+            d => Ok(d),
         }
     };
-    let Some(&(_, used)) = BUDGET_KINDS.iter().find(|(name, _)| *name == raw.kind) else {
-        let names: Vec<&str> = BUDGET_KINDS.iter().map(|k| k.0).collect();
-        return Err(unknown(&field("kind"), "budget kind", &raw.kind, &names));
+    let at_least_zero =
+        |x: f64, f: &str| finite_at_least(x, 0.0, &field(f), "it must be a finite number ≥ 0").map(|_| ());
+    let words = Words {
+        table: at,
+        field: &field,
+        family: "budget kind",
+        siblings: &["scope"],
+        not_used: &|kind, _, takes| {
+            format!("is not used by budget kind `{kind}` (it takes: {}); remove it", takes.join(", "))
+        },
+        missing: &|kind, f| format!("kind `{kind}` needs {f}"),
     };
-    let present = [
-        ("capacity", raw.capacity.is_some()),
-        ("retry_cost", raw.retry_cost.is_some()),
-        ("timeout_cost", raw.timeout_cost.is_some()),
-        ("throttling_cost", raw.throttling_cost.is_some()),
-        ("no_retry_increment", raw.no_retry_increment.is_some()),
-        ("max_tokens", raw.max_tokens.is_some()),
-        ("token_ratio", raw.token_ratio.is_some()),
-        ("ttl", raw.ttl.is_some()),
-        ("percent", raw.percent.is_some()),
-        ("min_retries_per_s", raw.min_retries_per_s.is_some()),
-        ("ratio", raw.ratio.is_some()),
-        ("window", raw.window.is_some()),
-        ("k", raw.k.is_some()),
-        ("per_request", raw.per_request.is_some()),
-        ("min_retries", raw.min_retries.is_some()),
-    ];
-    if let Some((name, _)) = present.iter().find(|(name, set)| *set && !used.contains(name)) {
-        return Err(Invalid::at(
-            &field(name),
-            format!("is not used by budget kind `{}` (it takes: {}); remove it", raw.kind, used.join(", ")),
-        ));
+    let kind: BudgetKind = read_kind(&raw.kind, "kind", &words)?;
+    match kind {
+        BudgetKind::AwsQuota { capacity, retry_cost, timeout_cost, throttling_cost, no_retry_increment } => {
+            positive(capacity, "capacity")?;
+            positive(retry_cost, "retry_cost")?;
+            positive(timeout_cost, "timeout_cost")?;
+            positive(throttling_cost, "throttling_cost")?;
+            positive(no_retry_increment, "no_retry_increment")?;
+        }
+        BudgetKind::GrpcThrottle { max_tokens, token_ratio } => {
+            positive(max_tokens, "max_tokens")?;
+            positive(token_ratio, "token_ratio")?;
+        }
+        BudgetKind::Finagle { ttl, percent, min_retries_per_s } => {
+            window(ttl, "ttl")?;
+            probability(Some(percent), &field("percent"))?;
+            at_least_zero(min_retries_per_s, "min_retries_per_s")?;
+        }
+        BudgetKind::Ratio { ratio, window: w, min_retries } => {
+            positive(ratio, "ratio")?;
+            at_least_zero(min_retries, "min_retries")?;
+            window(w, "window")?;
+        }
+        BudgetKind::AdaptiveThrottle { k, window: w } => {
+            finite_at_least(k, 1.0, &field("k"), "it must be a finite number ≥ 1 (SRE uses 2)")?;
+            window(w, "window")?;
+        }
+        BudgetKind::TokenBucket { capacity, per_request } => {
+            positive(capacity, "capacity")?;
+            positive(per_request, "per_request")?;
+        }
     }
-    let kind = match raw.kind.as_str() {
-        "aws_quota" => BudgetKind::AwsQuota {
-            capacity: positive(raw.capacity, "capacity", 500.0)?,
-            retry_cost: positive(raw.retry_cost, "retry_cost", 5.0)?,
-            timeout_cost: positive(raw.timeout_cost, "timeout_cost", 10.0)?,
-            throttling_cost: positive(raw.throttling_cost, "throttling_cost", 5.0)?,
-            no_retry_increment: positive(raw.no_retry_increment, "no_retry_increment", 1.0)?,
-        },
-        "grpc_throttle" => BudgetKind::GrpcThrottle {
-            max_tokens: positive(raw.max_tokens, "max_tokens", 10.0)?,
-            token_ratio: positive(raw.token_ratio, "token_ratio", 0.1)?,
-        },
-        "finagle" => BudgetKind::Finagle {
-            ttl: window(raw.ttl, "ttl", 10 * NS_PER_S)?,
-            percent: probability(Some(raw.percent.unwrap_or(0.2)), &field("percent"))?,
-            min_retries_per_s: finite_at_least(
-                raw.min_retries_per_s.unwrap_or(10.0),
-                0.0,
-                &field("min_retries_per_s"),
-                "it must be a finite number ≥ 0",
-            )?,
-        },
-        "ratio" => BudgetKind::Ratio {
-            ratio: positive(raw.ratio, "ratio", 0.1)?,
-            min_retries: finite_at_least(
-                raw.min_retries.unwrap_or(0.0),
-                0.0,
-                &field("min_retries"),
-                "it must be a finite number ≥ 0",
-            )?,
-            window: window(raw.window, "window", 10 * NS_PER_S)?,
-        },
-        "adaptive_throttle" => BudgetKind::AdaptiveThrottle {
-            k: finite_at_least(raw.k.unwrap_or(2.0), 1.0, &field("k"), "it must be a finite number ≥ 1 (SRE uses 2)")?,
-            window: window(raw.window, "window", 120 * NS_PER_S)?,
-        },
-        _ => BudgetKind::TokenBucket {
-            capacity: positive(raw.capacity, "capacity", 5.0)?,
-            per_request: positive(raw.per_request, "per_request", 0.1)?,
-        },
-    };
     Ok(BudgetSpec { kind, scope: scope(raw.scope.as_deref(), &field("scope"))? })
 }
 
@@ -285,7 +276,8 @@ mod tests {
 
     #[test]
     fn every_jitter_strategy_parses_to_itself_and_owns_its_fields() {
-        for (name, fields) in crate::model::policy::JITTER_STRATEGIES {
+        for &name in jitter_names() {
+            let fields = tagged::fields::<Jitter>(name);
             let needs = match name {
                 "schedule" => "\nschedule = [\"1s\"]",
                 _ => "",
@@ -308,7 +300,7 @@ mod tests {
 
     #[test]
     fn every_budget_kind_parses_to_itself() {
-        for (name, _) in crate::model::budget::BUDGET_KINDS {
+        for &name in tagged::names::<BudgetKind>() {
             let parsed = parse(&format!("jitter = \"full\"\nbudget = {{ kind = \"{name}\" }}")).expect(name);
             assert_eq!(parsed.budget.expect("a budget").kind.name(), name);
         }

@@ -3,8 +3,12 @@
 //! Every table refuses unknown keys. Counts are read as signed integers and rates as floats so
 //! that validation, not serde, explains a negative or absurd value.
 
+use super::tagged;
+use crate::model::{BudgetKind, FaultKind};
+use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 /// A duration written as a human string ("100ms", "10s", "72h"), in nanoseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,39 +27,11 @@ pub struct DurText(pub String);
 
 impl<'de> Deserialize<'de> for DurText {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl serde::de::Visitor<'_> for Visitor {
-            type Value = DurText;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a duration string such as \"100ms\", \"10s\" or \"72h\"")
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<DurText, E> {
-                Ok(DurText(v.to_string()))
-            }
-        }
-        deserializer.deserialize_str(Visitor)
+        crate::engine::time::de_duration_text(deserializer).map(DurText)
     }
 }
 
-/// Parses "100ms", "1m 30s", "72h" into nanoseconds, with a message that says what is allowed.
-pub fn parse_duration(text: &str) -> Result<u64, String> {
-    let trimmed = text.trim();
-    if trimmed.starts_with('-') {
-        return Err(format!("invalid duration `{text}`: durations cannot be negative"));
-    }
-    let parsed = humantime::parse_duration(trimmed).map_err(|e| {
-        // humantime says "expected number at 0" for "NaN" or "inf": say what a duration is instead.
-        let why = match e {
-            humantime::DurationError::NumberExpected(_) | humantime::DurationError::InvalidCharacter(_) => {
-                "a duration is a number followed by a unit".to_string()
-            }
-            other => other.to_string(),
-        };
-        format!("invalid duration `{text}` ({why}); write e.g. \"250ms\", \"10s\", \"5m\" or \"72h\"")
-    })?;
-    u64::try_from(parsed.as_nanos())
-        .map_err(|_| format!("duration `{text}` is longer than the ~584 years a u64 of nanoseconds holds"))
-}
+pub use crate::engine::time::parse_duration;
 
 /// The whole file.
 #[derive(Clone, Debug, Deserialize)]
@@ -192,27 +168,45 @@ pub enum RawRetryAfter {
     Mode(String),
 }
 
-/// `budget = { kind = "aws_quota", scope = "tenant", … }`: fields by kind, defaults in validation.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// `budget = { kind = "aws_quota", scope = "tenant", … }`: the scope, and the kind with its
+/// fields, read into `model::BudgetKind` at validation (`scenario::tagged`), which refuses a field
+/// the kind does not take.
+#[derive(Clone, Debug, Default)]
 pub struct RawBudget {
-    pub kind: String,
     pub scope: Option<String>,
-    pub capacity: Option<f64>,
-    pub retry_cost: Option<f64>,
-    pub timeout_cost: Option<f64>,
-    pub throttling_cost: Option<f64>,
-    pub no_retry_increment: Option<f64>,
-    pub max_tokens: Option<f64>,
-    pub token_ratio: Option<f64>,
-    pub ttl: Option<Dur>,
-    pub percent: Option<f64>,
-    pub min_retries_per_s: Option<f64>,
-    pub ratio: Option<f64>,
-    pub window: Option<Dur>,
-    pub k: Option<f64>,
-    pub per_request: Option<f64>,
-    pub min_retries: Option<f64>,
+    /// `kind` and the kind's fields, as written.
+    pub kind: toml::Table,
+}
+
+impl<'de> Deserialize<'de> for RawBudget {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> Visitor<'de> for Fields {
+            type Value = RawBudget;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a budget table")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawBudget, A::Error> {
+                let mut budget = RawBudget::default();
+                while let Some(key) = map.next_key_seed(tagged::Key(budget_keys()))? {
+                    match key.as_str() {
+                        "scope" => budget.scope = Some(map.next_value()?),
+                        _ => {
+                            budget.kind.insert(key, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(budget)
+            }
+        }
+        deserializer.deserialize_struct("RawBudget", budget_keys(), Fields)
+    }
+}
+
+/// The keys of a budget table: `kind`, `scope` and every field of a [`BudgetKind`].
+fn budget_keys() -> &'static [&'static str] {
+    static KEYS: OnceLock<Vec<&'static str>> = OnceLock::new();
+    KEYS.get_or_init(|| tagged::keys_with::<BudgetKind>(&["kind", "scope"]))
 }
 
 /// `breaker = { scope = "client", window = "10s", threshold = 0.5, … }`.
@@ -396,20 +390,58 @@ pub struct RawAutoscale {
     pub step: Option<i64>,
 }
 
-/// `[[fault]]`.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// `[[fault]]`: where and when, and the kind with its parameters, read into `model::FaultKind`
+/// at validation (`scenario::tagged`), which refuses a field the kind does not take.
+#[derive(Clone, Debug)]
 pub struct RawFault {
     pub hop: String,
-    pub kind: String,
     pub from: Dur,
     pub to: Dur,
-    pub retry_after: Option<Dur>,
-    pub p: Option<f64>,
-    pub factor: Option<f64>,
-    pub workers: Option<i64>,
     /// The replica it hits (0-based; absent: the whole hop).
     pub replica: Option<i64>,
+    /// `kind` and the kind's fields, as written.
+    pub kind: toml::Table,
+}
+
+impl<'de> Deserialize<'de> for RawFault {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> Visitor<'de> for Fields {
+            type Value = RawFault;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a fault table")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawFault, A::Error> {
+                let (mut hop, mut from, mut to, mut replica, mut kind) = (None, None, None, None, toml::Table::new());
+                while let Some(key) = map.next_key_seed(tagged::Key(fault_keys()))? {
+                    match key.as_str() {
+                        "hop" => hop = Some(map.next_value()?),
+                        "from" => from = Some(map.next_value()?),
+                        "to" => to = Some(map.next_value()?),
+                        "replica" => replica = Some(map.next_value()?),
+                        _ => {
+                            kind.insert(key, map.next_value()?);
+                        }
+                    }
+                }
+                let missing = <A::Error as serde::de::Error>::missing_field;
+                Ok(RawFault {
+                    hop: hop.ok_or_else(|| missing("hop"))?,
+                    from: from.ok_or_else(|| missing("from"))?,
+                    to: to.ok_or_else(|| missing("to"))?,
+                    replica,
+                    kind,
+                })
+            }
+        }
+        deserializer.deserialize_struct("RawFault", fault_keys(), Fields)
+    }
+}
+
+/// The keys of a fault table: `hop`, `kind`, `from`, `to`, `replica` and every field of a [`FaultKind`].
+fn fault_keys() -> &'static [&'static str] {
+    static KEYS: OnceLock<Vec<&'static str>> = OnceLock::new();
+    KEYS.get_or_init(|| tagged::keys_with::<FaultKind>(&["hop", "kind", "from", "to", "replica"]))
 }
 
 /// `[[variant]]`: a name and overrides applied on top of the base scenario.

@@ -1,11 +1,10 @@
 //! Validation: a [`RawScenario`] becomes a [`SimSpec`] whose every value is in range, or an
 //! [`Invalid`] naming the field, the value and the fix.
 
-use super::checks::{count, finite_at_least, positive, probability, show, unknown, V};
+use super::checks::{count, finite_at_least, positive, probability, read_kind, show, unknown, Words, V};
 use super::error::{shorten, Invalid};
 use super::raw::{parse_duration, Dur, RawArrival, RawDist, RawFault, RawHop, RawScenario, RawTenant};
 use crate::engine::{Nanos, NS_PER_MS, NS_PER_S};
-use crate::model::fault::FAULT_KINDS;
 use crate::model::{
     Arrival, Dist, Fault, FaultKind, HopSpec, IdempotencySpec, InProgress, RetryPolicy, SimSpec, TenantSpec,
 };
@@ -641,75 +640,52 @@ fn faults(raw: &[RawFault], hops: &[HopSpec]) -> V<Vec<Fault>> {
                 format!("is {} but from is {}; a fault window needs from < to", show(f.to.0), show(f.from.0)),
             ));
         }
-        let forbid_all_but = |keep: &str| -> V<()> {
-            let present = [
-                ("retry_after", f.retry_after.is_some()),
-                ("p", f.p.is_some()),
-                ("factor", f.factor.is_some()),
-                ("workers", f.workers.is_some()),
-            ];
-            match present.iter().find(|(name, set)| *set && *name != keep) {
-                Some((name, _)) => {
-                    Err(Invalid::at(&at(name), format!("is not used by fault kind `{}`; remove it", f.kind)))
-                }
-                None => Ok(()),
-            }
+        let workers = |w: i64| count(w, &at("workers"), 0, 10_000_000);
+        let words = Words {
+            table: &format!("fault.{i}"),
+            field: &at,
+            family: "fault kind",
+            siblings: &["hop", "from", "to"],
+            not_used: &|kind, _, _| format!("is not used by fault kind `{kind}`; remove it"),
+            missing: &|kind, field| {
+                let example = match field {
+                    "retry_after" => ", e.g. \"1s\"",
+                    "p" => ", e.g. 0.1",
+                    "factor" => ", e.g. 10.0",
+                    "workers" => ", e.g. 2",
+                    _ => "",
+                };
+                format!("kind `{kind}` needs {field}{example}")
+            },
         };
-        // The one parameter field the kind takes; any other is refused.
-        if let Some((_, param)) = FAULT_KINDS.iter().find(|(name, _)| *name == f.kind) {
-            forbid_all_but(param.unwrap_or(""))?;
-        }
-        let kind = match f.kind.as_str() {
-            "outage" | "hang" => {
-                if f.kind == "outage" {
-                    FaultKind::Outage
-                } else {
-                    FaultKind::Hang
-                }
+        let kind = read_kind(&f.kind, "kind", &words);
+        let kind = kind.map_err(|e| match f.kind.get("workers").and_then(toml::Value::as_integer) {
+            // serde refuses a negative count as "expected u32": name the allowed range instead.
+            Some(w) if e.path.last().is_some_and(|p| p == "workers") => workers(w).err().unwrap_or(e),
+            _ => e,
+        })?;
+        match kind {
+            FaultKind::Outage | FaultKind::Hang | FaultKind::Throttle { .. } => {}
+            FaultKind::ErrorRate { p } | FaultKind::LostReply { p } => {
+                probability(Some(p), &at("p"))?;
             }
-            "throttle" => {
-                let retry_after = f.retry_after.ok_or_else(|| {
-                    Invalid::at(&format!("fault.{i}"), "kind `throttle` needs retry_after, e.g. \"1s\"")
-                })?;
-                FaultKind::Throttle { retry_after: retry_after.0 }
-            }
-            "error_rate" | "lost_reply" => {
-                let need = format!("kind `{}` needs p, e.g. 0.1", f.kind);
-                let p = probability(Some(f.p.ok_or_else(|| Invalid::at(&format!("fault.{i}"), need))?), &at("p"))?;
-                if f.kind == "error_rate" {
-                    FaultKind::ErrorRate { p }
-                } else {
-                    FaultKind::LostReply { p }
-                }
-            }
-            "slow" => {
-                let factor = f
-                    .factor
-                    .ok_or_else(|| Invalid::at(&format!("fault.{i}"), "kind `slow` needs factor, e.g. 10.0"))?;
+            FaultKind::Slow { factor } => {
                 if !(factor.is_finite() && factor > 0.0 && factor <= 1e6) {
                     return Err(Invalid::at(
                         &at("factor"),
                         format!("is {factor}; it must be a finite number in (0, 1e6]"),
                     ));
                 }
-                FaultKind::Slow { factor }
             }
-            "capacity" => {
-                let w = f
-                    .workers
-                    .ok_or_else(|| Invalid::at(&format!("fault.{i}"), "kind `capacity` needs workers, e.g. 2"))?;
-                FaultKind::Capacity { workers: count(w, &at("workers"), 0, 10_000_000)? as u32 }
+            FaultKind::Capacity { workers: w } => {
+                workers(i64::from(w))?;
             }
-            "cache_flush" if hops[hop].cache.is_none() => {
+            FaultKind::CacheFlush if hops[hop].cache.is_none() => {
                 let why = format!("`{}` is not a cache; a `cache_flush` fault targets a `kind = \"cache\"` hop", f.hop);
                 return Err(Invalid::at(&at("hop"), why));
             }
-            "cache_flush" => FaultKind::CacheFlush,
-            other => {
-                let names: Vec<&str> = FAULT_KINDS.iter().map(|k| k.0).collect();
-                return Err(unknown(&at("kind"), "fault kind", other, &names));
-            }
-        };
+            FaultKind::CacheFlush => {}
+        }
         let replica = super::replicas::fault_replica(f.replica, i, &f.hop, hops[hop].replicas.count)?;
         let fault = Fault { hop, replica, kind, from: f.from.0, to: f.to.0 };
         if let Some(other) = out.iter().position(|o| {
@@ -723,7 +699,7 @@ fn faults(raw: &[RawFault], hops: &[HopSpec]) -> V<Vec<Fault>> {
                 &at("from"),
                 format!(
                     "this `{}` window [{}, {}) on hop `{}` overlaps fault {other}'s [{}, {}); merge them or make them disjoint",
-                    f.kind,
+                    fault.kind.name(),
                     show(f.from.0),
                     show(f.to.0),
                     f.hop,

@@ -180,13 +180,13 @@ fn throttle(t: &Map<String, Value>, out: &mut Imported) -> Result<(), String> {
     let get = |k: &str| {
         t.get(k).and_then(Value::as_f64).ok_or_else(|| format!("`retryThrottling.{k}` is required (a number > 0)"))
     };
-    out.policy.budget = Some(RawBudget {
-        kind: "grpc_throttle".into(),
-        scope: Some("client".into()),
-        max_tokens: Some(get("maxTokens")?),
-        token_ratio: Some(get("tokenRatio")?),
-        ..RawBudget::default()
-    });
+    let kind = [
+        ("kind", toml::Value::from("grpc_throttle")),
+        ("max_tokens", toml::Value::from(get("maxTokens")?)),
+        ("token_ratio", toml::Value::from(get("tokenRatio")?)),
+    ];
+    let kind = kind.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    out.policy.budget = Some(RawBudget { scope: Some("client".into()), kind });
     out.record_key("budget", "retryThrottling");
     Ok(())
 }
@@ -209,7 +209,7 @@ mod tests {
         assert_eq!(p.deadline.map(|d| d.0), Some(10_000_000_000));
         assert_eq!(p.retry_on.as_deref(), Some(&["transient".to_string(), "throttling".to_string()][..]));
         let b = p.budget.as_ref().expect("throttling");
-        assert_eq!((b.max_tokens, b.token_ratio), (Some(10.0), Some(0.1)));
+        assert_eq!((b.kind["max_tokens"].as_float(), b.kind["token_ratio"].as_float()), (Some(10.0), Some(0.1)));
         // Unknown and unsupported keys are named, never dropped silently.
         let all = got.warnings.join("\n");
         assert!(all.contains("loadBalancingConfig"), "{all}");
