@@ -263,7 +263,10 @@ pub fn summary_csv(study: &Study) -> Vec<u8> {
 
 /// Index past the last bucket with any activity in any variant (so files stay short).
 pub fn active_buckets(study: &Study) -> usize {
-    let last = |s: &MeanSeries| s.rows.iter().rposition(|r| r.iter().any(|&x| x != 0.0)).map_or(0, |i| i + 1);
+    // A budget's tokens are carried over idle buckets: they alone do not make a bucket active.
+    let active =
+        |r: &[f64; SERIES_COLUMNS.len()]| r.iter().zip(SERIES_COLUMNS).any(|(&x, c)| x != 0.0 && c != "budget_tokens");
+    let last = |s: &MeanSeries| s.rows.iter().rposition(active).map_or(0, |i| i + 1);
     study.variants.iter().flat_map(|v| v.hop_series.iter().chain(&v.tenant_series)).map(last).max().unwrap_or(0)
 }
 

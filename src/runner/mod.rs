@@ -47,8 +47,11 @@ pub struct MeanSeries {
 /// `goodput_per_s` is successes per second (success replies of a hop; requests that succeeded,
 /// for a tenant). `backlog` (hops only) is the number of attempts inside the hop (queued, in
 /// service or waiting on downstream calls) at the bucket's end, and `retries_pending` (hops only)
-/// the retries to the hop waiting on a backoff timer at the bucket's end.
-pub const SERIES_COLUMNS: [&str; 12] = [
+/// the retries to the hop waiting on a backoff timer at the bucket's end. `budget_tokens` and
+/// `budget_denied` (tenants whose policy has a retry budget; 0 otherwise) are the mean tokens left
+/// in the budget instance after the bucket's retry decisions (carried over buckets without one,
+/// from the budget's starting tokens) and the retries it denied.
+pub const SERIES_COLUMNS: [&str; 14] = [
     "attempts",
     "first_attempts",
     "retries",
@@ -61,6 +64,8 @@ pub const SERIES_COLUMNS: [&str; 12] = [
     "backlog",
     "retries_pending",
     "admission_limit",
+    "budget_tokens",
+    "budget_denied",
 ];
 
 /// The results of one variant.
@@ -240,7 +245,10 @@ fn aggregate(variant: &Variant, records: &[RunRecord]) -> VariantResult {
         .enumerate()
         .map(|(t, ten)| MeanSeries {
             name: ten.name.clone(),
-            rows: mean_rows(records, |r| tenant_columns(&r.tenant_series[t], bucket_s)),
+            rows: mean_rows(records, |r| {
+                let start = spec.policies[ten.policy].budget.as_ref().map_or(0.0, |b| b.kind.new_state().tokens);
+                tenant_columns(&r.tenant_series[t], bucket_s, start)
+            }),
         })
         .collect();
     let mut retry_delays_ns = vec![Vec::new(); crate::metrics::RETRY_DELAY_RETRIES];
@@ -299,15 +307,21 @@ fn hop_columns(series: &[HopBucket], bucket_s: f64) -> Vec<[f64; SERIES_WIDTH]> 
                 backlog[i + 1] as f64,
                 pending[i + 1] as f64,
                 f64::from(b.admission_limit),
+                0.0,
+                0.0,
             ]
         })
         .collect()
 }
 
-fn tenant_columns(series: &[TenantBucket], bucket_s: f64) -> Vec<[f64; SERIES_WIDTH]> {
+fn tenant_columns(series: &[TenantBucket], bucket_s: f64, start_tokens: f64) -> Vec<[f64; SERIES_WIDTH]> {
+    let mut tokens = start_tokens;
     series
         .iter()
         .map(|b| {
+            if b.budget_decisions > 0 {
+                tokens = b.budget_tokens_sum / f64::from(b.budget_decisions);
+            }
             [
                 f64::from(b.attempts),
                 f64::from(b.first_attempts),
@@ -321,6 +335,8 @@ fn tenant_columns(series: &[TenantBucket], bucket_s: f64) -> Vec<[f64; SERIES_WI
                 0.0,
                 0.0,
                 0.0,
+                tokens,
+                f64::from(b.budget_denied),
             ]
         })
         .collect()

@@ -15,7 +15,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Most points a line gets (longer series are averaged down).
-const POINTS_MAX: usize = 1500;
+pub(super) const POINTS_MAX: usize = 1500;
 
 /// Which series the small multiples show.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,7 +38,7 @@ fn series_of(v: &VariantData, scope: Scope) -> &[MeanSeries] {
 }
 
 /// (time in `unit`, value per second) of column `col`.
-fn rate(series: &MeanSeries, col: usize, bucket_s: f64, unit: TimeUnit) -> Vec<(f64, f64)> {
+pub(super) fn rate(series: &MeanSeries, col: usize, bucket_s: f64, unit: TimeUnit) -> Vec<(f64, f64)> {
     let points: Vec<(f64, f64)> =
         series.rows.iter().enumerate().map(|(b, r)| (b as f64 * bucket_s / unit.secs, r[col] / bucket_s)).collect();
     downsample(&points, POINTS_MAX)
@@ -47,9 +47,9 @@ fn rate(series: &MeanSeries, col: usize, bucket_s: f64, unit: TimeUnit) -> Vec<(
 /// The unit of a time axis: seconds for short runs, minutes or hours for long ones, so ticks
 /// read `2 h`, not `7,200`.
 #[derive(Clone, Copy, Debug)]
-struct TimeUnit {
-    secs: f64,
-    desc: &'static str,
+pub(super) struct TimeUnit {
+    pub(super) secs: f64,
+    pub(super) desc: &'static str,
 }
 
 impl TimeUnit {
@@ -74,14 +74,14 @@ impl TimeUnit {
 }
 
 /// The time axis: its end (in its unit) and the unit.
-fn time_axis(data: &ReportData) -> (f64, TimeUnit) {
+pub(super) fn time_axis(data: &ReportData) -> (f64, TimeUnit) {
     let buckets = data.variants.iter().flat_map(|v| v.hop_series.iter().map(|s| s.rows.len())).max().unwrap_or(0);
     let span_s = buckets.max(2) as f64 * data.bucket_s;
     let unit = TimeUnit::for_span(span_s);
     (span_s / unit.secs, unit)
 }
 
-fn shade_faults<DB: DrawingBackend, CT>(
+pub(super) fn shade_faults<DB: DrawingBackend, CT>(
     chart: &mut ChartContext<'_, DB, CT>,
     v: &VariantData,
     hop: Option<&str>,
@@ -110,7 +110,7 @@ where
 const SPIKE_FILL: RGBColor = RGBColor(230, 120, 30);
 
 /// Legend entry for the load spikes, if any.
-fn spike_key(data: &ReportData) -> Option<KeyItem> {
+pub(super) fn spike_key(data: &ReportData) -> Option<KeyItem> {
     let mut kinds: Vec<String> = Vec::new();
     for s in data.variants.iter().flat_map(|v| &v.setup.spikes) {
         let text = format!("{} at {}/s", s.tenant, fmt_tick(s.rate_per_s));
@@ -122,7 +122,7 @@ fn spike_key(data: &ReportData) -> Option<KeyItem> {
 }
 
 /// Legend entry for the fault windows drawn at `hop` (all hops when None), if there are any.
-fn fault_key(data: &ReportData, hop: Option<&str>) -> Option<KeyItem> {
+pub(super) fn fault_key(data: &ReportData, hop: Option<&str>) -> Option<KeyItem> {
     let mut kinds: Vec<String> = Vec::new();
     for v in &data.variants {
         for f in v.setup.faults.iter().filter(|f| hop.is_none_or(|h| f.hop == h)) {
@@ -155,7 +155,7 @@ where
 
 /// Grid, tick labels and axis descriptions of a time chart, in the style every load chart shares;
 /// `small` for the panels of a grid of small multiples.
-fn draw_time_mesh<DB, Y>(
+pub(super) fn draw_time_mesh<DB, Y>(
     chart: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, Y>>,
     (x_desc, y_desc): (&str, &str),
     small: bool,
@@ -449,7 +449,7 @@ where
 
 /// One line swatch per variant, in its colour; a variant whose every hop series equals a later
 /// one's is drawn under it, so its entry says so.
-fn variant_lines_key(data: &ReportData) -> Vec<KeyItem> {
+pub(super) fn variant_lines_key(data: &ReportData) -> Vec<KeyItem> {
     let same = |a: &VariantData, b: &VariantData| {
         a.hop_series.len() == b.hop_series.len()
             && a.hop_series.iter().zip(&b.hop_series).all(|(x, y)| x.rows == y.rows)

@@ -5,7 +5,9 @@
 
 pub(crate) mod axes;
 pub(crate) mod bars;
+pub(crate) mod budget;
 pub(crate) mod delays;
+pub(crate) mod empty;
 pub(crate) mod key;
 pub(crate) mod latency;
 pub(crate) mod load;
@@ -66,6 +68,8 @@ pub enum Chart {
     HopMetrics,
     /// Goodput and backlog over time per hop, every variant on one axis.
     GoodputBacklog,
+    /// Retry-budget tokens and denials over time per budgeted tenant, every variant on one axis.
+    Budget,
 }
 
 impl Chart {
@@ -82,6 +86,7 @@ impl Chart {
             Chart::TenantMetrics => "tenant_metrics",
             Chart::HopMetrics => "hop_metrics",
             Chart::GoodputBacklog => "goodput_backlog",
+            Chart::Budget => "budget",
         }
     }
 
@@ -98,6 +103,7 @@ impl Chart {
             Chart::TenantMetrics => "Metrics per tenant and variant, with 95% confidence intervals.",
             Chart::HopMetrics => "Metrics per hop of the chain: how retries multiply from layer to layer.",
             Chart::GoodputBacklog => "Goodput (successes/s) and backlog (attempts inside the hop) over time: how fast each variant recovers after the fault.",
+            Chart::Budget => "Retry budgets over time per tenant: tokens left at the budget's retry decisions and the retries it denied, per variant.",
         }
     }
 
@@ -114,6 +120,9 @@ impl Chart {
         if first.setup.hops.len() > 1 {
             charts.push(Chart::HopMetrics);
         }
+        if !budget::budget_tenants(data).is_empty() {
+            charts.push(Chart::Budget);
+        }
         charts
     }
 
@@ -128,11 +137,18 @@ impl Chart {
             Chart::TenantLoad => (wide(tenants), 70 + 240 * variants),
             Chart::LoadCompare => (1100, 70 + 400 * hops),
             Chart::GoodputBacklog => (1400, 90 + 330 * hops),
+            Chart::Budget => (1400, 90 + 330 * budget::budget_tenants(data).len().max(1) as u32),
             Chart::Metrics => (1200, 140 + 2 * (90 + 34 * variants)),
             Chart::TenantMetrics => (1200, 140 + 2 * (90 + 18 * tenants * (variants + 1))),
             Chart::HopMetrics => (1200, 140 + 2 * (90 + 18 * hops * (variants + 1))),
+            Chart::Latency if data.variants.iter().all(|v| v.latency_us.is_empty()) => {
+                (1100, 40 + 2 * empty::LINE_PANEL_PX)
+            }
             Chart::Latency => (1100, 620),
-            Chart::Delays => (1100, 70 + 200 * variants),
+            Chart::Delays => {
+                let empty = data.variants.iter().filter(|v| delays::nothing_to_draw(v)).count() as u32;
+                (1100, 70 + 200 * (variants - empty) + empty::LINE_PANEL_PX * empty)
+            }
             Chart::DelaysByRetry => (1100, 620),
         }
     }
@@ -146,6 +162,7 @@ impl Chart {
             Chart::TenantLoad => load::draw_grid(root, data, load::Scope::Tenants)?,
             Chart::LoadCompare => load::draw_compare(root, data)?,
             Chart::GoodputBacklog => load::draw_goodput_backlog(root, data)?,
+            Chart::Budget => budget::draw_budget(root, data)?,
             Chart::Metrics => bars::draw_metrics(root, data)?,
             Chart::TenantMetrics => bars::draw_scoped(root, data, bars::Scope::Tenants)?,
             Chart::HopMetrics => bars::draw_scoped(root, data, bars::Scope::Hops)?,
