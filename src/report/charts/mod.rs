@@ -6,6 +6,7 @@
 pub(crate) mod axes;
 pub(crate) mod bars;
 pub(crate) mod budget;
+pub(crate) mod cap;
 pub(crate) mod delays;
 pub(crate) mod empty;
 pub(crate) mod key;
@@ -290,10 +291,16 @@ impl Rendered {
 }
 
 /// Writes every chart that applies to `data` into `out` (which keeps the files completed before
-/// a failure).
+/// a failure). Past [`cap::PANELS_MAX`] variants or tenants, each chart draws that many, chosen by
+/// the rule of [`cap`], and says so on the chart and in its caption.
 pub fn write_charts(dir: &Path, data: &ReportData, out: &mut Rendered) -> Result<(), OutputError> {
+    let (drawn, note) = cap::capped(data);
+    let data = drawn.as_ref();
     for chart in Chart::for_run(data) {
-        out.add(dir, &RunFigure { chart, data })?;
+        match &note {
+            Some(note) => out.add(dir, &cap::Noted { inner: RunFigure { chart, data }, note })?,
+            None => out.add(dir, &RunFigure { chart, data })?,
+        }
     }
     Ok(())
 }
