@@ -13,8 +13,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-/// The most variants, and the most tenants, a run's charts draw.
-pub const PANELS_MAX: usize = 24;
+/// The most variants, and the most tenants, a run's charts draw (counted by the memory estimate).
+pub const PANELS_MAX: usize = crate::runner::memory::CHART_PANELS_MAX;
 
 /// Height of the line that says what a capped chart left out.
 const NOTE_PX: u32 = 28;
