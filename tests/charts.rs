@@ -75,6 +75,16 @@ fn expected_charts(dir: &Path) -> Vec<&'static str> {
     if lines.any(|l| l.split(',').nth(col).is_some_and(|x| x.parse::<f64>().is_ok_and(|v| v > 0.0))) {
         stems.push("admission_limit");
     }
+    // The budget chart: a tenant row of timeseries.csv with budget tokens or denials.
+    let header: Vec<&str> = series.lines().next().expect("header").split(',').collect();
+    let col = |name: &str| header.iter().position(|c| *c == name).expect("budget column");
+    let (tokens, denied) = (col("budget_tokens"), col("budget_denied"));
+    let budgeted = series.lines().skip(1).map(|l| l.split(',').collect::<Vec<_>>()).any(|r| {
+        r[1] == "tenant" && (r[tokens].parse::<f64>().unwrap() != 0.0 || r[denied].parse::<f64>().unwrap() != 0.0)
+    });
+    if budgeted {
+        stems.push("budget");
+    }
     stems
 }
 
@@ -190,6 +200,10 @@ fn every_bundled_scenario_writes_every_chart_as_valid_svg_and_png_naming_its_var
         for stem in &stems {
             let svg = std::fs::read_to_string(dir.join(format!("{stem}.svg"))).expect("SVG written");
             let (size, texts) = parse_svg(&svg);
+            // A chart with nothing to plot is its title and one line saying why (no axes).
+            if texts.len() == 2 && texts[1].contains(" to draw") {
+                continue;
+            }
             for v in &variants {
                 assert!(texts.iter().any(|t| t.contains(v.as_str())), "{name}/{stem}.svg never names variant `{v}`");
             }
@@ -433,4 +447,32 @@ fn a_variant_hidden_under_an_identical_one_is_named_so_in_the_legend() {
     compare(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/outage-herd.toml"), &herd, 2);
     let svg = std::fs::read_to_string(herd.join("load_compare.svg")).expect("svg");
     assert!(!svg.contains("identical to"), "outage-herd's strategies differ");
+}
+
+/// Past 24 variants a chart draws the baseline and the 23 best ranked, and says so on the chart
+/// and in the report; its height no longer grows with the variant count.
+#[test]
+fn charts_of_many_variants_are_capped_and_say_what_they_left_out() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let mut text = String::from(
+        "name = \"many\"\nseed = 1\nhorizon = \"2s\"\nbucket = \"1s\"\nreplications = 2\n\n[policy.p]\njitter = \"full\"\nbase = \"10ms\"\ncap = \"1s\"\nmax_attempts = 3\n\n[[hop]]\nname = \"api\"\nworkers = 4\nservice = { dist = \"constant\", mean = \"2ms\" }\n\n[[tenant]]\nname = \"only\"\nclients = 2\narrival = { kind = \"poisson\", rate_per_s = 20 }\npolicy = \"p\"\n",
+    );
+    for i in 0..30 {
+        text.push_str(&format!("\n[[variant]]\nname = \"v{i}\"\nset = {{ \"policy.p.base\" = \"{}ms\" }}\n", 10 + i));
+    }
+    let scenario = tmp.path().join("many.toml");
+    std::fs::write(&scenario, text).expect("write");
+    let out = tmp.path().join("out");
+    compare(&scenario, &out, 2);
+    let svg = std::fs::read_to_string(out.join("load.svg")).expect("load.svg");
+    let note = "Capped: 24 of 30 variants drawn (the baseline and the best ranked by the verdict); the other 6 are in summary.json and timeseries.csv";
+    assert!(svg.contains(note), "the chart states the cap");
+    let (_, texts) = parse_svg(&svg);
+    assert!(texts.iter().any(|t| t.starts_with("v0")), "the baseline is always drawn");
+    let drawn = (0..30).filter(|i| texts.iter().any(|t| t.starts_with(&format!("v{i} ")))).count();
+    assert_eq!(drawn, 24, "24 variants drawn");
+    let (_, height, _) = parse_png(&std::fs::read(out.join("load.png")).expect("png"));
+    assert!(height <= 70 + 240 * 24 + 28, "height {height} follows the capped count");
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report");
+    assert!(html.contains("Capped: 24 of 30 variants drawn"), "the report says so too");
 }

@@ -269,7 +269,6 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
     let written = report::write_study(&claim, &study).map_err(|e| CliError::Failure(e.to_string()))?;
     if !args.quiet {
         print!("{}", table::summary_table(&study));
-        print!("{}", differs::differs_text(&study));
         print!("{}", table::verdict_text(&study));
         println!("wrote {} files to {}", written.len(), out.display());
     }

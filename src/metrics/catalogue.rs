@@ -340,3 +340,6 @@ mod tests {
         assert!(serde_json::from_str::<Metric>("\"no_such_metric\"").is_err());
     }
 }
+
+/// One scope's metrics as produced by a run, in catalogue terms (`metrics::summary` builds them).
+pub type MetricRow = Vec<(Metric, Option<f64>)>;

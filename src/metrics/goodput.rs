@@ -1,12 +1,11 @@
 //! Goodput against throughput, hedges and wasted work by cause (issue 16): the scalar rows.
 
-use super::catalogue::Metric;
+use super::catalogue::{Metric, MetricRow};
 use super::{HopCounters, RunRecord, RunShape};
 use crate::engine::time::ns_to_secs;
 
 /// Metric values of one scope (the shape of `summary::MetricRow`, named here so this file does
 /// not import the one that calls it).
-type MetricRow = Vec<(Metric, Option<f64>)>;
 
 /// A hop's goodput, throughput, hedges, cancellations and wasted work by cause.
 pub(super) fn hop_rows(c: &HopCounters, spec: &RunShape) -> MetricRow {

@@ -233,6 +233,13 @@ pub struct TenantBucket {
     pub failures: u32,
     /// Requests not yet terminal at the end of the bucket.
     pub in_flight: u32,
+    // Retry budgets over time (issue 13): recorded at each retry decision a budget makes.
+    /// Retry decisions the tenant's budget made in the bucket.
+    pub budget_decisions: u32,
+    /// Of which denied.
+    pub budget_denied: u32,
+    /// Sum over those decisions of the tokens left in the budget instance after it.
+    pub budget_tokens_sum: f64,
 }
 
 /// Everything one replication of one variant recorded.

@@ -1,8 +1,7 @@
 //! Connection-pool counters of one hop (issue 15) and their scalar metrics: present only in the
 //! rows of hops that have a `pool`, so scenarios without pools keep their outputs byte for byte.
 
-use super::catalogue::Metric;
-use super::summary::MetricRow;
+use super::catalogue::{Metric, MetricRow};
 use crate::engine::time::{ns_f64_to_secs, us_to_secs};
 use hdrhistogram::Histogram;
 

@@ -8,7 +8,7 @@ use crate::engine::time::{ns_f64_to_secs, ns_to_secs, us_to_secs};
 use hdrhistogram::Histogram;
 
 /// Metric values of one scope; `None` is reported as `null`.
-pub type MetricRow = Vec<(Metric, Option<f64>)>;
+pub use super::catalogue::MetricRow;
 
 /// The scalar metrics of one run: overall, per hop, per tenant.
 #[derive(Clone, Debug)]

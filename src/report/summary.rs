@@ -268,11 +268,13 @@ pub fn summary_csv(study: &Study) -> Vec<u8> {
 
 /// Index past the last bucket with any activity in any variant (so files stay short).
 pub fn active_buckets(study: &Study) -> usize {
-    // The capacity level (`workers`) is never 0: it counts as activity only where it changes.
+    // The capacity level (`workers`) is never 0: it counts as activity only where it changes. A
+    // budget's tokens are carried over idle buckets: they alone do not make a bucket active.
     let w = crate::runner::WORKERS_COLUMN;
     let active = |s: &MeanSeries, i: usize| {
         let r = &s.rows[i];
-        r.iter().enumerate().any(|(c, &x)| x != 0.0 && c != w) || (i > 0 && r[w] != s.rows[i - 1][w])
+        r.iter().zip(SERIES_COLUMNS).enumerate().any(|(c, (&x, name))| x != 0.0 && c != w && name != "budget_tokens")
+            || (i > 0 && r[w] != s.rows[i - 1][w])
     };
     let last = |s: &MeanSeries| (0..s.rows.len()).rposition(|i| active(s, i)).map_or(0, |i| i + 1);
     study.variants.iter().flat_map(|v| v.hop_series.iter().chain(&v.tenant_series)).map(last).max().unwrap_or(0)

@@ -8,13 +8,13 @@ use crate::metrics::stats::Stat;
 /// Significant digits kept in a CI half-width.
 const HALF_DIGITS: i32 = 2;
 
-/// Decimal places that show `half` with [`HALF_DIGITS`] significant digits (at most 6).
+/// Decimal places that show `half` with [`HALF_DIGITS`] significant digits (at most 12).
 fn decimals_for(half: f64) -> usize {
     if half <= 0.0 || !half.is_finite() {
         return 0;
     }
     let mag = half.log10().floor() as i32;
-    (HALF_DIGITS - 1 - mag).clamp(0, 6) as usize
+    (HALF_DIGITS - 1 - mag).clamp(0, 12) as usize
 }
 
 /// A number with thousands separators and `decimals` places.
@@ -107,7 +107,9 @@ pub fn value(metric: Metric, stat: Option<&Stat>) -> String {
     if n < 2 {
         return format!("{}{suffix}{null_note}", sig3(m));
     }
-    if half == 0.0 {
+    // A half-width at the rounding noise of the mean (identical values summed in another
+    // order) is no interval: the replications agree.
+    if half <= m.abs() * 1e-9 {
         let body = if m.fract() == 0.0 { grouped(m, 0) } else { sig3(m) };
         return format!("{body}{suffix} (exact){null_note}");
     }
@@ -138,6 +140,9 @@ mod tests {
         assert_eq!(value(Metric::RecoveryTimeS, Some(&nulls)), "10.0 s [1 not recovered]");
         assert_eq!(value(Metric::Metastable, Some(&stat(&[1.0, 0.0, 1.0]))), "2 of 3");
         assert_eq!(grouped(-1234.5, 1), "-1,234.5");
+        // Equal replications whose mean picks up rounding noise still read as exact.
+        let noisy = Stat::from_values(vec![Some(12.7), Some(12.7 + 1e-14), Some(12.7)]);
+        assert_eq!(value(Metric::RecoveryTimeS, Some(&noisy)), "12.7 s (exact)");
         assert_eq!(decimals_for(0.031), 3);
         assert_eq!(decimals_for(12.0), 0);
     }

@@ -89,9 +89,15 @@ fn events(spec: &SimSpec) -> f64 {
     requests(spec) * attempts * 4.0 * spec.hops.len() as f64
 }
 
-/// The tallest chart's bitmap: charts grow with variants × (hops + tenants) panels.
+/// The most variants, and the most tenants, a run's charts draw (`report::charts::cap` chooses
+/// which and says what was left out).
+pub const CHART_PANELS_MAX: usize = 24;
+
+/// The tallest chart's bitmap: charts grow with variants × (hops + tenants) panels, but draw at
+/// most [`CHART_PANELS_MAX`] variants and tenants.
 fn chart_bytes(spec: &SimSpec, variants: usize) -> u64 {
-    let (v, h, t) = (variants as u64, spec.hops.len() as u64, spec.tenants.len() as u64);
+    let most = CHART_PANELS_MAX as u64;
+    let (v, h, t) = ((variants as u64).min(most), spec.hops.len() as u64, (spec.tenants.len() as u64).min(most));
     let height = 200 + 240 * v + 400 * h + 36 * h.max(t) * (v + 1);
     1800 * height * 3
 }

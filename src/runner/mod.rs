@@ -67,8 +67,12 @@ pub const WORKERS_COLUMN: usize = 12;
 /// service or waiting on downstream calls) at the bucket's end, and `retries_pending` (hops only)
 /// the retries to the hop waiting on a backoff timer at the bucket's end. `throughput_per_s`
 /// (hops only) is services completed per second, `timely_goodput_per_s` (hops only) success
-/// replies that reached a caller still waiting, per second (issue 16). The cache columns stay last (`hit_ratios`).
-pub const SERIES_COLUMNS: [&str; 17] = [
+/// replies that reached a caller still waiting, per second (issue 16). `budget_tokens` and
+/// `budget_denied` (tenants whose policy has a retry budget; 0 otherwise) are the mean tokens left
+/// in the budget instance after the bucket's retry decisions (carried over buckets without one,
+/// from the budget's starting tokens) and the retries it denied. The cache columns stay last
+/// (`hit_ratios`).
+pub const SERIES_COLUMNS: [&str; 19] = [
     "attempts",
     "first_attempts",
     "retries",
@@ -84,6 +88,8 @@ pub const SERIES_COLUMNS: [&str; 17] = [
     "workers",
     "throughput_per_s",
     "timely_goodput_per_s",
+    "budget_tokens",
+    "budget_denied",
     "cache_lookups",
     "cache_hit_ratio",
 ];
@@ -273,7 +279,10 @@ fn aggregate(variant: &Variant, records: &[RunRecord]) -> VariantResult {
         .enumerate()
         .map(|(t, ten)| MeanSeries {
             name: ten.name.clone(),
-            rows: mean_rows(records, |r| tenant_columns(&r.tenant_series[t], bucket_s)),
+            rows: mean_rows(records, |r| {
+                let start = spec.policies[ten.policy].budget.as_ref().map_or(0.0, |b| b.kind.new_state().tokens);
+                tenant_columns(&r.tenant_series[t], bucket_s, start)
+            }),
         })
         .collect();
     let mut retry_delays_ns = vec![Vec::new(); crate::metrics::RETRY_DELAY_RETRIES];
@@ -365,6 +374,8 @@ fn hop_columns(series: &[HopBucket], bucket_s: f64) -> Vec<[f64; SERIES_WIDTH]> 
                 f64::from(b.workers),
                 f64::from(b.served) / bucket_s,
                 f64::from(b.timely_ok) / bucket_s,
+                0.0,
+                0.0,
                 f64::from(b.cache_lookups),
                 // Hits for now: `hit_ratios` divides the means once they are averaged.
                 f64::from(b.cache_hits),
@@ -373,10 +384,14 @@ fn hop_columns(series: &[HopBucket], bucket_s: f64) -> Vec<[f64; SERIES_WIDTH]> 
         .collect()
 }
 
-fn tenant_columns(series: &[TenantBucket], bucket_s: f64) -> Vec<[f64; SERIES_WIDTH]> {
+fn tenant_columns(series: &[TenantBucket], bucket_s: f64, start_tokens: f64) -> Vec<[f64; SERIES_WIDTH]> {
+    let mut tokens = start_tokens;
     series
         .iter()
         .map(|b| {
+            if b.budget_decisions > 0 {
+                tokens = b.budget_tokens_sum / f64::from(b.budget_decisions);
+            }
             [
                 f64::from(b.attempts),
                 f64::from(b.first_attempts),
@@ -393,6 +408,8 @@ fn tenant_columns(series: &[TenantBucket], bucket_s: f64) -> Vec<[f64; SERIES_WI
                 0.0,
                 0.0,
                 0.0,
+                tokens,
+                f64::from(b.budget_denied),
                 0.0,
                 0.0,
             ]

@@ -72,9 +72,12 @@ impl Simulation<'_> {
             }
         }
         let Some(key) = budget_key else { return true };
+        let tenant = call.tenant as usize;
         let spec = policy.budget.as_ref().expect("keyed");
         let state = self.budgets.entry(key, || spec.kind.new_state());
         let paid = spec.kind.try_retry(state, now, failure);
+        let tokens = state.tokens;
+        self.record_budget_decision(tenant, tokens, paid.is_some());
         if let Some(cost) = paid {
             self.calls.get_mut(call_handle).expect("live").last_cost = Some(cost);
         }
@@ -97,5 +100,15 @@ impl Simulation<'_> {
             let state = self.budgets.entry(key, || spec.kind.new_state());
             spec.kind.on_success(state, now, last_cost);
         }
+    }
+
+    /// The budget series of `timeseries.csv`: one retry decision of tenant `tenant`'s budget,
+    /// with the tokens left after it.
+    fn record_budget_decision(&mut self, tenant: usize, tokens: f64, allowed: bool) {
+        let b = self.bucket();
+        let tb = &mut self.record.tenant_series[tenant][b];
+        tb.budget_decisions += 1;
+        tb.budget_denied += u32::from(!allowed);
+        tb.budget_tokens_sum += tokens;
     }
 }

@@ -111,12 +111,28 @@ where
         })
         .collect();
     let y_max = pooled.iter().flat_map(|p| p.bins.values().map(move |&c| pct(c, p.total))).fold(1.0, f64::max) * 1.15;
-    let panels = root.split_evenly((data.variants.len(), 1));
-    let bottom = data.variants.len() - 1;
+    let empty: Vec<bool> = data.variants.iter().map(nothing_to_draw).collect();
+    let panels = super::empty::split_panels(&root, &empty);
+    // The time axis is labelled under the last panel that has one.
+    let bottom = empty.iter().rposition(|e| !e).unwrap_or(0);
     for (i, ((v, p), panel)) in data.variants.iter().zip(&pooled).zip(panels.iter()).enumerate() {
-        draw_histogram(panel, v, p, i, (first, last, y_max), i == bottom)?;
+        if empty[i] {
+            let why = if p.total == 0 {
+                "no retries to draw (no request was retried)".to_string()
+            } else {
+                format!("all {} retries were immediate (0 s): nothing on a log time axis", fmt_num(p.total as f64))
+            };
+            super::empty::one_line(panel, &format!("{} — {why}", v.label()), variant_colour(i))?;
+        } else {
+            draw_histogram(panel, v, p, i, (first, last, y_max), i == bottom)?;
+        }
     }
     Ok(())
+}
+
+/// True when a variant has no positive retry delay: its panel is one line of text.
+pub fn nothing_to_draw(v: &VariantData) -> bool {
+    v.delays.iter().all(|b| b.high_s <= 0.0 || b.count == 0)
 }
 
 fn draw_histogram<DB: DrawingBackend>(
@@ -177,7 +193,7 @@ where
     }
     for policy in v.client_policies() {
         let cap = policy.cap_s;
-        if cap <= x_min || cap >= x_max || policy.jitter == "none" {
+        if cap <= x_min || cap >= x_max || !super::empty::has_cap(policy) {
             continue;
         }
         chart.draw_series(DashedLineSeries::new(vec![(cap, 0.0), (cap, y_max)], 6, 4, BLACK.stroke_width(2)))?;
@@ -216,13 +232,36 @@ where
         })
         .collect();
     key.push((Swatch::Fill(BLACK.mix(0.12)), "10th–90th percentile band".to_string()));
-    key.push((Swatch::Dashed(BLACK.mix(1.0)), "cap".to_string()));
-    let root = with_key(&root, &key)?;
     // Per variant, per retry k: (p10, p50, p90), skipping thinly sampled retry numbers.
     let curves: Vec<Vec<(u32, [f64; 3])>> = data.variants.iter().map(|v| percentiles(&v.delays)).collect();
     let positive = curves.iter().flatten().flat_map(|(_, q)| q.iter().copied()).filter(|&x| x > 0.0);
     let (lo, hi) = positive.fold((f64::INFINITY, 0.0f64), |(lo, hi), x| (lo.min(x), hi.max(x)));
     let (y_min, y_max) = if hi > 0.0 { (log_bound(lo, 1.1, false), log_bound(hi, 1.1, true)) } else { (1e-3, 1.0) };
+    // Caps of the policies that have one, inside the axis: the only ones drawn and keyed.
+    let caps: Vec<f64> = {
+        let mut c: Vec<f64> = data
+            .variants
+            .iter()
+            .flat_map(|v| v.client_policies())
+            .filter(|p| super::empty::has_cap(p))
+            .map(|p| p.cap_s)
+            .filter(|&c| c > y_min && c < y_max)
+            .collect();
+        c.sort_by(f64::total_cmp);
+        c.dedup();
+        c
+    };
+    if !caps.is_empty() {
+        key.push((Swatch::Dashed(BLACK.mix(1.0)), "cap".to_string()));
+    }
+    let root = with_key(&root, &key)?;
+    if hi <= 0.0 {
+        return super::empty::one_line(
+            &root,
+            "no positive delay before any retry in any variant: nothing to draw",
+            BLACK,
+        );
+    }
     let k_max = curves.iter().flatten().map(|c| c.0).max().unwrap_or(1).max(2);
     let mut chart = ChartBuilder::on(&root)
         .margin(14)
@@ -242,13 +281,7 @@ where
         .label_style((FONT, 15))
         .axis_desc_style((FONT, 16))
         .draw()?;
-    let caps: Vec<f64> = {
-        let mut c: Vec<f64> = data.variants.iter().flat_map(|v| v.client_policies()).map(|p| p.cap_s).collect();
-        c.sort_by(f64::total_cmp);
-        c.dedup();
-        c
-    };
-    for cap in caps.iter().filter(|&&c| c > y_min && c < y_max) {
+    for cap in &caps {
         let line =
             DashedLineSeries::new(vec![(0.7, *cap), (f64::from(k_max) + 0.3, *cap)], 6, 4, BLACK.stroke_width(1));
         chart.draw_series(line)?;

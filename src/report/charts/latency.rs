@@ -45,6 +45,9 @@ where
     let mut key: Vec<KeyItem> =
         data.variants.iter().zip(&cdfs).enumerate().map(|(i, (v, cdf))| key_item(i, v, cdf)).collect();
     key.push((Swatch::Fill(WHITE.mix(0.0)), "● p50   ▲ p99 (replications pooled)".to_string()));
+    if cdfs.iter().all(Vec::is_empty) {
+        return super::empty::one_line(&root, "no request succeeded in any variant: no latency to draw", BLACK);
+    }
     let root = with_key(&root, &key)?;
     let all = cdfs.iter().flatten().map(|p| p.0);
     let (lo, hi) = all.fold((f64::INFINITY, 0.0f64), |(lo, hi), x| (lo.min(x), hi.max(x)));

@@ -41,7 +41,7 @@ fn series_of(v: &VariantData, scope: Scope) -> &[MeanSeries] {
 }
 
 /// (time in `unit`, value per second) of column `col`.
-fn rate(series: &MeanSeries, col: usize, bucket_s: f64, unit: TimeUnit) -> Vec<(f64, f64)> {
+pub(super) fn rate(series: &MeanSeries, col: usize, bucket_s: f64, unit: TimeUnit) -> Vec<(f64, f64)> {
     let points: Vec<(f64, f64)> =
         series.rows.iter().enumerate().map(|(b, r)| (b as f64 * bucket_s / unit.secs, r[col] / bucket_s)).collect();
     downsample(&points, POINTS_MAX)

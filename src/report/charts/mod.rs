@@ -5,8 +5,11 @@
 
 pub(crate) mod axes;
 pub(crate) mod bars;
+pub(crate) mod budget;
+pub(crate) mod cap;
 pub(crate) mod capacity;
 pub(crate) mod delays;
+pub(crate) mod empty;
 pub(crate) mod key;
 pub(crate) mod latency;
 pub(crate) mod limit;
@@ -77,6 +80,8 @@ pub enum Chart {
     Cache,
     /// The admission control's concurrency limit over time (hops with a limit).
     AdmissionLimit,
+    /// Retry-budget tokens and denials over time per budgeted tenant, every variant on one axis.
+    Budget,
 }
 
 impl Chart {
@@ -97,6 +102,7 @@ impl Chart {
             Chart::Capacity => "capacity",
             Chart::Cache => "cache",
             Chart::AdmissionLimit => "admission_limit",
+            Chart::Budget => "budget",
         }
     }
 
@@ -117,6 +123,7 @@ impl Chart {
             Chart::Capacity => "Workers serving over time at each autoscaled hop: when added capacity arrives against the fault and the load.",
             Chart::Cache => "Cache hit ratio over time and the load its misses put on the backend: a flush or expiry wave shows as a dip in the ratio and a wall of backend attempts.",
             Chart::AdmissionLimit => "The admission limit in force over time (concurrency, AIMD or gradient), per hop that has one: how far an adaptive limit falls during the fault and how fast it comes back.",
+            Chart::Budget => "Retry budgets over time per tenant: tokens left at the budget's retry decisions and the retries it denied, per variant.",
         }
     }
 
@@ -145,6 +152,9 @@ impl Chart {
         if !limit::limited_hops(data).is_empty() {
             charts.push(Chart::AdmissionLimit);
         }
+        if !budget::budget_tenants(data).is_empty() {
+            charts.push(Chart::Budget);
+        }
         charts
     }
 
@@ -162,11 +172,18 @@ impl Chart {
             Chart::Replicas => (1100, 90 + 240 * variants),
             Chart::Capacity => (1200, 120 + 380 * capacity::scaled_hops(data).len() as u32),
             Chart::AdmissionLimit => (1100, 90 + 360 * limit::limited_hops(data).len() as u32),
+            Chart::Budget => (1400, 90 + 330 * budget::budget_tenants(data).len().max(1) as u32),
             Chart::Metrics => (1200, 140 + 2 * (90 + 34 * variants)),
             Chart::TenantMetrics => (1200, 140 + 2 * (90 + 18 * tenants * (variants + 1))),
             Chart::HopMetrics => (1200, 140 + 2 * (90 + 18 * hops * (variants + 1))),
+            Chart::Latency if data.variants.iter().all(|v| v.latency_us.is_empty()) => {
+                (1100, 40 + 2 * empty::LINE_PANEL_PX)
+            }
             Chart::Latency => (1100, 620),
-            Chart::Delays => (1100, 70 + 200 * variants),
+            Chart::Delays => {
+                let empty = data.variants.iter().filter(|v| delays::nothing_to_draw(v)).count() as u32;
+                (1100, 70 + 200 * (variants - empty) + empty::LINE_PANEL_PX * empty)
+            }
             Chart::DelaysByRetry => (1100, 620),
             Chart::Cache => (1400, 90 + 330 * load::cache_hops(data).len() as u32),
         }
@@ -184,6 +201,7 @@ impl Chart {
             Chart::Replicas => replicas::draw(root, data)?,
             Chart::Capacity => capacity::draw_capacity(root, data)?,
             Chart::AdmissionLimit => limit::draw_limit(root, data)?,
+            Chart::Budget => budget::draw_budget(root, data)?,
             Chart::Metrics => bars::draw_metrics(root, data)?,
             Chart::TenantMetrics => bars::draw_scoped(root, data, bars::Scope::Tenants)?,
             Chart::HopMetrics => bars::draw_scoped(root, data, bars::Scope::Hops)?,
@@ -312,10 +330,16 @@ impl Rendered {
 }
 
 /// Writes every chart that applies to `data` into `out` (which keeps the files completed before
-/// a failure).
+/// a failure). Past [`cap::PANELS_MAX`] variants or tenants, each chart draws that many, chosen by
+/// the rule of [`cap`], and says so on the chart and in its caption.
 pub fn write_charts(dir: &Path, data: &ReportData, out: &mut Rendered) -> Result<(), OutputError> {
+    let (drawn, note) = cap::capped(data);
+    let data = drawn.as_ref();
     for chart in Chart::for_run(data) {
-        out.add(dir, &RunFigure { chart, data })?;
+        match &note {
+            Some(note) => out.add(dir, &cap::Noted { inner: RunFigure { chart, data }, note })?,
+            None => out.add(dir, &RunFigure { chart, data })?,
+        }
     }
     Ok(())
 }
