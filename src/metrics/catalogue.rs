@@ -325,6 +325,9 @@ pub mod as_map {
     }
 }
 
+/// One scope's metrics as produced by a run, in catalogue terms (`metrics::summary` builds them).
+pub type MetricRow = Vec<(Metric, Option<f64>)>;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -340,6 +343,3 @@ mod tests {
         assert!(serde_json::from_str::<Metric>("\"no_such_metric\"").is_err());
     }
 }
-
-/// One scope's metrics as produced by a run, in catalogue terms (`metrics::summary` builds them).
-pub type MetricRow = Vec<(Metric, Option<f64>)>;

@@ -4,9 +4,6 @@ use super::catalogue::{Metric, MetricRow};
 use super::{HopCounters, RunRecord, RunShape};
 use crate::engine::time::ns_to_secs;
 
-/// Metric values of one scope (the shape of `summary::MetricRow`, named here so this file does
-/// not import the one that calls it).
-
 /// A hop's goodput, throughput, hedges, cancellations and wasted work by cause.
 pub(super) fn hop_rows(c: &HopCounters, spec: &RunShape) -> MetricRow {
     let horizon_s = ns_to_secs(spec.horizon);
