@@ -223,13 +223,13 @@ fn runaway_scenarios_are_refused_up_front_with_the_estimate() {
         (
             &[
                 "--set",
-                "tenant.main.clients=8000000",
+                "tenant.main.clients=9000000",
                 "--set",
                 "policy.client.budget={ kind = \"token_bucket\", scope = \"client\" }",
                 "--threads",
                 "1",
             ],
-            "clients and their retry state, 1 run(s) at a time: 4.4 GiB",
+            "clients and their retry state, 1 run(s) at a time: 4.2 GiB",
         ),
         (
             &["--set", "tenant.main.clients=20000000", "--threads", "1"],
