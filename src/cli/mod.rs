@@ -269,6 +269,7 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
     let written = report::write_study(&claim, &study).map_err(|e| CliError::Failure(e.to_string()))?;
     if !args.quiet {
         print!("{}", table::summary_table(&study));
+        print!("{}", replicas::replicas_text(&study));
         print!("{}", table::verdict_text(&study));
         println!("wrote {} files to {}", written.len(), out.display());
     }
@@ -372,4 +373,5 @@ pub(crate) mod differs;
 pub(crate) mod init;
 pub(crate) mod plan;
 pub(crate) mod plot;
+pub(crate) mod replicas;
 pub(crate) mod sweep;
