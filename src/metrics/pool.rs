@@ -2,7 +2,6 @@
 //! rows of hops that have a `pool`, so scenarios without pools keep their outputs byte for byte.
 
 use super::catalogue::Metric;
-use super::summary::MetricRow;
 use crate::engine::time::{ns_f64_to_secs, us_to_secs};
 use hdrhistogram::Histogram;
 
@@ -45,8 +44,8 @@ pub const POOL_METRICS: &[Metric] = &[
     Metric::PoolQueueFull,
 ];
 
-/// The pool metrics of a hop with a pool.
-pub fn pool_rows(c: &PoolCounters) -> MetricRow {
+/// The pool metrics of a hop with a pool (a `summary::MetricRow`'s entries).
+pub fn pool_rows(c: &PoolCounters) -> Vec<(Metric, Option<f64>)> {
     let any = c.acquired > 0;
     vec![
         (Metric::PoolWaitSMean, any.then(|| ns_f64_to_secs(c.wait_ns_sum as f64) / c.acquired as f64)),
