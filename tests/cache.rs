@@ -315,3 +315,47 @@ fn flush_example_floods_the_database_and_a_timed_out_fill_is_metastable() {
     assert!(hop_metric(timed_out, "cache", "cache_hit_ratio").ci95.expect("an interval")[1] < 0.5);
     assert_eq!(metric(v("fill-timeout-coalesce"), "metastable").mean, Some(0.0));
 }
+
+#[test]
+fn in_a_call_graph_a_cache_forwards_its_misses_through_its_calls_edge() {
+    // cache → api → db as a graph: every miss (and nothing else) reaches the api, then the db.
+    let text = r#"
+name = "cache-graph"
+seed = 7
+horizon = "10s"
+bucket = "1s"
+
+[[tenant]]
+name = "app"
+clients = 200
+arrival = { kind = "herd", start = "0s", spread = "5s" }
+policy = "client"
+
+[policy.client]
+jitter = "none"
+max_attempts = 1
+
+[[hop]]
+name = "cache"
+kind = "cache"
+cache = { keys = 20 }
+calls = [{ hop = "api", policy = "client" }]
+
+[[hop]]
+name = "api"
+service = { dist = "constant", mean = "1ms" }
+calls = [{ hop = "db", policy = "client" }]
+
+[[hop]]
+name = "db"
+service = { dist = "constant", mean = "1ms" }
+"#;
+    let s = inline(text, &[]);
+    let r = run(&s, 0);
+    let c = &r.hops[0];
+    assert_eq!(c.cache_hits + c.cache_misses + c.cache_coalesced, 200, "every request is one lookup");
+    assert!(c.cache_misses >= 1 && c.cache_hits >= 1, "20 keys for 200 requests: both hits and misses");
+    assert_eq!(r.hops[1].attempts, c.cache_misses, "each miss is one call to the backend");
+    assert_eq!(r.hops[2].attempts, c.cache_misses);
+    assert_eq!(r.tenants[0].succeeded, 200);
+}

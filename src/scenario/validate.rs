@@ -426,13 +426,17 @@ fn hops(raw: &RawScenario, policy_names: &[&str], policies: &[RetryPolicy], tena
             out[i - 1].downstream_policy.and_then(|p| policies[p].deadline)
         };
         let next = if graph.is_some() { None } else { raw.hop.get(i + 1) };
-        out.push(hop(h, next, policy_names, caller_deadline)?);
+        out.push(hop(h, next, graph.is_some(), policy_names, caller_deadline)?);
     }
     let chain = graph.is_none();
     super::graph::attach(&mut out, &raw.hop, graph)?;
     // A pooled call holds its connection through its parent job; cancellation and hedging end
     // attempts outside that path, which the pool does not follow yet: refuse the combination.
     for h in &out {
+        if h.cache.is_some() && h.calls.is_empty() {
+            let why = "is a `kind = \"cache\"` hop that calls nothing, so its misses would have no backend; list its backend in `calls`";
+            return Err(Invalid::at(&format!("hop.{}", h.name), why));
+        }
         let Some(_) = h.pool else { continue };
         for e in &h.calls {
             let p = &policies[e.policy];
@@ -455,7 +459,13 @@ fn hops(raw: &RawScenario, policy_names: &[&str], policies: &[RetryPolicy], tena
     Ok(out)
 }
 
-fn hop(h: &RawHop, next: Option<&RawHop>, policy_names: &[&str], caller_deadline: Option<Nanos>) -> V<HopSpec> {
+fn hop(
+    h: &RawHop,
+    next: Option<&RawHop>,
+    in_graph: bool,
+    policy_names: &[&str],
+    caller_deadline: Option<Nanos>,
+) -> V<HopSpec> {
     let at = |field: &str| format!("hop.{}.{field}", h.name);
     let workers = count(h.workers.unwrap_or(1), &at("workers"), 1, 10_000_000)? as u32;
     let queue_limit = count(h.queue_limit.unwrap_or(u32::MAX as i64), &at("queue_limit"), 0, u32::MAX as i64)? as u32;
@@ -465,7 +475,8 @@ fn hop(h: &RawHop, next: Option<&RawHop>, policy_names: &[&str], caller_deadline
         Some(other) => return Err(unknown(&at("kind"), "hop kind", other, &["service", "occ", "cache"])),
     };
     // A cache (scenario/cache.rs) answers lookups with its hit latency and no worker limit.
-    let cache = super::cache::cache(h, h.kind.as_deref() == Some("cache"), next.is_some(), &dist)?;
+    // In a call graph a cache's backend is its `calls` edge, checked once the edges are attached.
+    let cache = super::cache::cache(h, h.kind.as_deref() == Some("cache"), next.is_some() || in_graph, &dist)?;
     let (workers, service) = match &cache {
         Some(c) => (u32::MAX, Some(c.hit_latency.clone())),
         None => (workers, None),
