@@ -1,6 +1,6 @@
 //! A cache hop's side (`kind = "cache"`, docs/MODEL.md "Caches"): the lookup after the hit
-//! latency, misses forwarded to the next hop through the ordinary downstream call, the fill when
-//! that call succeeds, coalesced misses, and `cache_flush` faults.
+//! latency, misses forwarded to the backend through the hop's call edges (`sim::graph`; in a
+//! chain, the next hop), the fill when that call succeeds, coalesced misses, and `cache_flush` faults.
 //!
 //! Hooks: `server.rs::on_service_done` hands a cache hop's attempt to [`Simulation::cache_lookup`];
 //! `server.rs::finish_job` calls [`Simulation::cache_settle`] first (fill, and the waiters of a
@@ -86,7 +86,8 @@ impl Simulation<'_> {
     }
 
     /// The lookup, once the hit latency has passed: a hit answers at once; a miss is forwarded
-    /// to the next hop (the backend) with the hop's downstream policy, or, with coalescing and a
+    /// to the backend through the hop's call edges (a chain's: the next hop, with the hop's
+    /// downstream policy), or, with coalescing and a
     /// miss for the same key already in flight, waits for that miss's outcome.
     pub(super) fn cache_lookup(&mut self, handle: Handle, hop: usize) {
         self.apply_flushes(hop);
