@@ -117,6 +117,19 @@ fn replica_row(record: &RunRecord, r: &super::ReplicaRecord) -> MetricRow {
     ]
 }
 
+/// The idempotency figures of a hop's or a tenant's counters (both have the same five fields).
+macro_rules! idempotency_rows {
+    ($c:expr) => {
+        idempotency_rows([
+            $c.duplicates_ttl_expired,
+            $c.duplicates_no_key,
+            $c.deduplicated,
+            $c.in_progress_conflicts,
+            $c.released,
+        ])
+    };
+}
+
 fn hop_row(record: &RunRecord, spec: &RunShape, h: usize, requests: u64) -> MetricRow {
     let c = &record.hops[h];
     let hop = &spec.hops[h];
@@ -141,12 +154,9 @@ fn hop_row(record: &RunRecord, spec: &RunShape, h: usize, requests: u64) -> Metr
         (Metric::BacklogPeak, Some(after.backlog_peak)),
         (Metric::BacklogClearedS, after.backlog_cleared_s),
         (Metric::Executions, Some(c.executions as f64)),
-        (Metric::Duplicates, Some((c.duplicates_ttl_expired + c.duplicates_no_key) as f64)),
-        (Metric::DuplicatesTtlExpired, Some(c.duplicates_ttl_expired as f64)),
-        (Metric::DuplicatesNoKey, Some(c.duplicates_no_key as f64)),
-        (Metric::Deduplicated, Some(c.deduplicated as f64)),
-        (Metric::InProgressConflicts, Some(c.in_progress_conflicts as f64)),
-        (Metric::Released, Some(c.released as f64)),
+    ];
+    row.extend(idempotency_rows!(c));
+    row.extend([
         (Metric::WastedWorkS, Some(ns_to_secs(c.wasted_work_ns))),
         (Metric::BusyS, Some(ns_to_secs(c.busy_ns))),
         (Metric::QueueWaitSMean, ratio(ns_f64_to_secs(c.queue_wait_ns_sum as f64), c.services_started as f64)),
@@ -161,12 +171,25 @@ fn hop_row(record: &RunRecord, spec: &RunShape, h: usize, requests: u64) -> Metr
         (Metric::CacheMisses, Some(c.cache_misses as f64)),
         (Metric::CacheCoalesced, Some(c.cache_coalesced as f64)),
         (Metric::CacheHitRatio, ratio(c.cache_hits as f64, (c.cache_hits + c.cache_misses + c.cache_coalesced) as f64)),
-    ];
+    ]);
     if let Some(pool) = &c.pool {
         row.extend(super::pool::pool_rows(pool));
     }
     row.extend(super::goodput::hop_rows(c, spec));
     row
+}
+
+/// The idempotency figures from counters `[ttl_expired, no_key, deduplicated,
+/// in_progress_conflicts, released]`; `duplicates` is the sum of the first two.
+fn idempotency_rows([ttl_expired, no_key, deduplicated, conflicts, released]: [u64; 5]) -> [(Metric, Option<f64>); 6] {
+    [
+        (Metric::Duplicates, Some((ttl_expired + no_key) as f64)),
+        (Metric::DuplicatesTtlExpired, Some(ttl_expired as f64)),
+        (Metric::DuplicatesNoKey, Some(no_key as f64)),
+        (Metric::Deduplicated, Some(deduplicated as f64)),
+        (Metric::InProgressConflicts, Some(conflicts as f64)),
+        (Metric::Released, Some(released as f64)),
+    ]
 }
 
 fn tenant_row(record: &RunRecord, spec: &RunShape, t: usize) -> MetricRow {
@@ -187,14 +210,9 @@ fn tenant_row(record: &RunRecord, spec: &RunShape, t: usize) -> MetricRow {
         (Metric::LocalRejections, Some(c.local_rejections as f64)),
         (Metric::InFlight, Some(record.in_flight[t] as f64)),
         (Metric::SuccessRatio, ratio(c.succeeded as f64, c.requests as f64)),
-        (Metric::Duplicates, Some((c.duplicates_ttl_expired + c.duplicates_no_key) as f64)),
-        (Metric::DuplicatesTtlExpired, Some(c.duplicates_ttl_expired as f64)),
-        (Metric::DuplicatesNoKey, Some(c.duplicates_no_key as f64)),
-        (Metric::Deduplicated, Some(c.deduplicated as f64)),
-        (Metric::InProgressConflicts, Some(c.in_progress_conflicts as f64)),
-        (Metric::Released, Some(c.released as f64)),
-        (Metric::PeakAttemptsPerS, Some(f64::from(peak) / ns_to_secs(spec.bucket))),
     ];
+    row.extend(idempotency_rows!(c));
+    row.push((Metric::PeakAttemptsPerS, Some(f64::from(peak) / ns_to_secs(spec.bucket))));
     row.extend(latency_rows(&c.latency_us));
     row
 }

@@ -271,9 +271,10 @@ pub fn active_buckets(study: &Study) -> usize {
     // The capacity level (`workers`) is never 0: it counts as activity only where it changes. A
     // budget's tokens are carried over idle buckets: they alone do not make a bucket active.
     let w = crate::runner::WORKERS_COLUMN;
+    let tokens = SERIES_COLUMNS.iter().position(|&name| name == "budget_tokens");
     let active = |s: &MeanSeries, i: usize| {
         let r = &s.rows[i];
-        r.iter().zip(SERIES_COLUMNS).enumerate().any(|(c, (&x, name))| x != 0.0 && c != w && name != "budget_tokens")
+        r.iter().enumerate().any(|(c, &x)| x != 0.0 && c != w && Some(c) != tokens)
             || (i > 0 && r[w] != s.rows[i - 1][w])
     };
     let last = |s: &MeanSeries| (0..s.rows.len()).rposition(|i| active(s, i)).map_or(0, |i| i + 1);
