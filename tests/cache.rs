@@ -304,12 +304,27 @@ fn stampede_example_as_published_does_not_stampede_and_at_x50_coalescing_removes
     assert!(hi < 1.0, "the stampede loses requests");
     let (lo, _) = t_interval(&values(hop_metric(stressed, "cache", "pool_queue_full")), 0.99);
     assert!(lo > 0.0, "the queue sheds: from {lo}");
+    // The hit ratio over the slow window [10 s, 15 s) against the 5 s before it, per replication:
+    // as published it does not fall by even 3 points (99% upper bound); at ×50 it falls.
     let s = common::scenario("stability-cache-stampede", &[]);
+    let window_drop = |r: &RunRecord| {
+        let cache = &r.hop_series[0];
+        let hits =
+            |from, to| sum_over(cache, from, to, |b| b.cache_hits) / sum_over(cache, from, to, |b| b.cache_lookups);
+        hits(5, 10) - hits(10, 15)
+    };
+    let (mut drop_published, mut drop_stressed) = (vec![], vec![]);
     for rep in 0..10 {
+        drop_published.push(window_drop(&sim::run(&published.spec, s.seed, rep)));
         let r = sim::run(&stressed.spec, s.seed, rep);
+        drop_stressed.push(window_drop(&r));
         let late = sum_over(&r.tenant_series[0], 17, 60, |b| b.failures);
         assert_eq!(late, 0.0, "replication {rep}: a request failed after the window (+2 s of timeouts)");
     }
+    let (_, hi) = t_interval(&drop_published, 0.99);
+    assert!(hi < 0.03, "as published the hit ratio falls in the slow window: {drop_published:?}");
+    let (lo, _) = t_interval(&drop_stressed, 0.99);
+    assert!(lo > 0.0, "at ×50 the hit ratio does not fall in the window: {drop_stressed:?}");
     let diffs: Vec<f64> =
         values(metric(stressed, "dlq")).iter().zip(values(metric(coalesced, "dlq"))).map(|(a, b)| a - b).collect();
     let (lo, _) = t_interval(&diffs, 0.99);
