@@ -345,6 +345,10 @@ fn stability_pool_exhaustion_as_published_exhausts_the_pool_in_the_spike_and_dra
     // test draws the line at half the pool.
     let db = &v("as-published").hop_series.iter().find(|s| s.name == "db").expect("db series").rows;
     let col = retrystorm::runner::SERIES_COLUMNS.iter().position(|&c| c == "backlog").expect("backlog column");
+    // In the spike (buckets 8–13 s, the fault from 8 s to 13 s plus the calls started in it)
+    // every replication holds all 20 connections: the mean over replications is 20 exactly.
+    let spike: Vec<f64> = db[8..14].iter().map(|r| r[col]).collect();
+    assert_eq!(spike, vec![20.0; 6], "db connections in use in the spike");
     let late = db[20..60].iter().map(|r| r[col]).sum::<f64>() / 40.0;
     assert!(late < 10.0, "db connections in use after the spike: {late}");
     // A 200 ms acquire timeout caps every wait (the histogram's 3 digits above it) and fails
