@@ -35,6 +35,12 @@ fn gc_death_spiral_never_recovers_and_only_a_concurrency_limit_saves_it() {
     let published = variant(&s, "as-published");
     assert_eq!(values(metric(published, "metastable")), vec![1.0; 20], "as published: never recovers");
     assert!(metric(published, "success_ratio").ci95.unwrap()[1] < 0.1);
+    // The burst makes no difference at 80/s: without it the system collapses all the same.
+    // (Without a trigger `metastable` is not defined; the goodput says it.)
+    let no_burst = variant(&s, "no-burst");
+    assert!(metric(no_burst, "success_ratio").ci95.unwrap()[1] < 0.1);
+    let tail = window(no_burst, true, SUCCESSES, 30, 60);
+    assert!(tail < 5.0, "goodput of the last 30 s without the burst: {tail}/s of 80/s");
     // At 30/s the system is healthy without the burst and never recovers after it.
     assert_eq!(values(metric(variant(&s, "30rps-no-burst"), "success_ratio")), vec![1.0; 20]);
     let tipped = variant(&s, "tipping-30rps");
@@ -55,6 +61,48 @@ fn gc_death_spiral_never_recovers_and_only_a_concurrency_limit_saves_it() {
     assert!(lo > 0.7, "concurrency limit: success gain {lo}");
     let (lo, _) = paired(&s, "concurrency-5", "as-published", "success_ratio");
     assert!(lo > 0.7, "concurrency limit at 80/s: success gain {lo}");
+}
+
+/// Stability Sim's own engine (marcbrooker/stability-sim at 9c7a811: `SimulationEngine` with its
+/// `Client`, `Queue` and `Server`, run headless with tsx on the GC death spiral example exactly
+/// as published but with the burst's count set to 0), seeds 1–20: the simulated time at which
+/// its queue first held 100 requests (half its capacity of 200). Every seed tipped over before
+/// the burst would have come (10 s), and none recovered (0 successes in its last 30 s).
+const STABILITY_SIM_TIPPED_AT_S: [f64; 20] = [
+    2.141, 3.865, 1.921, 2.172, 5.128, 1.496, 2.775, 2.415, 1.812, 3.186, 2.876, 2.6, 2.021, 2.371, 1.986, 1.99, 3.344,
+    2.52, 2.495, 3.082,
+];
+
+#[test]
+fn gc_death_spiral_as_published_tips_over_before_its_burst_as_in_stability_sims_engine() {
+    // 10 ms buckets: the first bucket whose longest queue reached 100 dates the tipping point
+    // to within 10 ms (its midpoint is used).
+    let s = scenario("stability-gc-death-spiral", &["bucket=10ms"]);
+    let variants = s.run_variants();
+    let no_burst = &variants.iter().find(|v| v.name == "no-burst").expect("variant no-burst").spec;
+    let bucket_s = 0.01;
+    let ours: Vec<f64> = (0..STABILITY_SIM_TIPPED_AT_S.len() as u64)
+        .map(|r| {
+            let record = retrystorm::model::sim::run(no_burst, s.seed, r);
+            let first = record.hop_series[0].iter().position(|b| b.queue_len_max >= 100);
+            first.unwrap_or_else(|| panic!("replication {r} never queued 100 (seed {})", s.seed)) as f64 * bucket_s
+                + bucket_s / 2.0
+        })
+        .collect();
+    // The example's claim "healthy until the burst" fails in both engines: every replication
+    // tips over before 10 s without any burst ...
+    assert!(ours.iter().all(|&t| t < 10.0), "tipped at {ours:?}");
+    // ... and when it does is one distribution: two-sample Kolmogorov–Smirnov at α = 0.01
+    // (critical value c(α)·√((n + m)/(n·m)), the one-sample formula at n·m/(n + m) = 10).
+    let (n, m) = (ours.len() as f64, STABILITY_SIM_TIPPED_AT_S.len() as f64);
+    let share = |xs: &[f64], t: f64| xs.iter().filter(|&&x| x <= t).count() as f64 / xs.len() as f64;
+    let d = ours
+        .iter()
+        .chain(&STABILITY_SIM_TIPPED_AT_S)
+        .map(|&t| (share(&ours, t) - share(&STABILITY_SIM_TIPPED_AT_S, t)).abs())
+        .fold(0.0, f64::max);
+    let critical = ks_critical((n * m / (n + m)) as usize, 0.01);
+    assert!(d < critical, "KS distance {d} ≥ {critical}: ours {ours:?}");
 }
 
 #[test]
