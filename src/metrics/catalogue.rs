@@ -236,7 +236,7 @@ catalogue! {
     RecoveryTimeS: "recovery_time_s", "recovery (s)", "recovery s", "recovery time after the last fault or spike", Seconds, Lower, G, "not recovered";
     Recovered: "recovered", "recovered", "recov.", "share of runs that recovered", Flag, Higher, G, "no value";
     Metastable: "metastable", "metastable", "metast.", "share of runs that never recovered", Flag, Lower, G, "no value";
-    RecoveryUnobservable: "recovery_unobservable", "recovery not observable", "unobs.", "share of runs whose recovery could not be observed (trigger until the horizon, or nothing succeeded or was attempted after it)", Flag, Neither, G, "no value";
+    RecoveryUnobservable: "recovery_unobservable", "recovery not observable", "unobs.", "share of runs whose recovery could not be observed (no fault or load spike, a trigger until the horizon, or nothing succeeded or was attempted after it)", Flag, Neither, G, "no value";
     Events: "events", "events", "events", "events simulated", Count, Neither, G, "no value";
     Truncated: "truncated", "truncated", "trunc.", "share of runs cut short by a limit", Flag, Lower, G, "no value";
     FailedReplies: "failed_replies", "failed replies", "failed", "failure replies sent (5xx, 429, 4xx, overflow)", Count, Lower, R, "no value";

@@ -6,18 +6,20 @@ use super::{HopBucket, RunRecord, RunShape};
 /// How a run came out of its trigger (the last fault or load spike).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RecoveryOutcome {
-    /// Calm again this long (ns) after the trigger ended (0 without a trigger).
+    /// Calm again this long (ns) after the trigger ended.
     Recovered(u64),
     /// The trigger ended and the system stayed overloaded: never calm before the horizon.
     Metastable,
-    /// Recovery cannot be judged: the trigger lasts until the horizon, or no request succeeded
-    /// or was even attempted after it ended (every request was lost during it).
+    /// Recovery cannot be judged: there is no trigger (no fault, no load spike: nothing to
+    /// recover from, and "recovered after 0 s" would hide a system that is overloaded on its
+    /// own), the trigger lasts until the horizon, or no request succeeded or was even attempted
+    /// after it ended (every request was lost during it).
     NotObservable,
 }
 
 /// Classifies a run's recovery (see [`RecoveryOutcome`] and [`recovery_time_ns`]).
 pub fn recovery_outcome(record: &RunRecord, spec: &RunShape) -> RecoveryOutcome {
-    let Some(trigger_end) = spec.trigger_end else { return RecoveryOutcome::Recovered(0) };
+    let Some(trigger_end) = spec.trigger_end else { return RecoveryOutcome::NotObservable };
     if trigger_end >= spec.horizon {
         return RecoveryOutcome::NotObservable;
     }
@@ -47,9 +49,9 @@ pub const CALM_RETRY_SHARE_MAX: f64 = 0.05;
 /// mean service time (a run whose fault starts at 0 has no pre-fault traffic to measure). The
 /// calm window must begin before the horizon (after it, arrivals stop and any system drains).
 /// The trigger is the last fault or load spike (a profile step above the first rate); without
-/// one the system never left its steady state: `Some(0)`.
+/// one there is nothing to recover from: `None` (and [`recovery_outcome`] says not observable).
 pub fn recovery_time_ns(record: &RunRecord, spec: &RunShape) -> Option<u64> {
-    let Some(trigger_end) = spec.trigger_end else { return Some(0) };
+    let trigger_end = spec.trigger_end?;
     let service_mean = spec.hops[0].service_mean_alone_ns;
     let baseline = (record.prefault_wait_p99_ns.unwrap_or(0) as f64).max(service_mean);
     let wait_max = 2.0 * baseline;
