@@ -2,7 +2,7 @@
 //! order statistics of exponential service times ("The Tail at Scale").
 
 mod common;
-use common::t_interval;
+use common::{metric, scenario, t_interval, values};
 use retrystorm::metrics::RunRecord;
 use retrystorm::model::sim::run;
 use retrystorm::scenario::Scenario;
@@ -209,4 +209,51 @@ fn a_quantile_hedge_waits_for_its_warm_up_and_then_hedges_near_the_tail_share() 
     assert!((share - 0.1).abs() < 0.01, "hedged share {share}");
     let first_bucket_hedges = r.hop_series[0][0].attempts - r.hop_series[0][0].first_attempts;
     assert_eq!(first_bucket_hedges, 0, "no hedge in the first 100 ms (20 requests, warm-up)");
+}
+
+#[test]
+fn a_throttled_hedge_does_not_make_the_knife_edge_storm_worse_a_share_capped_one_does() {
+    // hedging.toml at ρ = 1.0 for 3 s: the same 20 replications (common random numbers) with no
+    // hedge, a p95 hedge capped at 5% of attempts, and the same hedge under the throttle (gRFC
+    // A6's bucket; an attempt still unanswered at its hedge delay counts as a failure). Paired
+    // per replication, the share-capped hedge loses success ratio (the 95% interval of the
+    // difference lies below 0) and tips more replications into the storm; the throttled hedge's
+    // difference interval reaches above -0.02 (2 pp, the non-inferiority margin) and it tips no
+    // more replications than no hedging.
+    let s = scenario("hedging", &[]);
+    let names = ["edge-no-hedge", "edge-hedge-p95", "edge-hedge-p95-throttled"];
+    let chosen: Vec<_> = s.run_variants().into_iter().filter(|v| names.contains(&v.name.as_str())).collect();
+    assert_eq!(chosen.len(), 3);
+    let study = retrystorm::runner::run_study(
+        &s,
+        &chosen,
+        &retrystorm::runner::RunOptions { threads: Some(2), progress: false },
+    );
+    let by = |name: &str| study.variants.iter().find(|v| v.name == name).expect("variant");
+    let success = |name: &str| values(metric(by(name), "success_ratio"));
+    let metastable = |name: &str| values(metric(by(name), "metastable")).iter().sum::<f64>();
+    let none = success("edge-no-hedge");
+    let diff = |name: &str| -> (f64, f64) {
+        let d: Vec<f64> = success(name).iter().zip(&none).map(|(x, y)| x - y).collect();
+        t_interval(&d, 0.95)
+    };
+    let (capped_lo, capped_hi) = diff("edge-hedge-p95");
+    assert!(
+        capped_hi < 0.0,
+        "share-capped hedge vs none: success difference [{capped_lo:.3}, {capped_hi:.3}] not below 0"
+    );
+    assert!(metastable("edge-hedge-p95") > metastable("edge-no-hedge"));
+    let (throttled_lo, throttled_hi) = diff("edge-hedge-p95-throttled");
+    assert!(
+        throttled_lo > -0.02,
+        "throttled hedge vs none: success difference [{throttled_lo:.4}, {throttled_hi:.4}] reaches below -2 pp (seed {})",
+        s.seed
+    );
+    assert!(metastable("edge-hedge-p95-throttled") <= metastable("edge-no-hedge"));
+    // The throttle did let hedges through (it is not simply off) and far fewer than the cap did.
+    let hedges = |name: &str| metric(by(name), "hedges").mean.expect("hedges counted");
+    assert!(
+        hedges("edge-hedge-p95-throttled") > 100.0
+            && hedges("edge-hedge-p95-throttled") < 0.5 * hedges("edge-hedge-p95")
+    );
 }

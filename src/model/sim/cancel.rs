@@ -78,6 +78,7 @@ impl Simulation<'_> {
     /// call does not see the timeout yet.
     pub(super) fn gave_up(&mut self, attempt: Handle, call: Handle) -> bool {
         let policy = self.calls.get(call).expect("a timed-out attempt's call is live").policy;
+        self.hedge_throttle_outcome(call, super::Reply::Timeout);
         if self.spec.policies[policy as usize].cancel_on_timeout {
             self.cancel_attempt(attempt);
         }
