@@ -130,6 +130,53 @@ network = {{ dist = "constant", mean = "0s" }}
 }
 
 #[test]
+fn a_cancel_travels_with_the_hops_network_delay_down_the_chain() {
+    // The chain above with network delays: 3 ms each way to the front, 7 ms to the back. The
+    // client's attempt leaves at t and reaches the front at t + 3; the front serves 10 ms and
+    // calls the back at t + 13, which starts its 100 ms service at t + 20. The client gives up
+    // at t + 50; its cancel reaches the front at t + 53 (one front network delay, as a reply
+    // would take), and the front's cancel of its call reaches the back at t + 60: the back
+    // serves from t + 20 to t + 60, 40 ms (with instant cancels it would stop at t + 50: 30 ms).
+    let toml = r#"jitter = "none"
+max_attempts = 1
+attempt_timeout = "50ms"
+cancel_on_timeout = true
+[policy.inner]
+jitter = "none"
+max_attempts = 1
+attempt_timeout = "1s"
+[[hop]]
+name = "front"
+workers = 1000
+service = { dist = "constant", mean = "10ms" }
+network = { dist = "constant", mean = "3ms" }
+downstream_policy = "inner"
+[[hop]]
+name = "back"
+workers = 1000
+service = { dist = "constant", mean = "100ms" }
+network = { dist = "constant", mean = "7ms" }
+"#;
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let r = &records(&spec(&format!("{}{toml}", header(100, "10s"))))[0];
+    // The front's attempt: 10 ms served, then waiting downstream when its cancel arrives.
+    assert_eq!(ms(r.hops[0].wasted_cancelled_ns), 100.0 * 10.0);
+    // The back: from t + 20 to t + 60 (cancels after 3 ms + 7 ms of network); an instant cancel
+    // would have stopped it at t + 50, after 30 ms.
+    assert_eq!(ms(r.hops[1].wasted_cancelled_ns), 100.0 * 40.0);
+    assert_eq!(ms(r.hops[1].busy_ns), 100.0 * 40.0);
+    assert_eq!((r.hops[0].cancelled, r.hops[1].cancelled), (100, 100));
+    // A queued attempt leaves the queue only when its cancel arrives: one worker, ten attempts
+    // at once, a 50 ms timeout and 5 ms of network: the first is served from 5 ms to its cancel
+    // at 55 ms (50 ms; an instant cancel: 45 ms); at that instant the others' cancels arrive too.
+    let p = "jitter = \"none\"\nmax_attempts = 1\nattempt_timeout = \"50ms\"\ncancel_on_timeout = true";
+    let one = one_hop(10, "0s", 1, p, CONSTANT_100MS).replace(r#"mean = "0s""#, r#"mean = "5ms""#);
+    let r = &records(&spec(&one))[0];
+    assert_eq!((r.hops[0].busy_ns, r.hops[0].cancelled), (50_000_000, 10));
+    assert_eq!(r.hops[0].wasted_cancelled_ns, 50_000_000);
+}
+
+#[test]
 fn hedging_is_capped_at_max_share_when_every_attempt_wants_a_hedge() {
     // Constant 100 ms service, hedge after 50 ms: every attempt is still unanswered at 50 ms,
     // so every one asks for a hedge and the token bucket (max_share = 0.1 per attempt) decides.

@@ -178,7 +178,7 @@ impl Simulation<'_> {
             l.caller_waiting = false;
             l.lost_race = true;
             if cancel {
-                self.cancel_attempt(h);
+                self.send_cancel(h);
             } else if l.phase == Phase::Done {
                 self.remove_attempt(h);
             }

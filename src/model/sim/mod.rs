@@ -135,6 +135,10 @@ enum Event {
     HedgeFire {
         attempt: Handle,
     },
+    /// A caller's cancel reaches the hop of the attempt it gave up on (`sim/cancel.rs`).
+    CancelArrive {
+        attempt: Handle,
+    },
 }
 
 struct Call {
@@ -500,6 +504,7 @@ impl<'a> Simulation<'a> {
             Event::AutoscaleTick { hop } => self.on_autoscale_tick(hop),
             Event::CapacityReady { hop, units } => self.on_capacity_ready(hop, units),
             Event::HedgeFire { attempt } => self.on_hedge_fire(attempt),
+            Event::CancelArrive { attempt } => self.cancel_attempt(attempt),
         }
     }
 
