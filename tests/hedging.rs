@@ -85,17 +85,12 @@ attempt_timeout = "50ms""#;
     assert_eq!(r.tenants[0].dlq, 10);
 }
 
-#[test]
-fn cancellation_propagates_down_the_chain() {
-    // client → front (10 ms) → back (100 ms). The client gives up after 50 ms; the front's own
-    // call to the back would wait 1 s. With cancellation on the client's policy, the front's
-    // attempt (waiting downstream) is cancelled at 50 ms and with it the back's attempt, which
-    // had served 40 ms of its 100 ms: wasted 10 ms at the front and 40 ms at the back, per
-    // attempt. Without it, the back finishes (its caller, the front, was still waiting: not
-    // wasted there) and the front's 10 ms is wasted (its caller had gone).
-    let toml = |cancel: bool| {
-        format!(
-            r#"{}jitter = "none"
+/// client → front (10 ms, 1,000 workers) → back (100 ms): 100 requests over 10 s, one attempt
+/// each; the client gives up after 50 ms (cancelling if `cancel`), the front after 1 s; network
+/// delays `front_net` and `back_net` (constant).
+fn chain(cancel: bool, front_net: &str, back_net: &str) -> String {
+    format!(
+        r#"{}jitter = "none"
 max_attempts = 1
 attempt_timeout = "50ms"
 cancel_on_timeout = {cancel}
@@ -107,17 +102,27 @@ attempt_timeout = "1s"
 name = "front"
 workers = 1000
 service = {{ dist = "constant", mean = "10ms" }}
-network = {{ dist = "constant", mean = "0s" }}
+network = {{ dist = "constant", mean = "{front_net}" }}
 downstream_policy = "inner"
 [[hop]]
 name = "back"
 workers = 1000
 service = {{ dist = "constant", mean = "100ms" }}
-network = {{ dist = "constant", mean = "0s" }}
+network = {{ dist = "constant", mean = "{back_net}" }}
 "#,
-            header(100, "10s")
-        )
-    };
+        header(100, "10s")
+    )
+}
+
+#[test]
+fn cancellation_propagates_down_the_chain() {
+    // client → front (10 ms) → back (100 ms). The client gives up after 50 ms; the front's own
+    // call to the back would wait 1 s. With cancellation on the client's policy, the front's
+    // attempt (waiting downstream) is cancelled at 50 ms and with it the back's attempt, which
+    // had served 40 ms of its 100 ms: wasted 10 ms at the front and 40 ms at the back, per
+    // attempt. Without it, the back finishes (its caller, the front, was still waiting: not
+    // wasted there) and the front's 10 ms is wasted (its caller had gone).
+    let toml = |cancel: bool| chain(cancel, "0s", "0s");
     let ms = |ns: u64| ns as f64 / 1e6;
     let off = &records(&spec(&toml(false)))[0];
     assert_eq!(ms(off.hops[0].wasted_timed_out_ns), 100.0 * 10.0);
@@ -137,28 +142,8 @@ fn a_cancel_travels_with_the_hops_network_delay_down_the_chain() {
     // at t + 50; its cancel reaches the front at t + 53 (one front network delay, as a reply
     // would take), and the front's cancel of its call reaches the back at t + 60: the back
     // serves from t + 20 to t + 60, 40 ms (with instant cancels it would stop at t + 50: 30 ms).
-    let toml = r#"jitter = "none"
-max_attempts = 1
-attempt_timeout = "50ms"
-cancel_on_timeout = true
-[policy.inner]
-jitter = "none"
-max_attempts = 1
-attempt_timeout = "1s"
-[[hop]]
-name = "front"
-workers = 1000
-service = { dist = "constant", mean = "10ms" }
-network = { dist = "constant", mean = "3ms" }
-downstream_policy = "inner"
-[[hop]]
-name = "back"
-workers = 1000
-service = { dist = "constant", mean = "100ms" }
-network = { dist = "constant", mean = "7ms" }
-"#;
     let ms = |ns: u64| ns as f64 / 1e6;
-    let r = &records(&spec(&format!("{}{toml}", header(100, "10s"))))[0];
+    let r = &records(&spec(&chain(true, "3ms", "7ms")))[0];
     // The front's attempt: 10 ms served, then waiting downstream when its cancel arrives.
     assert_eq!(ms(r.hops[0].wasted_cancelled_ns), 100.0 * 10.0);
     // The back: from t + 20 to t + 60 (cancels after 3 ms + 7 ms of network); an instant cancel
