@@ -184,9 +184,12 @@ impl Simulation<'_> {
     /// is sent a cancel (its caller stops waiting now) and the call ends without a reply (its
     /// pending retry timer finds it gone).
     fn cancel_call(&mut self, call: Handle) {
-        for h in self.links.attempts.remove(&call).unwrap_or_default() {
+        let copies = self.links.attempts.remove(&call).unwrap_or_default();
+        let holds = copies.iter().any(|&h| self.attempts.get(h).is_some_and(|a| a.caller_waiting));
+        for h in copies {
             self.send_cancel(h);
         }
+        self.cancel_pooled(call, holds);
         self.remove_call(call);
     }
 }

@@ -434,6 +434,9 @@ impl<'a> Simulation<'a> {
                 self.dispatch(event);
             }
         }
+        if self.record.truncated.is_none() {
+            self.check_pools_drained();
+        }
     }
 
     /// Starts loading the state the next event will touch while this one is handled: with a
