@@ -2,7 +2,7 @@
 //! order statistics of exponential service times ("The Tail at Scale").
 
 mod common;
-use common::t_interval;
+use common::{metric, scenario, t_interval, values};
 use retrystorm::metrics::RunRecord;
 use retrystorm::model::sim::run;
 use retrystorm::scenario::Scenario;
@@ -85,17 +85,12 @@ attempt_timeout = "50ms""#;
     assert_eq!(r.tenants[0].dlq, 10);
 }
 
-#[test]
-fn cancellation_propagates_down_the_chain() {
-    // client → front (10 ms) → back (100 ms). The client gives up after 50 ms; the front's own
-    // call to the back would wait 1 s. With cancellation on the client's policy, the front's
-    // attempt (waiting downstream) is cancelled at 50 ms and with it the back's attempt, which
-    // had served 40 ms of its 100 ms: wasted 10 ms at the front and 40 ms at the back, per
-    // attempt. Without it, the back finishes (its caller, the front, was still waiting: not
-    // wasted there) and the front's 10 ms is wasted (its caller had gone).
-    let toml = |cancel: bool| {
-        format!(
-            r#"{}jitter = "none"
+/// client → front (10 ms, 1,000 workers) → back (100 ms): 100 requests over 10 s, one attempt
+/// each; the client gives up after 50 ms (cancelling if `cancel`), the front after 1 s; network
+/// delays `front_net` and `back_net` (constant).
+fn chain(cancel: bool, front_net: &str, back_net: &str) -> String {
+    format!(
+        r#"{}jitter = "none"
 max_attempts = 1
 attempt_timeout = "50ms"
 cancel_on_timeout = {cancel}
@@ -107,17 +102,27 @@ attempt_timeout = "1s"
 name = "front"
 workers = 1000
 service = {{ dist = "constant", mean = "10ms" }}
-network = {{ dist = "constant", mean = "0s" }}
+network = {{ dist = "constant", mean = "{front_net}" }}
 downstream_policy = "inner"
 [[hop]]
 name = "back"
 workers = 1000
 service = {{ dist = "constant", mean = "100ms" }}
-network = {{ dist = "constant", mean = "0s" }}
+network = {{ dist = "constant", mean = "{back_net}" }}
 "#,
-            header(100, "10s")
-        )
-    };
+        header(100, "10s")
+    )
+}
+
+#[test]
+fn cancellation_propagates_down_the_chain() {
+    // client → front (10 ms) → back (100 ms). The client gives up after 50 ms; the front's own
+    // call to the back would wait 1 s. With cancellation on the client's policy, the front's
+    // attempt (waiting downstream) is cancelled at 50 ms and with it the back's attempt, which
+    // had served 40 ms of its 100 ms: wasted 10 ms at the front and 40 ms at the back, per
+    // attempt. Without it, the back finishes (its caller, the front, was still waiting: not
+    // wasted there) and the front's 10 ms is wasted (its caller had gone).
+    let toml = |cancel: bool| chain(cancel, "0s", "0s");
     let ms = |ns: u64| ns as f64 / 1e6;
     let off = &records(&spec(&toml(false)))[0];
     assert_eq!(ms(off.hops[0].wasted_timed_out_ns), 100.0 * 10.0);
@@ -127,6 +132,33 @@ network = {{ dist = "constant", mean = "0s" }}
     assert_eq!(ms(on.hops[1].wasted_cancelled_ns), 100.0 * 40.0);
     assert_eq!(ms(on.hops[1].busy_ns), 100.0 * 40.0);
     assert_eq!((on.hops[0].cancelled, on.hops[1].cancelled), (100, 100));
+}
+
+#[test]
+fn a_cancel_travels_with_the_hops_network_delay_down_the_chain() {
+    // The chain above with network delays: 3 ms each way to the front, 7 ms to the back. The
+    // client's attempt leaves at t and reaches the front at t + 3; the front serves 10 ms and
+    // calls the back at t + 13, which starts its 100 ms service at t + 20. The client gives up
+    // at t + 50; its cancel reaches the front at t + 53 (one front network delay, as a reply
+    // would take), and the front's cancel of its call reaches the back at t + 60: the back
+    // serves from t + 20 to t + 60, 40 ms (with instant cancels it would stop at t + 50: 30 ms).
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let r = &records(&spec(&chain(true, "3ms", "7ms")))[0];
+    // The front's attempt: 10 ms served, then waiting downstream when its cancel arrives.
+    assert_eq!(ms(r.hops[0].wasted_cancelled_ns), 100.0 * 10.0);
+    // The back: from t + 20 to t + 60 (cancels after 3 ms + 7 ms of network); an instant cancel
+    // would have stopped it at t + 50, after 30 ms.
+    assert_eq!(ms(r.hops[1].wasted_cancelled_ns), 100.0 * 40.0);
+    assert_eq!(ms(r.hops[1].busy_ns), 100.0 * 40.0);
+    assert_eq!((r.hops[0].cancelled, r.hops[1].cancelled), (100, 100));
+    // A queued attempt leaves the queue only when its cancel arrives: one worker, ten attempts
+    // at once, a 50 ms timeout and 5 ms of network: the first is served from 5 ms to its cancel
+    // at 55 ms (50 ms; an instant cancel: 45 ms); at that instant the others' cancels arrive too.
+    let p = "jitter = \"none\"\nmax_attempts = 1\nattempt_timeout = \"50ms\"\ncancel_on_timeout = true";
+    let one = one_hop(10, "0s", 1, p, CONSTANT_100MS).replace(r#"mean = "0s""#, r#"mean = "5ms""#);
+    let r = &records(&spec(&one))[0];
+    assert_eq!((r.hops[0].busy_ns, r.hops[0].cancelled), (50_000_000, 10));
+    assert_eq!(r.hops[0].wasted_cancelled_ns, 50_000_000);
 }
 
 #[test]
@@ -209,4 +241,51 @@ fn a_quantile_hedge_waits_for_its_warm_up_and_then_hedges_near_the_tail_share() 
     assert!((share - 0.1).abs() < 0.01, "hedged share {share}");
     let first_bucket_hedges = r.hop_series[0][0].attempts - r.hop_series[0][0].first_attempts;
     assert_eq!(first_bucket_hedges, 0, "no hedge in the first 100 ms (20 requests, warm-up)");
+}
+
+#[test]
+fn a_throttled_hedge_does_not_make_the_knife_edge_storm_worse_a_share_capped_one_does() {
+    // hedging.toml at ρ = 1.0 for 3 s: the same 20 replications (common random numbers) with no
+    // hedge, a p95 hedge capped at 5% of attempts, and the same hedge under the throttle (gRFC
+    // A6's bucket; an attempt still unanswered at its hedge delay counts as a failure). Paired
+    // per replication, the share-capped hedge loses success ratio (the 95% interval of the
+    // difference lies below 0) and tips more replications into the storm; the throttled hedge's
+    // difference interval reaches above -0.02 (2 pp, the non-inferiority margin) and it tips no
+    // more replications than no hedging.
+    let s = scenario("hedging", &[]);
+    let names = ["edge-no-hedge", "edge-hedge-p95", "edge-hedge-p95-throttled"];
+    let chosen: Vec<_> = s.run_variants().into_iter().filter(|v| names.contains(&v.name.as_str())).collect();
+    assert_eq!(chosen.len(), 3);
+    let study = retrystorm::runner::run_study(
+        &s,
+        &chosen,
+        &retrystorm::runner::RunOptions { threads: Some(2), progress: false },
+    );
+    let by = |name: &str| study.variants.iter().find(|v| v.name == name).expect("variant");
+    let success = |name: &str| values(metric(by(name), "success_ratio"));
+    let metastable = |name: &str| values(metric(by(name), "metastable")).iter().sum::<f64>();
+    let none = success("edge-no-hedge");
+    let diff = |name: &str| -> (f64, f64) {
+        let d: Vec<f64> = success(name).iter().zip(&none).map(|(x, y)| x - y).collect();
+        t_interval(&d, 0.95)
+    };
+    let (capped_lo, capped_hi) = diff("edge-hedge-p95");
+    assert!(
+        capped_hi < 0.0,
+        "share-capped hedge vs none: success difference [{capped_lo:.3}, {capped_hi:.3}] not below 0"
+    );
+    assert!(metastable("edge-hedge-p95") > metastable("edge-no-hedge"));
+    let (throttled_lo, throttled_hi) = diff("edge-hedge-p95-throttled");
+    assert!(
+        throttled_lo > -0.02,
+        "throttled hedge vs none: success difference [{throttled_lo:.4}, {throttled_hi:.4}] reaches below -2 pp (seed {})",
+        s.seed
+    );
+    assert!(metastable("edge-hedge-p95-throttled") <= metastable("edge-no-hedge"));
+    // The throttle did let hedges through (it is not simply off) and far fewer than the cap did.
+    let hedges = |name: &str| metric(by(name), "hedges").mean.expect("hedges counted");
+    assert!(
+        hedges("edge-hedge-p95-throttled") > 100.0
+            && hedges("edge-hedge-p95-throttled") < 0.5 * hedges("edge-hedge-p95")
+    );
 }

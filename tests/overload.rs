@@ -227,3 +227,36 @@ fn the_aimd_limit_falls_while_latency_exceeds_its_threshold_and_recovers() {
         }
     }
 }
+
+#[test]
+fn the_gradient_limit_comes_back_to_its_level_before_the_overload() {
+    // Gradient2 in overload-shedding with client jitter: at the end of the capacity dip the
+    // long-run latency average is still high, the gradient is pinned at 1 and the limit climbs
+    // while the retry backlog keeps it half used. Netflix's app-limited rule then froze it there
+    // (~70 until the end of the run, against ~15 before the dip); the limit must instead return
+    // to its level before the overload once the backlog is gone (within 2× of it, and below 35:
+    // twice the in-flight count the 600/s load reaches), in every replication.
+    let s = scenario("overload-shedding", &["replications=4"]);
+    let bucket_at = |t: f64| (t / 0.25) as usize;
+    for name in ["gradient-concurrency", "gradient-concurrency-jitter"] {
+        let v = s.variants.iter().find(|v| v.name == name).expect("variant");
+        for rep in 0..4 {
+            let r = run(&v.spec, s.seed, rep);
+            let series = &r.hop_series[0];
+            let mean = |from: f64, to: f64| {
+                let bs = &series[bucket_at(from)..bucket_at(to)];
+                bs.iter().map(|b| f64::from(b.admission_limit)).sum::<f64>() / bs.len() as f64
+            };
+            let (before, after) = (mean(5.0, 10.0), mean(20.0, 60.0));
+            assert!(
+                after < 2.0 * before && after < 35.0,
+                "{name} replication {rep}: limit {after:.1} after the overload vs {before:.1} before (seed {})",
+                s.seed
+            );
+            let moves = series[bucket_at(20.0)..bucket_at(60.0)]
+                .windows(2)
+                .filter(|w| w[0].admission_limit != w[1].admission_limit);
+            assert!(moves.count() > 10, "{name} replication {rep}: the limit stopped moving after the overload");
+        }
+    }
+}

@@ -13,13 +13,27 @@ pub enum HedgeAfter {
     Quantile(f64),
 }
 
-/// `hedge = { after = "50ms" | "p95", max_share = 0.1 }`.
+/// `hedge = { after = "50ms" | "p95", max_share = 0.1, throttle = { .. } }`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct HedgeSpec {
     /// When the hedge is sent.
     pub after: HedgeAfter,
     /// At most this share of attempts is hedged (token bucket; 1 = no cap).
     pub max_share: f64,
+    /// gRPC's retry throttling applied to hedges (gRFC A6), if any.
+    pub throttle: Option<HedgeThrottle>,
+}
+
+/// `throttle = { max_tokens = 10, token_ratio = 0.1 }` (gRFC A6 "retryThrottling"): a bucket
+/// per (policy, hop), full at the start, that loses one token per failed or timed-out attempt
+/// and gains `token_ratio` per success (at most `max_tokens`); while it holds no more than
+/// half of `max_tokens`, no hedge is sent.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HedgeThrottle {
+    /// Bucket size, in (0, 1000].
+    pub max_tokens: f64,
+    /// Tokens a success earns back, in (0, 1].
+    pub token_ratio: f64,
 }
 
 /// Latency samples a quantile hedge waits for before its first hedge.

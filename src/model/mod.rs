@@ -22,7 +22,7 @@ pub use budget::{BreakerSpec, BudgetKind, BudgetSpec, Scope};
 pub use dist::Dist;
 pub use fault::{Fault, FaultKind};
 pub use graph::{CallsMode, Edge, PoolSpec};
-pub use hedge::{HedgeAfter, HedgeSpec};
+pub use hedge::{HedgeAfter, HedgeSpec, HedgeThrottle};
 pub use load_latency::LoadLatency;
 pub use overload::{Admission, Discipline, OverloadSpec, RejectReply};
 pub use policy::{DeadlineMode, Jitter, JitterState, RetryAfterMode, RetryOn, RetryPolicy};

@@ -2,8 +2,8 @@
 
 use super::checks::V;
 use super::error::Invalid;
-use super::raw::{parse_duration, RawHedge};
-use crate::model::{HedgeAfter, HedgeSpec};
+use super::raw::{parse_duration, RawHedge, RawHedgeThrottle};
+use crate::model::{HedgeAfter, HedgeSpec, HedgeThrottle};
 
 /// `after` is a duration ("50ms") or a latency percentile ("p95", "p99.9").
 pub(super) fn hedge(raw: &RawHedge, at: &dyn Fn(&str) -> String) -> V<HedgeSpec> {
@@ -41,5 +41,25 @@ pub(super) fn hedge(raw: &RawHedge, at: &dyn Fn(&str) -> String) -> V<HedgeSpec>
             format!("is {max_share}; it must be in (0, 1] (the largest share of attempts hedged; 1 means no cap)"),
         ));
     }
-    Ok(HedgeSpec { after, max_share })
+    let throttle = raw.throttle.as_ref().map(|t| throttle(t, at)).transpose()?;
+    Ok(HedgeSpec { after, max_share, throttle })
+}
+
+/// gRFC A6's bounds: `max_tokens` in (0, 1000], `token_ratio` in (0, 1].
+fn throttle(raw: &RawHedgeThrottle, at: &dyn Fn(&str) -> String) -> V<HedgeThrottle> {
+    let field = |name: &str, value: Option<f64>, max: f64, example: &str| -> V<f64> {
+        let path = at(&format!("hedge.throttle.{name}"));
+        let v = value.ok_or_else(|| Invalid::at(&path, format!("is missing; add {name} = {example}")))?;
+        if !(v > 0.0 && v <= max) {
+            return Err(Invalid::at(
+                &path,
+                format!("is {v}; it must be in (0, {max}] (gRPC's retryThrottling bounds), e.g. {example}"),
+            ));
+        }
+        Ok(v)
+    };
+    Ok(HedgeThrottle {
+        max_tokens: field("max_tokens", raw.max_tokens, 1000.0, "10")?,
+        token_ratio: field("token_ratio", raw.token_ratio, 1.0, "0.1")?,
+    })
 }

@@ -156,6 +156,15 @@ pub struct RawPolicy {
 pub struct RawHedge {
     pub after: String,
     pub max_share: Option<f64>,
+    pub throttle: Option<RawHedgeThrottle>,
+}
+
+/// `throttle = { max_tokens = 10, token_ratio = 0.1 }` inside `hedge` (gRFC A6).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHedgeThrottle {
+    pub max_tokens: Option<f64>,
+    pub token_ratio: Option<f64>,
 }
 
 /// `honor_retry_after = true | false | "at_least" | "exact" | "aws"`.

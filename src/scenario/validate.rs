@@ -430,24 +430,10 @@ fn hops(raw: &RawScenario, policy_names: &[&str], policies: &[RetryPolicy], tena
     }
     let chain = graph.is_none();
     super::graph::attach(&mut out, &raw.hop, graph)?;
-    // A pooled call holds its connection through its parent job; cancellation and hedging end
-    // attempts outside that path, which the pool does not follow yet: refuse the combination.
     for h in &out {
         if h.cache.is_some() && h.calls.is_empty() {
             let why = "is a `kind = \"cache\"` hop that calls nothing, so its misses would have no backend; list its backend in `calls`";
             return Err(Invalid::at(&format!("hop.{}", h.name), why));
-        }
-        let Some(_) = h.pool else { continue };
-        for e in &h.calls {
-            let p = &policies[e.policy];
-            if p.cancel_on_timeout || p.hedge.is_some() {
-                let why = format!(
-                    "is set, and the hop's calls use policy `{}` with {}; a connection pool does not support cancellation or hedging yet: remove one of them",
-                    policy_names[e.policy],
-                    if p.hedge.is_some() { "`hedge`" } else { "`cancel_on_timeout`" }
-                );
-                return Err(Invalid::at(&format!("hop.{}.pool", h.name), why));
-            }
         }
     }
     // The last hop performs the side effect unless the file says which hops do; an explicit

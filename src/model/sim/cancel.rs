@@ -2,7 +2,9 @@
 //!
 //! With `cancel_on_timeout = true` on a policy, a caller that gives up on an attempt (its
 //! timeout, bounded by its deadline) or whose other hedge copy answered first cancels the
-//! attempt at once (no message delay): still on the wire, it never enters the hop; queued, it
+//! attempt. The cancel travels to the attempt's hop like a reply travels back: after one draw of
+//! the hop's network delay (at once when it is 0), and acts on the attempt's phase *then*:
+//! still on the wire (the cancel overtook it), it never enters the hop; queued, it
 //! leaves the queue; in service, its worker is freed at that instant (the unspent service is
 //! taken off `busy`); waiting on its own downstream call, that call is cancelled with every
 //! attempt it is waiting on, recursively down the chain, and its idempotency key is released.
@@ -78,8 +80,9 @@ impl Simulation<'_> {
     /// call does not see the timeout yet.
     pub(super) fn gave_up(&mut self, attempt: Handle, call: Handle) -> bool {
         let policy = self.calls.get(call).expect("a timed-out attempt's call is live").policy;
+        self.hedge_throttle_outcome(call, super::Reply::Timeout);
         if self.spec.policies[policy as usize].cancel_on_timeout {
-            self.cancel_attempt(attempt);
+            self.send_cancel(attempt);
         }
         self.copy_awaited(call, attempt)
     }
@@ -89,6 +92,20 @@ impl Simulation<'_> {
         self.links.attempts.get(&call).is_some_and(|copies| {
             copies.iter().any(|&h| h != except && self.attempts.get(h).is_some_and(|a| a.caller_waiting))
         })
+    }
+
+    /// The caller stops waiting on `handle` and sends it a cancel, which reaches the attempt's
+    /// hop after a draw of the hop's network delay (an event) or, with no delay, acts at once.
+    pub(super) fn send_cancel(&mut self, handle: Handle) {
+        let Some(a) = self.attempts.get_mut(handle) else { return };
+        a.caller_waiting = false;
+        let hop = a.hop as usize;
+        let net = self.spec.hops[hop].network.sample(&mut self.rngs.network[hop], 0);
+        if net == 0 {
+            self.cancel_attempt(handle);
+        } else {
+            self.queue.push(self.now.saturating_add(net), super::Event::CancelArrive { attempt: handle });
+        }
     }
 
     /// Cancels `handle` (see the module documentation); a stale handle or finished work is left.
@@ -164,11 +181,15 @@ impl Simulation<'_> {
     }
 
     /// Cancels a downstream call whose caller's attempt was cancelled: every attempt it waits on
-    /// is cancelled and the call ends without a reply (its pending retry timer finds it gone).
+    /// is sent a cancel (its caller stops waiting now) and the call ends without a reply (its
+    /// pending retry timer finds it gone).
     fn cancel_call(&mut self, call: Handle) {
-        for h in self.links.attempts.remove(&call).unwrap_or_default() {
-            self.cancel_attempt(h);
+        let copies = self.links.attempts.remove(&call).unwrap_or_default();
+        let holds = copies.iter().any(|&h| self.attempts.get(h).is_some_and(|a| a.caller_waiting));
+        for h in copies {
+            self.send_cancel(h);
         }
+        self.cancel_pooled(call, holds);
         self.remove_call(call);
     }
 }

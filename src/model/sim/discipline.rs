@@ -65,6 +65,18 @@ impl OverloadState {
             self.long_rtt *= 0.95;
         }
         if in_flight < self.limit / 2.0 {
+            // Netflix returns here ("don't grow the limit if we are app limited"), which also
+            // keeps a limit that overshot: after an overload the long average stays above the
+            // samples for ~`long_window` of them, the gradient is pinned at 1 and the limit
+            // climbs by `smoothing × queue_size` a sample while the retry backlog keeps it half
+            // used, then sits far above any load for as long as in-flight stays below half of it
+            // (it froze at ~70 against ~15 in overload-shedding's gradient variants). Here it
+            // does not grow either, but moves down towards twice the concurrency in use plus the
+            // headroom, smoothed as any update (our change; docs/MODEL.md, "Admission control").
+            let target = (2.0 * in_flight + queue_size).max(min);
+            if target < self.limit {
+                self.limit = (self.limit * (1.0 - smoothing) + target * smoothing).clamp(min, max);
+            }
             return;
         }
         let gradient = (tolerance * self.long_rtt / rtt).clamp(0.5, 1.0);
@@ -216,17 +228,27 @@ mod tests {
         };
         let mut o = gradient_state(100.0);
         for _ in 0..10 {
-            step(&mut o, 10e6, 10.0); // fewer than half the limit in use: no change
+            // Fewer than half the limit in use: no growth; the limit moves towards
+            // 2 × in-flight + queue_size = 24 (ours): L ← 0.8 L + 0.2 × 24.
+            step(&mut o, 10e6, 10.0);
         }
-        assert_eq!((o.limit, o.long_rtt), (100.0, 10e6));
+        let l10 = 24.0 + 76.0 * 0.8f64.powi(10);
+        assert!((o.limit - l10).abs() < 1e-9 && o.long_rtt == 10e6, "{} {}", o.limit, o.long_rtt);
         // Latency at the average: gradient min(1, 1.5) = 1, limit 0.8 L + 0.2 (L + 4) = L + 0.8.
         step(&mut o, 10e6, 60.0);
-        assert!((o.limit - 100.8).abs() < 1e-9, "{}", o.limit);
+        assert!((o.limit - (l10 + 0.8)).abs() < 1e-9, "{}", o.limit);
         // Ten times slower: the long average moves by 2/601 of the gap; gradient clamps at 0.5:
         // 0.8 L + 0.2 (0.5 L + 4) = 0.9 L + 0.8.
         let long = 10e6 + (100e6 - 10e6) * 2.0 / 601.0;
         step(&mut o, 100e6, 60.0);
         assert!((o.long_rtt - long).abs() < 1e-3);
-        assert!((o.limit - (0.9 * 100.8 + 0.8)).abs() < 1e-9, "{}", o.limit);
+        assert!((o.limit - (0.9 * (l10 + 0.8) + 0.8)).abs() < 1e-9, "{}", o.limit);
+        // Barely used, the limit never goes below `min` nor grows.
+        let mut o = gradient_state(10.0);
+        step(&mut o, 10e6, 0.0);
+        assert!((o.limit - (0.8 * 10.0 + 0.2 * 4.0)).abs() < 1e-9, "{}", o.limit);
+        let mut o = gradient_state(3.0);
+        step(&mut o, 10e6, 1.0);
+        assert_eq!(o.limit, 3.0, "2 × 1 + 4 = 6 > 3: no growth while app limited");
     }
 }

@@ -30,6 +30,8 @@ const HEDGE_KEY: u64 = 0x4845_4447_4500_0000;
 /// Hedge state of one (policy, called hop).
 struct HedgeState {
     tokens: f64,
+    /// `throttle`: tokens taken out of the gRFC A6 bucket (it starts full: 0 spent).
+    throttle_spent: f64,
     latency_us: Histogram<u64>,
     samples: u64,
     /// The quantile delay in force (None until the warm-up is over).
@@ -46,6 +48,7 @@ impl Hedging {
     fn get(&mut self, policy: u16, hop: u16) -> &mut HedgeState {
         self.state.entry((policy, hop)).or_insert_with(|| HedgeState {
             tokens: 0.0,
+            throttle_spent: 0.0,
             latency_us: new_latency_histogram(),
             samples: 0,
             quantile_delay: None,
@@ -80,7 +83,18 @@ impl Simulation<'_> {
         let now = self.now;
         let Some(a) = self.attempts.get(handle).filter(|a| a.caller_waiting) else { return };
         let c = self.calls.get(a.call).expect("an awaited attempt's call is live");
+        let throttle = self.spec.policies[c.policy as usize].hedge.and_then(|h| h.throttle);
         let state = self.hedging.get(c.policy, c.hop);
+        if let Some(t) = throttle {
+            // Still unanswered at the hedge delay: slow, a failure for the throttle (our addition
+            // to gRFC A6, which counts failed attempts only: at saturation attempts are slow
+            // well before they time out).
+            let throttled = state.throttle_spent >= t.max_tokens / 2.0;
+            state.throttle_spent = (state.throttle_spent + 1.0).min(t.max_tokens);
+            if throttled {
+                return;
+            }
+        }
         if state.tokens < 1.0 {
             return;
         }
@@ -117,12 +131,28 @@ impl Simulation<'_> {
         }
     }
 
+    /// The caller of `call` saw `reply` on one attempt (or its timeout): feed the hedge throttle
+    /// (gRFC A6: a failure or timeout takes a token, a success gives back `token_ratio`; a
+    /// non-retryable rejection neither).
+    pub(super) fn hedge_throttle_outcome(&mut self, call: Handle, reply: Reply) {
+        let c = self.calls.get(call).expect("a waiting caller's call is live");
+        let (policy, hop) = (c.policy, c.hop);
+        let Some(t) = self.spec.policies[policy as usize].hedge.and_then(|h| h.throttle) else { return };
+        let state = self.hedging.get(policy, hop);
+        state.throttle_spent = match reply {
+            Reply::Ok => (state.throttle_spent - t.token_ratio).max(0.0),
+            Reply::Rejected => state.throttle_spent,
+            _ => (state.throttle_spent + 1.0).min(t.max_tokens),
+        };
+    }
+
     /// A reply reached a caller still waiting on `a` (already removed): feed the quantile, and
     /// settle the race with its other copy. True when the call keeps waiting (this copy failed
     /// and the other is still out).
     pub(super) fn hedge_reply(&mut self, handle: Handle, a: &Attempt) -> bool {
         let call = self.calls.get(a.call).expect("a waiting caller's call is live");
         let (policy, hop) = (call.policy, call.hop);
+        self.hedge_throttle_outcome(a.call, a.reply);
         let spec = &self.spec.policies[policy as usize];
         if let (Some(hedge), Reply::Ok) = (spec.hedge, a.reply) {
             if let HedgeAfter::Quantile(q) = hedge.after {
@@ -148,7 +178,7 @@ impl Simulation<'_> {
             l.caller_waiting = false;
             l.lost_race = true;
             if cancel {
-                self.cancel_attempt(h);
+                self.send_cancel(h);
             } else if l.phase == Phase::Done {
                 self.remove_attempt(h);
             }

@@ -135,6 +135,10 @@ enum Event {
     HedgeFire {
         attempt: Handle,
     },
+    /// A caller's cancel reaches the hop of the attempt it gave up on (`sim/cancel.rs`).
+    CancelArrive {
+        attempt: Handle,
+    },
 }
 
 struct Call {
@@ -430,6 +434,9 @@ impl<'a> Simulation<'a> {
                 self.dispatch(event);
             }
         }
+        if self.record.truncated.is_none() {
+            self.check_pools_drained();
+        }
     }
 
     /// Starts loading the state the next event will touch while this one is handled: with a
@@ -500,6 +507,7 @@ impl<'a> Simulation<'a> {
             Event::AutoscaleTick { hop } => self.on_autoscale_tick(hop),
             Event::CapacityReady { hop, units } => self.on_capacity_ready(hop, units),
             Event::HedgeFire { attempt } => self.on_hedge_fire(attempt),
+            Event::CancelArrive { attempt } => self.cancel_attempt(attempt),
         }
     }
 

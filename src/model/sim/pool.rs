@@ -3,6 +3,10 @@
 //! reply arrives or the attempt times out); a call that finds none free waits in FIFO order, at
 //! most `queue_limit` of them, each at most `acquire_timeout`. A call refused by a full queue or
 //! whose wait times out fails that attempt as a transient failure, which its policy may retry.
+//! A hedge rides on its attempt's connection (a second stream on it, as HTTP/2 and gRPC do): the
+//! call releases it once, when it stops waiting for both copies. A call cancelled because its
+//! caller's attempt was (`cancel_on_timeout` up the chain) releases the connection it holds, or
+//! leaves the wait queue ([`Simulation::cancel_pooled`]).
 
 use super::{CallEnd, Event, Reply, Simulation};
 use crate::engine::{Handle, Nanos};
@@ -90,6 +94,40 @@ impl Simulation<'_> {
             c.wait_us.record((now - since) / 1_000).expect("auto-resizing histograms accept any u64");
             self.send_attempt(next);
             return;
+        }
+    }
+
+    /// A pooled call is cancelled with its caller's attempt (`sim/cancel.rs`): the connection it
+    /// holds (`holds`: an attempt of it, or its hedge, is still awaited) goes to the next waiter
+    /// or back to the pool; a call still waiting for one leaves the wait queue (its acquire
+    /// timeout then finds another waiter, or none, at the front and does nothing).
+    pub(super) fn cancel_pooled(&mut self, call: Handle, holds: bool) {
+        let Some(hop) = self.pool_hop(call) else { return };
+        if holds {
+            self.release_connection(call);
+        } else {
+            let waiting = &mut self.pools[hop].waiting;
+            if let Some(i) = waiting.iter().position(|&(c, _)| c == call) {
+                waiting.remove(i);
+            }
+        }
+    }
+
+    /// At the end of a run with no call left, every connection must be back and no call waiting:
+    /// a leak is a bug, reported loudly with the seed.
+    pub(super) fn check_pools_drained(&self) {
+        if !self.calls.is_empty() {
+            return; // a call still waits (e.g. a lost reply without a timeout): it may hold one
+        }
+        for (hop, state) in self.pools.iter().enumerate() {
+            assert!(
+                state.in_use == 0 && state.waiting.is_empty(),
+                "hop {hop}: {} connection(s) still in use and {} call(s) waiting after every call ended (seed {}, replication {})",
+                state.in_use,
+                state.waiting.len(),
+                self.seed,
+                self.replication
+            );
         }
     }
 
