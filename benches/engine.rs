@@ -18,10 +18,6 @@ use std::collections::BinaryHeap;
 use std::hint::black_box;
 use std::time::Duration;
 
-/// The binary's allocator (large blocks on huge pages), so that the queues run as in the CLI.
-#[global_allocator]
-static ALLOCATOR: retrystorm::engine::HugePages = retrystorm::engine::HugePages;
-
 /// Same size as the simulator's events (a tag and a generation-checked handle): 12 bytes.
 type Payload = [u32; 3];
 

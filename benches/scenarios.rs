@@ -24,10 +24,6 @@ use retrystorm::runner::{run_study, RunOptions};
 use retrystorm::scenario::{parse_assignment, Scenario};
 use std::time::Duration;
 
-/// The binary's allocator (large blocks on huge pages), so that both loops run as the CLI does.
-#[global_allocator]
-static ALLOCATOR: retrystorm::engine::HugePages = retrystorm::engine::HugePages;
-
 /// Loads a bundled scenario (paths are relative to the package root, where cargo runs benches).
 fn bundled(path: &str, sets: &[&str]) -> Scenario {
     let overrides: Vec<_> = sets.iter().map(|s| parse_assignment(s).expect("valid override")).collect();

@@ -1,9 +1,5 @@
 //! The `retrystorm` binary: a thin wrapper over [`retrystorm::cli`].
 
-/// Large blocks on huge pages (`engine::hugepages`: fewer TLB misses on the call slab).
-#[global_allocator]
-static ALLOCATOR: retrystorm::engine::HugePages = retrystorm::engine::HugePages;
-
 fn main() {
     quiet_on_closed_stdout();
     if let Err(e) = retrystorm::cli::main_with_args(std::env::args_os()) {

@@ -3,7 +3,6 @@
 //! This layer knows nothing about retries, hops or clients: it orders events in virtual time
 //! and hands out deterministic random numbers.
 
-pub mod hugepages;
 pub(crate) mod prefetch;
 pub mod queue;
 pub mod rng;
@@ -11,7 +10,6 @@ pub(crate) mod slab;
 pub mod text;
 pub mod time;
 
-pub use hugepages::HugePages;
 pub use queue::EventQueue;
 pub use rng::{mix64, stream, stream_key, KeyedDraws, StreamKind};
 pub use slab::{Handle, Slab};
