@@ -12,6 +12,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 B=target/release/retrystorm
 T=(/usr/bin/time -f '%e s wall, %U s user, %M KB peak RSS')
+# Timed steps also append "label wall user peak_kb" to $TIMES, for the ratios printed at the end.
+TIMES=$(mktemp)
+timed() { local label=$1; shift; /usr/bin/time -o "$TIMES.one" -f "%e %U %M" "$@"; echo "$label $(cat "$TIMES.one")" >>"$TIMES"; \
+    awk '{printf "%s s wall, %s s user, %s KB peak RSS\n", $1, $2, $3}' "$TIMES.one"; }
 BUDGET=(--set 'policy.client.budget={ kind = "token_bucket", scope = "client" }' --set 'policy.client.breaker={ scope = "client" }')
 step() { echo "== $1 | $(date -u +%H:%M:%S) | $(uptime | sed 's/.*load/load/')"; }
 perf() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print({k: d.get(k) for k in ('events','attempts','events_per_attempt','wall_s','peak_memory_bytes')})" "$1/perf.json"; }
@@ -22,12 +26,12 @@ step "criterion: the same two in CPU time of the benchmarking thread (robust to 
 cargo bench --bench scenarios -- outage_herd_cpu
 for n in 1000000 10000000; do
     step "outage-herd, $n clients, full jitter, 1 replication"
-    "${T[@]}" $B run scenarios/outage-herd.toml --set tenant.main.clients=$n --set policy.client.jitter=full \
-        --replications 1 --out /tmp/retake-h$n --quiet --force
+    timed herd$n $B run scenarios/outage-herd.toml --set tenant.main.clients=$n --set policy.client.jitter=full \
+        --replications 1 --threads 1 --out /tmp/retake-h$n --quiet --force
     perf /tmp/retake-h$n
     step "the same with a client-scoped token bucket and breaker"
-    "${T[@]}" $B run scenarios/outage-herd.toml --set tenant.main.clients=$n --set policy.client.jitter=full \
-        "${BUDGET[@]}" --replications 1 --out /tmp/retake-hb$n --quiet --force
+    timed budget$n $B run scenarios/outage-herd.toml --set tenant.main.clients=$n --set policy.client.jitter=full \
+        "${BUDGET[@]}" --replications 1 --threads 1 --out /tmp/retake-hb$n --quiet --force
     perf /tmp/retake-hb$n
     echo "memory estimate (the refusal at 1 MiB prints it):"
     $B run scenarios/outage-herd.toml --set tenant.main.clients=$n "${BUDGET[@]}" --replications 1 \
@@ -55,4 +59,25 @@ if python3 -c 'import simpy' 2>/dev/null; then
         --replications 1 --out /tmp/retake-h100k --quiet --force
     perf /tmp/retake-h100k
 fi
+step "ratios (each between two figures of this run)"
+python3 - "$TIMES" "$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/criterion" <<'PY'
+import json, os, sys
+times = {}
+for line in open(sys.argv[1]):
+    label, wall, user, kb = line.split()
+    times[label] = (float(wall), float(user), int(kb))
+def mean(group, name):
+    path = os.path.join(sys.argv[2], group, name, "1000000", "new", "estimates.json")
+    return json.load(open(path))["mean"]["point_estimate"] if os.path.exists(path) else None
+for group, clock in (("outage_herd", "wall time"), ("outage_herd_cpu", "CPU time")):
+    full, bare = mean(group, "full_jitter"), mean(group, "bare_loop")
+    if full and bare:
+        print(f"criterion {group}: full model {full / 1e9:.3f} s / bare loop {bare / 1e9:.3f} s = {full / bare:.2f}x ({clock}; goal <= 1.0x)")
+for kind in ("herd", "budget"):
+    one, ten = times.get(f"{kind}1000000"), times.get(f"{kind}10000000")
+    if one and ten:
+        print(f"{kind} 10M / 1M: wall {ten[0] / one[0]:.1f}x, user CPU {ten[1] / one[1]:.1f}x (goal <= 12x); "
+              f"10M peak RSS {ten[2] / 2**20:.2f} GiB (goal <= 3 GiB)")
+PY
+rm -f "$TIMES" "$TIMES.one"
 step end

@@ -23,6 +23,10 @@ const BUCKETS: usize = 64;
 /// released, so the memory a burst needed is returned instead of staying reserved for the run.
 const KEEP_CAPACITY_MAX: usize = 1 << 12;
 
+/// [`EventQueue::pop_hinting`] shows the events of a bucket being redistributed when it holds at
+/// most this many: about as many cache-line loads as a core keeps in flight.
+pub const HINT_MAX: usize = 8;
+
 /// Pending events ordered by time; events at the same instant come out in insertion order.
 ///
 /// The queue also owns the clock: `pop` advances `now`, and scheduling into the past is a bug.
@@ -113,11 +117,21 @@ impl<E> EventQueue<E> {
     /// Removes the earliest event and advances the clock to it.
     #[inline]
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
+        self.pop_hinting(|_| {})
+    }
+
+    /// [`EventQueue::pop`], showing `hint` the events that will come out within the next few
+    /// pops (at most [`HINT_MAX`] at a time, each possibly more than once), so that the caller can
+    /// start loading the state they will touch. A bucket being redistributed holds exactly the
+    /// events due before any other bucket's; once it is small, its events are the next ones out
+    /// (with whatever is pushed meanwhile), a lookahead of several events where peeking gives one.
+    #[inline]
+    pub fn pop_hinting(&mut self, hint: impl FnMut(&E)) -> Option<(Nanos, E)> {
         if self.due_now.is_empty() {
             if self.occupied == 0 {
                 return None;
             }
-            self.advance_to_next_bucket();
+            self.advance_to_next_bucket(hint);
         }
         let event = self.due_now.pop_front().expect("the clock advanced to a non-empty bucket");
         self.len -= 1;
@@ -128,7 +142,7 @@ impl<E> EventQueue<E> {
     /// Moves the clock to the earliest pending time and redistributes the lowest non-empty
     /// bucket: its earliest events become due now, the rest fall into lower buckets (every one of
     /// them shares more leading bits with the new clock than with the old).
-    fn advance_to_next_bucket(&mut self) {
+    fn advance_to_next_bucket(&mut self, mut hint: impl FnMut(&E)) {
         let slot = self.occupied.trailing_zeros() as usize;
         let next = self.bucket_min[slot];
         assert!(next >= self.now, "time went backwards: {next} < {}", self.now);
@@ -136,6 +150,9 @@ impl<E> EventQueue<E> {
         self.occupied &= !(1 << slot);
         self.bucket_min[slot] = Nanos::MAX;
         let mut moving = std::mem::take(&mut self.buckets[slot]);
+        if moving.len() <= HINT_MAX {
+            moving.iter().for_each(|(_, event)| hint(event));
+        }
         for (at, event) in moving.drain(..) {
             if at == next {
                 self.due_now.push_back(event);

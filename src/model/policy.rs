@@ -154,13 +154,13 @@ pub struct RetryPolicy {
     pub cancel_on_timeout: bool,
 }
 
-/// Per-call state some strategies carry between retries.
+/// Per-call state some strategies carry between retries: one word, since a call's policy has
+/// one strategy (8 bytes of every live call instead of 16).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct JitterState {
-    /// Decorrelated: the previous sleep (0 = none yet, use base).
-    pub sleep_prev: Nanos,
-    /// Decorrelated v2: the previous `next` value.
-    pub v2_prev: f64,
+    /// Decorrelated: the previous sleep (0 = none yet, use base). Decorrelated v2: the bits of
+    /// the previous `next` value (`f64::to_bits`, exact; 0 is 0.0).
+    prev: u64,
 }
 
 impl RetryPolicy {
@@ -236,14 +236,16 @@ impl RetryPolicy {
                 e / 2 + uniform_ns(rng, 0, e - e / 2)
             }
             Jitter::Decorrelated => {
-                let prev = if state.sleep_prev == 0 { self.base } else { state.sleep_prev };
+                let prev = if state.prev == 0 { self.base } else { state.prev };
                 let upper = prev.saturating_mul(3).max(self.base);
                 let sleep = uniform_ns(rng, self.base, upper).min(self.cap);
-                state.sleep_prev = sleep;
+                state.prev = sleep;
                 sleep
             }
             Jitter::DecorrelatedV2 => {
-                let delay = decorrelated_v2_step(retry, rng.random::<f64>(), &mut state.v2_prev, self.base);
+                let mut v2_prev = f64::from_bits(state.prev);
+                let delay = decorrelated_v2_step(retry, rng.random::<f64>(), &mut v2_prev, self.base);
+                state.prev = v2_prev.to_bits();
                 delay.min(self.cap as f64) as Nanos
             }
             Jitter::Proportional { ratio } => {

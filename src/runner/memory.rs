@@ -8,7 +8,7 @@
 //! and results.
 
 use crate::metrics::{HopBucket, TenantBucket, RETRY_DELAY_RETRIES, RETRY_DELAY_SAMPLES_MAX};
-use crate::model::budget::{BreakerState, BudgetState, Scope};
+use crate::model::budget::{BreakerState, Scope};
 use crate::model::{Arrival, SimSpec};
 use crate::scenario::validate::BYTES_PER_CLIENT_MAX;
 use crate::scenario::Scenario;
@@ -32,10 +32,10 @@ fn client_bytes(spec: &SimSpec) -> u64 {
         .iter()
         .map(|t| {
             let policy = &spec.policies[t.policy];
-            let budget = policy.budget.as_ref().is_some_and(|b| b.scope == Scope::Client);
+            let budget = policy.budget.as_ref().filter(|b| b.scope == Scope::Client);
             let breaker = policy.breaker.as_ref().is_some_and(|b| b.scope == Scope::Client);
-            let scoped = if budget { size_of::<BudgetState>() as u64 } else { 0 }
-                + if breaker { size_of::<BreakerState>() as u64 } else { 0 };
+            let scoped =
+                budget.map_or(0, |b| b.kind.state_bytes()) + if breaker { size_of::<BreakerState>() as u64 } else { 0 };
             u64::from(t.clients) * (BYTES_PER_CLIENT_MAX + scoped)
         })
         .sum()

@@ -105,7 +105,7 @@ impl Simulation<'_> {
     /// Live calls made by clients (not by hops): the simulation's own count of unfinished
     /// requests, checked against the counters' in conservation.
     pub(super) fn count_live_top_calls(&self) -> u64 {
-        self.calls.iter().filter(|c| c.parent.is_none()).count() as u64
+        self.calls.iter().filter(|c| c.parent().is_none()).count() as u64
     }
 
     pub(super) fn fill_in_flight_series(&mut self) {

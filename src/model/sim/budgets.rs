@@ -79,7 +79,8 @@ impl Simulation<'_> {
         let tokens = state.tokens;
         self.record_budget_decision(tenant, tokens, paid.is_some());
         if let Some(cost) = paid {
-            self.calls.get_mut(call_handle).expect("live").last_cost = Some(cost);
+            let call = self.calls.get_mut(call_handle).expect("live");
+            (call.paid, call.last_cost) = (true, cost);
         }
         paid.is_some()
     }
@@ -89,7 +90,7 @@ impl Simulation<'_> {
     pub(super) fn budget_on_success(&mut self, call_handle: Handle, succeeded: bool) {
         let now = self.now;
         let call = self.calls.get(call_handle).expect("live");
-        let last_cost = call.last_cost;
+        let last_cost = call.last_cost();
         let (budget_key, breaker_key) = self.scope_keys(call);
         let policy = &self.spec.policies[call.policy as usize];
         if let (Some(key), Some(spec)) = (breaker_key, policy.breaker.as_ref()) {

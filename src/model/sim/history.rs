@@ -5,6 +5,10 @@
 //! window starting at the oldest live request: memory is bounded by the requests issued since
 //! then, not by every request of the run (Poisson at its maximum rate used to grow 16 bytes per
 //! request for the whole run). No lookup can reach a pruned id: only a live attempt commits.
+//!
+//! A scenario without an effect hop (every hop says `effect = false`; a chain's last hop is one
+//! by default) never looks a commit up, so it keeps no history: no reference count per call and
+//! attempt, each a random access into the window.
 
 use super::{Attempt, Call, Commit, Simulation};
 use crate::engine::Handle;
@@ -13,6 +17,8 @@ use std::collections::VecDeque;
 /// Live-reference counts and per-hop commits of the request ids from `base` on.
 #[derive(Default)]
 pub(super) struct EffectHistory {
+    /// Some hop commits side effects: without one, nothing is counted or kept.
+    on: bool,
     /// Id of the first request in the window.
     base: u64,
     /// Calls and attempts alive per request id.
@@ -24,9 +30,9 @@ pub(super) struct EffectHistory {
 }
 
 impl EffectHistory {
-    /// A history for `hops` hops.
-    pub(super) fn new(hops: usize) -> EffectHistory {
-        EffectHistory { base: 0, refs: VecDeque::new(), commits: vec![VecDeque::new(); hops], peak: 0 }
+    /// A history for `hops` hops, kept only when `on` (some hop is an effect hop).
+    pub(super) fn new(hops: usize, on: bool) -> EffectHistory {
+        EffectHistory { on, base: 0, refs: VecDeque::new(), commits: vec![VecDeque::new(); hops], peak: 0 }
     }
 
     fn slot(&self, request_id: u64) -> usize {
@@ -35,6 +41,9 @@ impl EffectHistory {
     }
 
     fn retain(&mut self, request_id: u64) {
+        if !self.on {
+            return;
+        }
         let slot = self.slot(request_id);
         if self.refs.len() <= slot {
             self.refs.resize(slot + 1, 0);
@@ -44,6 +53,9 @@ impl EffectHistory {
     }
 
     fn release(&mut self, request_id: u64) {
+        if !self.on {
+            return;
+        }
         let slot = self.slot(request_id);
         self.refs[slot] = self.refs[slot].checked_sub(1).expect("released once per call or attempt");
         while self.refs.front() == Some(&0) {
@@ -57,6 +69,7 @@ impl EffectHistory {
 
     /// The commit record of `request_id` at `hop` (created empty on first use).
     pub(super) fn commit(&mut self, hop: usize, request_id: u64) -> &mut Commit {
+        assert!(self.on, "a commit at hop {hop} of a scenario without effect hops");
         let slot = self.slot(request_id);
         let per_hop = &mut self.commits[hop];
         if per_hop.len() <= slot {

@@ -147,7 +147,8 @@ struct Call {
     draw_key: u64,
     created_at: Nanos,
     deadline_at: Nanos,
-    parent: Option<Handle>,
+    /// The attempt this call was made for ([`NO_PARENT`] for a client's call; see [`Call::parent`]).
+    parent: Handle,
     client: u32,
     attempts_made: u32,
     tenant: u16,
@@ -155,8 +156,26 @@ struct Call {
     policy: u16,
     payload: Payload,
     jitter: JitterState,
-    /// What the last retry paid to the budget (AWS refunds it on success).
-    last_cost: Option<f64>,
+    /// A retry paid `last_cost` to the budget (AWS refunds it on success; see [`Call::last_cost`]).
+    paid: bool,
+    last_cost: f64,
+}
+
+/// The `parent` of a call no attempt made (a client's). Kept out of an `Option` so that a call
+/// fits in 80 bytes with its slab slot's generation (88 before this and the one-word jitter
+/// state: 104): every retry reads its call from a random slot, so each byte is memory traffic.
+const NO_PARENT: Handle = Handle { index: u32::MAX, generation: u32::MAX };
+
+impl Call {
+    /// The attempt this call was made for, `None` for a client's call.
+    fn parent(&self) -> Option<Handle> {
+        (self.parent != NO_PARENT).then_some(self.parent)
+    }
+
+    /// What the last retry paid to the budget, if it paid.
+    fn last_cost(&self) -> Option<f64> {
+        self.paid.then_some(self.last_cost)
+    }
 }
 
 #[derive(Clone)]
@@ -365,7 +384,7 @@ impl<'a> Simulation<'a> {
             lbs,
             pools: spec.hops.iter().map(|_| pool::PoolState::default()).collect(),
             replica_record_start,
-            history: history::EffectHistory::new(spec.hops.len()),
+            history: history::EffectHistory::new(spec.hops.len(), spec.hops.iter().any(|h| h.effect)),
             waiters: HashMap::new(),
             seed,
             replication,
@@ -428,7 +447,8 @@ impl<'a> Simulation<'a> {
                 self.advance_to(t);
                 self.new_request(tenant, client);
             } else {
-                let (t, event) = self.queue.pop().expect("peeked");
+                let (calls, attempts) = (&self.calls, &self.attempts);
+                let (t, event) = self.queue.pop_hinting(|e| prefetch_for(calls, attempts, e)).expect("peeked");
                 self.advance_to(t);
                 self.prefetch_next();
                 self.dispatch(event);
@@ -441,17 +461,10 @@ impl<'a> Simulation<'a> {
 
     /// Starts loading the state the next event will touch while this one is handled: with a
     /// million live calls, the slab slot of a retry's call is a cache miss otherwise.
+    /// (The queue also shows the events a few pops ahead, `EventQueue::pop_hinting`.)
     fn prefetch_next(&self) {
-        match self.queue.peek() {
-            Some((_, Event::AttemptStart { call })) => self.calls.prefetch(*call),
-            Some((
-                _,
-                Event::AttemptArrive { attempt }
-                | Event::ServiceDone { attempt }
-                | Event::ReplyArrive { attempt }
-                | Event::AttemptTimeout { attempt },
-            )) => self.attempts.prefetch(*attempt),
-            _ => {}
+        if let Some((_, event)) = self.queue.peek() {
+            prefetch_for(&self.calls, &self.attempts, event);
         }
     }
 
@@ -563,7 +576,7 @@ impl<'a> Simulation<'a> {
             draw_key: request_id,
             created_at: self.now,
             deadline_at: policy.deadline.map_or(Nanos::MAX, |d| self.now.saturating_add(d)),
-            parent: None,
+            parent: NO_PARENT,
             client,
             attempts_made: 0,
             tenant,
@@ -571,7 +584,8 @@ impl<'a> Simulation<'a> {
             policy: spec.policy as u16,
             payload,
             jitter: JitterState::default(),
-            last_cost: None,
+            paid: false,
+            last_cost: 0.0,
         };
         let handle = self.insert_call(call);
         self.budget_on_request(handle);
@@ -669,7 +683,7 @@ impl<'a> Simulation<'a> {
             draw_key: mix64(a.draw_key ^ ((hop as u64) << 48)),
             created_at: now,
             deadline_at,
-            parent: Some(parent),
+            parent,
             // A hop calling the next one is one client of it (for client-scoped budgets).
             client: u32::MAX - (hop as u32),
             attempts_made: 0,
@@ -678,7 +692,8 @@ impl<'a> Simulation<'a> {
             policy: policy as u16,
             payload: a.payload,
             jitter: JitterState::default(),
-            last_cost: None,
+            paid: false,
+            last_cost: 0.0,
         };
         let handle = self.insert_call(call);
         if self.links.on {
@@ -787,9 +802,9 @@ impl<'a> Simulation<'a> {
     fn end_call(&mut self, call_handle: Handle, end: CallEnd) {
         let call = self.remove_call(call_handle).expect("ending a live call");
         if self.links.on {
-            self.links.forget(call_handle, call.parent);
+            self.links.forget(call_handle, call.parent());
         }
-        if let Some(parent) = call.parent {
+        if let Some(parent) = call.parent() {
             let reply = match end {
                 CallEnd::Succeeded => Reply::Ok,
                 CallEnd::Rejected => Reply::Rejected,
@@ -821,10 +836,41 @@ impl<'a> Simulation<'a> {
     }
 }
 
+/// Starts loading the call or attempt slot `event` will touch (no effect on results).
+fn prefetch_for(calls: &Slab<Call>, attempts: &Slab<Attempt>, event: &Event) {
+    match event {
+        Event::AttemptStart { call } => calls.prefetch(*call),
+        Event::AttemptArrive { attempt }
+        | Event::ServiceDone { attempt }
+        | Event::ReplyArrive { attempt }
+        | Event::AttemptTimeout { attempt } => attempts.prefetch(*attempt),
+        _ => {}
+    }
+}
+
 fn poisson_steps(arrival: &Arrival) -> Option<Vec<(Nanos, f64)>> {
     match arrival {
         Arrival::Poisson { rate_per_s } => Some(vec![(0, *rate_per_s)]),
         Arrival::Profile { steps } => Some(steps.clone()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod record_size_tests {
+    /// Every retry reads its call from a random slab slot: the record must stay within 80 bytes
+    /// with its slot's generation (see [`super::NO_PARENT`]); a field added to `Call` should
+    /// move a cold one out, not grow the hot path's memory traffic.
+    #[test]
+    fn a_call_fits_in_80_bytes_with_its_slot() {
+        assert_eq!(std::mem::size_of::<super::Call>(), 72);
+        let slot = std::mem::size_of::<Option<super::Call>>() + std::mem::size_of::<u32>();
+        assert!(slot <= 80, "a call's slot is {slot} bytes");
+    }
+
+    /// A token bucket's state is its tokens (the window is only allocated for windowed kinds).
+    #[test]
+    fn a_budget_state_is_two_words() {
+        assert_eq!(std::mem::size_of::<crate::model::budget::BudgetState>(), 16);
     }
 }
