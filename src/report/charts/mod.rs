@@ -195,7 +195,7 @@ impl Chart {
         let wide = |columns: u32| (560 * columns).clamp(1100, 1800);
         match self {
             Chart::Load => (wide(hops), 70 + 240 * variants),
-            Chart::TenantLoad => (wide(tenants), 70 + 240 * variants),
+            Chart::TenantLoad => (wide(tenants.min(load::TENANT_COLUMNS_MAX as u32)), 70 + 240 * variants),
             Chart::LoadCompare => (1100, 70 + 400 * hops),
             Chart::GoodputBacklog => (1400, 90 + 330 * hops),
             Chart::Replicas => (1100, 90 + 240 * variants),
