@@ -476,3 +476,41 @@ fn charts_of_many_variants_are_capped_and_say_what_they_left_out() {
     let html = std::fs::read_to_string(out.join("report.html")).expect("report");
     assert!(html.contains("Capped: 24 of 30 variants drawn"), "the report says so too");
 }
+
+#[test]
+fn tenant_load_with_24_tenants_draws_the_busiest_four_and_sums_the_rest() {
+    // noisy-neighbor plus 22 shops whose rates rise with their number: the busiest four are
+    // `noisy` (200/s) and shop-21, shop-20, shop-19 (33.5, 32, 30.5/s); the other 20 are summed.
+    let dir = tempfile::tempdir().unwrap();
+    let mut text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/noisy-neighbor.toml")).unwrap();
+    for i in 0..22 {
+        let rate = 2.0 + 1.5 * i as f64;
+        text.push_str(&format!(
+            "\n[[tenant]]\nname = \"shop-{i:02}\"\nclients = 1\narrival = {{ kind = \"poisson\", rate_per_s = {rate:.1} }}\npolicy = \"shared\"\n"
+        ));
+    }
+    let scenario = dir.path().join("many.toml");
+    std::fs::write(&scenario, text).unwrap();
+    let out = dir.path().join("out");
+    let o = retrystorm(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--replications",
+        "2",
+        "--set",
+        "horizon=20s",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let svg = std::fs::read_to_string(out.join("tenant_load.svg")).unwrap();
+    for name in ["tenant noisy", "tenant shop-19", "tenant shop-20", "tenant shop-21", "others (20 tenants summed)"] {
+        assert!(svg.contains(name), "{name} is drawn");
+    }
+    for name in ["tenant quiet", "tenant shop-00", "tenant shop-18"] {
+        assert!(!svg.contains(name), "{name} has no panel of its own");
+    }
+    assert!(svg.contains("others = 20 tenants with less load, summed (quiet, shop-00"), "named in the legend");
+}

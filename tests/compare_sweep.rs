@@ -243,3 +243,56 @@ fn common_random_numbers_make_paired_intervals_narrower_than_unpaired_ones_on_ou
     assert!(width(attempts.unpaired_ci95) > 10.0, "unpaired {:?}", attempts.unpaired_ci95);
     assert!(metric(&study.variants[1], "latency_s_mean").mean < metric(&study.variants[0], "latency_s_mean").mean);
 }
+
+/// Every `±` half-width in `text` that has decimals has at most two significant digits
+/// (precision follows the CI; a wide interval keeps its whole integer part).
+fn half_widths_follow_the_interval(text: &str) {
+    for part in text.split('±').skip(1) {
+        let half: String =
+            part.trim_start().chars().take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ',').collect();
+        if !half.contains('.') {
+            continue;
+        }
+        let digits = half.replace([',', '.'], "");
+        let significant = digits.trim_start_matches('0').trim_end_matches('0').len();
+        assert!(significant <= 2, "half-width `{half}` shows {significant} significant digits in …{part:.40}");
+    }
+}
+
+#[test]
+fn report_and_sweep_tables_format_values_as_the_terminal_table_does() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("c");
+    let d = dir.to_str().expect("utf-8");
+    ok(&["compare", HERD, "--set", "tenant.main.clients=300", "--replications", "3", "--quiet", "--out", d]);
+    let html = String::from_utf8(read(&dir, "report.html")).expect("utf-8");
+    let summary: Value = serde_json::from_slice(&read(&dir, "summary.json")).expect("JSON");
+    // The report's summary cell is the terminal table's text for the same statistic.
+    for (v, metric) in [(2, "success_ratio"), (1, "peak_over_capacity"), (3, "attempts")] {
+        let stat: retrystorm::metrics::stats::Stat =
+            serde_json::from_value(summary["variants"][v]["metrics"][metric].clone()).expect("a stat");
+        let text = retrystorm::report::values::value(catalogued(metric), Some(&stat));
+        assert!(html.contains(&format!("<td class=\"num\">{text}</td>")), "{metric}: `{text}` not in the report");
+    }
+    let table = &html[html.find("id=\"summary\"").expect("summary")..html.find("</table>").expect("table end")];
+    half_widths_follow_the_interval(table);
+    assert!(!table.contains("±0.000"), "{table}");
+
+    let out = retrystorm(&[
+        "sweep",
+        HERD,
+        "--vary",
+        "tenant.main.clients=200,400",
+        "--jitter",
+        "full,equal",
+        "--replications",
+        "3",
+        "--out",
+        tmp.path().join("s").to_str().expect("utf-8"),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).expect("utf-8");
+    half_widths_follow_the_interval(&stdout);
+    // Shares print as percentages with CIs in percentage points; an exact value says so.
+    assert!(stdout.contains(" pp") && stdout.contains("(exact)"), "{stdout}");
+}

@@ -107,3 +107,111 @@ fn plan_refuses_bad_requirements_and_ranges_with_exit_code_2() {
         assert!(!out.exists(), "nothing written for {all:?}");
     }
 }
+
+fn plan_json(dir: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("plan.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn largest_service_time_the_api_sustains_over_a_duration_range() {
+    // Without jitter the post-outage wall does not depend on the API's speed (it fails fast while
+    // down), so peak_after_over_capacity = peak_after_per_s × mean service time, and the largest
+    // mean meeting `≤ 1` at the one-sided 95% bound is 1 / bound(peak_after_per_s), floored to
+    // the 1 µs resolution (the grid starts at 20 µs, a multiple of 1 µs).
+    let study = study("outage-herd", &[SETS[0], SETS[1], "replications=4"]);
+    let bound = one_sided_bound(hop_metric(&study.variants[0], "api", "peak_after_per_s"), false).unwrap();
+    let expected_us = (1e6 / bound).floor();
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let mut args = plan_args(&path("a"), &["--find", "largest", "--resolution", "1us", "--jitter", "exponential,full"]);
+    args[3] = "hop.api.service.mean=20us..1ms".into();
+    let run = |args: &[String]| retrystorm(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let output = run(&args);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let plan = plan_json(&dir.path().join("a"));
+    assert_eq!((plan["kind"].as_str(), plan["find"].as_str()), (Some("duration"), Some("largest")));
+    let chosen_us = plan["plans"][0]["chosen"].as_f64().unwrap() * 1e6;
+    assert!((chosen_us - expected_us).abs() < 1.0 + 1e-6, "chosen {chosen_us} µs, expected {expected_us} µs");
+    assert!(plan["plans"][0]["warnings"].as_array().unwrap().is_empty(), "{plan}");
+    // The report says the answer in the parameter's unit.
+    let html = std::fs::read_to_string(dir.path().join("a/report.html")).unwrap();
+    assert!(html.contains(&format!("hop.api.service.mean = {:.3} ms", expected_us / 1e3)), "report answer");
+    // Shards merge into the same plan.json and plan.csv.
+    for (name, shard) in [("s1", "1/2"), ("s2", "2/2")] {
+        let mut a = args.clone();
+        a[10] = path(name);
+        a.extend(["--shard".to_string(), shard.to_string()]);
+        assert!(run(&a).status.success());
+    }
+    let merged = retrystorm(&["merge", &path("s1"), &path("s2"), "--out", &path("m")]);
+    assert!(merged.status.success(), "{}", String::from_utf8_lossy(&merged.stderr));
+    for file in ["plan.json", "plan.csv"] {
+        let read = |d: &str| std::fs::read(dir.path().join(d).join(file)).unwrap();
+        assert_eq!(read("a"), read("m"), "{file}: merged shards differ from the whole plan");
+    }
+}
+
+#[test]
+fn largest_arrival_rate_an_mm1_server_sustains_matches_queueing_theory() {
+    // M/M/1 with μ = 1,000/s: the sojourn time is exponential with rate μ − λ, so its 99th
+    // percentile is ln(100) / (μ − λ) and p99 ≤ 50 ms ⇔ λ ≤ 1,000 − 20 ln 100 = 907.9/s. Four
+    // replications of 50 s (about 45,000 requests each, strongly autocorrelated at ρ ≈ 0.9)
+    // estimate p99 to within about ±20%, i.e. λ within about ±18/s of the theory; the search
+    // itself is exact to the resolution of 1/s.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p");
+    let o = retrystorm(&[
+        "plan",
+        "scenarios/mm1.toml",
+        "--vary",
+        "tenant.customers.arrival.rate_per_s=100.0..1000.0",
+        "--find",
+        "largest",
+        "--require",
+        "latency_s_p99 <= 0.05",
+        "--replications",
+        "4",
+        "--set",
+        "horizon=50s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let theory = 1000.0 - 20.0 * 100f64.ln();
+    let plan = plan_json(&out);
+    assert_eq!(plan["kind"].as_str(), Some("real"));
+    let chosen = plan["plans"][0]["chosen"].as_f64().unwrap();
+    assert!((chosen - theory).abs() <= 18.0, "chosen {chosen}/s, theory {theory:.1}/s");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("largest tenant.customers.arrival.rate_per_s"), "{stdout}");
+    // Every probe below the answer meets the requirement and every one above fails (monotone).
+    for p in plan["plans"][0]["probes"].as_array().unwrap() {
+        assert_eq!(p["meets_all"].as_bool(), Some(p["value"].as_f64().unwrap() <= chosen), "{p}");
+    }
+}
+
+#[test]
+fn plan_refuses_bad_duration_and_rate_ranges_with_one_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p");
+    for (args, says) in [
+        (vec!["--vary", "hop.api.service.mean=50ms..5ms"], "the range is empty (50ms > 5ms)"),
+        (vec!["--vary", "hop.api.service.mean=5ms..fast"], "`fast` is not a number or a duration"),
+        (vec!["--vary", "hop.api.service.mean=5ms..50"], "unit mismatch"),
+        (vec!["--vary", "hop.api.service.mean=5ms..50ms", "--resolution", "0.1"], "unit mismatch"),
+        (vec!["--vary", "hop.api.workers=1..8", "--resolution", "1ms"], "unit mismatch"),
+        (vec!["--vary", "hop.api.workers=1..8", "--find", "biggest"], "invalid value 'biggest' for '--find"),
+        // A duration range on a whole-number field: the scenario says which field and value.
+        (vec!["--vary", "hop.api.workers=5ms..50ms"], "hop.api.workers=5ms"),
+    ] {
+        let mut all = vec!["plan", "scenarios/outage-herd.toml", "--quiet", "--out", out.to_str().unwrap()];
+        all.extend(args);
+        all.extend(["--require", "success_ratio >= 0.9"]);
+        let o = retrystorm(&all);
+        assert_eq!(o.status.code(), Some(2), "{all:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says), "{all:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(!out.exists(), "nothing written for {all:?}");
+    }
+}

@@ -1,9 +1,10 @@
-//! `retrystorm plan`: the smallest value of a parameter that meets every requirement.
+//! `retrystorm plan`: the smallest (or largest) value of a parameter that meets every requirement.
 
 use super::{overrides, CliError, RunArgs};
 use crate::metrics::objective::Requirement;
 use crate::report::{files, plan as plan_files};
-use crate::runner::plan::{judge, monotonicity_warnings, parse_vary, search, PlanFile, ProbeMetrics, VariantPlan};
+use crate::runner::plan::{judge, monotonicity_warnings, search, PlanFile, ProbeMetrics, VariantPlan};
+use crate::runner::plan_range::{Find, Range};
 use crate::runner::sweep::Shard;
 use crate::runner::{run_study, RunOptions};
 use crate::scenario::{Override, Scenario, ScenarioError, Variant};
@@ -16,10 +17,19 @@ pub struct PlanArgs {
     #[command(flatten)]
     /// Scenario and run options.
     pub run: RunArgs,
-    /// The parameter and its range, e.g. --vary hop.api.workers=1..256 (whole numbers; larger
-    /// should be better: the smallest value meeting the requirements is searched).
+    /// The parameter and its range: whole numbers (--vary hop.api.workers=1..256), numbers
+    /// (--vary tenant.main.arrival.rate_per_s=100.0..2000.0) or durations (--vary
+    /// hop.api.service.mean=5ms..50ms).
     #[arg(long, value_name = "PATH=LO..HI")]
     pub vary: String,
+    /// `smallest`: the smallest value meeting every requirement (larger is better, e.g. workers);
+    /// `largest`: the largest value still meeting them (larger is worse, e.g. clients or a rate).
+    #[arg(long, value_enum, default_value_t = Find::Smallest)]
+    pub find: Find,
+    /// Where the search stops, in the range's unit (e.g. 1, 0.5, 1ms); default 1 for whole
+    /// numbers, else the power of ten at or below 1% of the range.
+    #[arg(long, value_name = "STEP")]
+    pub resolution: Option<String>,
     /// A requirement, e.g. --require 'success_ratio >= 0.999' (repeatable; default: the
     /// scenario's [objective] require).
     #[arg(long, value_name = "METRIC OP NUMBER")]
@@ -49,7 +59,8 @@ pub fn run(args: PlanArgs) -> Result<(), CliError> {
     if args.run.threads == Some(0) {
         return Err(bad("--threads 0: give at least 1 thread, or leave it out for one per core"));
     }
-    let (path, lo, hi) = parse_vary(&args.vary).map_err(bad)?;
+    let range = Range::parse(&args.vary, args.resolution.as_deref()).map_err(bad)?;
+    let path = range.path.clone();
     let shard = args.shard.as_deref().map(Shard::parse).transpose().map_err(bad)?;
     let base = overrides(&args.run)?;
     let scenario = Scenario::load(&args.run.scenario, &base)?;
@@ -71,15 +82,20 @@ pub fn run(args: PlanArgs) -> Result<(), CliError> {
     }
     let names: Vec<String> = variants_of(&scenario, &args.jitter)?.iter().map(|v| v.name.clone()).collect();
     // A bad value fails before anything runs: both ends of the range must load.
-    let load = |value: i64| -> Result<(Scenario, Vec<Variant>), CliError> {
+    let load = |value: f64| -> Result<(Scenario, Vec<Variant>), CliError> {
         let mut sets: Vec<Override> = base.clone();
-        sets.push(Override { path: path.clone(), value: toml::Value::Integer(value) });
-        let s = Scenario::load(&args.run.scenario, &sets).map_err(|e| bad(format!("{path}={value}: {e}")))?;
-        let variants = variants_of(&s, &args.jitter).map_err(|e| bad(format!("{path}={value}: {e}")))?;
+        let set = range.toml_value(value);
+        let shown = match &set {
+            toml::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        sets.push(Override { path: path.clone(), value: set });
+        let s = Scenario::load(&args.run.scenario, &sets).map_err(|e| bad(format!("{path}={shown}: {e}")))?;
+        let variants = variants_of(&s, &args.jitter).map_err(|e| bad(format!("{path}={shown}: {e}")))?;
         Ok((s, variants))
     };
-    load(lo)?;
-    load(hi)?;
+    load(range.lo)?;
+    load(range.hi)?;
     let out = args.run.out.clone().unwrap_or_else(|| {
         let dir = PathBuf::from("output").join(&scenario.name).join("plan");
         shard.map_or(dir.clone(), |s| dir.join(format!("shard-{}-of-{}", s.index, s.count)))
@@ -94,18 +110,18 @@ pub fn run(args: PlanArgs) -> Result<(), CliError> {
         if shard.is_some_and(|s| !s.contains(index)) {
             continue;
         }
-        let (chosen, probes) = search(lo, hi, |value| -> Result<_, CliError> {
+        let (chosen, probes) = search(&range, args.find, |value| -> Result<_, CliError> {
             let (s, variants) = load(value)?;
             let variant = variants.into_iter().nth(index).expect("every value loads the same variants");
             let study = run_study(&s, std::slice::from_ref(&variant), &options);
             let v = &study.variants[0];
             if !args.run.quiet {
-                eprintln!("plan: {name} at {path}={value}");
+                eprintln!("plan: {name} at {path}={}", range.show(value));
             }
             let metrics = ProbeMetrics { global: v.metrics.clone(), hops: v.hops.clone(), tenants: v.tenants.clone() };
             Ok(judge(value, &metrics, &requirements))
         })?;
-        let warnings = monotonicity_warnings(&probes, &requirements);
+        let warnings = monotonicity_warnings(&probes, &requirements, &range, args.find);
         plans.push(VariantPlan { variant: name.clone(), index, chosen, probes, warnings });
     }
     let plan = PlanFile {
@@ -114,8 +130,11 @@ pub fn run(args: PlanArgs) -> Result<(), CliError> {
         replications: scenario.replications,
         version: crate::report::summary::VERSION.to_string(),
         parameter: path.clone(),
-        lo,
-        hi,
+        kind: range.kind,
+        find: args.find,
+        lo: range.lo,
+        hi: range.hi,
+        resolution: range.resolution,
         requirements: requirements.iter().map(ToString::to_string).collect(),
         variants: names,
         shard: shard.map(|s| format!("{}/{}", s.index, s.count)),
@@ -148,7 +167,7 @@ pub fn merge(dirs: &[PathBuf], out: Option<PathBuf>) -> Result<(), CliError> {
     for (path, p) in &shards[1..] {
         if header(p) != header(first) {
             return Err(bad(format!(
-                "`{}` is a different plan from `{}` (scenario, seed, replications, version, parameter, range, requirements or variants differ)",
+                "`{}` is a different plan from `{}` (scenario, seed, replications, version, parameter, range, resolution, direction, requirements or variants differ)",
                 path.display(),
                 first_path.display()
             )));

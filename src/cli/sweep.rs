@@ -4,8 +4,8 @@
 use super::{baseline_index, overrides, table, CliError, RunArgs, DEFAULT_JITTERS};
 use crate::metrics::catalogue::Metric;
 use crate::report::files;
-use crate::report::format::{fmt_short, table_cell as cell};
 use crate::report::sweep::{self as sweep_files, SweepHeader};
+use crate::report::values;
 use crate::runner::sweep::{run_cells, Cell, CellResult, Grid, Shard, SweepResult};
 use crate::scenario::{Scenario, ScenarioError, Variant};
 use clap::Args;
@@ -213,7 +213,8 @@ fn sweep_table(header: &SweepHeader, shard: Option<Shard>, cells: &[CellResult])
     let mut head: Vec<String> = vec!["cell".into()];
     head.extend(header.grid.axes.iter().map(|a| a.path.rsplit('.').next().unwrap_or(&a.path).to_string()));
     head.push("variant".into());
-    head.extend(TABLE_METRICS.iter().map(|m| m.def().short.to_string()));
+    // Cells carry their unit (`19.3 s`), so the heading does not repeat it.
+    head.extend(TABLE_METRICS.iter().map(|m| m.def().short.trim_end_matches(" s").to_string()));
     head.push(format!("Δ{}", table::DIFF_METRIC));
     let mut rows = vec![head];
     for c in cells {
@@ -222,11 +223,11 @@ fn sweep_table(header: &SweepHeader, shard: Option<Shard>, cells: &[CellResult])
             let mut row = vec![c.index.to_string()];
             row.extend(params.iter().cloned());
             row.push(variant.clone());
-            row.extend(TABLE_METRICS.iter().map(|&m| cell(metrics.get(m))));
+            row.extend(TABLE_METRICS.iter().map(|&m| values::value(m, metrics.get(m))));
             let diff = c.comparisons.iter().find(|x| &x.variant == variant);
             let paired =
                 diff.and_then(|x| x.metrics.iter().find(|(m, _)| *m == table::DIFF_METRIC)).map(|(_, d)| &d.paired);
-            row.push(if diff.is_some() { cell(paired) } else { "baseline".into() });
+            row.push(if diff.is_some() { values::value(table::DIFF_METRIC, paired) } else { "baseline".into() });
             rows.push(row);
         }
     }
@@ -236,7 +237,7 @@ fn sweep_table(header: &SweepHeader, shard: Option<Shard>, cells: &[CellResult])
     let part = shard.map(|s| format!(", shard {}/{}", s.index, s.count)).unwrap_or_default();
     let _ = writeln!(
         out,
-        "{} sweep: {} of {} cell(s){part}, {} replication(s), seed {}; mean ±95% CI half-width; Δ: paired vs {}",
+        "{} sweep: {} of {} cell(s){part}, {} replication(s), seed {}; mean ±95% CI half-width (pp for percentages; \"exact\": all agree); Δ: paired vs {}",
         header.scenario,
         cells.len(),
         header.grid.cells(),
@@ -254,7 +255,7 @@ fn sweep_table(header: &SweepHeader, shard: Option<Shard>, cells: &[CellResult])
 fn short_value(value: &toml::Value) -> String {
     match value {
         toml::Value::String(s) => s.clone(),
-        toml::Value::Float(x) => fmt_short(*x),
+        toml::Value::Float(x) => values::sig3(*x),
         other => other.to_string(),
     }
 }

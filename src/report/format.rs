@@ -1,40 +1,11 @@
 //! Number and duration formatting shared by the charts, the HTML report, the reading and the
 //! terminal tables, and the one way CSV files are put together in memory.
 
-use crate::metrics::stats::Stat;
-
 /// A CSV file's bytes, written by `write` into memory.
 pub fn csv_bytes(write: impl FnOnce(&mut csv::Writer<Vec<u8>>) -> csv::Result<()>) -> Vec<u8> {
     let mut w = csv::Writer::from_writer(Vec::new());
     write(&mut w).expect("writing CSV to memory cannot fail");
     w.into_inner().expect("flushing to memory cannot fail")
-}
-
-/// A terminal-table cell: a mean with its CI half-width, `—` when absent.
-pub fn table_cell(stat: Option<&Stat>) -> String {
-    let Some(stat) = stat else { return "—".into() };
-    match (stat.mean, stat.ci95) {
-        (Some(m), Some([lo, hi])) if hi > lo => format!("{} ±{}", fmt_short(m), fmt_short((hi - lo) / 2.0)),
-        (Some(m), _) => fmt_short(m),
-        (None, _) => "null".into(),
-    }
-}
-
-/// Three significant digits, without exponent clutter for ordinary magnitudes.
-pub fn fmt_short(x: f64) -> String {
-    if x == 0.0 {
-        return "0".into();
-    }
-    let mag = x.abs();
-    if mag >= 1e6 {
-        format!("{:.3e}", x)
-    } else if mag >= 100.0 {
-        format!("{x:.0}")
-    } else if mag >= 1.0 {
-        format!("{x:.3}").trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        format!("{x:.3}")
-    }
 }
 
 /// `12,345` for large values, three significant digits for small ones.

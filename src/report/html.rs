@@ -268,24 +268,14 @@ pub fn outcome_counts(metrics: &crate::metrics::stats::StatRow) -> String {
 
 fn headings(h: &mut String, columns: &[Metric]) {
     for m in columns {
-        let _ = write!(h, "<th>{}</th>", escape(m.def().label));
+        let _ = write!(h, "<th>{}</th>", escape(m.def().label.trim_end_matches(" (s)")));
     }
 }
 
-/// A table cell: mean ± CI half-width, scaled, with the unit unless the heading names it.
+/// A table cell: the same text as the terminal table's ([`values::value`]: units scaled to the
+/// value, precision following the 95% CI, `(exact)` when every replication agrees).
 fn cell_text(s: &crate::metrics::stats::Stat, metric: Metric) -> String {
-    let (scale, unit) = (metric.def().unit.scale(), metric.def().unit.cell_suffix());
-    let nulls = s.values.iter().filter(|v| v.is_none()).count();
-    let Some(mean) = s.mean else { return "n/a".into() };
-    let null_note = if nulls > 0 { format!(" ({nulls} of {} n/a)", s.values.len()) } else { String::new() };
-    let half = s.ci95.map_or(0.0, |c| (c[1] - c[0]) / 2.0) * scale;
-    let mean = mean * scale;
-    // Half-widths that are rounding noise (a deterministic metric) are not worth a ±.
-    if half > 1e-9 * mean.abs().max(1.0) {
-        format!("{}{unit} ± {}{null_note}", fmt_num(mean), fmt_num(half))
-    } else {
-        format!("{}{unit}{null_note}", fmt_num(mean))
-    }
+    super::values::value(metric, Some(s))
 }
 
 fn setup_tables(h: &mut String, s: &Setup) {

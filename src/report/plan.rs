@@ -4,11 +4,12 @@
 
 use super::charts::{variant_colour, DrawResult, Figure, Rendered, FONT};
 use super::files::{self, OutputError};
-use super::format::{fmt_num, fmt_tick};
+use super::format::{fmt_num, fmt_secs, fmt_tick};
 use super::html::{escape, head, swatch};
 use super::values;
 use crate::metrics::objective::{Requirement, Verdict as Met};
 use crate::runner::plan::PlanFile;
+use crate::runner::plan_range::{whole, Find, Kind};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::fmt::Write;
@@ -38,7 +39,7 @@ pub fn plan_csv(plan: &PlanFile) -> Vec<u8> {
                 let (mean, ci) = (r.stat.as_ref().and_then(|s| s.mean), r.stat.as_ref().and_then(|s| s.ci95));
                 w.write_record([
                     p.variant.clone(),
-                    probe.value.to_string(),
+                    whole::text(probe.value),
                     r.requirement.clone(),
                     num(mean),
                     num(ci.map(|c| c[0])),
@@ -57,23 +58,36 @@ pub fn plan_csv(plan: &PlanFile) -> Vec<u8> {
 
 /// The answer lines (stdout and the report).
 pub fn answer_lines(plan: &PlanFile) -> Vec<String> {
+    let range = plan.range();
+    let show = |x: f64| range.show(x);
+    let step = if plan.kind == Kind::Integer && plan.resolution == 1.0 {
+        String::new()
+    } else {
+        format!(" to within {}", show(plan.resolution))
+    };
     let mut lines = vec![format!(
-        "{}: smallest {} in {}..{} meeting {} with 95% confidence ({} replications per probe, seed {})",
+        "{}: {} {} in {}..{}{step} meeting {} with 95% confidence ({} replications per probe, seed {})",
         plan.scenario,
+        plan.find.word(),
         plan.parameter,
-        plan.lo,
-        plan.hi,
+        show(plan.lo),
+        show(plan.hi),
         plan.requirements.join(" and "),
         plan.replications,
         plan.seed
     )];
     for p in &plan.plans {
         let probes: Vec<String> =
-            p.probes.iter().map(|q| format!("{}{}", q.value, if q.meets_all { "✓" } else { "✗" })).collect();
+            p.probes.iter().map(|q| format!("{}{}", show(q.value), if q.meets_all { "✓" } else { "✗" })).collect();
         let answer = match p.chosen {
-            Some(v) => format!("{} = {v}", plan.parameter),
+            Some(v) => format!("{} = {}", plan.parameter, show(v)),
             None => {
-                let top = p.probes.last();
+                // The end that should pass: the top for `smallest`, the bottom for `largest`.
+                let (end, beyond) = match plan.find {
+                    Find::Smallest => (p.probes.last(), format!("up to {}", show(plan.hi))),
+                    Find::Largest => (p.probes.first(), format!("down to {}", show(plan.lo))),
+                };
+                let top = end;
                 let missed: Vec<String> = top
                     .map(|q| {
                         q.requirements
@@ -87,7 +101,8 @@ pub fn answer_lines(plan: &PlanFile) -> Vec<String> {
                             .collect()
                     })
                     .unwrap_or_default();
-                format!("no value up to {} meets every requirement (at {}: {})", plan.hi, plan.hi, missed.join("; "))
+                let at = top.map_or(String::new(), |q| show(q.value));
+                format!("no value {beyond} meets every requirement (at {at}: {})", missed.join("; "))
             }
         };
         lines.push(format!("  {}: {answer}   (probes: {})", p.variant, probes.join(" ")));
@@ -129,7 +144,10 @@ impl Figure for PlanFigure<'_> {
     {
         let (title, body) = root.split_vertically(60);
         title.draw(&Text::new(
-            format!("{}: {} needed", self.plan.scenario, self.plan.parameter),
+            match self.plan.find {
+                Find::Smallest => format!("{}: {} needed", self.plan.scenario, self.plan.parameter),
+                Find::Largest => format!("{}: the most {} sustained", self.plan.scenario, self.plan.parameter),
+            },
             (20, 8),
             (FONT, 22).into_font().color(&BLACK),
         ))?;
@@ -137,7 +155,8 @@ impl Figure for PlanFigure<'_> {
         let mut x = 20;
         for p in &self.plan.plans {
             let colour = variant_colour(p.index);
-            let answer = p.chosen.map_or("none in range".to_string(), |v| format!("chosen {v}"));
+            let answer =
+                p.chosen.map_or("none in range".to_string(), |v| format!("chosen {}", self.plan.range().show(v)));
             let text = format!("{} ({answer})", p.variant);
             title.draw(&Rectangle::new([(x, 40), (x + 14, 52)], colour.filled()))?;
             title.draw(&Text::new(text.clone(), (x + 20, 38), (FONT, 15).into_font().color(&BLACK)))?;
@@ -165,7 +184,7 @@ where
     DB::ErrorType: 'static,
 {
     let scale = req.metric.metric.def().unit.scale();
-    let points: Vec<(usize, i64, f64, f64, f64)> = plan
+    let points: Vec<(usize, f64, f64, f64, f64)> = plan
         .plans
         .iter()
         .flat_map(|p| {
@@ -182,7 +201,10 @@ where
     let pad = ((y1 - y0) * 0.08).max(threshold.abs() * 0.05).max(1e-9);
     y0 -= pad;
     y1 += pad;
-    let log_x = plan.lo >= 1 && plan.hi >= 16 * plan.lo;
+    // A log axis for wide whole-number ranges (1..256 workers); durations and rates read better
+    // on a linear one unless they span two decades (log tick labels crowd at the top of a decade).
+    let decades = if plan.kind == Kind::Integer { 16.0 } else { 100.0 };
+    let log_x = plan.lo > 0.0 && plan.hi >= decades * plan.lo;
     let caption = format!("{} (threshold {})", req, values::plain(req.metric.metric, req.threshold));
     let x_desc = plan.parameter.clone();
     let def = req.metric.metric.def();
@@ -192,17 +214,17 @@ where
     } else {
         format!("{} ({unit})", def.label.trim_end_matches(" (s)"))
     };
-    let (xl, xh) = (plan.lo as f64, plan.hi as f64);
+    let (xl, xh) = (plan.lo, plan.hi);
+    let x_tick = |x: f64| if plan.kind == Kind::Duration { fmt_secs(x) } else { fmt_tick(x) };
     let draw = |chart: &mut LineDrawer| -> DrawResult {
         chart(&[(xl, threshold), (xh, threshold)], &BLACK.mix(0.7).stroke_width(2), true)?;
         for p in &plan.plans {
             let colour = variant_colour(p.index);
-            let mut mine: Vec<(f64, f64)> =
-                points.iter().filter(|q| q.0 == p.index).map(|q| (q.1 as f64, q.2)).collect();
+            let mut mine: Vec<(f64, f64)> = points.iter().filter(|q| q.0 == p.index).map(|q| (q.1, q.2)).collect();
             mine.sort_by(|a, b| a.0.total_cmp(&b.0));
             chart(&mine, &colour.stroke_width(2), false)?;
             if let Some(v) = p.chosen {
-                chart(&[(v as f64, y0), (v as f64, y1)], &colour.mix(0.6).stroke_width(2), true)?;
+                chart(&[(v, y0), (v, y1)], &colour.mix(0.6).stroke_width(2), true)?;
             }
         }
         Ok(())
@@ -220,7 +242,7 @@ where
                 .configure_mesh()
                 .x_desc(x_desc.as_str())
                 .y_desc(y_desc.as_str())
-                .x_label_formatter(&|x| fmt_tick(*x))
+                .x_label_formatter(&|x| x_tick(*x))
                 .y_label_formatter(&|y| fmt_num(*y))
                 .label_style((FONT, 14))
                 .axis_desc_style((FONT, 15))
@@ -228,10 +250,10 @@ where
             for q in &points {
                 let colour = variant_colour(q.0);
                 chart.draw_series(std::iter::once(PathElement::new(
-                    vec![(q.1 as f64, q.3), (q.1 as f64, q.4)],
+                    vec![(q.1, q.3), (q.1, q.4)],
                     colour.stroke_width(1),
                 )))?;
-                chart.draw_series(std::iter::once(Circle::new((q.1 as f64, q.2), 4, colour.filled())))?;
+                chart.draw_series(std::iter::once(Circle::new((q.1, q.2), 4, colour.filled())))?;
             }
             let mut line = |pts: &[(f64, f64)], style: &ShapeStyle, dashed: bool| -> DrawResult {
                 if dashed {
@@ -281,7 +303,7 @@ pub fn plan_html(plan: &PlanFile, rendered: &Rendered) -> String {
                     "<tr><td>{}{}</td><td class=\"num\">{}{}</td><td><code>{}</code></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
                     swatch(p.index),
                     escape(&p.variant),
-                    q.value,
+                    escape(&plan.range().show(q.value)),
                     if p.chosen == Some(q.value) { " (chosen)" } else { "" },
                     escape(&r.requirement),
                     escape(&shown),

@@ -39,7 +39,7 @@ pub fn grouped(x: f64, decimals: usize) -> String {
 }
 
 /// Three significant digits (for values without a CI).
-fn sig3(x: f64) -> String {
+pub fn sig3(x: f64) -> String {
     if x == 0.0 {
         return "0".into();
     }

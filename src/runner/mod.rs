@@ -6,6 +6,7 @@
 pub mod compare;
 pub(crate) mod memory;
 pub(crate) mod plan;
+pub(crate) mod plan_range;
 pub(crate) mod progress;
 pub(crate) mod sweep;
 pub mod verdict;

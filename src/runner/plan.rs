@@ -1,14 +1,17 @@
-//! `plan`: the smallest value of a monotone integer parameter (say a hop's workers) at which a
-//! variant meets every requirement with 95% confidence.
+//! `plan`: the smallest (or, with `--find largest`, the largest) value of a monotone parameter —
+//! whole numbers such as a hop's workers, real numbers such as an arrival rate, or durations such
+//! as a service time — at which a variant meets every requirement with 95% confidence.
 //!
 //! Each probe runs the variant's replications on the study's seed (common random numbers across
 //! probes, so neighbouring values differ by the parameter, not by noise). The search probes the
-//! top of the range (nothing to find if it fails), the bottom (the answer if it passes), then
-//! bisects between the largest failing and the smallest passing value: about log₂(range) + 2
-//! probes. Bisection assumes monotonicity; the probes are checked for it afterwards and any
-//! contradiction (a smaller value passing where a larger one fails, or a requirement's metric
-//! significantly worse at a larger value) is reported as a warning.
+//! end of the range that should pass (the top for `smallest`; nothing to find if it fails), the
+//! other end (the answer if it passes), then bisects on the resolution's grid between the passing
+//! and the failing value: about log₂(range ÷ resolution) + 2 probes. Bisection assumes
+//! monotonicity; the probes are checked for it afterwards and any contradiction (for `smallest`, a
+//! smaller value passing where a larger one fails, or a requirement's metric significantly worse
+//! at a larger value; for `largest` the mirror image) is reported as a warning.
 
+use super::plan_range::{whole, Find, Kind, Range};
 use crate::metrics::objective::{Requirement, Scoped, Verdict as Met};
 use crate::metrics::stats::{Stat, StatRow};
 use serde::{Deserialize, Serialize};
@@ -40,8 +43,9 @@ pub struct ProbeRequirement {
 /// One probed value.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Probe {
-    /// The parameter's value.
-    pub value: i64,
+    /// The parameter's value (seconds for a duration).
+    #[serde(with = "whole")]
+    pub value: f64,
     /// True when every requirement is met.
     pub meets_all: bool,
     /// Per requirement.
@@ -55,8 +59,10 @@ pub struct VariantPlan {
     pub variant: String,
     /// Index of the variant among all the plan's variants (fixes its colour; shards keep it).
     pub index: usize,
-    /// The smallest value meeting every requirement (None: not even the top of the range).
-    pub chosen: Option<i64>,
+    /// The smallest (largest) value meeting every requirement (None: not even the top (bottom)
+    /// of the range).
+    #[serde(serialize_with = "whole::option::serialize")]
+    pub chosen: Option<f64>,
     /// Every probe, by value.
     pub probes: Vec<Probe>,
     /// Monotonicity warnings.
@@ -76,10 +82,21 @@ pub struct PlanFile {
     pub version: String,
     /// The varied `--set` path.
     pub parameter: String,
+    /// What the parameter's values are (durations in seconds).
+    #[serde(default)]
+    pub kind: Kind,
+    /// Which end of the passing values is the answer.
+    #[serde(default)]
+    pub find: Find,
     /// Lowest value searched.
-    pub lo: i64,
+    #[serde(with = "whole")]
+    pub lo: f64,
     /// Highest value searched.
-    pub hi: i64,
+    #[serde(with = "whole")]
+    pub hi: f64,
+    /// The grid step the search stops at.
+    #[serde(with = "whole", default = "one")]
+    pub resolution: f64,
     /// The requirements (normalised text).
     pub requirements: Vec<String>,
     /// Every variant of the plan, in order (a shard plans some of them).
@@ -90,8 +107,19 @@ pub struct PlanFile {
     pub plans: Vec<VariantPlan>,
 }
 
+fn one() -> f64 {
+    1.0
+}
+
+impl PlanFile {
+    /// The searched range.
+    pub fn range(&self) -> Range {
+        Range { path: self.parameter.clone(), kind: self.kind, lo: self.lo, hi: self.hi, resolution: self.resolution }
+    }
+}
+
 /// Judges one probe's metrics against `requirements`.
-pub fn judge(value: i64, metrics: &ProbeMetrics, requirements: &[Requirement]) -> Probe {
+pub fn judge(value: f64, metrics: &ProbeMetrics, requirements: &[Requirement]) -> Probe {
     let scoped = Scoped { global: &metrics.global, hops: &metrics.hops, tenants: &metrics.tenants };
     let requirements: Vec<ProbeRequirement> = requirements
         .iter()
@@ -104,28 +132,34 @@ pub fn judge(value: i64, metrics: &ProbeMetrics, requirements: &[Requirement]) -
     Probe { value, meets_all: requirements.iter().all(|r| r.verdict == Met::Met), requirements }
 }
 
-/// Searches `[lo, hi]` for the smallest value whose probe meets every requirement; `probe`
-/// runs and judges one value. Returns the chosen value and the probes in value order.
+/// Searches `range` (on its resolution's grid) for the smallest or largest value whose probe
+/// meets every requirement; `probe` runs and judges one value. Returns the chosen value and the
+/// probes in value order.
 pub fn search<E>(
-    lo: i64,
-    hi: i64,
-    mut probe: impl FnMut(i64) -> Result<Probe, E>,
-) -> Result<(Option<i64>, Vec<Probe>), E> {
-    assert!(lo <= hi, "plan range {lo}..{hi} is empty");
-    let mut probes = vec![probe(hi)?];
+    range: &Range,
+    find: Find,
+    mut probe: impl FnMut(f64) -> Result<Probe, E>,
+) -> Result<(Option<f64>, Vec<Probe>), E> {
+    let top = range.steps();
+    // Grid steps: the end that should pass, then the other.
+    let (good, bad) = match find {
+        Find::Smallest => (top, 0),
+        Find::Largest => (0, top),
+    };
+    let mut probes = vec![probe(range.value(good))?];
     let chosen = if !probes[0].meets_all {
         None
-    } else if lo == hi {
-        Some(hi)
+    } else if top == 0 {
+        Some(good)
     } else {
-        probes.push(probe(lo)?);
+        probes.push(probe(range.value(bad))?);
         if probes[1].meets_all {
-            Some(lo)
+            Some(bad)
         } else {
-            let (mut fail, mut pass) = (lo, hi);
-            while pass - fail > 1 {
-                let mid = fail + (pass - fail) / 2;
-                let p = probe(mid)?;
+            let (mut pass, mut fail) = (good, bad);
+            while pass.abs_diff(fail) > 1 {
+                let mid = pass.min(fail) + pass.abs_diff(fail) / 2;
+                let p = probe(range.value(mid))?;
                 if p.meets_all {
                     pass = mid;
                 } else {
@@ -136,20 +170,33 @@ pub fn search<E>(
             Some(pass)
         }
     };
-    probes.sort_by_key(|p| p.value);
-    Ok((chosen, probes))
+    probes.sort_by(|a, b| a.value.total_cmp(&b.value));
+    Ok((chosen.map(|k| range.value(k)), probes))
 }
 
-/// Contradictions of monotonicity among `probes` (in value order): a value that meets every
-/// requirement below one that does not, and for each requirement a larger value whose metric is
-/// significantly worse (its 95% interval entirely on the worse side of the smaller value's).
-pub fn monotonicity_warnings(probes: &[Probe], requirements: &[Requirement]) -> Vec<String> {
+/// Contradictions of monotonicity among `probes` (in value order). For `smallest` (larger is
+/// better): a value that meets every requirement below one that does not, and for each
+/// requirement a larger value whose metric is significantly worse (its 95% interval entirely on
+/// the worse side of the smaller value's). For `largest` (larger is worse) the mirror image: a
+/// value that meets every requirement above one that does not, and a larger value whose metric
+/// is significantly better.
+pub fn monotonicity_warnings(probes: &[Probe], requirements: &[Requirement], range: &Range, find: Find) -> Vec<String> {
     let mut out = Vec::new();
+    let show = |x: f64| range.show(x);
     for (i, a) in probes.iter().enumerate() {
-        if let Some(b) = probes[i + 1..].iter().find(|b| a.meets_all && !b.meets_all) {
+        let contradiction = probes[i + 1..].iter().find(|b| match find {
+            Find::Smallest => a.meets_all && !b.meets_all,
+            Find::Largest => !a.meets_all && b.meets_all,
+        });
+        if let Some(b) = contradiction {
+            let (meets, fails, which) = match find {
+                Find::Smallest => (a.value, b.value, "larger"),
+                Find::Largest => (b.value, a.value, "smaller"),
+            };
             out.push(format!(
-                "not monotone: {} meets every requirement but the larger {} does not; the answer assumes monotonicity",
-                a.value, b.value
+                "not monotone: {} meets every requirement but the {which} {} does not; the answer assumes monotonicity",
+                show(meets),
+                show(fails)
             ));
             break;
         }
@@ -161,12 +208,17 @@ pub fn monotonicity_warnings(probes: &[Probe], requirements: &[Requirement]) -> 
             };
             let (Some([alo, ahi]), Some([blo, bhi])) = (sa.ci95, sb.ci95) else { continue };
             let worse = if req.op.wants_high() { bhi < alo } else { blo > ahi };
-            if worse {
+            let better = if req.op.wants_high() { blo > ahi } else { bhi < alo };
+            let (contradicts, how) = match find {
+                Find::Smallest => (worse, "worse"),
+                Find::Largest => (better, "better"),
+            };
+            if contradicts {
                 out.push(format!(
-                    "not monotone: {} is significantly worse at {} than at {} (means {:.4} and {:.4})",
+                    "not monotone: {} is significantly {how} at {} than at {} (means {:.4} and {:.4})",
                     req.metric,
-                    w[1].value,
-                    w[0].value,
+                    show(w[1].value),
+                    show(w[0].value),
                     sb.mean.unwrap_or(f64::NAN),
                     sa.mean.unwrap_or(f64::NAN),
                 ));
@@ -177,71 +229,93 @@ pub fn monotonicity_warnings(probes: &[Probe], requirements: &[Requirement]) -> 
     out
 }
 
-/// Parses `PATH=LO..HI` (integers, LO ≤ HI).
-pub fn parse_vary(text: &str) -> Result<(String, i64, i64), String> {
-    let fix = "write --vary PATH=LO..HI with whole numbers, e.g. --vary hop.api.workers=1..256";
-    let (path, range) = text.split_once('=').ok_or_else(|| format!("--vary `{text}`: {fix}"))?;
-    let (lo, hi) = range.split_once("..").ok_or_else(|| format!("--vary `{text}`: no `..` in the range; {fix}"))?;
-    let parse =
-        |s: &str| s.trim().parse::<i64>().map_err(|_| format!("--vary `{text}`: `{s}` is not a whole number; {fix}"));
-    let (lo, hi) = (parse(lo)?, parse(hi)?);
-    if lo > hi {
-        return Err(format!("--vary `{text}`: the range is empty ({lo} > {hi}); {fix}"));
-    }
-    if path.trim().is_empty() {
-        return Err(format!("--vary `{text}`: the path is empty; {fix}"));
-    }
-    Ok((path.trim().to_string(), lo, hi))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::metrics::catalogue::Metric;
 
-    /// A probe whose recovery time is `30 × 8 / value` s in every one of 3 replications (± 1 s).
-    fn synthetic(value: i64, requirements: &[Requirement]) -> Probe {
-        let t = 240.0 / value as f64;
+    /// A probe whose recovery time is `f(value)` s plus −1, 0 and +1 s in its 3 replications.
+    fn probe_of(value: f64, f: impl Fn(f64) -> f64, requirements: &[Requirement]) -> Probe {
+        let t = f(value);
         let stat = Stat::from_values(vec![Some(t - 1.0), Some(t), Some(t + 1.0)]);
         let metrics =
             ProbeMetrics { global: StatRow(vec![(Metric::RecoveryTimeS, stat)]), hops: vec![], tenants: vec![] };
         judge(value, &metrics, requirements)
     }
 
+    /// The one-sided 95% bound's excess over the mean for the spread −1, 0, +1: t(0.95, 2) / √3.
+    fn excess() -> f64 {
+        crate::metrics::objective::one_sided_bound(&Stat::from_values(vec![Some(-1.0), Some(0.0), Some(1.0)]), false)
+            .unwrap()
+    }
+
+    /// Recovery time `240 / value` s: more is better.
+    fn synthetic(value: f64, requirements: &[Requirement]) -> Probe {
+        probe_of(value, |v| 240.0 / v, requirements)
+    }
+
     #[test]
     fn bisection_finds_the_smallest_passing_value_in_few_probes() {
         let req = vec![Requirement::parse("recovery_time_s <= 20").unwrap()];
-        // 240 / v + 1 + t(0.95, 2) × 1 / √3 = 240 / v + 2.1547 ≤ 20 ⇔ v ≥ 13.45: the answer is 14.
+        // 240 / v + t(0.95, 2) × 1 / √3 = 240 / v + 1.6859 ≤ 20 ⇔ v ≥ 13.10: the answer is 14.
+        assert!((excess() - 2.919_986 / 3f64.sqrt()).abs() < 1e-5, "{}", excess());
         let mut calls = 0;
-        let (chosen, probes) = search(1, 256, |v| {
+        let range = Range::parse("x=1..256", None).unwrap();
+        let (chosen, probes) = search(&range, Find::Smallest, |v| {
             calls += 1;
             Ok::<_, ()>(synthetic(v, &req))
         })
         .unwrap();
-        assert_eq!(chosen, Some(14));
+        assert_eq!(chosen, Some(14.0));
         assert!(calls <= 10, "{calls} probes");
         assert!(probes.windows(2).all(|w| w[0].value < w[1].value));
-        assert!(monotonicity_warnings(&probes, &req).is_empty());
+        assert!(monotonicity_warnings(&probes, &req, &range, Find::Smallest).is_empty());
         // Nothing in range: the top fails, one probe.
-        let (none, probes) = search(1, 10, |v| Ok::<_, ()>(synthetic(v, &req))).unwrap();
+        let small = Range::parse("x=1..10", None).unwrap();
+        let (none, probes) = search(&small, Find::Smallest, |v| Ok::<_, ()>(synthetic(v, &req))).unwrap();
+        assert_eq!((none, probes.len()), (None, 1));
+        // Real-valued, resolution 0.01: the answer is the first grid point at or above 13.4527…
+        let real = Range::parse("x=1.0..256.0", Some("0.01")).unwrap();
+        let (chosen, probes) = search(&real, Find::Smallest, |v| Ok::<_, ()>(synthetic(v, &req))).unwrap();
+        let exact = 240.0 / (20.0 - excess());
+        assert_eq!(chosen, Some((exact * 100.0).ceil() / 100.0), "exact {exact}");
+        assert!(probes.len() <= 17, "{} probes for 25,500 grid steps", probes.len());
+    }
+
+    #[test]
+    fn largest_finds_the_most_load_that_still_meets_the_requirements() {
+        // Recovery time v / 10 s: more is worse. v / 10 + 1.6859 ≤ 20 ⇔ v ≤ 183.14.
+        let req = vec![Requirement::parse("recovery_time_s <= 20").unwrap()];
+        let f = |v: f64| v / 10.0;
+        let range = Range::parse("x=0.0..256.0", Some("0.5")).unwrap();
+        let (chosen, probes) = search(&range, Find::Largest, |v| Ok::<_, ()>(probe_of(v, f, &req))).unwrap();
+        let exact = 10.0 * (20.0 - excess());
+        assert_eq!(chosen, Some((exact * 2.0).floor() / 2.0), "exact {exact}");
+        assert!(monotonicity_warnings(&probes, &req, &range, Find::Largest).is_empty());
+        // The same probes read as a `smallest` search contradict it.
+        assert!(!monotonicity_warnings(&probes, &req, &range, Find::Smallest).is_empty());
+        // Even the bottom fails: one probe, no answer.
+        let high = Range::parse("x=200..256", None).unwrap();
+        let (none, probes) = search(&high, Find::Largest, |v| Ok::<_, ()>(probe_of(v, f, &req))).unwrap();
         assert_eq!((none, probes.len()), (None, 1));
     }
 
     #[test]
     fn a_non_monotone_metric_is_reported() {
         let req = vec![Requirement::parse("recovery_time_s <= 20").unwrap()];
-        let probes = vec![synthetic(16, &req), synthetic(4, &req)]
+        let probes = vec![synthetic(16.0, &req), synthetic(4.0, &req)]
             .into_iter()
             .enumerate()
             .map(|(i, mut p)| {
-                p.value = i as i64 + 1; // 1 passes (t = 15), 2 fails (t = 60)
+                p.value = i as f64 + 1.0; // 1 passes (t = 15), 2 fails (t = 60)
                 p
             })
             .collect::<Vec<_>>();
-        let warnings = monotonicity_warnings(&probes, &req);
+        let range = Range::parse("x=1..2", None).unwrap();
+        let warnings = monotonicity_warnings(&probes, &req, &range, Find::Smallest);
         assert_eq!(warnings.len(), 2, "{warnings:?}");
         assert!(warnings[0].contains("1 meets every requirement but the larger 2"));
-        assert!(parse_vary("hop.api.workers=8..2").unwrap_err().contains("empty"));
-        assert_eq!(parse_vary("hop.api.workers=1..256").unwrap(), ("hop.api.workers".into(), 1, 256));
+        let warnings = monotonicity_warnings(&probes, &req, &range, Find::Largest);
+        assert!(warnings.is_empty(), "{warnings:?}");
     }
 }

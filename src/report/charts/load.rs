@@ -15,7 +15,9 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 mod cache;
+mod tenants;
 pub use cache::{cache_hops, draw_cache};
+pub use tenants::COLUMNS_MAX as TENANT_COLUMNS_MAX;
 
 /// Most points a line gets (longer series are averaged down).
 pub(super) const POINTS_MAX: usize = 1500;
@@ -194,15 +196,30 @@ where
         data.scenario, data.replications
     );
     let root = root.titled(&title, (FONT, 24))?;
-    let columns = series_of(&data.variants[0], scope).len();
+    // Many tenants: the busiest few keep a column, the rest are summed into "others".
+    let grouping = if scope == Scope::Tenants { tenants::grouping(data) } else { None };
+    let grid: Vec<Vec<tenants::Column>> = data
+        .variants
+        .iter()
+        .map(|v| match &grouping {
+            Some(g) => tenants::columns(v, g),
+            None => {
+                let scoped = |c: usize| match scope {
+                    Scope::Hops => v.hops.get(c).map(|h| &h.1),
+                    Scope::Tenants => v.tenants.get(c).map(|t| &t.1),
+                };
+                series_of(v, scope).iter().enumerate().map(|(c, s)| (s.clone(), scoped(c))).collect()
+            }
+        })
+        .collect();
+    let columns = grid[0].len();
     let (t_max, unit) = time_axis(data);
     // One y scale per column so the variants' loads compare at a glance.
     let y_max: Vec<f64> = (0..columns)
         .map(|c| {
-            let peak = data
-                .variants
+            let peak = grid
                 .iter()
-                .flat_map(|v| rate(&series_of(v, scope)[c], ATTEMPTS, data.bucket_s, unit))
+                .flat_map(|row| rate(&row[c].0, ATTEMPTS, data.bucket_s, unit))
                 .map(|p| p.1)
                 .fold(0.0, f64::max);
             let capacity = if scope == Scope::Hops { data.variants[0].capacity_per_s(c) } else { None };
@@ -220,15 +237,18 @@ where
     if capacity_drawn {
         key.push((Swatch::Dashed(BLACK.mix(1.0)), "capacity (workers ÷ mean service time)".to_string()));
     }
+    if let Some(g) = &grouping {
+        key.push((Swatch::Fill(WHITE.mix(0.0)), tenants::others_key(data, g)));
+    }
     key.extend(fault_key(data, None));
     key.extend(spike_key(data));
     let root = with_key(&root, &key)?;
     let panels = root.split_evenly((data.variants.len(), columns));
     for (i, v) in data.variants.iter().enumerate() {
-        for c in 0..columns {
+        for (c, column) in grid[i].iter().enumerate() {
             let panel = &panels[i * columns + c];
             let bottom_row = i + 1 == data.variants.len();
-            draw_panel(panel, data, v, i, scope, c, (t_max, y_max[c]), bottom_row)?;
+            draw_panel(panel, data, v, i, scope, (c, column), (t_max, y_max[c]), bottom_row)?;
         }
     }
     Ok(())
@@ -241,7 +261,7 @@ fn draw_panel<DB: DrawingBackend>(
     v: &VariantData,
     index: usize,
     scope: Scope,
-    column: usize,
+    (column, (series, scoped)): (usize, &tenants::Column),
     (t_max, y_max): (f64, f64),
     bottom_row: bool,
 ) -> DrawResult
@@ -250,15 +270,11 @@ where
 {
     let (_, unit) = time_axis(data);
     let colour = variant_colour(index);
-    let series = &series_of(v, scope)[column];
-    let scoped = match scope {
-        Scope::Hops => v.hops.get(column).map(|h| &h.1),
-        Scope::Tenants => v.tenants.get(column).map(|t| &t.1),
-    };
     let mean_of = |metric: Metric| scoped.and_then(|row| row.mean(metric));
     let capacity = if scope == Scope::Hops { v.capacity_per_s(column) } else { None };
     let mut caption = match scope {
         Scope::Hops => format!("{} · hop {}", v.label(), series.name),
+        Scope::Tenants if scoped.is_none() => format!("{} · {}", v.label(), series.name),
         Scope::Tenants => format!("{} · tenant {}", v.label(), series.name),
     };
     if let Some(peak) = mean_of(Metric::PeakAttemptsPerS) {
