@@ -55,14 +55,30 @@ pub fn after_trigger(series: &[HopBucket], spec: &RunShape, h: usize, capacity: 
     let first = (trigger_end.div_ceil(spec.bucket) as usize).min(series.len());
     let after = &series[first..];
     let peak = f64::from(after.iter().map(|b| b.attempts).max().unwrap_or(0)) / bucket_s;
-    let over =
-        capacity.map(|cap| after.iter().filter(|b| f64::from(b.attempts) / bucket_s > cap).count() as f64 * bucket_s);
+    let workers = spec.hops[h].workers;
+    let rate = |b: &HopBucket| f64::from(b.attempts) / bucket_s;
+    let over = capacity
+        .map(|cap| after.iter().filter(|b| rate(b) > bucket_capacity(cap, b, workers)).count() as f64 * bucket_s);
     AfterTrigger {
         peak_after_per_s: Some(peak),
-        peak_after_over_capacity: capacity.filter(|&c| c > 0.0).map(|cap| peak / cap),
+        peak_after_over_capacity: capacity
+            .filter(|&c| c > 0.0)
+            .map(|cap| after.iter().map(|b| rate(b) / bucket_capacity(cap, b, workers)).fold(0.0, f64::max)),
         time_over_capacity_after_s: over,
         backlog_peak,
         backlog_cleared_s: cleared_ns(series, spec, h, trigger_end).map(ns_to_secs),
+    }
+}
+
+/// The capacity (attempts/s) during bucket `b` of a hop whose capacity is `cap` with its
+/// starting `workers`: autoscaling moves the workers (over the replicas serving) at the bucket's
+/// end, which the capacity follows in proportion. A bucket with no workers recorded (a record
+/// built by hand) keeps `cap`.
+fn bucket_capacity(cap: f64, b: &HopBucket, workers: u32) -> f64 {
+    if b.workers == 0 || b.workers == workers {
+        cap
+    } else {
+        cap * f64::from(b.workers) / f64::from(workers)
     }
 }
 
@@ -76,11 +92,14 @@ fn cleared_ns(series: &[HopBucket], spec: &RunShape, h: usize, trigger_end: u64)
     let start = spec.first_trigger_start.unwrap_or(0);
     // A trigger may start after the last bucket (a fault scheduled past the run).
     let before = ((start / spec.bucket) as usize + 1).min(backlog.len());
-    let normal_backlog = backlog[..before].iter().copied().max().unwrap_or(0).max(i64::from(spec.hops[h].workers));
+    let workers = spec.hops[h].workers;
+    let normal_backlog = backlog[..before].iter().copied().max().unwrap_or(0).max(i64::from(workers));
     let normal_pending = pending[..before].iter().copied().max().unwrap_or(0);
+    // At boundary k the workers serving are those at the end of bucket k − 1 (autoscaling).
+    let serving = |k: usize| k.checked_sub(1).map_or(0, |i| i64::from(series[i].workers));
     let first = trigger_end.div_ceil(spec.bucket) as usize;
     (first..backlog.len())
-        .find(|&k| backlog[k] <= normal_backlog && pending[k] <= normal_pending)
+        .find(|&k| backlog[k] <= normal_backlog.max(serving(k)) && pending[k] <= normal_pending)
         .map(|k| (k as u64 * spec.bucket).saturating_sub(trigger_end))
 }
 

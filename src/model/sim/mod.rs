@@ -324,7 +324,7 @@ impl<'a> Simulation<'a> {
             .hops
             .iter()
             .enumerate()
-            .map(|(hop, h)| replicas::Lb::new(&h.replicas, bases[hop], seed, replication, hop))
+            .map(|(hop, h)| replicas::Lb::new(&h.replicas, h.replicas_at_start(), bases[hop], seed, replication, hop))
             .collect();
         let record = RunRecord {
             hops: spec
