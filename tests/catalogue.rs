@@ -3,6 +3,7 @@
 
 mod common;
 
+use retrystorm::metrics::balance::BALANCE_METRICS;
 use retrystorm::metrics::catalogue::{Metric, Scope};
 use retrystorm::metrics::pool::POOL_METRICS;
 use retrystorm::metrics::stats::StatRow;
@@ -12,17 +13,22 @@ fn assert_scope(row: &StatRow, scope: Scope, what: &str) {
 }
 
 /// `row` holds each metric of `catalogued` once and nothing else; pool metrics (issue 15) are
-/// produced exactly for hops with a connection pool, all together (`pool_metrics_…` below).
+/// produced exactly for hops with a connection pool, all together (`pool_metrics_…` below), and
+/// balance metrics for balanced hops (`balance_metrics_…`).
 fn assert_produced(row: &StatRow, catalogued: &[Metric], scope: &str, what: &str) {
     let produced: Vec<Metric> = row.iter().map(|(m, _)| *m).collect();
     for (i, m) in produced.iter().enumerate() {
         assert!(!produced[..i].contains(m), "{what}: `{m}` produced twice");
         assert!(catalogued.contains(m), "{what}: `{m}` is produced but not catalogued for {scope}");
     }
-    let pooled = POOL_METRICS.iter().any(|m| produced.contains(m));
+    for group in [POOL_METRICS, BALANCE_METRICS] {
+        let present = group.iter().any(|m| produced.contains(m));
+        for m in group.iter().filter(|m| catalogued.contains(m)) {
+            assert_eq!(produced.contains(m), present, "{what}: `{m}` and the others of {group:?} come together");
+        }
+    }
     for m in catalogued {
-        if POOL_METRICS.contains(m) {
-            assert_eq!(produced.contains(m), pooled, "{what}: `{m}` and the other pool metrics come together");
+        if POOL_METRICS.contains(m) || BALANCE_METRICS.contains(m) {
             continue;
         }
         assert!(produced.contains(m), "{what}: `{m}` is catalogued for {scope} but not produced");
@@ -42,6 +48,17 @@ fn pool_metrics_are_produced_exactly_for_hops_with_a_pool() {
                 "{}: only the server has a pool, hop {hop} has pool metrics: {has}",
                 v.name
             );
+        }
+    }
+}
+
+#[test]
+fn balance_metrics_are_produced_exactly_for_balanced_hops() {
+    let study = common::study("stability-lb-sinkholing", &["replications=2", "horizon=\"10s\""]);
+    for v in &study.variants {
+        for (hop, row) in &v.hops {
+            assert_scope(row, Scope::Hop, &format!("lb-sinkholing/{} hop {hop}", v.name));
+            assert_eq!(row.get(Metric::ReplicaShareMax).is_some(), hop == "servers", "{}: hop {hop}", v.name);
         }
     }
 }
