@@ -21,6 +21,8 @@ mod replicas;
 mod scoped;
 mod server;
 
+pub use replicas::replica_state_bytes;
+
 use super::arrivals::{first_requests, next_poisson, next_ramp};
 use super::budget::{BreakerState, BudgetState, FailureKind};
 use super::policy::{DeadlineMode, JitterState};

@@ -54,6 +54,12 @@ impl Health {
     }
 }
 
+/// Bytes one replica's state takes in a run (its `HopState` and the balancer's health record),
+/// for the memory estimate: a hop holds one per replica it may have (`autoscale.max`).
+pub fn replica_state_bytes() -> u64 {
+    (std::mem::size_of::<super::HopState>() + std::mem::size_of::<Health>()) as u64
+}
+
 impl Lb {
     pub(super) fn new(spec: &ReplicaSpec, active: u32, base: u32, seed: u64, replication: u64, hop: usize) -> Lb {
         let random = matches!(spec.balancer, Balancer::Random | Balancer::PowerOfTwo) && spec.count > 1;
