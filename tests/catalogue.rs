@@ -5,6 +5,7 @@ mod common;
 
 use retrystorm::metrics::balance::BALANCE_METRICS;
 use retrystorm::metrics::catalogue::{Metric, Scope};
+use retrystorm::metrics::objective::{MetricRef, Scoped};
 use retrystorm::metrics::pool::POOL_METRICS;
 use retrystorm::metrics::stats::StatRow;
 
@@ -60,6 +61,11 @@ fn balance_metrics_are_produced_exactly_for_balanced_hops() {
             assert_scope(row, Scope::Hop, &format!("lb-sinkholing/{} hop {hop}", v.name));
             assert_eq!(row.get(Metric::ReplicaShareMax).is_some(), hop == "servers", "{}: hop {hop}", v.name);
         }
+        // Usable in an objective or a requirement, as any hop metric.
+        let scoped = Scoped { global: &v.metrics, hops: &v.hops, tenants: &v.tenants };
+        let r = MetricRef::parse("hop.servers.replica_share_max").expect("a hop metric");
+        let share = r.stat(&scoped).expect("measured").mean.expect("a value");
+        assert!((1.0 / 3.0..=1.0).contains(&share), "{}: {share}", v.name);
     }
 }
 

@@ -117,4 +117,35 @@ mod tests {
         assert_eq!(backlog_levels(&series), vec![0, 4, 1, 0]);
         assert_eq!(pending_retry_levels(&series), vec![0, 2, 1, 0]);
     }
+
+    #[test]
+    fn the_load_after_the_trigger_is_compared_with_each_buckets_capacity() {
+        // 1 s buckets, trigger over [0, 1) s; the hop starts with 4 workers and 100/s capacity,
+        // autoscaling brings 8 (200/s) from bucket 2 on. Attempts/s after the trigger: 150, 150,
+        // 150: over the 100/s of bucket 1 only, not over the 200/s of buckets 2 and 3.
+        let spec = RunShape {
+            bucket: 1_000_000_000,
+            horizon: 4_000_000_000,
+            recovery_hold: 1_000_000_000,
+            trigger_end: Some(1_000_000_000),
+            first_trigger_start: Some(0),
+            hops: vec![super::super::HopShape { workers: 4, service_mean_ns: 4e7, service_mean_alone_ns: 4e7 }],
+            tenants: 1,
+        };
+        let bucket =
+            |attempts, workers, entered, left| HopBucket { attempts, workers, entered, left, ..HopBucket::default() };
+        // Backlog at the boundaries: 0, 6, 12, 10, 8.
+        let series = [bucket(0, 4, 6, 0), bucket(150, 4, 6, 0), bucket(150, 8, 0, 2), bucket(150, 8, 0, 2)];
+        let after = after_trigger(&series, &spec, 0, Some(100.0));
+        assert_eq!(after.time_over_capacity_after_s, Some(1.0));
+        assert_eq!(after.peak_after_over_capacity, Some(1.5), "150/s over bucket 1's 100/s");
+        // Pre-trigger normal level: max(0, 4 workers) = 4; at boundary 4 the backlog (8) is
+        // within the 8 workers serving at the end of bucket 3: cleared 3 s after the trigger.
+        assert_eq!(after.backlog_cleared_s, Some(3.0));
+        // Without the workers recorded (0), the starting capacity holds throughout.
+        let fixed: Vec<HopBucket> = series.iter().map(|b| HopBucket { workers: 0, ..*b }).collect();
+        let after = after_trigger(&fixed, &spec, 0, Some(100.0));
+        assert_eq!(after.time_over_capacity_after_s, Some(3.0));
+        assert_eq!(after.backlog_cleared_s, None, "8 > 4 workers at every boundary after the trigger");
+    }
 }
