@@ -121,7 +121,7 @@ pub(super) fn replicas(
             ("outlier_detection", outlier.is_some()),
         ];
         if let Some((field, _)) = single.iter().find(|(_, set)| *set) {
-            let why = "has no effect on a hop with one replica (nothing to balance or take out of rotation); set replicas = 2 or more (or autoscale the replicas), or remove it";
+            let why = "has no effect on a hop with one replica (nothing to balance or take out of rotation); set replicas = 2 or more, or remove it";
             return Err(Invalid::at(&at(field), why));
         }
     }
