@@ -3,7 +3,9 @@
 
 mod common;
 
+use retrystorm::metrics::balance::BALANCE_METRICS;
 use retrystorm::metrics::catalogue::{Metric, Scope};
+use retrystorm::metrics::objective::{MetricRef, Scoped};
 use retrystorm::metrics::pool::POOL_METRICS;
 use retrystorm::metrics::stats::StatRow;
 
@@ -12,17 +14,22 @@ fn assert_scope(row: &StatRow, scope: Scope, what: &str) {
 }
 
 /// `row` holds each metric of `catalogued` once and nothing else; pool metrics (issue 15) are
-/// produced exactly for hops with a connection pool, all together (`pool_metrics_…` below).
+/// produced exactly for hops with a connection pool, all together (`pool_metrics_…` below), and
+/// balance metrics for balanced hops (`balance_metrics_…`).
 fn assert_produced(row: &StatRow, catalogued: &[Metric], scope: &str, what: &str) {
     let produced: Vec<Metric> = row.iter().map(|(m, _)| *m).collect();
     for (i, m) in produced.iter().enumerate() {
         assert!(!produced[..i].contains(m), "{what}: `{m}` produced twice");
         assert!(catalogued.contains(m), "{what}: `{m}` is produced but not catalogued for {scope}");
     }
-    let pooled = POOL_METRICS.iter().any(|m| produced.contains(m));
+    for group in [POOL_METRICS, BALANCE_METRICS] {
+        let present = group.iter().any(|m| produced.contains(m));
+        for m in group.iter().filter(|m| catalogued.contains(m)) {
+            assert_eq!(produced.contains(m), present, "{what}: `{m}` and the others of {group:?} come together");
+        }
+    }
     for m in catalogued {
-        if POOL_METRICS.contains(m) {
-            assert_eq!(produced.contains(m), pooled, "{what}: `{m}` and the other pool metrics come together");
+        if POOL_METRICS.contains(m) || BALANCE_METRICS.contains(m) {
             continue;
         }
         assert!(produced.contains(m), "{what}: `{m}` is catalogued for {scope} but not produced");
@@ -43,6 +50,22 @@ fn pool_metrics_are_produced_exactly_for_hops_with_a_pool() {
                 v.name
             );
         }
+    }
+}
+
+#[test]
+fn balance_metrics_are_produced_exactly_for_balanced_hops() {
+    let study = common::study("stability-lb-sinkholing", &["replications=2", "horizon=\"10s\""]);
+    for v in &study.variants {
+        for (hop, row) in &v.hops {
+            assert_scope(row, Scope::Hop, &format!("lb-sinkholing/{} hop {hop}", v.name));
+            assert_eq!(row.get(Metric::ReplicaShareMax).is_some(), hop == "servers", "{}: hop {hop}", v.name);
+        }
+        // Usable in an objective or a requirement, as any hop metric.
+        let scoped = Scoped { global: &v.metrics, hops: &v.hops, tenants: &v.tenants };
+        let r = MetricRef::parse("hop.servers.replica_share_max").expect("a hop metric");
+        let share = r.stat(&scoped).expect("measured").mean.expect("a value");
+        assert!((1.0 / 3.0..=1.0).contains(&share), "{}: {share}", v.name);
     }
 }
 

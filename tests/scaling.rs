@@ -1,7 +1,8 @@
 //! Load-dependent latency and autoscaling (issue 15) against exact arithmetic and queueing
 //! theory: the multiplier applied at a known utilisation, an M/M/1 whose service rate the
 //! multiplier divides, and the target-tracking controller's timeline on deterministic
-//! closed-loop scenarios whose utilisation is known at every instant.
+//! closed-loop scenarios whose utilisation is known at every instant — of workers, and of
+//! replicas behind the balancer (a scale-down drains the removed replicas, dropping nothing).
 
 mod common;
 use common::*;
@@ -193,4 +194,163 @@ autoscale = { target = 0.5, evaluation_period = "10s", scale_up_delay = "30s", m
     let v = &study.variants[0];
     assert_eq!(values(hop_metric(v, "api", "workers_peak")), vec![10.0]);
     assert_eq!(values(hop_metric(v, "api", "worker_seconds")), vec![940.0]);
+}
+
+// Autoscaling of replicas (`unit = "replicas"`).
+
+fn refused(text: &str) -> String {
+    match Scenario::from_source("inline.toml", text, &[]) {
+        Ok(_) => panic!("accepted:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Attempts the balancer sent replica `replica` of hop 0 over buckets `from..to`.
+fn routed(r: &RunRecord, replica: u32, from: usize, to: usize) -> u64 {
+    let rec = r.replicas.iter().find(|x| x.hop == 0 && x.replica == replica).expect("replica record");
+    rec.series[from..to].iter().map(|b| u64::from(b.attempts)).sum()
+}
+
+#[test]
+fn replicas_scale_up_after_the_evaluation_period_and_the_provisioning_delay() {
+    // 8 clients on 2 replicas of 1 worker × 100 ms: utilisation is exactly 1 until 8 replicas
+    // serve. Target 0.5, decisions every 10 s, 30 s to provision, at most 10 replicas — the
+    // timeline of tests/scaling.rs's worker test, in replicas:
+    //   t = 10: desired ⌈2 × 1 / 0.5⌉ = 4 → serving at 40; t = 40: 8 → serving at 70;
+    //   t = 70: 16 clamped to 10 → serving at 100; then u = 0.8 → desired 16 → 10: no change.
+    for balancer in ["least_connections", "round_robin", "random", "power_of_two"] {
+        let hop = format!(
+            r#"workers = 1
+replicas = 2
+balancer = "{balancer}"
+autoscale = {{ target = 0.5, evaluation_period = "10s", scale_up_delay = "30s", scale_down_cooldown = "25s", max = 10 }}"#
+        );
+        let s = inline(&closed_loop(8, &hop));
+        assert_eq!(s.base.hops[0].replicas.count, 10, "{balancer}: every replica up to max is allocated");
+        let r = run(&s.base, s.seed, 0);
+        for (t, w) in [(0, 2), (39, 2), (40, 4), (69, 4), (70, 8), (99, 8), (100, 10), (149, 10)] {
+            assert_eq!(r.hop_series[0][t].workers, w, "{balancer}: workers (= replicas) at the end of second {t}");
+        }
+        let c = &r.hops[0];
+        assert_eq!((c.workers_peak, c.scale_ups), (10, 3), "{balancer}");
+        assert_eq!(c.worker_ns, 940 * 1_000_000_000, "{balancer}: 2 × 40 + 4 × 30 + 8 × 30 + 10 × 50 replica-seconds");
+        // The balancer routes only to the active replicas: replica 2 gets its first attempt once
+        // 4 serve (at 40 s), replicas 8 and 9 once 10 serve (at 100 s).
+        assert_eq!(routed(&r, 2, 0, 40), 0, "{balancer}: replica 2 before it serves");
+        assert!(routed(&r, 2, 40, 150) > 0, "{balancer}: replica 2 after it serves");
+        assert_eq!(routed(&r, 7, 0, 70), 0, "{balancer}: replica 7 before it serves");
+        assert!(routed(&r, 7, 70, 150) > 0, "{balancer}: replica 7 after it serves");
+        // (Least connections never needs replicas 8 and 9 for 8 clients: a freed lower replica
+        // ties at 0 and wins.)
+        assert_eq!(routed(&r, 9, 0, 100), 0, "{balancer}: replica 9 before it serves");
+        // Throughput follows capacity: 2 replicas serve 20/s; with 10, least connections gives
+        // each of the 8 clients a replica of its own: 80/s (random choices collide).
+        assert_eq!(r.hop_series[0][20].successes, 20, "{balancer}");
+        if balancer == "least_connections" {
+            assert_eq!(r.hop_series[0][120].successes, 80);
+        }
+    }
+}
+
+#[test]
+fn a_scale_down_drains_the_removed_replicas_and_drops_nothing() {
+    // One closed-loop client (1 s service, 2.2 s think) on 4 round-robin replicas of 1 worker:
+    // requests at 0, 3.2, 6.4 and 9.6 s go to replicas 0, 1, 2 and 3. Over [0, 10) the
+    // utilisation is 3.4 s ÷ 40 worker-s = 0.085, so the tick at 10 s (cooldown 5 s) wants
+    // ⌈4 × 0.085 / 0.5⌉ = 1 replica while replica 3 still serves until 10.6 s: it drains (its
+    // reply arrives), and no new request goes to replicas 1 to 3. One replica then stays enough
+    // (u = 1 ÷ 3.2 < 0.5).
+    let text = r#"
+name = "drain"
+seed = 9
+horizon = "30s"
+bucket = "1s"
+[[tenant]]
+name = "t"
+clients = 1
+arrival = { kind = "closed", start = "0s", spread = "0s", think = "2200ms" }
+policy = "once"
+[policy.once]
+jitter = "none"
+max_attempts = 1
+[[hop]]
+name = "api"
+workers = 1
+replicas = 4
+balancer = "round_robin"
+service = { dist = "constant", mean = "1s" }
+autoscale = { target = 0.5, evaluation_period = "10s", scale_up_delay = "0s", scale_down_cooldown = "5s", min = 1, max = 4 }
+"#;
+    let s = inline(text);
+    let r = run(&s.base, s.seed, 0);
+    let t = &r.tenants[0];
+    assert_eq!((t.succeeded, t.dlq), (t.requests, 0), "nothing is dropped");
+    assert_eq!((r.hop_series[0][9].workers, r.hop_series[0][10].workers), (4, 1));
+    assert_eq!(r.hop_series[0][29].workers, 1);
+    let rec = |replica: u32| r.replicas.iter().find(|x| x.replica == replica).expect("record");
+    assert_eq!(rec(3).series[9].attempts, 1, "the request of 9.6 s went to replica 3");
+    assert_eq!(rec(3).series[10].successes, 1, "replica 3 finished it after the scale-down");
+    for replica in 1..4 {
+        assert_eq!(routed(&r, replica, 10, r.hop_series[0].len()), 0, "replica {replica} after the scale-down");
+    }
+    assert!(routed(&r, 0, 10, 30) >= 6, "the client's later requests all go to replica 0");
+    assert_eq!(r.hops[0].worker_ns, (4 * 10 + 20) * 1_000_000_000, "replica-seconds");
+}
+
+#[test]
+fn the_capacity_series_and_metrics_count_workers_times_replicas() {
+    // A fixed 3-replica hop of 4 workers: the workers column is the hop's capacity, 12, and so
+    // are workers_peak and worker_seconds (12 × the horizon).
+    let s = inline(&closed_loop(2, "workers = 4\nreplicas = 3\nbalancer = \"round_robin\""));
+    let study = retrystorm::runner::run_study(&s, &s.run_variants(), &retrystorm::runner::RunOptions::default());
+    let v = &study.variants[0];
+    assert!(v.hop_series[0].rows.iter().all(|r| r[WORKERS_COLUMN] == 12.0));
+    assert_eq!(values(hop_metric(v, "api", "workers_peak")), vec![12.0]);
+    assert_eq!(values(hop_metric(v, "api", "worker_seconds")), vec![12.0 * 150.0]);
+}
+
+#[test]
+fn validation_names_the_field_the_value_and_the_fix() {
+    let with = |hop: &str| closed_loop(1, hop);
+    let cases = [
+        (
+            "workers = 2\nreplicas = 3\nautoscale = { target = 0.5, max = 6, unit = \"workers\" }",
+            &["hop.api.autoscale.unit", "\"workers\"", "replicas = 3", "unit = \"replicas\""][..],
+        ),
+        (
+            "workers = 2\nreplicas = 3\nautoscale = { target = 0.5, max = 6, unit = \"pods\" }",
+            &["hop.api.autoscale.unit", "pods", "replicas, workers"][..],
+        ),
+        (
+            "workers = 2\nreplicas = 3\nautoscale = { target = 0.5, max = 6, step = 2 }",
+            &["hop.api.autoscale.step", "is 2", "remove step"][..],
+        ),
+        (
+            "workers = 2\nreplicas = 3\nautoscale = { target = 0.5, min = 4, max = 6 }",
+            &["hop.api.autoscale", "replicas = 3", "[4, 6]", "4..=6"][..],
+        ),
+        (
+            "workers = 2\nreplicas = 3\nautoscale = { target = 0.5, max = 1001 }",
+            &["hop.api.autoscale.max", "1001", "between 1 and 1000"][..],
+        ),
+        (
+            "workers = 20000\nreplicas = 3\nautoscale = { target = 0.5, max = 1000 }",
+            &["hop.api.autoscale.max", "1000 replicas with 20000 workers", "at most 10000000"][..],
+        ),
+    ];
+    for (hop, needles) in cases {
+        let e = refused(&with(hop));
+        for n in needles {
+            assert!(e.contains(n), "`{n}` missing from: {e}");
+        }
+    }
+    // A balancer on a one-replica hop is refused, unless autoscaling may add replicas.
+    let e = refused(&with("workers = 1\nbalancer = \"random\""));
+    assert!(e.contains("hop.api.balancer"), "{e}");
+    let s =
+        inline(&with("workers = 1\nbalancer = \"random\"\nautoscale = { unit = \"replicas\", target = 0.5, max = 4 }"));
+    assert_eq!((s.base.hops[0].replicas.count, s.base.hops[0].replicas_at_start()), (4, 1));
+    // Without `unit`, a one-replica hop scales its workers, as before.
+    let s = inline(&with("workers = 4\nautoscale = { target = 0.5, max = 8 }"));
+    assert_eq!(s.base.hops[0].replicas.count, 1);
 }

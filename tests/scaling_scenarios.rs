@@ -4,7 +4,7 @@
 
 mod common;
 use common::*;
-use retrystorm::runner::{Study, VariantResult};
+use retrystorm::runner::{Study, VariantResult, WORKERS_COLUMN};
 
 fn variant<'a>(study: &'a Study, name: &str) -> &'a VariantResult {
     study.variants.iter().find(|v| v.name == name).unwrap_or_else(|| panic!("no variant {name}"))
@@ -154,4 +154,37 @@ fn autoscaling_catches_the_herd_only_when_provisioning_beats_the_storm() {
         values(metric(variant(&s, "autoscale-5s-full-jitter"), "success_ratio")),
         values(metric(variant(&s, "full-jitter"), "success_ratio"))
     );
+}
+
+#[test]
+fn system_autoscaled_replicas_catch_the_surge_and_recover_faster_than_three_fixed() {
+    // scenarios/system.toml: 3 api replicas behind least connections (autoscaled 2–10), a cache
+    // in front of a database with a pool of 20, a surge from 1,200/s to 4,000/s over [30, 60) s.
+    let s = study("system", &[]);
+    let hop = |v: &str, m: &str| values(hop_metric(variant(&s, v), "api", m));
+    let workers = |v: &str, t: usize| variant(&s, v).hop_series[0].rows[t][WORKERS_COLUMN];
+    for (auto, fixed) in [("autoscaled", "fixed"), ("autoscaled-jitter", "fixed-jitter")] {
+        // The fixed variant keeps 3 replicas of 8 workers; the autoscaled one adds replicas
+        // during the surge, in every replication, and more than doubles its capacity by its end.
+        assert!((0..150).all(|t| workers(fixed, t) == 24.0), "{fixed}: 3 × 8 workers throughout");
+        assert!(hop(auto, "workers_peak").iter().all(|&w| w > 48.0), "{auto}: {:?}", hop(auto, "workers_peak"));
+        assert!(workers(auto, 59) > 2.0 * workers(auto, 29), "{auto}: capacity at the surge's end");
+        let after = hop(auto, "scale_up_after_trigger_s");
+        assert!(after.iter().all(|&a| a > 0.0 && a < 30.0), "{auto}: a scale-up serves within the surge: {after:?}");
+        // It recovers sooner (95% interval of the paired difference above 0) and more requests
+        // succeed, at the cost of more worker-seconds.
+        let (lo, _) = paired(&s, fixed, auto, "recovery_time_s");
+        assert!(lo > 0.0, "{auto} vs {fixed}: recovery gain interval starts at {lo}");
+        let (lo, _) = paired(&s, auto, fixed, "success_ratio");
+        assert!(lo > 0.05, "{auto} vs {fixed}: success gain interval starts at {lo}");
+        assert!(hop(auto, "worker_seconds")[0] > hop(fixed, "worker_seconds")[0]);
+        // Per-replica rows: the fixed hop has its 3 replicas; the autoscaled one all 10 it may
+        // have, and a replica beyond the first three served attempts in every replication.
+        let names = |v: &str| variant(&s, v).replicas.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+        assert_eq!(names(fixed), ["api[0]", "api[1]", "api[2]"]);
+        assert_eq!(names(auto).len(), 10);
+        let fourth = &variant(&s, auto).replicas[3].1;
+        let routed = values(fourth.get(catalogued("attempts")).expect("attempts of api[3]"));
+        assert!(routed.iter().all(|&a| a > 0.0), "{auto}: api[3] attempts {routed:?}");
+    }
 }

@@ -55,14 +55,30 @@ pub fn after_trigger(series: &[HopBucket], spec: &RunShape, h: usize, capacity: 
     let first = (trigger_end.div_ceil(spec.bucket) as usize).min(series.len());
     let after = &series[first..];
     let peak = f64::from(after.iter().map(|b| b.attempts).max().unwrap_or(0)) / bucket_s;
-    let over =
-        capacity.map(|cap| after.iter().filter(|b| f64::from(b.attempts) / bucket_s > cap).count() as f64 * bucket_s);
+    let workers = spec.hops[h].workers;
+    let rate = |b: &HopBucket| f64::from(b.attempts) / bucket_s;
+    let over = capacity
+        .map(|cap| after.iter().filter(|b| rate(b) > bucket_capacity(cap, b, workers)).count() as f64 * bucket_s);
     AfterTrigger {
         peak_after_per_s: Some(peak),
-        peak_after_over_capacity: capacity.filter(|&c| c > 0.0).map(|cap| peak / cap),
+        peak_after_over_capacity: capacity
+            .filter(|&c| c > 0.0)
+            .map(|cap| after.iter().map(|b| rate(b) / bucket_capacity(cap, b, workers)).fold(0.0, f64::max)),
         time_over_capacity_after_s: over,
         backlog_peak,
         backlog_cleared_s: cleared_ns(series, spec, h, trigger_end).map(ns_to_secs),
+    }
+}
+
+/// The capacity (attempts/s) during bucket `b` of a hop whose capacity is `cap` with its
+/// starting `workers`: autoscaling moves the workers (over the replicas serving) at the bucket's
+/// end, which the capacity follows in proportion. A bucket with no workers recorded (a record
+/// built by hand) keeps `cap`.
+fn bucket_capacity(cap: f64, b: &HopBucket, workers: u32) -> f64 {
+    if b.workers == 0 || b.workers == workers {
+        cap
+    } else {
+        cap * f64::from(b.workers) / f64::from(workers)
     }
 }
 
@@ -76,11 +92,14 @@ fn cleared_ns(series: &[HopBucket], spec: &RunShape, h: usize, trigger_end: u64)
     let start = spec.first_trigger_start.unwrap_or(0);
     // A trigger may start after the last bucket (a fault scheduled past the run).
     let before = ((start / spec.bucket) as usize + 1).min(backlog.len());
-    let normal_backlog = backlog[..before].iter().copied().max().unwrap_or(0).max(i64::from(spec.hops[h].workers));
+    let workers = spec.hops[h].workers;
+    let normal_backlog = backlog[..before].iter().copied().max().unwrap_or(0).max(i64::from(workers));
     let normal_pending = pending[..before].iter().copied().max().unwrap_or(0);
+    // At boundary k the workers serving are those at the end of bucket k − 1 (autoscaling).
+    let serving = |k: usize| k.checked_sub(1).map_or(0, |i| i64::from(series[i].workers));
     let first = trigger_end.div_ceil(spec.bucket) as usize;
     (first..backlog.len())
-        .find(|&k| backlog[k] <= normal_backlog && pending[k] <= normal_pending)
+        .find(|&k| backlog[k] <= normal_backlog.max(serving(k)) && pending[k] <= normal_pending)
         .map(|k| (k as u64 * spec.bucket).saturating_sub(trigger_end))
 }
 
@@ -97,5 +116,36 @@ mod tests {
         let series = [flows(5, 1, 2, 0), flows(0, 3, 0, 1), flows(2, 3, 0, 1)];
         assert_eq!(backlog_levels(&series), vec![0, 4, 1, 0]);
         assert_eq!(pending_retry_levels(&series), vec![0, 2, 1, 0]);
+    }
+
+    #[test]
+    fn the_load_after_the_trigger_is_compared_with_each_buckets_capacity() {
+        // 1 s buckets, trigger over [0, 1) s; the hop starts with 4 workers and 100/s capacity,
+        // autoscaling brings 8 (200/s) from bucket 2 on. Attempts/s after the trigger: 150, 150,
+        // 150: over the 100/s of bucket 1 only, not over the 200/s of buckets 2 and 3.
+        let spec = RunShape {
+            bucket: 1_000_000_000,
+            horizon: 4_000_000_000,
+            recovery_hold: 1_000_000_000,
+            trigger_end: Some(1_000_000_000),
+            first_trigger_start: Some(0),
+            hops: vec![super::super::HopShape { workers: 4, service_mean_ns: 4e7, service_mean_alone_ns: 4e7 }],
+            tenants: 1,
+        };
+        let bucket =
+            |attempts, workers, entered, left| HopBucket { attempts, workers, entered, left, ..HopBucket::default() };
+        // Backlog at the boundaries: 0, 6, 12, 10, 8.
+        let series = [bucket(0, 4, 6, 0), bucket(150, 4, 6, 0), bucket(150, 8, 0, 2), bucket(150, 8, 0, 2)];
+        let after = after_trigger(&series, &spec, 0, Some(100.0));
+        assert_eq!(after.time_over_capacity_after_s, Some(1.0));
+        assert_eq!(after.peak_after_over_capacity, Some(1.5), "150/s over bucket 1's 100/s");
+        // Pre-trigger normal level: max(0, 4 workers) = 4; at boundary 4 the backlog (8) is
+        // within the 8 workers serving at the end of bucket 3: cleared 3 s after the trigger.
+        assert_eq!(after.backlog_cleared_s, Some(3.0));
+        // Without the workers recorded (0), the starting capacity holds throughout.
+        let fixed: Vec<HopBucket> = series.iter().map(|b| HopBucket { workers: 0, ..*b }).collect();
+        let after = after_trigger(&fixed, &spec, 0, Some(100.0));
+        assert_eq!(after.time_over_capacity_after_s, Some(3.0));
+        assert_eq!(after.backlog_cleared_s, None, "8 > 4 workers at every boundary after the trigger");
     }
 }

@@ -213,6 +213,8 @@ catalogue! {
     PoolQueueFull: "pool_queue_full", "pool queue full", "pool full", "calls refused because the pool's wait queue was full (hops with a pool)", Count, Lower, H, "no value";
     WorkersPeak: "workers_peak", "peak workers", "workers", "most workers serving at once (autoscaling)", Count, Neither, H, "no value";
     WorkerSeconds: "worker_seconds", "worker-seconds", "worker·s", "workers integrated over the traffic window (the capacity's cost)", Count, Lower, H, "no value";
+    ReplicaShareMax: "replica_share_max", "largest replica share", "max share", "largest share of the hop's attempts one replica took (1 ÷ replicas when even; balanced hops)", Share, Lower, H, "no attempt";
+    ReplicaOutOfRotationSMax: "replica_out_of_rotation_s_max", "longest out of rotation (s)", "max out s", "longest time one replica was out of the balancer's rotation (balanced hops)", Seconds, Neither, H, "no value";
     ScaleUps: "scale_ups", "scale-ups", "ups", "launched capacity units that came online", Count, Neither, H, "no value";
     ScaleUpAfterTriggerS: "scale_up_after_trigger_s", "first scale-up after trigger (s)", "up s", "time from the trigger's start until added capacity served", Seconds, Lower, H, "no scale-up after a trigger";
     CacheHits: "cache_hits", "cache hits", "hits", "cache lookups answered from a live entry", Count, Higher, H, "no value";

@@ -2,6 +2,7 @@
 //! across replications.
 
 pub mod after;
+pub mod balance;
 pub mod catalogue;
 pub mod goodput;
 pub mod objective;

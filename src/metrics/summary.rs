@@ -175,6 +175,7 @@ fn hop_row(record: &RunRecord, spec: &RunShape, h: usize, requests: u64) -> Metr
     if let Some(pool) = &c.pool {
         row.extend(super::pool::pool_rows(pool));
     }
+    row.extend(super::balance::balance_rows(&record.replicas, h));
     row.extend(super::goodput::hop_rows(c, spec));
     row
 }

@@ -1,9 +1,9 @@
 //! Autoscaling of a hop's capacity by target tracking (`autoscale = { … }` on a hop).
 //!
-//! Capacity is counted in *units* of `step` workers. Today a unit is a group of `step` workers
-//! of the hop's single pool; when a hop is split into replicas, a unit maps to one replica
-//! (`step` = the replica's workers) and the controller below is unchanged: it only decides how
-//! many units serve. The rule (docs/MODEL.md, "Autoscaling"):
+//! Capacity is counted in *units* of `step` workers ([`ScaleUnit`]): a group of `step` workers
+//! of the hop's single pool (`unit = "workers"`), or one replica behind the hop's balancer
+//! (`unit = "replicas"`, `step` = the replica's workers). The controller below is the same for
+//! both: it only decides how many units serve. The rule (docs/MODEL.md, "Autoscaling"):
 //!
 //! - every `evaluation_period` the metric's time average over the period is read: utilisation
 //!   (∫busy workers ÷ ∫workers) or queue length per unit (∫queued ÷ ∫units);
@@ -38,6 +38,29 @@ impl ScaleMetric {
     }
 }
 
+/// What one unit of capacity is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScaleUnit {
+    /// `step` workers of the hop's one pool (one replica).
+    Workers,
+    /// One replica behind the hop's balancer, with its own workers and queue; a removed replica
+    /// drains (serves what it holds) but gets no new work.
+    Replicas,
+}
+
+/// The unit names, for validation messages.
+pub const SCALE_UNITS: [&str; 2] = ["replicas", "workers"];
+
+impl ScaleUnit {
+    /// The name in the scenario format.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScaleUnit::Workers => "workers",
+            ScaleUnit::Replicas => "replicas",
+        }
+    }
+}
+
 /// A validated target-tracking rule.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AutoscaleSpec {
@@ -57,6 +80,10 @@ pub struct AutoscaleSpec {
     pub max_units: u32,
     /// Workers per unit.
     pub step: u32,
+    /// What a unit is.
+    pub unit: ScaleUnit,
+    /// Units serving at the start.
+    pub initial_units: u32,
 }
 
 impl AutoscaleSpec {
@@ -72,11 +99,14 @@ impl AutoscaleSpec {
 
     /// One line for reports.
     pub fn words(&self) -> String {
+        let unit = match self.unit {
+            ScaleUnit::Workers => format!("{} workers", self.step),
+            ScaleUnit::Replicas => format!("replicas of {} workers", self.step),
+        };
         format!(
-            "autoscaled {}–{} × {} workers on {} {} (every {}, +{} provisioning, {} cooldown)",
+            "autoscaled {}–{} × {unit} on {} {} (every {}, +{} provisioning, {} cooldown)",
             self.min_units,
             self.max_units,
-            self.step,
             self.metric.name(),
             self.target,
             crate::engine::time::duration_words(self.evaluation_period),
@@ -100,6 +130,8 @@ mod tests {
             min_units: 2,
             max_units: 10,
             step: 4,
+            unit: ScaleUnit::Workers,
+            initial_units: 2,
         }
     }
 

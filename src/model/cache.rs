@@ -124,6 +124,15 @@ pub enum Lookup {
 }
 
 impl Store {
+    /// Upper bound of the bytes a store for `keys` keys holding at most `capacity` entries
+    /// allocates: the key index, and the entry slots and free list (at most one per key, and
+    /// up to twice the entries a `Vec` holds while it grows). For the memory estimate.
+    pub fn bytes_bound(keys: u32, capacity: u32) -> u64 {
+        let entries = u64::from(capacity.min(keys));
+        u64::from(keys) * std::mem::size_of::<u32>() as u64
+            + 2 * entries * (std::mem::size_of::<Entry>() + std::mem::size_of::<u32>()) as u64
+    }
+
     /// An empty store for keys `0..keys` holding at most `capacity` entries.
     pub fn new(keys: u32, capacity: u32, eviction: Eviction) -> Store {
         Store {

@@ -17,7 +17,7 @@ pub mod sim;
 pub mod spec;
 pub mod trace;
 
-pub use autoscale::{AutoscaleSpec, ScaleMetric};
+pub use autoscale::{AutoscaleSpec, ScaleMetric, ScaleUnit};
 pub use budget::{BreakerSpec, BudgetKind, BudgetSpec, Scope};
 pub use dist::Dist;
 pub use fault::{Fault, FaultKind};

@@ -90,10 +90,11 @@ impl ReplicaSpec {
         self.health_check.is_some() || self.outlier.is_some()
     }
 
-    /// Replicas that may be ejected at the same time: `max_ejection_percent` of the count,
-    /// rounded down, but at least one (Envoy ejects one host whatever the percentage).
-    pub fn max_ejected(&self) -> u32 {
-        self.outlier.map_or(0, |o| ((o.max_ejection_percent / 100.0 * f64::from(self.count)).floor() as u32).max(1))
+    /// Replicas that may be ejected at the same time out of `replicas` serving (the count, or
+    /// fewer under autoscaling): `max_ejection_percent` of them, rounded down, but at least one
+    /// (Envoy ejects one host whatever the percentage).
+    pub fn max_ejected(&self, replicas: u32) -> u32 {
+        self.outlier.map_or(0, |o| ((o.max_ejection_percent / 100.0 * f64::from(replicas)).floor() as u32).max(1))
     }
 }
 
@@ -114,7 +115,8 @@ mod tests {
         };
         let spec = |count| ReplicaSpec { count, outlier: Some(outlier), ..ReplicaSpec::default() };
         // 10% of 3 is 0.3: Envoy still ejects one; of 25, two; of 100, ten.
-        assert_eq!([spec(3), spec(25), spec(100)].map(|s| s.max_ejected()), [1, 2, 10]);
-        assert_eq!(ReplicaSpec::default().max_ejected(), 0);
+        assert_eq!([spec(3), spec(25), spec(100)].map(|s| s.max_ejected(s.count)), [1, 2, 10]);
+        assert_eq!(spec(100).max_ejected(30), 3, "of the replicas serving (autoscaling)");
+        assert_eq!(ReplicaSpec::default().max_ejected(1), 0);
     }
 }

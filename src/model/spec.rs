@@ -126,10 +126,23 @@ pub struct HopSpec {
     pub pool: Option<super::graph::PoolSpec>,
     /// Service time × a function of utilisation (issue 15; `model::load_latency`).
     pub load_latency: Option<super::load_latency::LoadLatency>,
-    /// Target-tracking autoscaling of `workers` (issue 15; `model::autoscale`).
+    /// Target-tracking autoscaling of `workers` or of the replicas (issue 15; `model::autoscale`).
+    /// With `unit = replicas`, [`HopSpec::replicas`]' count is the most replicas (`max`): every
+    /// one has its state from the start, and [`HopSpec::replicas_at_start`] of them serve.
     pub autoscale: Option<super::autoscale::AutoscaleSpec>,
     /// `kind = "cache"`: a cache in front of the next hop (its backend).
     pub cache: Option<super::cache::CacheSpec>,
+}
+
+impl HopSpec {
+    /// Replicas serving at the start: the `replicas` of the file (the count, unless autoscaling
+    /// of replicas allocated more).
+    pub fn replicas_at_start(&self) -> u32 {
+        match &self.autoscale {
+            Some(a) if a.unit == super::autoscale::ScaleUnit::Replicas => a.initial_units,
+            _ => self.replicas.count,
+        }
+    }
 }
 
 /// Everything a run needs, validated: nothing here can fail at run time.
@@ -244,7 +257,7 @@ impl SimSpec {
                     let (full, alone) =
                         h.load_latency.map_or((1.0, 1.0), |l| (l.factor(1.0), l.factor_at(1, h.workers)));
                     HopShape {
-                        workers: h.workers * h.replicas.count,
+                        workers: h.workers * h.replicas_at_start(),
                         service_mean_ns: h.service.mean_ns(h.workers) * full,
                         service_mean_alone_ns: h.service.mean_ns(1) * alone,
                     }

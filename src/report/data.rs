@@ -404,11 +404,21 @@ fn fault_summary(kind: &FaultKind) -> String {
 
 /// "3 replicas behind least_connections, health checks every 1 s, outlier ejection after 5
 /// errors" (None for a hop with one replica).
-fn replica_words(r: &crate::model::ReplicaSpec) -> Option<String> {
+fn replica_words(h: &crate::model::HopSpec) -> Option<String> {
+    let r = &h.replicas;
     if r.count == 1 {
         return None;
     }
-    let mut words = format!("{} replicas behind {}", r.count, r.balancer.name());
+    let mut words = match &h.autoscale {
+        Some(a) if a.unit == crate::model::ScaleUnit::Replicas => format!(
+            "{} replicas (autoscaled {}–{}) behind {}",
+            a.initial_units,
+            a.min_units,
+            a.max_units,
+            r.balancer.name()
+        ),
+        _ => format!("{} replicas behind {}", r.count, r.balancer.name()),
+    };
     if let Some(c) = r.health_check {
         words.push_str(&format!(", health checks every {}", duration_words(c.interval)));
     }
@@ -444,7 +454,7 @@ pub fn setup_of(spec: &SimSpec) -> Setup {
             .iter()
             .map(|h| {
                 let service_s = ns_f64_to_secs(h.service.mean_ns(h.workers));
-                let workers = h.workers * h.replicas.count;
+                let workers = h.workers * h.replicas_at_start();
                 HopInfo {
                     name: h.name.clone(),
                     workers: h.workers,
@@ -453,7 +463,7 @@ pub fn setup_of(spec: &SimSpec) -> Setup {
                     capacity_per_s: (service_s > 0.0 && h.cache.is_none()).then(|| f64::from(workers) / service_s),
                     downstream_policy: calls_words(spec, h).or_else(|| h.downstream_policy.map(policy_name)),
                     idempotency_ttl_s: h.idempotency.as_ref().map(|i| ns_to_secs(i.ttl)),
-                    replicas: replica_words(&h.replicas),
+                    replicas: replica_words(h),
                     cache: h.cache.as_ref().map(cache_words),
                 }
             })

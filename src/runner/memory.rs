@@ -55,6 +55,30 @@ fn balanced_replicas(spec: &SimSpec) -> u64 {
     spec.hops.iter().map(|h| h.replicas.count).filter(|&n| n > 1).map(u64::from).sum()
 }
 
+/// Bytes one run holds for its cache stores and replica states: a cache hop's store bound
+/// ([`crate::model::cache::Store::bytes_bound`]) and every replica a hop may have (with
+/// autoscaling of replicas, its `max`, all allocated from the start).
+fn state_bytes(spec: &SimSpec) -> u64 {
+    let caches: u64 = spec
+        .hops
+        .iter()
+        .filter_map(|h| h.cache.as_ref())
+        .map(|c| crate::model::cache::Store::bytes_bound(c.keys, c.capacity))
+        .sum();
+    let replicas: u64 = spec.hops.iter().map(|h| u64::from(h.replicas.count)).sum();
+    caches.saturating_add(replicas.saturating_mul(crate::model::sim::replica_state_bytes()))
+}
+
+/// Bytes a variant's spec holds for its caches' Zipf key tables (one f64 per key).
+fn key_table_bytes(spec: &SimSpec) -> u64 {
+    spec.hops
+        .iter()
+        .filter_map(|h| h.cache.as_ref())
+        .filter(|c| matches!(c.distribution, crate::model::cache::KeyDistribution::Zipf { .. }))
+        .map(|c| u64::from(c.keys) * 8)
+        .sum()
+}
+
 /// Requests one replication issues (an upper bound for open loops: the highest rate throughout).
 pub fn requests(spec: &SimSpec) -> f64 {
     let horizon_s = spec.horizon as f64 / 1e9;
@@ -115,8 +139,15 @@ pub fn estimate_run(scenario: &Scenario, variants: &[crate::scenario::Variant], 
     let output =
         (variants.len() as u64).saturating_mul(scenario.base.bucket_count() as u64).saturating_mul(scopes * 160);
     let events: f64 = variants.iter().map(|v| events(&v.spec)).sum::<f64>() * f64::from(scenario.replications);
+    let state = variants.iter().map(|v| state_bytes(&v.spec)).max().unwrap_or(0);
+    let tables = variants.iter().map(|v| key_table_bytes(&v.spec)).fold(0, u64::saturating_add);
     let mut parts = vec![
         (format!("clients and their retry state, {in_flight} run(s) at a time"), in_flight.saturating_mul(clients)),
+        (
+            format!("cache stores and replica states, {in_flight} run(s) at a time (fewer cache.keys or a smaller cache.capacity, fewer replicas or a lower autoscale.max)"),
+            in_flight.saturating_mul(state),
+        ),
+        (format!("Zipf key tables of {} variant(s)", variants.len()), tables),
         (format!("time series of {tasks} replication(s) held for aggregation"), tasks.saturating_mul(record)),
         ("the tallest chart".to_string(), chart),
         ("mean series and timeseries.csv".to_string(), output),
@@ -222,5 +253,54 @@ mod tests {
         assert!(parse_size("12 parsecs").is_err());
         assert_eq!(show_bytes(1536 << 20), "1.5 GiB");
         assert_eq!(show_bytes(10), "10 B");
+    }
+}
+
+/// Cache stores and replica states in the estimate (issue 15; tests/state_memory.rs runs the
+/// refusal from the command line).
+#[cfg(test)]
+mod state_tests {
+    use super::*;
+    use crate::model::cache::Store;
+
+    /// A cache of `keys` keys holding up to `capacity` entries in front of a database.
+    pub(crate) fn cached(keys: u32, capacity: u32) -> String {
+        include_str!("../../tests/fixtures/cache-sized.toml")
+            .replace("KEYS", &keys.to_string())
+            .replace("CAPACITY", &capacity.to_string())
+    }
+
+    fn part(s: &Scenario, threads: usize, name: &str) -> u64 {
+        let e = estimate_run(s, &s.run_variants(), threads);
+        e.parts
+            .iter()
+            .find(|(n, _)| n.starts_with(name))
+            .map(|p| p.1)
+            .unwrap_or_else(|| panic!("no part {name}: {e:?}"))
+    }
+
+    #[test]
+    fn cache_and_replica_state_are_in_the_estimate() {
+        let small = Scenario::from_source("s.toml", &cached(1_000, 100), &[]).expect("valid");
+        let big = Scenario::from_source("b.toml", &cached(10_000_000, 10_000_000), &[]).expect("valid");
+        // Per run: the key index (4 B a key) and the slots of up to min(keys, capacity) entries.
+        let bound = |k, c| Store::bytes_bound(k, c);
+        assert!(bound(10_000_000, 10_000_000) >= 10_000_000 * (4 + 2 * 24));
+        assert_eq!(bound(1_000, 100), 1_000 * 4 + 2 * 100 * 28, "index + twice the slots and free list");
+        assert_eq!(bound(10, 1_000), bound(10, 10), "no more entries than keys");
+        let runs =
+            |t| part(&big, t, "cache stores and replica states") - part(&small, t, "cache stores and replica states");
+        assert_eq!(runs(2), 2 * runs(1), "two runs in flight hold two stores");
+        assert_eq!(runs(1), bound(10_000_000, 10_000_000) - bound(1_000, 100));
+        // The Zipf table: 8 B a key in every variant's spec.
+        assert_eq!(part(&big, 1, "Zipf key tables"), 80_000_000);
+        // Replicas: an autoscaled hop holds the state of every replica up to max.
+        let hop = |extra: &str| {
+            let text = cached(1_000, 100).replace("workers = 4", &format!("workers = 4\nreplicas = 2\n{extra}"));
+            Scenario::from_source("r.toml", &text, &[]).expect("valid")
+        };
+        let two = part(&hop(""), 1, "cache stores and replica states");
+        let up_to_1000 = part(&hop("autoscale = { target = 0.5, max = 1000 }"), 1, "cache stores and replica states");
+        assert_eq!(up_to_1000 - two, 998 * crate::model::sim::replica_state_bytes());
     }
 }

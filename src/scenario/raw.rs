@@ -397,6 +397,8 @@ pub struct RawAutoscale {
     pub min: Option<i64>,
     pub max: Option<i64>,
     pub step: Option<i64>,
+    /// `"replicas"` or `"workers"` (default: replicas when the hop has `replicas` > 1).
+    pub unit: Option<String>,
 }
 
 /// `[[fault]]`: where and when, and the kind with its parameters, read into `model::FaultKind`

@@ -15,8 +15,26 @@ pub(super) const MAX_REPLICAS: i64 = 1_000;
 /// Most workers a hop may have over all its replicas (its capacity in the metrics is a `u32`).
 const MAX_TOTAL_WORKERS: u64 = 10_000_000;
 
-pub(super) fn replicas(h: &RawHop, workers: u32, occ: bool, at: &dyn Fn(&str) -> String) -> V<ReplicaSpec> {
+/// `slots`: the most replicas when autoscaling scales them (`autoscale.max`), all allocated.
+pub(super) fn replicas(
+    h: &RawHop,
+    workers: u32,
+    occ: bool,
+    slots: Option<u32>,
+    at: &dyn Fn(&str) -> String,
+) -> V<ReplicaSpec> {
     let n = count(h.replicas.unwrap_or(1), &at("replicas"), 1, MAX_REPLICAS)? as u32;
+    if let Some(max) = slots {
+        if h.cache.is_some() {
+            let why = "scales replicas, but a `kind = \"cache\"` hop is one store; remove autoscale";
+            return Err(Invalid::at(&at("autoscale"), why));
+        }
+        if u64::from(max) * u64::from(workers) > MAX_TOTAL_WORKERS {
+            let why = format!("is {max} replicas with {workers} workers each; a hop may have at most {MAX_TOTAL_WORKERS} workers over all its replicas");
+            return Err(Invalid::at(&at("autoscale.max"), why));
+        }
+    }
+    let n = slots.unwrap_or(n);
     if occ && n > 1 {
         return Err(Invalid::at(
             &at("replicas"),

@@ -4,9 +4,9 @@ use super::checks::{count, finite_at_least, positive, unknown, V};
 use super::error::Invalid;
 use super::raw::{RawAutoscale, RawLoadLatency};
 use crate::engine::NS_PER_S;
-use crate::model::autoscale::SCALE_METRICS;
+use crate::model::autoscale::{SCALE_METRICS, SCALE_UNITS};
 use crate::model::load_latency::LOAD_LATENCY_KINDS;
-use crate::model::{AutoscaleSpec, LoadLatency, ScaleMetric};
+use crate::model::{AutoscaleSpec, LoadLatency, ScaleMetric, ScaleUnit};
 
 /// Largest multiplier parameter: beyond it every service time saturates the clock.
 const FACTOR_MAX: f64 = 1e6;
@@ -66,7 +66,35 @@ pub(super) fn load_latency(l: &RawLoadLatency, at: &dyn Fn(&str) -> String) -> V
     })
 }
 
-pub(super) fn autoscale(a: &RawAutoscale, workers: u32, at: &dyn Fn(&str) -> String) -> V<AutoscaleSpec> {
+/// The rule of a hop with `workers` per replica and `replicas` replicas in the file. A unit is
+/// one replica (`unit = "replicas"`, the default when `replicas` > 1) or `step` workers of the
+/// hop's one replica (`unit = "workers"`, the default otherwise).
+pub(super) fn autoscale(
+    a: &RawAutoscale,
+    workers: u32,
+    replicas: u32,
+    at: &dyn Fn(&str) -> String,
+) -> V<AutoscaleSpec> {
+    let unit = match a.unit.as_deref() {
+        None if replicas > 1 => ScaleUnit::Replicas,
+        None | Some("workers") => ScaleUnit::Workers,
+        Some("replicas") => ScaleUnit::Replicas,
+        Some(other) => return Err(unknown(&at("unit"), "autoscale unit", other, &SCALE_UNITS)),
+    };
+    if unit == ScaleUnit::Workers && replicas > 1 {
+        let why = format!(
+            "is \"workers\", but the hop has replicas = {replicas}; scaling one replica's workers is not modelled: set unit = \"replicas\" (the balancer's replica count is scaled) or remove `replicas`"
+        );
+        return Err(Invalid::at(&at("unit"), why));
+    }
+    if unit == ScaleUnit::Replicas {
+        if let Some(step) = a.step {
+            let why = format!(
+                "is {step}, but with unit = \"replicas\" a unit is one replica of the hop's {workers} worker(s); remove step (or set unit = \"workers\" on a one-replica hop)"
+            );
+            return Err(Invalid::at(&at("step"), why));
+        }
+    }
     let metric = match a.metric.as_deref().unwrap_or("utilization") {
         "utilization" => ScaleMetric::Utilization,
         "queue_per_unit" => ScaleMetric::QueuePerUnit,
@@ -90,20 +118,30 @@ pub(super) fn autoscale(a: &RawAutoscale, workers: u32, at: &dyn Fn(&str) -> Str
         ));
     }
     let period = a.evaluation_period.map_or(Ok(60 * NS_PER_S), |d| positive(d, &at("evaluation_period")))?;
-    let step = count(a.step.unwrap_or(1), &at("step"), 1, i64::from(workers))? as u32;
-    if !workers.is_multiple_of(step) {
+    let step = match unit {
+        ScaleUnit::Replicas => workers,
+        ScaleUnit::Workers => count(a.step.unwrap_or(1), &at("step"), 1, i64::from(workers))? as u32,
+    };
+    if unit == ScaleUnit::Workers && !workers.is_multiple_of(step) {
         let why = format!(
             "is {step}, but the hop starts with workers = {workers}, which is not a whole number of units of {step}; make workers a multiple of step"
         );
         return Err(Invalid::at(&at("step"), why));
     }
-    let initial = workers / step;
-    let max_units = 10_000_000 / i64::from(step);
-    let max = a.max.ok_or_else(|| {
-        Invalid::at(table, format!("needs max, the most units of {step} worker(s), e.g. max = {}", initial * 4))
-    })?;
+    let (initial, max_units, what) = match unit {
+        ScaleUnit::Workers => (workers / step, 10_000_000 / i64::from(step), format!("units of {step} worker(s)")),
+        ScaleUnit::Replicas => (replicas, super::replicas::MAX_REPLICAS, "replicas".to_string()),
+    };
+    let max =
+        a.max.ok_or_else(|| Invalid::at(table, format!("needs max, the most {what}, e.g. max = {}", initial * 4)))?;
     let max = count(max, &at("max"), 1, max_units)? as u32;
     let min = count(a.min.unwrap_or(i64::from(initial.min(max))), &at("min"), 1, i64::from(max))? as u32;
+    if unit == ScaleUnit::Replicas && !(min..=max).contains(&initial) {
+        let why = format!(
+            "starts with replicas = {initial}, outside autoscale [min, max] = [{min}, {max}] replicas; set replicas within {min}..={max}"
+        );
+        return Err(Invalid::at(table, why));
+    }
     if !(min..=max).contains(&initial) {
         let why = format!(
             "starts with {initial} unit(s) of {step} worker(s) (workers = {workers}), outside autoscale [min, max] = [{min}, {max}]; set workers within {}..={}",
@@ -121,5 +159,7 @@ pub(super) fn autoscale(a: &RawAutoscale, workers: u32, at: &dyn Fn(&str) -> Str
         min_units: min,
         max_units: max,
         step,
+        unit,
+        initial_units: initial,
     })
 }

@@ -535,24 +535,20 @@ fn hop(
         .as_ref()
         .map(|l| super::scaling::load_latency(l, &|f: &str| at(&format!("load_latency.{f}"))))
         .transpose()?;
+    // Autoscaling of replicas allocates `max` replicas (scenario/replicas.rs gets the slots).
+    let file_replicas = count(h.replicas.unwrap_or(1), &at("replicas"), 1, super::replicas::MAX_REPLICAS)? as u32;
     let autoscale = h
         .autoscale
         .as_ref()
-        .map(|a| super::scaling::autoscale(a, workers, &|f: &str| at(&format!("autoscale.{f}"))))
+        .map(|a| super::scaling::autoscale(a, workers, file_replicas, &|f: &str| at(&format!("autoscale.{f}"))))
         .transpose()?;
+    let slots = autoscale.as_ref().filter(|a| a.unit == crate::model::ScaleUnit::Replicas).map(|a| a.max_units);
     let fair = match h.scheduling.as_deref() {
         None | Some("fifo") => false,
         Some("fair") => true,
         Some(other) => return Err(unknown(&at("scheduling"), "scheduling", other, &["fifo", "fair"])),
     };
-    let replicas = super::replicas::replicas(h, workers, occ, &at)?;
-    if autoscale.is_some() && replicas.count > 1 {
-        let why = format!(
-            "scales the hop's workers, but the hop has {} replicas; autoscaling scales one replica's workers: remove `replicas` or `autoscale`",
-            replicas.count
-        );
-        return Err(Invalid::at(&at("autoscale"), why));
-    }
+    let replicas = super::replicas::replicas(h, workers, occ, slots, &at)?;
     Ok(HopSpec {
         name: h.name.clone(),
         workers,

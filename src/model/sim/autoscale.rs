@@ -4,10 +4,17 @@
 //! State changes only at events, so the metric's time integrals are exact: before each event
 //! (`advance_to`), every scaled hop adds its busy workers, queue length (attempts inside the hop
 //! not holding a worker) and workers times the time since the previous event.
+//!
+//! With `unit = "replicas"` the hop's `max` replicas all exist from the start and the balancer
+//! routes to the first `Lb::active` of them: a scale-up raises `active` when the provisioning
+//! delay has passed, a scale-down lowers it at once. A replica above `active` gets no new work
+//! but serves what it holds (drains); nothing is dropped. The metric is read over the active
+//! replicas (a draining replica is neither load nor capacity, as target tracking reads the
+//! instances in service), and the capacity (`workers` series, worker-seconds) counts them.
 
 use super::{Event, Simulation};
 use crate::engine::Nanos;
-use crate::model::{AutoscaleSpec, ScaleMetric};
+use crate::model::{AutoscaleSpec, ScaleMetric, ScaleUnit};
 
 /// The controller of one hop.
 pub(super) struct Scaler {
@@ -28,10 +35,10 @@ pub(super) struct Scaler {
 }
 
 impl Scaler {
-    pub(super) fn new(spec: &AutoscaleSpec, workers: u32) -> Box<Scaler> {
+    pub(super) fn new(spec: &AutoscaleSpec) -> Box<Scaler> {
         Box::new(Scaler {
             spec: spec.clone(),
-            online: workers / spec.step,
+            online: spec.initial_units,
             pending: 0,
             last_change: 0,
             busy_area: 0,
@@ -74,12 +81,11 @@ impl Simulation<'_> {
     pub(super) fn start_autoscaling(&mut self) {
         for hop in 0..self.spec.hops.len() {
             let Some(spec) = &self.spec.hops[hop].autoscale else { continue };
-            let workers = self.spec.hops[hop].workers;
-            // Validation allows `autoscale` only on a one-replica hop: its state is its base's.
+            // The controller lives in the hop's first replica (the only one when scaling workers).
             let srv = self.lbs[hop].base as usize;
-            self.hops[srv].scaler = Some(Scaler::new(spec, workers));
+            self.hops[srv].scaler = Some(Scaler::new(spec));
             self.scaled_hops.push(hop as u16);
-            self.record.hops[hop].workers_peak = workers;
+            self.record.hops[hop].workers_peak = spec.initial_units * spec.step;
             self.queue.push(spec.evaluation_period, Event::AutoscaleTick { hop: hop as u16 });
         }
     }
@@ -88,8 +94,13 @@ impl Simulation<'_> {
     pub(super) fn accumulate_scalers(&mut self, t: Nanos) {
         let horizon = self.spec.horizon;
         for &hop in &self.scaled_hops {
-            let state = &mut self.hops[self.lbs[hop as usize].base as usize];
-            let (busy, in_flight) = (state.busy, state.in_flight);
+            let lb = &self.lbs[hop as usize];
+            let (base, active) = (lb.base as usize, lb.active as usize);
+            // A one-replica hop (scaling workers) is its base; otherwise its active replicas.
+            let (busy, in_flight) = self.hops[base..base + active]
+                .iter()
+                .fold((0u32, 0u32), |(b, f), s| (b.saturating_add(s.busy), f.saturating_add(s.in_flight)));
+            let state = &mut self.hops[base];
             state.scaler.as_mut().expect("a scaled hop has a scaler").accumulate(t, busy, in_flight, horizon);
         }
     }
@@ -112,8 +123,7 @@ impl Simulation<'_> {
         } else if desired < online && pending == 0 && now - scaler.last_change >= cooldown {
             scaler.online = desired;
             scaler.last_change = now;
-            let workers = scaler.workers();
-            self.set_workers(h, workers);
+            self.capacity_moved(h);
         }
         let s = self.hops[srv].scaler.as_ref().expect("scaled");
         let (seed, replication) = (self.seed, self.replication);
@@ -140,8 +150,7 @@ impl Simulation<'_> {
         scaler.pending -= units;
         scaler.online += units;
         scaler.last_change = now;
-        let workers = scaler.workers();
-        self.set_workers(h, workers);
+        self.capacity_moved(h);
         let counters = &mut self.record.hops[h];
         counters.scale_ups += 1;
         if now >= self.first_fault_start && counters.scale_up_after_trigger_ns.is_none() {
@@ -153,10 +162,26 @@ impl Simulation<'_> {
         }
     }
 
-    fn set_workers(&mut self, hop: usize, workers: u32) {
+    /// The controller's online units take effect: the one replica's workers, or the replicas
+    /// the balancer routes to (those above drain); the capacity series and peak follow.
+    fn capacity_moved(&mut self, hop: usize) {
         let b = self.bucket();
         let srv = self.lbs[hop].base as usize;
-        self.hops[srv].workers = workers;
+        let scaler = self.hops[srv].scaler.as_ref().expect("a scaled hop has a scaler");
+        let (unit, online, workers) = (scaler.spec.unit, scaler.online, scaler.workers());
+        match unit {
+            ScaleUnit::Workers => self.hops[srv].workers = workers,
+            ScaleUnit::Replicas => {
+                let lb = &mut self.lbs[hop];
+                let (seed, replication) = (self.seed, self.replication);
+                assert!(
+                    online >= 1 && online <= lb.count,
+                    "hop {hop}: {online} replicas online but {} allocated (seed {seed}, replication {replication})",
+                    lb.count
+                );
+                lb.active = online;
+            }
+        }
         self.record.hop_series[hop][b].workers = workers;
         let counters = &mut self.record.hops[hop];
         counters.workers_peak = counters.workers_peak.max(workers);
@@ -167,7 +192,8 @@ impl Simulation<'_> {
     pub(super) fn fill_capacity_series(&mut self) {
         let horizon = self.spec.horizon;
         for (hop, series) in self.record.hop_series.iter_mut().enumerate() {
-            let mut last = self.spec.hops[hop].workers;
+            // Capacity is the hop's workers over the replicas serving.
+            let mut last = self.spec.hops[hop].workers * self.spec.hops[hop].replicas_at_start();
             for bucket in series.iter_mut() {
                 if bucket.workers == 0 {
                     bucket.workers = last;
@@ -184,7 +210,7 @@ impl Simulation<'_> {
                 }
                 None => {
                     let h = &self.spec.hops[hop];
-                    counters.workers_peak = h.workers * h.replicas.count;
+                    counters.workers_peak = h.workers * h.replicas_at_start();
                     u128::from(counters.workers_peak) * u128::from(horizon)
                 }
             };

@@ -21,6 +21,8 @@ mod replicas;
 mod scoped;
 mod server;
 
+pub use replicas::replica_state_bytes;
+
 use super::arrivals::{first_requests, next_poisson, next_ramp};
 use super::budget::{BreakerState, BudgetState, FailureKind};
 use super::policy::{DeadlineMode, JitterState};
@@ -347,7 +349,7 @@ impl<'a> Simulation<'a> {
             .hops
             .iter()
             .enumerate()
-            .map(|(hop, h)| replicas::Lb::new(&h.replicas, bases[hop], seed, replication, hop))
+            .map(|(hop, h)| replicas::Lb::new(&h.replicas, h.replicas_at_start(), bases[hop], seed, replication, hop))
             .collect();
         let record = RunRecord {
             hops: spec

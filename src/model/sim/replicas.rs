@@ -19,8 +19,10 @@ use rand_chacha::ChaCha8Rng;
 pub(super) struct Lb {
     /// Index of replica 0 in `Simulation::hops`.
     pub base: u32,
-    /// Replicas.
+    /// Replicas (with autoscaling of replicas: the most, all allocated).
     pub count: u32,
+    /// Replicas the balancer routes to: `0..active` (autoscaling moves it; the others drain).
+    pub active: u32,
     /// Attempts inside the hop over all its replicas.
     pub in_flight: u32,
     /// Round robin: the replica the next pick starts from.
@@ -52,12 +54,19 @@ impl Health {
     }
 }
 
+/// Bytes one replica's state takes in a run (its `HopState` and the balancer's health record),
+/// for the memory estimate: a hop holds one per replica it may have (`autoscale.max`).
+pub fn replica_state_bytes() -> u64 {
+    (std::mem::size_of::<super::HopState>() + std::mem::size_of::<Health>()) as u64
+}
+
 impl Lb {
-    pub(super) fn new(spec: &ReplicaSpec, base: u32, seed: u64, replication: u64, hop: usize) -> Lb {
+    pub(super) fn new(spec: &ReplicaSpec, active: u32, base: u32, seed: u64, replication: u64, hop: usize) -> Lb {
         let random = matches!(spec.balancer, Balancer::Random | Balancer::PowerOfTwo) && spec.count > 1;
         Lb {
             base,
             count: spec.count,
+            active,
             in_flight: 0,
             next: 0,
             rng: random.then(|| stream(seed, replication, StreamKind::Balancer, hop as u32)),
@@ -92,12 +101,12 @@ impl Simulation<'_> {
     }
 
     /// The balancer's choice among the replicas in rotation (all of them when fewer than half
-    /// are, Envoy's panic threshold).
+    /// are, Envoy's panic threshold), among the active ones (`Lb::active`, moved by autoscaling).
     fn pick(&mut self, hop: usize) -> u32 {
         let now = self.now;
         let balancer = self.spec.hops[hop].replicas.balancer;
         let lb = &mut self.lbs[hop];
-        let n = lb.count;
+        let n = lb.active;
         let restricted = !lb.health.is_empty() && {
             lb.candidates.clear();
             lb.candidates.extend((0..n).filter(|&r| lb.health[r as usize].in_rotation(now)));
@@ -200,8 +209,10 @@ impl Simulation<'_> {
         if h.errors < o.consecutive_errors {
             return;
         }
-        let ejected = lb.health.iter().filter(|h| now < h.ejected_until).count() as u32;
-        if ejected >= self.spec.hops[hop].replicas.max_ejected() {
+        // Envoy's share is of the hosts in the cluster: the active replicas.
+        let active = lb.active;
+        let ejected = lb.health[..active as usize].iter().filter(|h| now < h.ejected_until).count() as u32;
+        if ejected >= self.spec.hops[hop].replicas.max_ejected(active) {
             return;
         }
         let h = &mut lb.health[replica];
