@@ -386,3 +386,46 @@ fn the_budget_attempts_histogram_and_mean_are_the_per_seed_counts() {
     let mean = counts.iter().map(|&c| f64::from(c)).sum::<f64>() / counts.len() as f64;
     assert!((d.attempts_mean - mean).abs() < 1e-12, "mean {} vs {mean}", d.attempts_mean);
 }
+
+/// Rule: an inner horizon equal to its caller's is not strictly less and warns; one nanosecond
+/// shorter does not (svc retries db with `deep`: 2 attempts × its timeout against `inner`'s 1 s).
+#[test]
+fn an_inner_horizon_equal_to_its_callers_warns_and_one_nanosecond_less_does_not() {
+    let inner_warns = |timeout: &str| {
+        let w = chain_warnings(&["policy.deep.max_attempts=2", &format!("policy.deep.attempt_timeout={timeout}")]);
+        w.iter().any(|m| m.starts_with("hop `svc` retries hop `db` for up to") && m.contains("its caller's horizon 1s"))
+    };
+    assert!(inner_warns("500ms"), "2 × 500 ms = 1 s is not strictly less than 1 s");
+    assert!(!inner_warns("499999999ns"), "2 × 499,999,999 ns < 1 s");
+}
+
+/// Rule: the caller's attempt timeout must cover the inner horizon: `inner` gives each attempt
+/// 500 ms, so an inner horizon of exactly 500 ms is fine and one nanosecond more warns.
+#[test]
+fn an_attempt_timeout_shorter_than_the_inner_horizon_warns_and_an_equal_one_does_not() {
+    let gives_up = |timeout: &str| {
+        let w = chain_warnings(&["policy.deep.max_attempts=1", &format!("policy.deep.attempt_timeout={timeout}")]);
+        w.iter().any(|m| m.starts_with("policy `inner` gives each attempt 500ms but hop `svc` may retry hop `db`"))
+    };
+    assert!(!gives_up("500ms"), "an inner horizon equal to the attempt timeout fits it");
+    assert!(gives_up("500000001ns"), "one nanosecond longer does not");
+}
+
+/// Rule: the late-delivery warning of an inner store says the horizon is the callers' end to
+/// end; at the entry hop (hop 0) the horizon is the clients' own and it says not.
+#[test]
+fn a_late_delivery_warning_says_end_to_end_only_at_inner_stores() {
+    let inner = chain_warnings(&[]);
+    let at_db: Vec<&String> =
+        inner.iter().filter(|m| m.starts_with("deliveries of one event can reach hop `db`")).collect();
+    assert_eq!(at_db.len(), 1, "{inner:?}");
+    assert!(at_db[0].contains("for up to 24s (the callers' horizons end to end: un-jittered delays"), "{}", at_db[0]);
+    let source = chain()
+        .replace("idempotency = { ttl = \"1s\" }", "")
+        .replace("downstream_policy = \"inner\"", "downstream_policy = \"inner\"\nidempotency = { ttl = \"1s\" }");
+    let entry = Scenario::from_source("entry.toml", &source, &[]).unwrap_or_else(|e| panic!("{e}")).warnings;
+    let at_api: Vec<&String> =
+        entry.iter().filter(|m| m.starts_with("deliveries of one event can reach hop `api`")).collect();
+    assert_eq!(at_api.len(), 1, "{entry:?}");
+    assert!(at_api[0].contains("for up to 3s (un-jittered delays + attempt timeouts)"), "{}", at_api[0]);
+}
