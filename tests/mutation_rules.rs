@@ -105,6 +105,53 @@ fn a_slow_bucket_is_one_above_twice_the_baseline_wait() {
     assert_eq!(recovery_time_ns(&under, &spec.run_shape()), Some(0));
 }
 
+/// Rule: a run's recovery cannot be judged when its trigger lasts to the horizon, or when
+/// nothing at all (no attempt, no success) happened after it; a run still attempting after it,
+/// or whose only later activity is successes of attempts made during it, is judged.
+#[test]
+fn recovery_is_unobservable_only_without_time_or_activity_after_the_trigger() {
+    use retrystorm::metrics::recovery::{recovery_outcome, RecoveryOutcome};
+    let spec = spec();
+    let shape = spec.run_shape();
+    // Hop 0 calms down at 3.5 s (1.5 s after the fault); the tenant's buckets from the fault's
+    // end (bucket 20) on hold `attempts` and `successes`.
+    let after_fault = |retries_until: usize, attempts: u32, successes: u32| {
+        let mut r =
+            record(&spec, None, |b| if b < retries_until { hop_bucket(100, 50, 0) } else { hop_bucket(100, 0, 0) });
+        for t in r.tenant_series[0].iter_mut().skip(20) {
+            t.attempts = attempts;
+            t.successes = successes;
+        }
+        r
+    };
+    assert_eq!(recovery_outcome(&after_fault(35, 0, 0), &shape), RecoveryOutcome::NotObservable);
+    assert_eq!(recovery_outcome(&after_fault(35, 10, 0), &shape), RecoveryOutcome::Recovered(1_500_000_000));
+    assert_eq!(recovery_outcome(&after_fault(35, 0, 10), &shape), RecoveryOutcome::Recovered(1_500_000_000));
+    assert_eq!(recovery_outcome(&after_fault(usize::MAX, 10, 0), &shape), RecoveryOutcome::Metastable);
+    // A fault to the horizon leaves no time to recover in, whatever happened.
+    let to_horizon =
+        Scenario::from_source("to.toml", &OUTAGE.replace("to = \"2s\"", "to = \"10s\""), &[]).expect("valid").base;
+    assert_eq!(recovery_outcome(&after_fault(35, 10, 10), &to_horizon.run_shape()), RecoveryOutcome::NotObservable);
+    // Without any trigger the system never left its steady state.
+    let calm = Scenario::from_source("calm.toml", &OUTAGE[..OUTAGE.find("[[fault]]").expect("fault")], &[])
+        .expect("valid")
+        .base;
+    assert_eq!(recovery_outcome(&after_fault(35, 0, 0), &calm.run_shape()), RecoveryOutcome::Recovered(0));
+}
+
+/// Rule: every window that fits in the series is judged, the last one included: 10 buckets,
+/// a 5-bucket hold, calm from bucket 5 to the end: the window starting at 5 is found; it does
+/// not count when it starts at `before` (the horizon), nor does a 6-bucket hold fit.
+#[test]
+fn the_last_window_that_fits_in_the_series_is_judged() {
+    use retrystorm::metrics::recovery::calm_window_start;
+    let series: Vec<HopBucket> =
+        (0..10).map(|b| if b < 5 { hop_bucket(100, 50, 0) } else { hop_bucket(100, 0, 0) }).collect();
+    assert_eq!(calm_window_start(&series, 5, 0, 10, 1.0), Some(5));
+    assert_eq!(calm_window_start(&series, 5, 0, 5, 1.0), None, "a window starting at `before` does not count");
+    assert_eq!(calm_window_start(&series, 6, 0, 10, 1.0), None, "a 6-bucket hold does not fit in the calm tail");
+}
+
 fn policy(extra: &str) -> retrystorm::model::policy::RetryPolicy {
     let source =
         OUTAGE.replace("max_attempts = 3", &format!("max_attempts = 5\nbase = \"100ms\"\ncap = \"20s\"\n{extra}"));
