@@ -1,6 +1,11 @@
 //! Tests that pin the rules cargo-mutants found unguarded (issue 17): each names the rule it
 //! protects and fails when the code computing it changes (a `*` for a `/`, a constant, a
 //! comparison). See docs/TESTING.md, "Mutation testing", for the command and scores.
+//!
+//! Equivalent mutant (cargo-mutants, src/metrics/recovery.rs): `w + slow` → `w - slow` in
+//! `calm_window_start`'s prefix sums. A window is calm only if no bucket in it is slow, judged
+//! as `w1 == w0`; counting slow buckets down (wrapping) instead of up changes the count over
+//! exactly the same windows, so no test can tell the two apart.
 
 use retrystorm::metrics::recovery::recovery_time_ns;
 use retrystorm::metrics::{HopBucket, RunRecord};
