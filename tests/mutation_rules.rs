@@ -1,6 +1,11 @@
 //! Tests that pin the rules cargo-mutants found unguarded (issue 17): each names the rule it
 //! protects and fails when the code computing it changes (a `*` for a `/`, a constant, a
 //! comparison). See docs/TESTING.md, "Mutation testing", for the command and scores.
+//!
+//! Equivalent mutant (cargo-mutants, src/metrics/recovery.rs): `w + slow` → `w - slow` in
+//! `calm_window_start`'s prefix sums. A window is calm only if no bucket in it is slow, judged
+//! as `w1 == w0`; counting slow buckets down (wrapping) instead of up changes the count over
+//! exactly the same windows, so no test can tell the two apart.
 
 use retrystorm::metrics::recovery::recovery_time_ns;
 use retrystorm::metrics::{HopBucket, RunRecord};
@@ -103,6 +108,53 @@ fn a_slow_bucket_is_one_above_twice_the_baseline_wait() {
     assert_eq!(recovery_time_ns(&floor, &spec.run_shape()), Some(300_000_000));
     let under = record(&spec, None, move |b| hop_bucket(100, 0, if b == 22 { 1_900_000 } else { 0 }));
     assert_eq!(recovery_time_ns(&under, &spec.run_shape()), Some(0));
+}
+
+/// Rule: a run's recovery cannot be judged when its trigger lasts to the horizon, or when
+/// nothing at all (no attempt, no success) happened after it; a run still attempting after it,
+/// or whose only later activity is successes of attempts made during it, is judged.
+#[test]
+fn recovery_is_unobservable_only_without_time_or_activity_after_the_trigger() {
+    use retrystorm::metrics::recovery::{recovery_outcome, RecoveryOutcome};
+    let spec = spec();
+    let shape = spec.run_shape();
+    // Hop 0 calms down at 3.5 s (1.5 s after the fault); the tenant's buckets from the fault's
+    // end (bucket 20) on hold `attempts` and `successes`.
+    let after_fault = |retries_until: usize, attempts: u32, successes: u32| {
+        let mut r =
+            record(&spec, None, |b| if b < retries_until { hop_bucket(100, 50, 0) } else { hop_bucket(100, 0, 0) });
+        for t in r.tenant_series[0].iter_mut().skip(20) {
+            t.attempts = attempts;
+            t.successes = successes;
+        }
+        r
+    };
+    assert_eq!(recovery_outcome(&after_fault(35, 0, 0), &shape), RecoveryOutcome::NotObservable);
+    assert_eq!(recovery_outcome(&after_fault(35, 10, 0), &shape), RecoveryOutcome::Recovered(1_500_000_000));
+    assert_eq!(recovery_outcome(&after_fault(35, 0, 10), &shape), RecoveryOutcome::Recovered(1_500_000_000));
+    assert_eq!(recovery_outcome(&after_fault(usize::MAX, 10, 0), &shape), RecoveryOutcome::Metastable);
+    // A fault to the horizon leaves no time to recover in, whatever happened.
+    let to_horizon =
+        Scenario::from_source("to.toml", &OUTAGE.replace("to = \"2s\"", "to = \"10s\""), &[]).expect("valid").base;
+    assert_eq!(recovery_outcome(&after_fault(35, 10, 10), &to_horizon.run_shape()), RecoveryOutcome::NotObservable);
+    // Without any trigger the system never left its steady state.
+    let calm = Scenario::from_source("calm.toml", &OUTAGE[..OUTAGE.find("[[fault]]").expect("fault")], &[])
+        .expect("valid")
+        .base;
+    assert_eq!(recovery_outcome(&after_fault(35, 0, 0), &calm.run_shape()), RecoveryOutcome::Recovered(0));
+}
+
+/// Rule: every window that fits in the series is judged, the last one included: 10 buckets,
+/// a 5-bucket hold, calm from bucket 5 to the end: the window starting at 5 is found; it does
+/// not count when it starts at `before` (the horizon), nor does a 6-bucket hold fit.
+#[test]
+fn the_last_window_that_fits_in_the_series_is_judged() {
+    use retrystorm::metrics::recovery::calm_window_start;
+    let series: Vec<HopBucket> =
+        (0..10).map(|b| if b < 5 { hop_bucket(100, 50, 0) } else { hop_bucket(100, 0, 0) }).collect();
+    assert_eq!(calm_window_start(&series, 5, 0, 10, 1.0), Some(5));
+    assert_eq!(calm_window_start(&series, 5, 0, 5, 1.0), None, "a window starting at `before` does not count");
+    assert_eq!(calm_window_start(&series, 6, 0, 10, 1.0), None, "a 6-bucket hold does not fit in the calm tail");
 }
 
 fn policy(extra: &str) -> retrystorm::model::policy::RetryPolicy {
@@ -385,4 +437,47 @@ fn the_budget_attempts_histogram_and_mean_are_the_per_seed_counts() {
     assert_eq!(d.attempts_max, *counts.iter().max().expect("seeds"));
     let mean = counts.iter().map(|&c| f64::from(c)).sum::<f64>() / counts.len() as f64;
     assert!((d.attempts_mean - mean).abs() < 1e-12, "mean {} vs {mean}", d.attempts_mean);
+}
+
+/// Rule: an inner horizon equal to its caller's is not strictly less and warns; one nanosecond
+/// shorter does not (svc retries db with `deep`: 2 attempts × its timeout against `inner`'s 1 s).
+#[test]
+fn an_inner_horizon_equal_to_its_callers_warns_and_one_nanosecond_less_does_not() {
+    let inner_warns = |timeout: &str| {
+        let w = chain_warnings(&["policy.deep.max_attempts=2", &format!("policy.deep.attempt_timeout={timeout}")]);
+        w.iter().any(|m| m.starts_with("hop `svc` retries hop `db` for up to") && m.contains("its caller's horizon 1s"))
+    };
+    assert!(inner_warns("500ms"), "2 × 500 ms = 1 s is not strictly less than 1 s");
+    assert!(!inner_warns("499999999ns"), "2 × 499,999,999 ns < 1 s");
+}
+
+/// Rule: the caller's attempt timeout must cover the inner horizon: `inner` gives each attempt
+/// 500 ms, so an inner horizon of exactly 500 ms is fine and one nanosecond more warns.
+#[test]
+fn an_attempt_timeout_shorter_than_the_inner_horizon_warns_and_an_equal_one_does_not() {
+    let gives_up = |timeout: &str| {
+        let w = chain_warnings(&["policy.deep.max_attempts=1", &format!("policy.deep.attempt_timeout={timeout}")]);
+        w.iter().any(|m| m.starts_with("policy `inner` gives each attempt 500ms but hop `svc` may retry hop `db`"))
+    };
+    assert!(!gives_up("500ms"), "an inner horizon equal to the attempt timeout fits it");
+    assert!(gives_up("500000001ns"), "one nanosecond longer does not");
+}
+
+/// Rule: the late-delivery warning of an inner store says the horizon is the callers' end to
+/// end; at the entry hop (hop 0) the horizon is the clients' own and it says not.
+#[test]
+fn a_late_delivery_warning_says_end_to_end_only_at_inner_stores() {
+    let inner = chain_warnings(&[]);
+    let at_db: Vec<&String> =
+        inner.iter().filter(|m| m.starts_with("deliveries of one event can reach hop `db`")).collect();
+    assert_eq!(at_db.len(), 1, "{inner:?}");
+    assert!(at_db[0].contains("for up to 24s (the callers' horizons end to end: un-jittered delays"), "{}", at_db[0]);
+    let source = chain()
+        .replace("idempotency = { ttl = \"1s\" }", "")
+        .replace("downstream_policy = \"inner\"", "downstream_policy = \"inner\"\nidempotency = { ttl = \"1s\" }");
+    let entry = Scenario::from_source("entry.toml", &source, &[]).unwrap_or_else(|e| panic!("{e}")).warnings;
+    let at_api: Vec<&String> =
+        entry.iter().filter(|m| m.starts_with("deliveries of one event can reach hop `api`")).collect();
+    assert_eq!(at_api.len(), 1, "{entry:?}");
+    assert!(at_api[0].contains("for up to 3s (un-jittered delays + attempt timeouts)"), "{}", at_api[0]);
 }

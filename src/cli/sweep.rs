@@ -115,7 +115,8 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
     let threads = args.run.threads.unwrap_or_else(rayon::current_num_threads);
     let guess: Vec<_> = (0..grid.cells()).map(|_| (&first, probe.as_slice())).collect();
     let limit = args.run.max_memory.unwrap_or_else(super::default_memory_limit);
-    crate::runner::memory::check(&crate::runner::memory::estimate_sweep(&guess, threads), limit).map_err(bad)?;
+    crate::runner::memory::check(&crate::runner::memory::estimate_sweep(&guess, threads, shard.is_none()), limit)
+        .map_err(bad)?;
     let cells = load_cells(&args, &grid, shard)?;
     let baseline = baseline_index(&probe, args.baseline.as_deref())?;
     let header = SweepHeader {
@@ -127,7 +128,7 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
         grid,
     };
     let sized: Vec<_> = cells.iter().map(|c| (&c.scenario, c.variants.as_slice())).collect();
-    super::check_memory(&crate::runner::memory::estimate_sweep(&sized, threads), &args.run)?;
+    super::check_memory(&crate::runner::memory::estimate_sweep(&sized, threads, shard.is_none()), &args.run)?;
     let out = args.run.out.clone().unwrap_or_else(|| {
         let dir = PathBuf::from("output").join(&first.name).join("sweep");
         shard.map_or(dir.clone(), |s| dir.join(format!("shard-{}-of-{}", s.index, s.count)))

@@ -156,17 +156,35 @@ pub fn estimate_run(scenario: &Scenario, variants: &[crate::scenario::Variant], 
     Estimate { bytes: parts.iter().map(|p| p.1).fold(0, u64::saturating_add), parts, events }
 }
 
-/// The estimate of a sweep: every cell's scenario and results held, plus the largest cell's run.
-pub fn estimate_sweep(cells: &[(&Scenario, &[crate::scenario::Variant])], threads: usize) -> Estimate {
+/// Metrics counted per variant of a sweep cell (its rows in sweep.json and sweep.csv).
+const SWEEP_METRICS: u64 = 40;
+
+/// Bytes per sweep row (one metric of one variant in one cell) while `sweep` holds its files'
+/// text and reads sweep.json back for its charts and report (text, parsed JSON tree, statistics).
+/// Measured (issue 17, docs/TESTING.md "Runaway scenarios"): the peak live heap grows 1.1 MB
+/// per cell of 5 variants at 1 replication, 5.5 KB per row as counted here; plus each
+/// replication's value in text, tree and statistics.
+const SWEEP_ROW_BYTES: u64 = 6_000;
+const SWEEP_ROW_BYTES_PER_REPLICATION: u64 = 64;
+
+/// The estimate of a sweep: every cell's scenario and results held, plus the largest cell's run,
+/// plus (with `read_back`: an unsharded sweep draws its charts from sweep.json) its output rows.
+pub fn estimate_sweep(cells: &[(&Scenario, &[crate::scenario::Variant])], threads: usize, read_back: bool) -> Estimate {
     let mut worst: Option<Estimate> = None;
     let mut held: u64 = 0;
+    let mut rows: u64 = 0;
+    let mut row_bytes: u64 = 0;
     let mut events = 0.0;
     for (scenario, variants) in cells {
+        let cell_rows = variants.len() as u64 * SWEEP_METRICS;
+        rows = rows.saturating_add(cell_rows);
+        let per_row = SWEEP_ROW_BYTES + SWEEP_ROW_BYTES_PER_REPLICATION * u64::from(scenario.replications);
+        row_bytes = row_bytes.saturating_add(cell_rows.saturating_mul(per_row));
         let e = estimate_run(scenario, variants, threads);
         events += e.events;
         // A loaded cell keeps its source and parsed table; its results keep ~40 metrics per
         // variant with every replication's value.
-        let results = variants.len() as u64 * 40 * (u64::from(scenario.replications) * 8 + 96);
+        let results = variants.len() as u64 * SWEEP_METRICS * (u64::from(scenario.replications) * 8 + 96);
         held = held.saturating_add(scenario.base_bytes()).saturating_add(results);
         if worst.as_ref().is_none_or(|w| e.bytes > w.bytes) {
             worst = Some(e);
@@ -174,6 +192,11 @@ pub fn estimate_sweep(cells: &[(&Scenario, &[crate::scenario::Variant])], thread
     }
     let mut estimate = worst.unwrap_or(Estimate { bytes: 0, parts: Vec::new(), events: 0.0 });
     estimate.parts.push((format!("{} loaded cell(s) and their results", cells.len()), held));
+    if read_back {
+        estimate
+            .parts
+            .push((format!("sweep.json and sweep.csv, {rows} rows, held and read back for the charts"), row_bytes));
+    }
     estimate.parts.sort_by_key(|p| std::cmp::Reverse(p.1));
     estimate.bytes = estimate.parts.iter().map(|p| p.1).fold(0, u64::saturating_add);
     estimate.events = events;

@@ -1,0 +1,186 @@
+//! Issue 17's runaway classes, one test each, every refusal pinned to its exact message: 6,000
+//! variants, 20,000 tenants, a 99,856-cell sweep, 50M clients × 2 replications and 2M buckets ×
+//! 40 replications are refused before anything is allocated or written; and past 24 tenants the
+//! charts draw 24 and say what they left out (`report::charts::cap`).
+//!
+//! Each refusal's wall time is printed (`--nocapture`), not asserted: speed goals live in
+//! benchmarks. docs/TESTING.md, "Runaway scenarios", records the times measured.
+
+mod common;
+
+use common::{listing, retrystorm, workdir};
+use std::path::Path;
+use std::time::Instant;
+
+/// `--max-memory 4GiB` makes each outcome independent of the machine's memory.
+const LIMIT: &str = "4GiB";
+
+/// The fixes every memory refusal ends with.
+const FIX: &str = "use fewer clients, replications, variants, cells or tenants, a wider bucket, fewer --threads, or raise --max-memory";
+
+/// Runs `args` in `dir`: exit code 2, exactly `expect` on stderr, nothing written. Prints the
+/// wall time of the refusal.
+fn refused_quickly(dir: &Path, what: &str, args: &[&str], expect: &str) {
+    let before = listing(dir);
+    let started = Instant::now();
+    let output = retrystorm(dir, args);
+    let took = started.elapsed();
+    eprintln!("{what}: refused in {took:?}");
+    let text = String::from_utf8_lossy(&output.stderr).trim_end().to_string();
+    assert_eq!(output.status.code(), Some(2), "{what}: {text}");
+    assert_eq!(text, expect, "{what}");
+    assert_eq!(listing(dir), before, "{what}: files written");
+}
+
+/// One API hop and the `client` policy; tenants or variants are appended.
+const HEAD: &str = "name = \"wide\"\nhorizon = \"2s\"\n[policy.client]\njitter = \"full\"\n[[hop]]\nname = \"api\"\nservice = { dist = \"constant\", mean = \"1ms\" }\n";
+
+/// `run good.toml` into `out` under [`LIMIT`], with `extra` arguments.
+fn good<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["run", "good.toml", "--quiet", "--out", "out", "--max-memory", LIMIT];
+    args.extend_from_slice(extra);
+    args
+}
+
+fn tenants(n: usize) -> String {
+    let mut text = HEAD.to_string();
+    for i in 0..n {
+        text.push_str(&format!(
+            "[[tenant]]\nname = \"t{i}\"\nclients = 1\narrival = {{ kind = \"herd\" }}\npolicy = \"client\"\n"
+        ));
+    }
+    text
+}
+
+/// Rule: 6,000 variants hold 6,000 replications' series for aggregation: 19.4 GiB, refused.
+#[test]
+fn six_thousand_variants_are_refused_by_the_estimate() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    let mut text = format!(
+        "{HEAD}[[tenant]]\nname = \"main\"\nclients = 5\narrival = {{ kind = \"herd\" }}\npolicy = \"client\"\n"
+    );
+    for i in 0..6_000 {
+        text.push_str(&format!(
+            "[[variant]]\nname = \"v{i}\"\nset = {{ \"policy.client.max_attempts\" = {} }}\n",
+            i % 5 + 1
+        ));
+    }
+    std::fs::write(dir.join("variants.toml"), text).expect("write");
+    refused_quickly(
+        dir,
+        "6,000 variants",
+        &["run", "variants.toml", "--quiet", "--out", "out", "--max-memory", LIMIT],
+        &format!("error: this run would need about 19.4 GiB of memory (time series of 6000 replication(s) held for aggregation: 15.7 GiB; mean series and timeseries.csv: 3.6 GiB; the tallest chart: 37.4 MiB), more than the limit of 4.0 GiB; {FIX}"),
+    );
+}
+
+/// Rule: more tenants than the 1,000 supported are refused while loading, before the estimate;
+/// 1,000 tenants are within the limits, their estimate (413.4 MiB, mostly the mean series) is
+/// what a small --max-memory refuses.
+#[test]
+fn twenty_thousand_tenants_are_refused_and_a_thousand_are_estimated() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    std::fs::write(dir.join("tenants.toml"), tenants(20_000)).expect("write");
+    refused_quickly(
+        dir,
+        "20,000 tenants",
+        &["run", "tenants.toml", "--quiet", "--out", "out", "--max-memory", LIMIT],
+        "error: tenants.toml:8:1: `tenant`: 20000 are defined; at most 1000 are supported: merge some of them",
+    );
+    std::fs::write(dir.join("thousand.toml"), tenants(1_000)).expect("write");
+    refused_quickly(
+        dir,
+        "1,000 tenants under 64 MiB",
+        &["run", "thousand.toml", "--quiet", "--out", "out", "--max-memory", "64MiB"],
+        &format!("error: this run would need about 413.4 MiB of memory (mean series and timeseries.csv: 305.6 MiB; time series of 1 replication(s) held for aggregation: 94.2 MiB; the tallest chart: 13.2 MiB), more than the limit of 64.0 MiB; {FIX}"),
+    );
+}
+
+/// Rule: a sweep's grid is estimated before its cells are loaded: 316 × 316 = 99,856 cells of 5
+/// jitter variants. Their output rows, held and read back for the charts (about 6 KB per cell ×
+/// variant × metric, measured), are 112.8 GiB; a shard draws no charts, so its estimate is only
+/// the loaded cells (2.5 GiB) and a small limit refuses it on those.
+#[test]
+fn a_99856_cell_sweep_is_refused_by_the_estimate() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    let values: Vec<String> = (1..=316).map(|c| c.to_string()).collect();
+    let vary_a = format!("tenant.main.clients={}", values.join(","));
+    let vary_b = format!("policy.client.max_attempts={}", values.join(","));
+    let sweep = ["sweep", "good.toml", "--quiet", "--vary", &vary_a, "--vary", &vary_b, "--max-memory"];
+    refused_quickly(
+        dir,
+        "99,856-cell sweep",
+        &[&sweep[..], &[LIMIT]].concat(),
+        &format!("error: this run would need about 115.3 GiB of memory (sweep.json and sweep.csv, 19971200 rows, held and read back for the charts: 112.8 GiB; 99856 loaded cell(s) and their results: 2.5 GiB; time series of 5 replication(s) held for aggregation: 13.4 MiB), more than the limit of 4.0 GiB; {FIX}"),
+    );
+    refused_quickly(
+        dir,
+        "one shard of a 99,856-cell sweep under 64 MiB",
+        &[&sweep[..], &["64MiB", "--shard", "1/100"]].concat(),
+        &format!("error: this run would need about 2.5 GiB of memory (99856 loaded cell(s) and their results: 2.5 GiB; time series of 5 replication(s) held for aggregation: 13.4 MiB; the tallest chart: 10.4 MiB), more than the limit of 64.0 MiB; {FIX}"),
+    );
+}
+
+/// Rule: two runs of 50M clients each are in flight at once on two threads: 37.3 GiB.
+#[test]
+fn fifty_million_clients_at_two_replications_are_refused_by_the_estimate() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    refused_quickly(
+        dir,
+        "50M clients × 2 replications",
+        &good(&["--set", "tenant.main.clients=50000000", "--replications", "2", "--threads", "2"]),
+        &format!("error: this run would need about 37.3 GiB of memory (clients and their retry state, 2 run(s) at a time: 37.3 GiB; time series of 2 replication(s) held for aggregation: 5.4 MiB; the tallest chart: 4.7 MiB), more than the limit of 4.0 GiB; {FIX}"),
+    );
+}
+
+/// Rule: 1 µs buckets over a 1 s horizon (a 2 s run with its drain) are 2M buckets, the most
+/// allowed; 40 replications hold 40 such series for aggregation: 9.6 GiB of 10.2 GiB.
+#[test]
+fn two_million_buckets_at_forty_replications_are_refused_by_the_estimate() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    refused_quickly(
+        dir,
+        "2M buckets × 40 replications",
+        &good(&["--set", "bucket=1us", "--set", "horizon=1s", "--replications", "40"]),
+        &format!("error: this run would need about 10.2 GiB of memory (time series of 40 replication(s) held for aggregation: 9.6 GiB; mean series and timeseries.csv: 610.4 MiB; the tallest chart: 4.7 MiB), more than the limit of 4.0 GiB; {FIX}"),
+    );
+}
+
+/// Rule: past 24 tenants the tenant charts draw the 24 with the most requests (here t6…t29,
+/// whose client counts are 7…30) and say, on the chart and in the report, what was left out;
+/// summary.json keeps every tenant.
+#[test]
+fn charts_of_many_tenants_are_capped_and_say_what_they_left_out() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    let mut text = String::from("name = \"wide\"\nseed = 1\nhorizon = \"2s\"\nbucket = \"1s\"\nreplications = 2\n\n[policy.p]\njitter = \"full\"\nbase = \"10ms\"\ncap = \"1s\"\nmax_attempts = 3\n\n[[hop]]\nname = \"api\"\nworkers = 4\nservice = { dist = \"constant\", mean = \"2ms\" }\n");
+    for i in 0..30 {
+        text.push_str(&format!(
+            "\n[[tenant]]\nname = \"t{i}\"\nclients = {}\narrival = {{ kind = \"herd\", spread = \"1s\" }}\npolicy = \"p\"\n",
+            i + 1
+        ));
+    }
+    std::fs::write(dir.join("wide.toml"), text).expect("write");
+    let output = retrystorm(dir, &["run", "wide.toml", "--quiet", "--out", "out"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let note = "Capped: 24 of 30 tenants drawn (those with the most requests); the other 6 are in summary.json and timeseries.csv";
+    for chart in ["tenant_load.svg", "tenant_metrics.svg"] {
+        let svg = std::fs::read_to_string(dir.join("out").join(chart)).expect("chart");
+        assert!(svg.contains(note), "{chart} states the cap");
+        // A tenant's name is a text line of its own (tenant_metrics) or in its panel's title.
+        let named = |t: String| svg.lines().any(|l| l.trim() == t || l.contains(&format!("tenant {t} ·")));
+        let drawn: Vec<usize> = (0..30).filter(|i| named(format!("t{i}"))).collect();
+        assert_eq!(drawn, (6..30).collect::<Vec<_>>(), "{chart}: the 24 tenants with the most requests");
+    }
+    let html = std::fs::read_to_string(dir.join("out/report.html")).expect("report");
+    assert!(html.contains(note), "the report says so too");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("out/summary.json")).expect("summary")).expect("JSON");
+    let text = summary.to_string();
+    assert!((0..30).all(|i| text.contains(&format!("\"t{i}\""))), "summary.json keeps every tenant");
+}
