@@ -110,7 +110,7 @@ fn a_slow_bucket_is_one_above_twice_the_baseline_wait() {
     assert_eq!(recovery_time_ns(&under, &spec.run_shape()), Some(0));
 }
 
-/// Rule: a run's recovery cannot be judged when its trigger lasts to the horizon, or when
+/// Rule: a run's recovery cannot be judged without a trigger, when its trigger lasts to the horizon, or when
 /// nothing at all (no attempt, no success) happened after it; a run still attempting after it,
 /// or whose only later activity is successes of attempts made during it, is judged.
 #[test]
@@ -137,11 +137,15 @@ fn recovery_is_unobservable_only_without_time_or_activity_after_the_trigger() {
     let to_horizon =
         Scenario::from_source("to.toml", &OUTAGE.replace("to = \"2s\"", "to = \"10s\""), &[]).expect("valid").base;
     assert_eq!(recovery_outcome(&after_fault(35, 10, 10), &to_horizon.run_shape()), RecoveryOutcome::NotObservable);
-    // Without any trigger the system never left its steady state.
+    // Without any trigger there is nothing to recover from: not observable, calm or not (a
+    // system overloaded on its own must not read "recovered after 0 s").
     let calm = Scenario::from_source("calm.toml", &OUTAGE[..OUTAGE.find("[[fault]]").expect("fault")], &[])
         .expect("valid")
         .base;
-    assert_eq!(recovery_outcome(&after_fault(35, 0, 0), &calm.run_shape()), RecoveryOutcome::Recovered(0));
+    for record in [after_fault(35, 10, 10), after_fault(usize::MAX, 10, 0)] {
+        assert_eq!(recovery_outcome(&record, &calm.run_shape()), RecoveryOutcome::NotObservable);
+        assert_eq!(recovery_time_ns(&record, &calm.run_shape()), None);
+    }
 }
 
 /// Rule: every window that fits in the series is judged, the last one included: 10 buckets,
