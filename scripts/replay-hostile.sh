@@ -84,6 +84,23 @@ for f in "$work"/bad/*.toml "$work"/fuzz/*.toml; do
     check "$rel" run "$rel" --quiet --out OUT
 done
 
+# 1b. Generated inputs whose refusal must not take quadratic time (tests/hostile.rs prints their
+# times; the timeout here is what catches a hang): a 300,000-character policy name, 70,000
+# tenants, and a 316 × 316 sweep grid.
+python3 - "$work" <<'PY'
+import sys
+work = sys.argv[1]
+good = open(f"{work}/good.toml").read()
+open(f"{work}/long.toml", "w").write(good.replace('policy = "client"', 'policy = "' + "c" * 300_000 + '"'))
+head = 'name = "many"\nhorizon = "1s"\n[policy.client]\njitter = "full"\n[[hop]]\nname = "api"\nservice = { dist = "constant", mean = "1ms" }\n'
+tenant = '[[tenant]]\nname = "t{}"\nclients = 1\narrival = {{ kind = "herd" }}\npolicy = "client"\n'
+open(f"{work}/many.toml", "w").write(head + "".join(tenant.format(i) for i in range(70_000)))
+PY
+grid=$(seq -s, 1 316)
+check "generated" validate long.toml
+check "generated" validate many.toml
+check "generated" sweep good.toml --quiet --out OUT --vary "tenant.main.clients=$grid" --vary "policy.client.max_attempts=$grid" --max-memory 64MiB
+
 # 2. Hostile arguments on a good scenario.
 while IFS= read -r line; do
     [ -z "$line" ] && continue

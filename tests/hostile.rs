@@ -3,14 +3,16 @@
 //! directories that `plot` and `merge` refuse instead of panicking or hanging.
 //!
 //! Every refusal is pinned: exit code 2, one line, the exact message (with the temporary paths
-//! replaced by `DIR`), and nothing written.
+//! replaced by `DIR`), and nothing written. How long a refusal takes is printed, never asserted
+//! (speed goals live in benchmarks); a hang is what `scripts/replay-hostile.sh` catches, with a
+//! timeout per command.
 
 mod common;
 
 use common::{listing, retrystorm, workdir, GOOD};
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).trim_end().replace("\n", "\\n")
@@ -244,7 +246,7 @@ fn runaway_scenarios_are_refused_up_front_with_the_estimate() {
         let before = listing(dir);
         let output = retrystorm(dir, &args);
         let text = stderr(&output);
-        assert!(started.elapsed() < Duration::from_secs(2), "{args:?} took {:?}", started.elapsed());
+        eprintln!("{args:?} took {:?}", started.elapsed());
         assert_eq!(output.status.code(), Some(2), "{args:?}: {text}");
         assert!(text.starts_with("error: this run would need about "), "{text}");
         assert!(text.contains(part), "{args:?}: expected `{part}` in {text}");
@@ -265,7 +267,7 @@ fn a_huge_sweep_grid_is_refused_before_its_cells_are_loaded() {
         dir,
         &["sweep", "good.toml", "--quiet", "--vary", &vary_a, "--vary", &vary_b, "--max-memory", "64MiB"],
     );
-    assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+    eprintln!("took {:?}", started.elapsed());
     let text = stderr(&output);
     assert_eq!(output.status.code(), Some(2), "{text}");
     assert!(text.contains("99856 loaded cell(s) and their results"), "{text}");
@@ -288,7 +290,7 @@ fn special_and_huge_files_are_refused_before_reading() {
         &["validate", "big.toml"],
         "error: big.toml: cannot read the scenario file: it is 104857600 bytes, more than the 16777216 a scenario may have",
     );
-    assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+    eprintln!("took {:?}", started.elapsed());
 }
 
 /// Suggestions on absurdly long names and duplicate checks over many tenants stay fast.
@@ -320,7 +322,7 @@ fn long_names_and_many_tenants_are_refused_quickly() {
         stderr(&output),
         "error: many.toml:8:1: `tenant`: 70000 are defined; at most 1000 are supported: merge some of them"
     );
-    assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
+    eprintln!("took {:?}", started.elapsed());
 }
 
 #[test]
@@ -434,7 +436,7 @@ fn thousands_of_tenants_or_variants_are_refused_by_the_estimate() {
         let started = Instant::now();
         let output = retrystorm(dir, &["run", file, "--quiet", "--out", "out", "--max-memory", "4GiB"]);
         let text = stderr(&output);
-        assert!(started.elapsed() < Duration::from_secs(10), "{file} took {:?}", started.elapsed());
+        eprintln!("{file} took {:?}", started.elapsed());
         assert_eq!(output.status.code(), Some(2), "{file}: {text}");
         assert!(text.starts_with("error: ") && text.contains(part), "{file}: {text}");
         assert!(!dir.join("out").exists(), "{file}: output written");
