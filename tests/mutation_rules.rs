@@ -485,3 +485,31 @@ fn a_late_delivery_warning_says_end_to_end_only_at_inner_stores() {
     assert_eq!(at_api.len(), 1, "{entry:?}");
     assert!(at_api[0].contains("for up to 3s (un-jittered delays + attempt timeouts)"), "{}", at_api[0]);
 }
+
+/// Rule: proportional jitter without a `ratio` is gRPC's connection backoff, ±20% (MODEL.md's
+/// default); a mutant defaulting it to 1.0 (delays from 0 to 2×) survived the policy tests.
+#[test]
+fn proportional_jitter_defaults_to_grpcs_twenty_percent() {
+    use retrystorm::model::policy::Jitter;
+    let source = OUTAGE.replace("jitter = \"full\"", "jitter = \"proportional\"");
+    let spec = Scenario::from_source("p.toml", &source, &[]).unwrap_or_else(|e| panic!("{e}")).base;
+    match spec.policies[0].jitter {
+        Jitter::Proportional { ratio } => assert_eq!(ratio, 0.2),
+        ref other => panic!("proportional expected, got {other:?}"),
+    }
+}
+
+/// Rule: `retry_on` retries exactly the failure kinds it lists: each flag answers for its own
+/// kind and no other (a mutant answering `true` for every kind survived the policy tests).
+#[test]
+fn retry_on_allows_exactly_the_listed_failure_kinds() {
+    use retrystorm::model::budget::FailureKind;
+    use retrystorm::model::RetryOn;
+    let kinds = [FailureKind::Transient, FailureKind::Throttling, FailureKind::Timeout];
+    for mask in 0..8u8 {
+        let on = RetryOn { transient: mask & 1 != 0, throttling: mask & 2 != 0, timeout: mask & 4 != 0 };
+        let allowed: Vec<bool> = kinds.iter().map(|&k| on.allows(k)).collect();
+        assert_eq!(allowed, vec![mask & 1 != 0, mask & 2 != 0, mask & 4 != 0], "retry_on mask {mask:03b}");
+    }
+    assert!(kinds.iter().all(|&k| RetryOn::ALL.allows(k)), "the default retries every failure");
+}
