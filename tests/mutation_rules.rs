@@ -513,3 +513,23 @@ fn retry_on_allows_exactly_the_listed_failure_kinds() {
     }
     assert!(kinds.iter().all(|&k| RetryOn::ALL.allows(k)), "the default retries every failure");
 }
+
+/// Rule: with a deadline and an attempt timeout, the attempts that fit are counted from the worst
+/// case, delays at their upper bounds plus one timeout each. Un-jittered 1 s × 2^(k−1), 1 s
+/// timeouts: 2 attempts end by 3 s, 3 by 6 s, 4 by 11 s. A 10 s deadline fits 3 of 5; an 11 s
+/// one fits all 4 of 4 (`None`: max_attempts is not cut); no deadline, nothing to fit.
+#[test]
+fn the_attempts_that_fit_a_deadline_are_counted_from_the_worst_case() {
+    let with = |fields: &str| {
+        let source = OUTAGE.replace(
+            "jitter = \"full\"\nmax_attempts = 3",
+            &format!("jitter = \"exponential\"\nbase = \"1s\"\ncap = \"20s\"\nattempt_timeout = \"1s\"\n{fields}"),
+        );
+        let spec = Scenario::from_source("fit.toml", &source, &[]).unwrap_or_else(|e| panic!("{e}")).base;
+        spec.policies[0].attempts_fitting_deadline()
+    };
+    assert_eq!(with("max_attempts = 5\ndeadline = \"10s\""), Some(3));
+    assert_eq!(with("max_attempts = 5\ndeadline = \"11s\""), Some(4));
+    assert_eq!(with("max_attempts = 4\ndeadline = \"11s\""), None, "4 attempts end exactly at the deadline");
+    assert_eq!(with("max_attempts = 5"), None, "no deadline");
+}
