@@ -264,8 +264,8 @@ fn recovery_finding(data: &ReportData) -> Option<String> {
         ));
     }
     // Each replication's outcome is one of recovered, metastable (the trigger ended and the system
-    // stayed overloaded) and not observable (nothing succeeded or was attempted after it, or it
-    // lasted to the end): only the second is "never recovered".
+    // stayed overloaded) and not observable (no trigger, nothing succeeded or was attempted after
+    // it, or it lasted to the end): only the second is "never recovered".
     let mut never_everywhere = true;
     let mut metastable = Vec::new();
     for v in &data.variants {
@@ -278,10 +278,13 @@ fn recovery_finding(data: &ReportData) -> Option<String> {
             metastable.push(format!("{} never recovered (metastable) in {stuck} of {n} replications", v.name));
         }
         if let Some((unseen, n)) = ones(Metric::RecoveryUnobservable).filter(|(k, _)| *k > 0) {
-            metastable.push(format!(
-                "{}'s recovery could not be observed in {unseen} of {n} replications (nothing succeeded or was attempted after the trigger, or it lasted to the end)",
-                v.name
-            ));
+            let why = if v.setup.trigger_end_s.is_none() {
+                "it has no fault or load spike to recover from"
+            } else {
+                "nothing succeeded or was attempted after the trigger, or it lasted to the end"
+            };
+            metastable
+                .push(format!("{}'s recovery could not be observed in {unseen} of {n} replications ({why})", v.name));
         }
     }
     if never_everywhere && !metastable.is_empty() {
