@@ -9,7 +9,7 @@ use crate::report::data::ReportData;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-/// Replicas drawn per panel (the palette's distinguishable colours); more are summarised.
+/// Replicas drawn per panel (beyond 8 lines one panel is unreadable); more are summarised.
 const LINES_MAX: usize = 8;
 /// Column of `REPLICA_COLUMNS`: attempts, out_of_rotation.
 const ATTEMPTS: usize = 0;
