@@ -18,16 +18,26 @@ struct Slot<T> {
     value: Option<T>,
 }
 
+/// Slots per page (a power of two: an index splits into page and offset by shift and mask).
+const PAGE_BITS: u32 = 9;
+const PAGE: usize = 1 << PAGE_BITS;
+
 /// Storage with O(1) insert/remove and stale-handle detection.
+///
+/// Slots live in fixed pages of [`PAGE`] rather than one growing vector: growing never copies
+/// the live values or holds the old and new buffers at once (a million-entry slab doubled by
+/// copying up to a gigabyte at 10M clients), and pages come from the same heap the event queue's
+/// chunks return to, so the attempts queued after an outage reuse the memory the retries waiting
+/// in the event queue gave back.
 pub struct Slab<T> {
-    slots: Vec<Slot<T>>,
+    pages: Vec<Vec<Slot<T>>>,
     free: Vec<u32>,
     live: usize,
 }
 
 impl<T> Default for Slab<T> {
     fn default() -> Self {
-        Slab { slots: Vec::new(), free: Vec::new(), live: 0 }
+        Slab { pages: Vec::new(), free: Vec::new(), live: 0 }
     }
 }
 
@@ -36,18 +46,30 @@ impl<T> Slab<T> {
     pub fn insert(&mut self, value: T) -> Handle {
         self.live += 1;
         if let Some(index) = self.free.pop() {
-            let slot = &mut self.slots[index as usize];
+            let slot = &mut self.pages[index as usize >> PAGE_BITS][index as usize & (PAGE - 1)];
             slot.value = Some(value);
             return Handle { index, generation: slot.generation };
         }
-        let index = u32::try_from(self.slots.len()).expect("slab exceeds u32::MAX live entries");
-        self.slots.push(Slot { generation: 0, value: Some(value) });
+        if self.pages.last().is_none_or(|page| page.len() == PAGE) {
+            self.pages.push(Vec::with_capacity(PAGE));
+        }
+        let index = (self.pages.len() - 1) * PAGE + self.pages.last().map_or(0, Vec::len);
+        let index = u32::try_from(index).expect("slab exceeds u32::MAX live entries");
+        self.pages.last_mut().expect("a page was just ensured").push(Slot { generation: 0, value: Some(value) });
         Handle { index, generation: 0 }
+    }
+
+    fn slot(&self, index: u32) -> Option<&Slot<T>> {
+        self.pages.get(index as usize >> PAGE_BITS)?.get(index as usize & (PAGE - 1))
+    }
+
+    fn slot_mut(&mut self, index: u32) -> Option<&mut Slot<T>> {
+        self.pages.get_mut(index as usize >> PAGE_BITS)?.get_mut(index as usize & (PAGE - 1))
     }
 
     /// The value behind `handle`, or `None` if it was removed (stale handle).
     pub fn get(&self, handle: Handle) -> Option<&T> {
-        let slot = self.slots.get(handle.index as usize)?;
+        let slot = self.slot(handle.index)?;
         if slot.generation != handle.generation {
             return None;
         }
@@ -56,7 +78,7 @@ impl<T> Slab<T> {
 
     /// Mutable access to the value behind `handle`, or `None` if stale.
     pub fn get_mut(&mut self, handle: Handle) -> Option<&mut T> {
-        let slot = self.slots.get_mut(handle.index as usize)?;
+        let slot = self.slot_mut(handle.index)?;
         if slot.generation != handle.generation {
             return None;
         }
@@ -65,7 +87,7 @@ impl<T> Slab<T> {
 
     /// Removes and returns the value; the slot's generation moves on so old handles go stale.
     pub fn remove(&mut self, handle: Handle) -> Option<T> {
-        let slot = self.slots.get_mut(handle.index as usize)?;
+        let slot = self.slot_mut(handle.index)?;
         if slot.generation != handle.generation {
             return None;
         }
@@ -78,12 +100,12 @@ impl<T> Slab<T> {
 
     /// The live values, in slot order.
     pub fn iter(&self) -> impl Iterator<Item = &T> {
-        self.slots.iter().filter_map(|slot| slot.value.as_ref())
+        self.pages.iter().flatten().filter_map(|slot| slot.value.as_ref())
     }
 
     /// Hints the cache to load the slot behind `handle` (no effect on results).
     pub fn prefetch(&self, handle: Handle) {
-        if let Some(slot) = self.slots.get(handle.index as usize) {
+        if let Some(slot) = self.slot(handle.index) {
             super::prefetch::prefetch_read(slot);
         }
     }
@@ -101,7 +123,7 @@ impl<T> Slab<T> {
     /// Slots allocated so far (live or free; never shrinks): the most values ever live at once.
     #[cfg(test)]
     pub(crate) fn slots(&self) -> usize {
-        self.slots.len()
+        self.pages.iter().map(Vec::len).sum()
     }
 }
 
@@ -119,5 +141,21 @@ mod tests {
         assert_eq!(slab.get(a), None);
         assert_eq!(slab.get(b), Some(&2));
         assert_eq!(slab.len(), 1);
+    }
+
+    /// Handles stay valid across pages, and freed slots are reused before new ones are made.
+    #[test]
+    fn many_pages_of_slots_keep_their_values() {
+        let mut slab = Slab::default();
+        let n = 3 * PAGE + 5;
+        let handles: Vec<Handle> = (0..n).map(|i| slab.insert(i)).collect();
+        assert!(handles.iter().enumerate().all(|(i, &h)| slab.get(h) == Some(&i)));
+        assert_eq!(slab.remove(handles[PAGE + 1]), Some(PAGE + 1));
+        let again = slab.insert(7);
+        assert_eq!((again.index, again.generation), (handles[PAGE + 1].index, 1));
+        assert_eq!(slab.get(handles[PAGE + 1]), None, "the old handle is stale");
+        assert_eq!((slab.len(), slab.slots(), slab.iter().count()), (n, n, n));
+        *slab.get_mut(handles[n - 1]).expect("live") += 1;
+        assert_eq!(slab.get(handles[n - 1]), Some(&n));
     }
 }

@@ -103,9 +103,15 @@ impl Simulation<'_> {
     }
 
     /// Live calls made by clients (not by hops): the simulation's own count of unfinished
-    /// requests, checked against the counters' in conservation.
+    /// requests, checked against the counters' in conservation. A call waiting for its retry
+    /// rides in its event (`Simulation::schedule_retry`), so the pending events are counted too.
     pub(super) fn count_live_top_calls(&self) -> u64 {
-        self.calls.iter().filter(|c| c.parent().is_none()).count() as u64
+        let riding = self.queue.iter().filter_map(|e| match e {
+            super::Event::Retry { call } => Some(call),
+            _ => None,
+        });
+        let top = self.calls.iter().chain(riding).filter(|c| c.parent().is_none()).count();
+        top as u64
     }
 
     pub(super) fn fill_in_flight_series(&mut self) {

@@ -110,6 +110,7 @@ impl Simulation<'_> {
             // `sent_at` stays the original's: a winning hedge's latency is the caller's wait.
             service_start: 0,
             lost_race: false,
+            retained: false,
             ..a.clone()
         };
         let (call, hop, tenant, timeout_at) = (copy.call, copy.hop as usize, copy.tenant as usize, copy.deadline_at);
@@ -175,8 +176,9 @@ impl Simulation<'_> {
         let losers: Vec<Handle> = self.links.attempts.get(&a.call).map_or_else(Vec::new, |v| v.clone());
         for h in losers.into_iter().filter(|&h| h != handle) {
             let Some(l) = self.attempts.get_mut(h).filter(|l| l.caller_waiting) else { continue };
-            l.caller_waiting = false;
             l.lost_race = true;
+            self.stop_waiting(h);
+            let l = self.attempts.get(h).expect("live");
             if cancel {
                 self.send_cancel(h);
             } else if l.phase == Phase::Done {

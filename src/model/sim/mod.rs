@@ -96,6 +96,11 @@ enum Event {
     AttemptStart {
         call: Handle,
     },
+    /// A call's retry timer fired: the call rode in this event, out of the slab, while it waited
+    /// (see [`Simulation::schedule_retry`]); it goes back into the slab and starts its attempt.
+    Retry {
+        call: Call,
+    },
     AttemptArrive {
         attempt: Handle,
     },
@@ -143,6 +148,7 @@ enum Event {
     },
 }
 
+#[derive(Clone, Copy, Debug)]
 struct Call {
     request_id: u64,
     /// Identifies the call's jitter draws (see [`Simulation::caller_sees`] and `KeyedDraws`).
@@ -216,6 +222,9 @@ struct Attempt {
     service_start: Nanos,
     /// Its caller stopped waiting because another copy answered first (wasted work: hedge).
     lost_race: bool,
+    /// It counts in the effect history's live references of its request: only once its caller
+    /// stopped waiting (see [`Simulation::stop_waiting`]); before, its call keeps the request live.
+    retained: bool,
 }
 
 /// One replica of a hop (a hop without `replicas` is one replica).
@@ -281,6 +290,8 @@ pub struct Simulation<'a> {
     queue: EventQueue<Event>,
     now: Nanos,
     calls: Slab<Call>,
+    /// Calls riding in their `Retry` events, out of `calls` ([`Simulation::schedule_retry`]).
+    calls_riding: usize,
     attempts: Slab<Attempt>,
     /// Per replica of every hop, hop by hop (see [`replicas`]).
     hops: Vec<HopState>,
@@ -381,6 +392,7 @@ impl<'a> Simulation<'a> {
             queue: EventQueue::new(),
             now: 0,
             calls: Slab::default(),
+            calls_riding: 0,
             attempts: Slab::default(),
             hops: servers,
             lbs,
@@ -470,6 +482,11 @@ impl<'a> Simulation<'a> {
         }
     }
 
+    /// Some call is live: in the slab or riding in its retry event.
+    fn calls_live(&self) -> bool {
+        !self.calls.is_empty() || self.calls_riding > 0
+    }
+
     fn advance_to(&mut self, t: Nanos) {
         assert!(t >= self.now, "time went backwards: {t} < {}", self.now);
         if !self.scaled_hops.is_empty() {
@@ -511,6 +528,13 @@ impl<'a> Simulation<'a> {
             Event::AttemptArrive { attempt } | Event::ServiceDone { attempt } | Event::ReplyArrive { attempt }
                 if self.links.on && self.attempts.get(attempt).is_none() => {}
             Event::AttemptStart { call } => self.start_attempt(call),
+            Event::Retry { call } => {
+                // Back into the slab (its request stayed live: no reference count moves); a
+                // free list is last in, first out, so this is the slot freed most recently.
+                self.calls_riding -= 1;
+                let handle = self.calls.insert(call);
+                self.start_attempt(handle);
+            }
             Event::AttemptArrive { attempt } => self.on_arrive(attempt),
             Event::ServiceDone { attempt } => self.on_service_done(attempt),
             Event::ReplyArrive { attempt } => self.on_reply_arrive(attempt),
@@ -650,6 +674,7 @@ impl<'a> Simulation<'a> {
             sent_at: now,
             service_start: 0,
             lost_race: false,
+            retained: false,
         };
         self.count_attempt(hop, tenant as usize, retry, b);
         let handle = self.insert_attempt(attempt);
@@ -729,8 +754,9 @@ impl<'a> Simulation<'a> {
         if !a.caller_waiting {
             return;
         }
-        a.caller_waiting = false;
         let call = a.call;
+        self.stop_waiting(handle);
+        let a = self.attempts.get(handle).expect("live");
         // An attempt still on its way has no replica; one whose reply is on its way was counted.
         let (hop, server, inside) =
             (a.hop as usize, a.server as usize, !matches!(a.phase, Phase::Network | Phase::Replying));
@@ -798,7 +824,24 @@ impl<'a> Simulation<'a> {
         }
         let b = self.bucket();
         self.record.hop_series[hop as usize][b].retries_scheduled += 1;
-        self.queue.push(at, Event::AttemptStart { call: call_handle });
+        self.schedule_retry(at, call_handle);
+    }
+
+    /// Queues the call's next attempt at `at`. Unless cancellation or hedging may reach the call
+    /// by its handle meanwhile (`links.on`), the call leaves the slab and rides in the event:
+    /// nothing else holds its handle while it waits (its attempts are answered; an orphaned one
+    /// never looks at its call), and the event queue is read in order where a slab slot is a
+    /// random access — the 1M-client herd's retries then touch no call slot, which was most of
+    /// their time (docs/PERFORMANCE.md). Same instant, same order: the event takes the place the
+    /// `AttemptStart` would have, so no result changes.
+    fn schedule_retry(&mut self, at: Nanos, call_handle: Handle) {
+        if self.links.on {
+            self.queue.push(at, Event::AttemptStart { call: call_handle });
+        } else {
+            let call = self.calls.remove(call_handle).expect("a retrying call is live");
+            self.calls_riding += 1;
+            self.queue.push(at, Event::Retry { call });
+        }
     }
 
     fn end_call(&mut self, call_handle: Handle, end: CallEnd) {
@@ -868,6 +911,14 @@ mod record_size_tests {
         assert_eq!(std::mem::size_of::<super::Call>(), 72);
         let slot = std::mem::size_of::<Option<super::Call>>() + std::mem::size_of::<u32>();
         assert!(slot <= 80, "a call's slot is {slot} bytes");
+    }
+
+    /// A retry carries its call (see [`super::Simulation::schedule_retry`]): the event is the
+    /// call plus nothing (the enum's tag sits in the call's unused bit patterns).
+    #[test]
+    fn an_event_is_its_call_and_a_queue_entry_80_bytes() {
+        assert_eq!(std::mem::size_of::<super::Event>(), std::mem::size_of::<super::Call>());
+        assert_eq!(std::mem::size_of::<(crate::engine::Nanos, super::Event)>(), 80);
     }
 
     /// A token bucket's state is its tokens (the window is only allocated for windowed kinds).

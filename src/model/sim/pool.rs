@@ -116,7 +116,7 @@ impl Simulation<'_> {
     /// At the end of a run with no call left, every connection must be back and no call waiting:
     /// a leak is a bug, reported loudly with the seed.
     pub(super) fn check_pools_drained(&self) {
-        if !self.calls.is_empty() {
+        if self.calls_live() {
             return; // a call still waits (e.g. a lost reply without a timeout): it may hold one
         }
         for (hop, state) in self.pools.iter().enumerate() {

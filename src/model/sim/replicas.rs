@@ -277,7 +277,7 @@ impl Simulation<'_> {
             }
         }
         let next = now.saturating_add(check.interval);
-        if next < spec.horizon || !self.calls.is_empty() {
+        if next < spec.horizon || self.calls_live() {
             self.queue.push(next, Event::Probe { hop: hop as u16 });
         }
     }
