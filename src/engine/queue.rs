@@ -3,11 +3,14 @@
 //! A binary heap costs O(log n) cache misses per operation once it outgrows the cache, and a
 //! million-client herd keeps about a million events pending. A radix heap (Ahuja, Mehlhorn, Orlin
 //! and Tarjan 1990) exploits what a discrete-event simulation guarantees anyway: the clock never
-//! goes backwards, so no event is scheduled before the last one popped. Events live in 65 buckets
-//! by the highest bit in which their time differs from the clock; pushes append to a bucket, and a
-//! pop that finds the lowest bucket empty redistributes the next non-empty bucket into lower ones.
-//! Every touch is a sequential append or scan, and each event moves at most 64 times (in practice
-//! a handful, since event times cluster near the clock).
+//! goes backwards, so no event is scheduled before the last one popped. Events live in buckets
+//! by the highest base-16 digit in which their time differs from the clock and their value in
+//! that digit (256 buckets); pushes append to a bucket, and a pop that finds nothing due now
+//! redistributes the earliest non-empty bucket into lower ones. Every touch is a sequential
+//! append or scan, and each event moves at most 16 times. With one bucket per differing *bit*
+//! (the textbook heap, and this one until December 2026) a bucket of n events spreads over
+//! about log2 n lower buckets and an event moves about that often; with digits, about log16 n
+//! (the time this saves is in docs/PERFORMANCE.md).
 //!
 //! FIFO ties without a sequence number: an event's bucket is a function of its time and the
 //! clock alone, so all events due at the same instant always share a bucket; buckets are only
@@ -23,8 +26,14 @@
 use super::time::Nanos;
 use std::collections::VecDeque;
 
-/// Buckets 1..=64: bucket `i` holds events whose time first differs from the clock at bit `i − 1`.
-const BUCKETS: usize = 64;
+/// Bits per digit: an event's bucket is the highest digit in which its time differs from the
+/// clock, and its value there (see [`bucket_slot`]).
+const DIGIT_BITS: u32 = 4;
+const DIGITS: usize = 1 << DIGIT_BITS;
+const LEVELS: usize = 64 / DIGIT_BITS as usize;
+const BUCKETS: usize = LEVELS * DIGITS;
+/// Words of the occupancy bitmap.
+const WORDS: usize = BUCKETS.div_ceil(64);
 
 /// Events per chunk of a bucket (a power of two: positions split by shift and mask).
 const CHUNK: usize = 1 << CHUNK_BITS;
@@ -33,7 +42,7 @@ const CHUNK_BITS: u32 = 9;
 /// Spare chunks the pool keeps: enough for every bucket to start one. A redistribution frees a
 /// chunk for about every chunk it fills, so a few spares carry it; more than this (chunks freed
 /// as a burst drains) go back to the system: the memory a burst needed is returned.
-const SPARE_MAX: usize = BUCKETS;
+const SPARE_MAX: usize = 64;
 
 /// [`EventQueue::pop_hinting`] shows the events of a bucket being redistributed when it holds at
 /// most this many: about as many cache-line loads as a core keeps in flight.
@@ -47,22 +56,41 @@ type Chunk<E> = Vec<(Nanos, E)>;
 pub struct EventQueue<E> {
     /// Events due exactly at `now`, in insertion order (bucket 0 of the radix heap).
     due_now: VecDeque<E>,
-    /// `buckets[i − 1]` is bucket `i`: events at `at` with `64 − (at ^ now).leading_zeros() == i`,
-    /// in chunks of [`CHUNK`] (every chunk but the last full).
-    buckets: Vec<Vec<Chunk<E>>>,
+    /// By (level, digit) of their time's highest difference from `now` ([`bucket_slot`]).
+    buckets: Vec<Bucket<E>>,
     /// Drained chunks (empty, capacity [`CHUNK`]) for reuse.
     spare: Vec<Chunk<E>>,
-    /// The earliest time in each bucket (`Nanos::MAX` when empty), so peeking and popping need
-    /// no scan.
-    bucket_min: [Nanos; BUCKETS],
-    /// Where in its bucket (counting across chunks) the first-pushed event at `bucket_min` sits:
-    /// the next to pop.
-    bucket_min_index: [usize; BUCKETS],
-    /// Bit `i − 1` is set when bucket `i` is non-empty.
-    occupied: u64,
+    /// Bit `i % 64` of word `i / 64` is set when bucket `i` is non-empty.
+    occupied: [u64; WORDS],
     len: usize,
     now: Nanos,
     popped: u64,
+}
+
+/// One bucket, in one cache line: the chunk being appended to, the full ones before it, and its
+/// earliest event (so peeking and popping need no scan).
+#[repr(align(64))]
+struct Bucket<E> {
+    /// Events in push order: every chunk of `full`, then `tail`.
+    full: Vec<Chunk<E>>,
+    /// The chunk pushes append to (unallocated until the bucket is first used; a drained bucket
+    /// keeps it, so a sparse queue moves no chunk through the pool per event).
+    tail: Chunk<E>,
+    /// The earliest time in the bucket (`Nanos::MAX` when empty).
+    min: Nanos,
+    /// Where (counting across chunks) the first-pushed event at `min` sits: the next to pop.
+    min_index: usize,
+}
+
+impl<E> Bucket<E> {
+    fn new() -> Self {
+        Bucket { full: Vec::new(), tail: Vec::new(), min: Nanos::MAX, min_index: 0 }
+    }
+
+    fn at(&self, index: usize) -> &(Nanos, E) {
+        let (chunk, offset) = (index >> CHUNK_BITS, index & (CHUNK - 1));
+        self.full.get(chunk).unwrap_or(&self.tail).get(offset).expect("an index within the bucket")
+    }
 }
 
 impl<E> Default for EventQueue<E> {
@@ -76,11 +104,9 @@ impl<E> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
             due_now: VecDeque::new(),
-            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
+            buckets: (0..BUCKETS).map(|_| Bucket::new()).collect(),
             spare: Vec::new(),
-            bucket_min: [Nanos::MAX; BUCKETS],
-            bucket_min_index: [0; BUCKETS],
-            occupied: 0,
+            occupied: [0; WORDS],
             len: 0,
             now: 0,
             popped: 0,
@@ -119,23 +145,26 @@ impl<E> EventQueue<E> {
         }
     }
 
-    /// Files an event due after `now` under the highest bit in which its time differs from `now`.
+    /// Files an event due after `now` under the highest digit in which its time differs from
+    /// `now`.
     #[inline]
     fn push_to_bucket(&mut self, at: Nanos, event: E) {
         let slot = bucket_slot(at, self.now);
-        let chunks = &mut self.buckets[slot];
-        if chunks.last().is_none_or(|c| c.len() == CHUNK) {
-            chunks.push(self.spare.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK)));
+        let bucket = &mut self.buckets[slot];
+        if bucket.tail.len() == CHUNK || bucket.tail.capacity() == 0 {
+            let fresh = self.spare.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK));
+            let done = std::mem::replace(&mut bucket.tail, fresh);
+            if !done.is_empty() {
+                bucket.full.push(done);
+            }
         }
-        let full = (chunks.len() - 1) << CHUNK_BITS;
-        let chunk = chunks.last_mut().expect("a chunk was just ensured");
         // Strictly earlier only: among equal times the first pushed is the next out (FIFO).
-        if at < self.bucket_min[slot] {
-            self.bucket_min[slot] = at;
-            self.bucket_min_index[slot] = full + chunk.len();
+        if at < bucket.min {
+            bucket.min = at;
+            bucket.min_index = (bucket.full.len() << CHUNK_BITS) + bucket.tail.len();
         }
-        chunk.push((at, event));
-        self.occupied |= 1 << slot;
+        bucket.tail.push((at, event));
+        self.occupied[slot / 64] |= 1 << (slot % 64);
     }
 
     /// Removes the earliest event and advances the clock to it.
@@ -152,10 +181,8 @@ impl<E> EventQueue<E> {
     #[inline]
     pub fn pop_hinting(&mut self, hint: impl FnMut(&E)) -> Option<(Nanos, E)> {
         if self.due_now.is_empty() {
-            if self.occupied == 0 {
-                return None;
-            }
-            self.advance_to_next_bucket(hint);
+            let slot = self.lowest_occupied()?;
+            self.advance_to_next_bucket(slot, hint);
         }
         let event = self.due_now.pop_front().expect("the clock advanced to a non-empty bucket");
         self.len -= 1;
@@ -166,30 +193,45 @@ impl<E> EventQueue<E> {
     /// Moves the clock to the earliest pending time and redistributes the lowest non-empty
     /// bucket: its earliest events become due now, the rest fall into lower buckets (every one of
     /// them shares more leading bits with the new clock than with the old).
-    fn advance_to_next_bucket(&mut self, mut hint: impl FnMut(&E)) {
-        let slot = self.occupied.trailing_zeros() as usize;
-        let next = self.bucket_min[slot];
+    fn advance_to_next_bucket(&mut self, slot: usize, mut hint: impl FnMut(&E)) {
+        let bucket = &mut self.buckets[slot];
+        let next = bucket.min;
         assert!(next >= self.now, "time went backwards: {next} < {}", self.now);
+        bucket.min = Nanos::MAX;
+        let mut full = std::mem::take(&mut bucket.full);
+        let mut tail = std::mem::take(&mut bucket.tail);
         self.now = next;
-        self.occupied &= !(1 << slot);
-        self.bucket_min[slot] = Nanos::MAX;
-        let mut moving = std::mem::take(&mut self.buckets[slot]);
-        if let [only] = moving.as_slice() {
-            if only.len() <= HINT_MAX {
-                only.iter().for_each(|(_, event)| hint(event));
-            }
+        self.occupied[slot / 64] &= !(1 << (slot % 64));
+        if full.is_empty() && tail.len() <= HINT_MAX {
+            tail.iter().for_each(|(_, event)| hint(event));
         }
-        for mut chunk in moving.drain(..) {
-            for (at, event) in chunk.drain(..) {
-                if at == next {
-                    self.due_now.push_back(event);
-                } else {
-                    self.push_to_bucket(at, event);
-                }
-            }
+        // Every event goes to a lower bucket (or is due now), never back to this one.
+        for mut chunk in full.drain(..) {
+            self.redistribute(next, &mut chunk);
             self.recycle(chunk);
         }
-        self.buckets[slot] = moving;
+        self.redistribute(next, &mut tail);
+        let bucket = &mut self.buckets[slot];
+        (bucket.full, bucket.tail) = (full, tail);
+    }
+
+    /// Empties `chunk` into the buckets below the new clock `next` (or due now).
+    #[inline]
+    fn redistribute(&mut self, next: Nanos, chunk: &mut Chunk<E>) {
+        for (at, event) in chunk.drain(..) {
+            if at == next {
+                self.due_now.push_back(event);
+            } else {
+                self.push_to_bucket(at, event);
+            }
+        }
+    }
+
+    /// The earliest non-empty bucket: bucket order is time order.
+    #[inline]
+    fn lowest_occupied(&self) -> Option<usize> {
+        let word = self.occupied.iter().position(|&w| w != 0)?;
+        Some(word * 64 + self.occupied[word].trailing_zeros() as usize)
     }
 
     /// Keeps a drained chunk for reuse, unless the pool is full ([`SPARE_MAX`]).
@@ -201,7 +243,7 @@ impl<E> EventQueue<E> {
 
     /// Every pending event, in no particular order (for end-of-run accounting, not the hot path).
     pub fn iter(&self) -> impl Iterator<Item = &E> {
-        let bucketed = self.buckets.iter().flatten().flatten().map(|(_, event)| event);
+        let bucketed = self.buckets.iter().flat_map(|b| b.full.iter().flatten().chain(&b.tail)).map(|(_, event)| event);
         self.due_now.iter().chain(bucketed)
     }
 
@@ -217,22 +259,23 @@ impl<E> EventQueue<E> {
         if let Some(event) = self.due_now.front() {
             return Some((self.now, event));
         }
-        if self.occupied == 0 {
-            return None;
-        }
-        let slot = self.occupied.trailing_zeros() as usize;
-        let index = self.bucket_min_index[slot];
-        let (at, event) = &self.buckets[slot][index >> CHUNK_BITS][index & (CHUNK - 1)];
+        let bucket = &self.buckets[self.lowest_occupied()?];
+        let (at, event) = bucket.at(bucket.min_index);
         Some((*at, event))
     }
 }
 
-/// The bucket (as an index into `buckets`) of an event at `at` when the clock is `now < at`.
+/// The bucket of an event at `at` when the clock is `now < at`: the highest digit (level) in
+/// which `at` differs from `now`, and `at`'s value in that digit. Above that level `at` and `now`
+/// agree, so buckets sorted by (level, digit) hold ever later events, and every event of a bucket
+/// differs from any time in that bucket at a lower level only: redistributing a bucket from its
+/// earliest time moves each event down at least one level, and leaves every other bucket valid.
 #[inline]
 fn bucket_slot(at: Nanos, now: Nanos) -> usize {
     debug_assert!(at > now);
-    // The highest differing bit is bit `63 − leading_zeros`; bucket i = that bit + 1 sits at i − 1.
-    63 - (at ^ now).leading_zeros() as usize
+    let level = (63 - (at ^ now).leading_zeros()) / DIGIT_BITS;
+    let digit = (at >> (level * DIGIT_BITS)) as usize & (DIGITS - 1);
+    level as usize * DIGITS + digit
 }
 
 #[cfg(test)]
@@ -308,7 +351,7 @@ mod tests {
     }
 
     /// A bucket spans many chunks: order and FIFO ties hold across chunk boundaries, pending
-    /// events are all seen by `iter`, and drained chunks are reused rather than reallocated.
+    /// events are all seen by `iter`, and drained chunks are pooled within a bound.
     #[test]
     fn buckets_of_many_chunks_keep_time_and_insertion_order() {
         let mut q = EventQueue::new();
@@ -326,8 +369,11 @@ mod tests {
         assert_eq!(popped, sorted);
         let ties: Vec<usize> = std::iter::from_fn(|| q.pop().map(|(_, id)| id)).collect();
         assert_eq!(ties, (n..2 * n).collect::<Vec<_>>(), "equal times come out in push order");
-        assert!(q.spare.len() >= SPARE_MAX.min(2 * n / CHUNK), "drained chunks are kept for reuse");
-        assert!(q.spare.iter().all(|c| c.is_empty() && c.capacity() == CHUNK));
+        // Drained, the queue keeps chunks for reuse but no more than the pool's bound and one
+        // (empty) chunk per bucket: the memory of the 2n events went back.
+        assert!(!q.spare.is_empty() && q.spare.len() <= SPARE_MAX, "{} spare chunks", q.spare.len());
+        assert!(q.spare.iter().all(|c| c.is_empty() && c.capacity() >= CHUNK));
+        assert!(q.buckets.iter().all(|b| b.full.is_empty() && b.tail.is_empty()));
     }
 
     /// One step of a random workload: schedule after `now` by a delay, or pop.
