@@ -311,6 +311,7 @@ pub struct Simulation<'a> {
     replication: u64,
     budgets: scoped::ScopedStates<BudgetState>,
     breakers: scoped::ScopedStates<BreakerState>,
+    /// Requests each herd client sent (only for herds of more than one request per client).
     requests_sent: Vec<Vec<u32>>,
     request_id_next: u64,
     rngs: Rngs,
@@ -383,7 +384,9 @@ impl<'a> Simulation<'a> {
             .tenants
             .iter()
             .map(|t| match t.arrival {
-                Arrival::Herd { .. } => vec![0; t.clients as usize],
+                // Counted only to know when a client is done; with one request each it is done
+                // after its first (and a random access per first request is saved).
+                Arrival::Herd { requests_per_client, .. } if requests_per_client > 1 => vec![0; t.clients as usize],
                 _ => Vec::new(),
             })
             .collect();
@@ -865,7 +868,7 @@ impl<'a> Simulation<'a> {
         let ti = tenant as usize;
         let think = match self.spec.tenants[ti].arrival {
             Arrival::Herd { requests_per_client, .. } => {
-                let sent = self.requests_sent[ti][client as usize];
+                let sent = self.requests_sent[ti].get(client as usize).map_or(1, |&sent| sent);
                 if sent >= requests_per_client {
                     return;
                 }
