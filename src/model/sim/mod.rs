@@ -464,8 +464,8 @@ impl<'a> Simulation<'a> {
                 self.advance_to(t);
                 self.new_request(tenant, client);
             } else {
-                let (calls, attempts) = (&self.calls, &self.attempts);
-                let (t, event) = self.queue.pop_hinting(|e| prefetch_for(calls, attempts, e)).expect("peeked");
+                let touches = touches!(self);
+                let (t, event) = self.queue.pop_hinting(|e| touches.prefetch(e)).expect("peeked");
                 self.advance_to(t);
                 self.prefetch_next();
                 self.dispatch(event);
@@ -481,7 +481,7 @@ impl<'a> Simulation<'a> {
     /// (The queue also shows the events a few pops ahead, `EventQueue::pop_hinting`.)
     fn prefetch_next(&self) {
         if let Some((_, event)) = self.queue.peek() {
-            prefetch_for(&self.calls, &self.attempts, event);
+            touches!(self).prefetch(event);
         }
     }
 
@@ -884,15 +884,53 @@ impl<'a> Simulation<'a> {
     }
 }
 
-/// Starts loading the call or attempt slot `event` will touch (no effect on results).
-fn prefetch_for(calls: &Slab<Call>, attempts: &Slab<Attempt>, event: &Event) {
-    match event {
-        Event::AttemptStart { call } => calls.prefetch(*call),
-        Event::AttemptArrive { attempt }
-        | Event::ServiceDone { attempt }
-        | Event::ReplyArrive { attempt }
-        | Event::AttemptTimeout { attempt } => attempts.prefetch(*attempt),
-        _ => {}
+/// A [`Touches`] of the simulation's fields (borrowed one by one, so the queue can be popped
+/// meanwhile).
+macro_rules! touches {
+    ($sim:expr) => {
+        Touches {
+            spec: $sim.spec,
+            calls: &$sim.calls,
+            attempts: &$sim.attempts,
+            budgets: &$sim.budgets,
+            breakers: &$sim.breakers,
+        }
+    };
+}
+use touches;
+
+/// What a pending event will touch, so its loading can start early (no effect on results).
+struct Touches<'s> {
+    spec: &'s SimSpec,
+    calls: &'s Slab<Call>,
+    attempts: &'s Slab<Attempt>,
+    budgets: &'s scoped::ScopedStates<BudgetState>,
+    breakers: &'s scoped::ScopedStates<BreakerState>,
+}
+
+impl Touches<'_> {
+    /// Starts loading the call or attempt slot `event` will touch, or for a retry (its call is
+    /// in the event) the client's budget and breaker states: with client scope, one per client
+    /// in arrays of millions, a cache miss per retry otherwise.
+    fn prefetch(&self, event: &Event) {
+        match event {
+            Event::AttemptStart { call } => self.calls.prefetch(*call),
+            Event::AttemptArrive { attempt }
+            | Event::ServiceDone { attempt }
+            | Event::ReplyArrive { attempt }
+            | Event::AttemptTimeout { attempt } => self.attempts.prefetch(*attempt),
+            Event::Retry { call } => {
+                let policy = &self.spec.policies[call.policy as usize];
+                let key = |scope| hop_queue::scope_key(scope, call.policy, call.tenant, call.client);
+                if let Some(budget) = &policy.budget {
+                    self.budgets.prefetch(key(budget.scope));
+                }
+                if let Some(breaker) = &policy.breaker {
+                    self.breakers.prefetch(key(breaker.scope));
+                }
+            }
+            _ => {}
+        }
     }
 }
 

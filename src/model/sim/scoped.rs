@@ -46,6 +46,16 @@ impl<S> ScopedStates<S> {
         }
     }
 
+    /// Starts loading the state of `key` if it is a dense one already made (no effect on results).
+    pub(super) fn prefetch(&self, key: ScopeKey) {
+        let (policy, tenant, client) = key;
+        if let Some((own, _, states)) = self.dense.get(tenant as usize) {
+            if let Some(state) = states.get(client as usize).filter(|_| *own == policy) {
+                crate::engine::prefetch::prefetch_read(state);
+            }
+        }
+    }
+
     /// States made so far (tests).
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
