@@ -433,3 +433,25 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod far_future_tests {
+    use super::*;
+
+    /// Times at the top bits (2^61..2^63 ns, the case a random run once reported against an
+    /// earlier build): every peek names what the next pop returns.
+    #[test]
+    fn far_future_times_peek_and_pop_in_order() {
+        let mut q = EventQueue::new();
+        for (id, at) in [1u64 << 63, 1 << 62, 1 << 61, (1 << 63) + 1, u64::MAX].into_iter().enumerate() {
+            q.push(at, id);
+            assert_eq!(q.peek().map(|(at, _)| at), q.peek_time());
+        }
+        let mut order = Vec::new();
+        while let Some((at, id)) = q.peek().map(|(at, id)| (at, *id)) {
+            assert_eq!(q.pop(), Some((at, id)));
+            order.push(id);
+        }
+        assert_eq!(order, vec![2, 1, 0, 3, 4]);
+    }
+}
