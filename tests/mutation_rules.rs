@@ -533,3 +533,31 @@ fn the_attempts_that_fit_a_deadline_are_counted_from_the_worst_case() {
     assert_eq!(with("max_attempts = 4\ndeadline = \"11s\""), None, "4 attempts end exactly at the deadline");
     assert_eq!(with("max_attempts = 5"), None, "no deadline");
 }
+
+/// Rule: a budget given by its kind alone takes the defaults docs/MODEL.md lists ("Budgets,
+/// throttles, breakers"): AWS 500 / 5 / 10 / 5 / +1, gRPC 10 tokens / 0.1, Finagle 10 s / 20 % /
+/// 10 per s, ratio 0.1 over 10 s with no minimum, adaptive k = 2 over 2 min, token bucket 5 /
+/// 0.1. Kills the serde-default mutants of src/model/budget.rs (`whole`, `tenths`, `seconds`
+/// returning a constant, `/` → `%` or `*` in `tenths`, `*` → `+` or `/` in `seconds`).
+#[test]
+fn a_budget_given_by_its_kind_alone_takes_the_documented_defaults() {
+    use retrystorm::model::BudgetKind as K;
+    const S: u64 = 1_000_000_000;
+    let kind = |name: &str| {
+        let budget = policy(&format!("budget = {{ kind = \"{name}\", scope = \"client\" }}")).budget;
+        budget.unwrap_or_else(|| panic!("{name}: no budget")).kind
+    };
+    let aws = K::AwsQuota {
+        capacity: 500.0,
+        retry_cost: 5.0,
+        timeout_cost: 10.0,
+        throttling_cost: 5.0,
+        no_retry_increment: 1.0,
+    };
+    assert_eq!(kind("aws_quota"), aws);
+    assert_eq!(kind("grpc_throttle"), K::GrpcThrottle { max_tokens: 10.0, token_ratio: 0.1 });
+    assert_eq!(kind("finagle"), K::Finagle { ttl: 10 * S, percent: 0.2, min_retries_per_s: 10.0 });
+    assert_eq!(kind("ratio"), K::Ratio { ratio: 0.1, window: 10 * S, min_retries: 0.0 });
+    assert_eq!(kind("adaptive_throttle"), K::AdaptiveThrottle { k: 2.0, window: 120 * S });
+    assert_eq!(kind("token_bucket"), K::TokenBucket { capacity: 5.0, per_request: 0.1 });
+}
