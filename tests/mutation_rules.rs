@@ -561,3 +561,53 @@ fn a_budget_given_by_its_kind_alone_takes_the_documented_defaults() {
     assert_eq!(kind("adaptive_throttle"), K::AdaptiveThrottle { k: 2.0, window: 120 * S });
     assert_eq!(kind("token_bucket"), K::TokenBucket { capacity: 5.0, per_request: 0.1 });
 }
+
+/// Rule: a budget schedule never ends only when nothing advances time: `--base 0s` together
+/// with `--attempt-timeout 0s`, or `--jitter none` (retries at once) with `--attempt-timeout
+/// 0s`. Either alone is valid: with base 0 each attempt still takes its 30 s timeout (1 h fits
+/// 3600 / 30 = 120), and with 0 s timeouts exponential delays 2, 4, …, 1024 s fit 1 h (2046 s;
+/// the next, 2048 s, would end at 4094 s). Kills src/budget.rs's `&&` → `||` and `==` → `!=`
+/// in `validate`'s first two checks.
+#[test]
+fn a_budget_schedule_is_refused_only_when_nothing_advances_time() {
+    use retrystorm::budget::{compute, BudgetConfig, BudgetError};
+    use retrystorm::model::Jitter;
+    const S: u64 = 1_000_000_000;
+    let config = |base_ns: u64, attempt_timeout_ns: u64, jitter: Jitter| BudgetConfig {
+        base_ns,
+        attempt_timeout_ns,
+        jitter,
+        seeds_for_distribution: 1,
+        ..BudgetConfig::guide_defaults(3600 * S)
+    };
+    let base_zero = compute(&config(0, 30 * S, Jitter::Exponential)).expect("base 0 s with 30 s timeouts is valid");
+    assert_eq!(base_zero.budget.attempts_fitted, 120);
+    let no_timeout = compute(&config(2 * S, 0, Jitter::Exponential)).expect("0 s timeouts with a backoff are valid");
+    assert_eq!((no_timeout.budget.attempts_fitted, no_timeout.budget.scheduled.seconds), (10, 2046.0));
+    assert_eq!(compute(&config(0, 0, Jitter::Exponential)).err(), Some(BudgetError::ZeroProgress));
+    assert_eq!(compute(&config(2 * S, 0, Jitter::None)).err(), Some(BudgetError::ZeroProgressImmediate));
+}
+
+/// Rule: the budget report names its delay strategy as a scenario writes it, with its
+/// parameters (`full`, `proportional(0.2)`, `schedule(5s, 5m)`), in the JSON `inputs.jitter`
+/// and on the text's first line. Kills `jitter_label` → `""` or `"xyzzy"` (src/budget.rs).
+#[test]
+fn the_budget_report_names_its_jitter_with_its_parameters() {
+    use retrystorm::budget::{compute, BudgetConfig};
+    use retrystorm::model::Jitter;
+    const S: u64 = 1_000_000_000;
+    let cases = [
+        (Jitter::Full, "full"),
+        (Jitter::Proportional { ratio: 0.2 }, "proportional(0.2)"),
+        (Jitter::Schedule { delays: vec![5 * S, 300 * S] }, "schedule(5s, 5m)"),
+    ];
+    for (jitter, label) in cases {
+        let cfg = BudgetConfig { jitter, seeds_for_distribution: 1, ..BudgetConfig::guide_defaults(3600 * S) };
+        let report = compute(&cfg).expect("valid");
+        let json = serde_json::to_value(&report).expect("serializes");
+        assert_eq!(json["inputs"]["jitter"], label);
+        let text = report.to_text();
+        let first = text.lines().next().expect("a first line");
+        assert!(first.ends_with(&format!(", attempt timeout 30s, jitter {label}, seed 7")), "{first}");
+    }
+}
