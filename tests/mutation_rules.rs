@@ -611,3 +611,24 @@ fn the_budget_report_names_its_jitter_with_its_parameters() {
         assert!(first.ends_with(&format!(", attempt timeout 30s, jitter {label}, seed 7")), "{first}");
     }
 }
+
+/// Rule: the idempotency TTL is window + margin, and the guide's invariant horizon ≤ window <
+/// TTL holds as soon as the TTL outlasts the window, here by one nanosecond (`--margin 0s`
+/// violates it: src/budget.rs's unit tests). Kills `+` → `*` in `compute`'s TTL (src/budget.rs):
+/// window × margin also exceeds the window for the 6 h default margin, but not for 1 ns.
+#[test]
+fn a_ttl_one_nanosecond_past_the_window_holds_the_budget_invariant() {
+    use retrystorm::budget::{compute, BudgetConfig};
+    const S: u64 = 1_000_000_000;
+    let cfg = BudgetConfig {
+        margin_ns: 1,
+        jitter: retrystorm::model::Jitter::Exponential,
+        seeds_for_distribution: 1,
+        ..BudgetConfig::guide_defaults(3600 * S)
+    };
+    let report = compute(&cfg).expect("valid");
+    // Exponential delays 2, 4, …, 1024 s and 30 s timeouts: 10 attempts end at 2,346 s ≤ 1 h.
+    assert_eq!((report.max_attempts, report.budget.worst_case_scheduled.seconds), (10, 2346.0));
+    assert_eq!(report.budget.idempotency_ttl.human, "1h 1ns");
+    assert!(report.invariant_holds, "a TTL 1 ns longer than the window outlasts it");
+}
