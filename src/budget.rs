@@ -303,6 +303,8 @@ pub struct BudgetReport {
 
 fn window_budget(cfg: &BudgetConfig, windows_ns: &[u64], hop: usize) -> BudgetResult<WindowBudget> {
     let window_ns = windows_ns[hop];
+    // Always Some(true) past hop 0 (hop_windows_ns keeps inner windows strictly smaller; the
+    // assert checks it), so cargo-mutants' `<` → `<=` here is equivalent (docs/TESTING.md).
     let window_strictly_smaller = (hop > 0).then(|| window_ns < windows_ns[hop - 1]);
     assert_ne!(window_strictly_smaller, Some(false), "hop {hop}: {cfg:?}");
     let delays_ns = try_schedule(cfg, window_ns, cfg.seed)?;

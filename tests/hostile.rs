@@ -108,6 +108,16 @@ fn a_rerun_removes_the_previous_runs_files_it_does_not_write_and_nothing_else() 
     assert!(dir.join("out/summary.json").is_file());
 }
 
+/// Writes `s1` and `s2`, the two shards of a 2-cell sweep of `good.toml`.
+fn two_shards(dir: &Path) {
+    for k in 1..=2 {
+        let (shard, out) = (format!("{k}/2"), format!("s{k}"));
+        let vary = ["--vary", "tenant.main.clients=10,20", "--jitter", "full"];
+        let args = [&["sweep", "good.toml", "--quiet"][..], &vary, &["--shard", &shard, "--out", &out]].concat();
+        ok(dir, &args);
+    }
+}
+
 #[test]
 fn out_pointing_at_a_file_and_merge_into_its_input_are_refused() {
     let tmp = workdir();
@@ -118,38 +128,7 @@ fn out_pointing_at_a_file_and_merge_into_its_input_are_refused() {
         &["run", "good.toml", "--quiet", "--out", "file"],
         "error: --out `file` is a file, not a directory; give a directory path",
     );
-    ok(
-        dir,
-        &[
-            "sweep",
-            "good.toml",
-            "--quiet",
-            "--vary",
-            "tenant.main.clients=10,20",
-            "--jitter",
-            "full",
-            "--shard",
-            "1/2",
-            "--out",
-            "s1",
-        ],
-    );
-    ok(
-        dir,
-        &[
-            "sweep",
-            "good.toml",
-            "--quiet",
-            "--vary",
-            "tenant.main.clients=10,20",
-            "--jitter",
-            "full",
-            "--shard",
-            "2/2",
-            "--out",
-            "s2",
-        ],
-    );
+    two_shards(dir);
     refused(
         dir,
         &["merge", "s1", "s2", "--out", "s2"],
@@ -441,4 +420,46 @@ fn thousands_of_tenants_or_variants_are_refused_by_the_estimate() {
         assert!(text.starts_with("error: ") && text.contains(part), "{file}: {text}");
         assert!(!dir.join("out").exists(), "{file}: output written");
     }
+}
+
+/// `merge` reads only regular files, and refuses before reading anything when its shard files
+/// are more than its memory limit allows: 32 bytes held per byte of `sweep.json` and
+/// `sweep.csv` read (measured: 30, docs/TESTING.md "Runaway scenarios"). Issue 17: a
+/// `sweep.json` that is `/dev/zero` grew without bound, a FIFO blocked it forever, and a merge
+/// of many large shards had no estimate.
+#[test]
+fn merge_reads_only_regular_files_and_refuses_shards_beyond_its_memory_limit() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    two_shards(dir);
+    std::fs::create_dir(dir.join("zero")).expect("mkdir");
+    std::os::unix::fs::symlink("/dev/zero", dir.join("zero/sweep.json")).expect("symlink");
+    std::fs::create_dir(dir.join("fifo")).expect("mkdir");
+    let mkfifo = std::process::Command::new("mkfifo").arg(dir.join("fifo/sweep.json")).status().expect("mkfifo");
+    assert!(mkfifo.success());
+    for name in ["zero", "fifo"] {
+        let expect = format!("error: {name}/sweep.json: it is not a regular file (a directory, device, FIFO or socket); merge takes directories written by `retrystorm sweep`");
+        refused(dir, &["merge", name, "--out", "m"], &expect);
+    }
+    let size = |shard: &str, file: &str| std::fs::metadata(dir.join(shard).join(file)).expect("written").len();
+    let input = size("s1", "sweep.json") + size("s1", "sweep.csv") + size("s2", "sweep.json") + size("s2", "sweep.csv");
+    let needed = 32 * input;
+    let below = (needed - 1).to_string();
+    // Bytes as the estimate prints them: binary units, one decimal.
+    let show = |bytes: u64| {
+        let exponent = (1..=3).rev().find(|&e| bytes >= 1 << (10 * e)).unwrap_or(0);
+        let value = bytes as f64 / (1u64 << (10 * exponent)) as f64;
+        match exponent {
+            0 => format!("{bytes} B"),
+            e => format!("{value:.1} {}", ["KiB", "MiB", "GiB"][e - 1]),
+        }
+    };
+    let expect = format!(
+        "error: merge would need about {} of memory (2 shard(s) holding {} of sweep.json and sweep.csv, held, merged and read back for the charts), more than the limit of {}; merge the shards of a smaller grid or raise --max-memory",
+        show(needed),
+        show(input),
+        show(needed - 1)
+    );
+    refused(dir, &["merge", "s1", "s2", "--out", "m", "--max-memory", &below], &expect);
+    ok(dir, &["merge", "s1", "s2", "--out", "m", "--max-memory", &needed.to_string()]);
 }

@@ -533,3 +533,102 @@ fn the_attempts_that_fit_a_deadline_are_counted_from_the_worst_case() {
     assert_eq!(with("max_attempts = 4\ndeadline = \"11s\""), None, "4 attempts end exactly at the deadline");
     assert_eq!(with("max_attempts = 5"), None, "no deadline");
 }
+
+/// Rule: a budget given by its kind alone takes the defaults docs/MODEL.md lists ("Budgets,
+/// throttles, breakers"): AWS 500 / 5 / 10 / 5 / +1, gRPC 10 tokens / 0.1, Finagle 10 s / 20 % /
+/// 10 per s, ratio 0.1 over 10 s with no minimum, adaptive k = 2 over 2 min, token bucket 5 /
+/// 0.1. Kills the serde-default mutants of src/model/budget.rs (`whole`, `tenths`, `seconds`
+/// returning a constant, `/` → `%` or `*` in `tenths`, `*` → `+` or `/` in `seconds`).
+#[test]
+fn a_budget_given_by_its_kind_alone_takes_the_documented_defaults() {
+    use retrystorm::model::BudgetKind as K;
+    const S: u64 = 1_000_000_000;
+    let kind = |name: &str| {
+        let budget = policy(&format!("budget = {{ kind = \"{name}\", scope = \"client\" }}")).budget;
+        budget.unwrap_or_else(|| panic!("{name}: no budget")).kind
+    };
+    let aws = K::AwsQuota {
+        capacity: 500.0,
+        retry_cost: 5.0,
+        timeout_cost: 10.0,
+        throttling_cost: 5.0,
+        no_retry_increment: 1.0,
+    };
+    assert_eq!(kind("aws_quota"), aws);
+    assert_eq!(kind("grpc_throttle"), K::GrpcThrottle { max_tokens: 10.0, token_ratio: 0.1 });
+    assert_eq!(kind("finagle"), K::Finagle { ttl: 10 * S, percent: 0.2, min_retries_per_s: 10.0 });
+    assert_eq!(kind("ratio"), K::Ratio { ratio: 0.1, window: 10 * S, min_retries: 0.0 });
+    assert_eq!(kind("adaptive_throttle"), K::AdaptiveThrottle { k: 2.0, window: 120 * S });
+    assert_eq!(kind("token_bucket"), K::TokenBucket { capacity: 5.0, per_request: 0.1 });
+}
+
+/// Rule: a budget schedule never ends only when nothing advances time: `--base 0s` together
+/// with `--attempt-timeout 0s`, or `--jitter none` (retries at once) with `--attempt-timeout
+/// 0s`. Either alone is valid: with base 0 each attempt still takes its 30 s timeout (1 h fits
+/// 3600 / 30 = 120), and with 0 s timeouts exponential delays 2, 4, …, 1024 s fit 1 h (2046 s;
+/// the next, 2048 s, would end at 4094 s). Kills src/budget.rs's `&&` → `||` and `==` → `!=`
+/// in `validate`'s first two checks.
+#[test]
+fn a_budget_schedule_is_refused_only_when_nothing_advances_time() {
+    use retrystorm::budget::{compute, BudgetConfig, BudgetError};
+    use retrystorm::model::Jitter;
+    const S: u64 = 1_000_000_000;
+    let config = |base_ns: u64, attempt_timeout_ns: u64, jitter: Jitter| BudgetConfig {
+        base_ns,
+        attempt_timeout_ns,
+        jitter,
+        seeds_for_distribution: 1,
+        ..BudgetConfig::guide_defaults(3600 * S)
+    };
+    let base_zero = compute(&config(0, 30 * S, Jitter::Exponential)).expect("base 0 s with 30 s timeouts is valid");
+    assert_eq!(base_zero.budget.attempts_fitted, 120);
+    let no_timeout = compute(&config(2 * S, 0, Jitter::Exponential)).expect("0 s timeouts with a backoff are valid");
+    assert_eq!((no_timeout.budget.attempts_fitted, no_timeout.budget.scheduled.seconds), (10, 2046.0));
+    assert_eq!(compute(&config(0, 0, Jitter::Exponential)).err(), Some(BudgetError::ZeroProgress));
+    assert_eq!(compute(&config(2 * S, 0, Jitter::None)).err(), Some(BudgetError::ZeroProgressImmediate));
+}
+
+/// Rule: the budget report names its delay strategy as a scenario writes it, with its
+/// parameters (`full`, `proportional(0.2)`, `schedule(5s, 5m)`), in the JSON `inputs.jitter`
+/// and on the text's first line. Kills `jitter_label` → `""` or `"xyzzy"` (src/budget.rs).
+#[test]
+fn the_budget_report_names_its_jitter_with_its_parameters() {
+    use retrystorm::budget::{compute, BudgetConfig};
+    use retrystorm::model::Jitter;
+    const S: u64 = 1_000_000_000;
+    let cases = [
+        (Jitter::Full, "full"),
+        (Jitter::Proportional { ratio: 0.2 }, "proportional(0.2)"),
+        (Jitter::Schedule { delays: vec![5 * S, 300 * S] }, "schedule(5s, 5m)"),
+    ];
+    for (jitter, label) in cases {
+        let cfg = BudgetConfig { jitter, seeds_for_distribution: 1, ..BudgetConfig::guide_defaults(3600 * S) };
+        let report = compute(&cfg).expect("valid");
+        let json = serde_json::to_value(&report).expect("serializes");
+        assert_eq!(json["inputs"]["jitter"], label);
+        let text = report.to_text();
+        let first = text.lines().next().expect("a first line");
+        assert!(first.ends_with(&format!(", attempt timeout 30s, jitter {label}, seed 7")), "{first}");
+    }
+}
+
+/// Rule: the idempotency TTL is window + margin, and the guide's invariant horizon ≤ window <
+/// TTL holds as soon as the TTL outlasts the window, here by one nanosecond (`--margin 0s`
+/// violates it: src/budget.rs's unit tests). Kills `+` → `*` in `compute`'s TTL (src/budget.rs):
+/// window × margin also exceeds the window for the 6 h default margin, but not for 1 ns.
+#[test]
+fn a_ttl_one_nanosecond_past_the_window_holds_the_budget_invariant() {
+    use retrystorm::budget::{compute, BudgetConfig};
+    const S: u64 = 1_000_000_000;
+    let cfg = BudgetConfig {
+        margin_ns: 1,
+        jitter: retrystorm::model::Jitter::Exponential,
+        seeds_for_distribution: 1,
+        ..BudgetConfig::guide_defaults(3600 * S)
+    };
+    let report = compute(&cfg).expect("valid");
+    // Exponential delays 2, 4, …, 1024 s and 30 s timeouts: 10 attempts end at 2,346 s ≤ 1 h.
+    assert_eq!((report.max_attempts, report.budget.worst_case_scheduled.seconds), (10, 2346.0));
+    assert_eq!(report.budget.idempotency_ttl.human, "1h 1ns");
+    assert!(report.invariant_holds, "a TTL 1 ns longer than the window outlasts it");
+}

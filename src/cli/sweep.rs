@@ -6,6 +6,7 @@ use crate::metrics::catalogue::Metric;
 use crate::report::files;
 use crate::report::sweep::{self as sweep_files, SweepHeader};
 use crate::report::values;
+use crate::runner::memory;
 use crate::runner::sweep::{run_cells, Cell, CellResult, Grid, Shard, SweepResult};
 use crate::scenario::{Scenario, ScenarioError, Variant};
 use clap::Args;
@@ -47,6 +48,9 @@ pub struct MergeArgs {
     /// Write into --out even if it holds files retrystorm did not write (they are left alone).
     #[arg(long)]
     pub force: bool,
+    /// Refuse a merge whose memory estimate exceeds SIZE (e.g. 8GiB; default: half the machine's).
+    #[arg(long, value_name = "SIZE", value_parser = crate::runner::memory::parse_size)]
+    pub max_memory: Option<u64>,
 }
 
 fn bad(e: impl ToString) -> CliError {
@@ -269,6 +273,10 @@ pub fn merge(args: MergeArgs) -> Result<(), CliError> {
     let Some(first) = args.dirs.first() else {
         return Err(bad("merge needs shard directories, e.g. retrystorm merge out/shard-1-of-3 out/shard-2-of-3 …"));
     };
+    // What merge holds grows with the bytes it reads: refuse before reading them.
+    let input_bytes = args.dirs.iter().map(|d| sweep_files::shard_bytes(d)).fold(0, u64::saturating_add);
+    let limit = args.max_memory.unwrap_or_else(super::default_memory_limit);
+    memory::check_merge(input_bytes, args.dirs.len(), limit).map_err(bad)?;
     let shards = args.dirs.iter().map(|d| sweep_files::read_shard(d)).collect::<Result<Vec<_>, _>>().map_err(bad)?;
     let (json, csv) = sweep_files::merge(&shards).map_err(bad)?;
     // Everything `plot` will read back is checked before anything is written.

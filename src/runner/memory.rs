@@ -203,6 +203,29 @@ pub fn estimate_sweep(cells: &[(&Scenario, &[crate::scenario::Variant])], thread
     estimate
 }
 
+/// Bytes `merge` holds per byte of the shard files (`sweep.json`, `sweep.csv`) it reads: their
+/// text and rows, the merged files, and the merged `sweep.json` read back as `plot` would (tree
+/// and statistics) for the charts. Measured (issue 17, docs/TESTING.md "Runaway scenarios"):
+/// peak RSS 29.6 and 30.1 times the input bytes merging 2 and 4 shards of 200- and 100-cell
+/// sweeps.
+const MERGE_BYTES_PER_INPUT_BYTE: u64 = 32;
+
+/// Refuses a `merge` of `shards` shard directories holding `input_bytes` of `sweep.json` and
+/// `sweep.csv` (their sizes, known before anything is read) when the memory it would need
+/// exceeds `limit` bytes.
+pub fn check_merge(input_bytes: u64, shards: usize, limit: u64) -> Result<(), String> {
+    let bytes = input_bytes.saturating_mul(MERGE_BYTES_PER_INPUT_BYTE);
+    if bytes <= limit {
+        return Ok(());
+    }
+    Err(format!(
+        "merge would need about {} of memory ({shards} shard(s) holding {} of sweep.json and sweep.csv, held, merged and read back for the charts), more than the limit of {}; merge the shards of a smaller grid or raise --max-memory",
+        show_bytes(bytes),
+        show_bytes(input_bytes),
+        show_bytes(limit)
+    ))
+}
+
 /// Parses a `--max-memory` size: `512MiB`, `8GiB`, `2G`, `1500M`, or bytes.
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();

@@ -164,3 +164,29 @@ fn token_bucket_pays_one_per_retry_and_refills_per_request() {
     assert!(kind.try_retry(&mut state, 0, FailureKind::Transient).is_some());
     assert!(kind.try_retry(&mut state, 0, FailureKind::Transient).is_none());
 }
+
+/// Rule: the memory estimate prices one budget state at its bytes: 16 for the token kinds (the
+/// `f64` tokens and the empty window pointer), and for the windowed kinds those 16 plus the
+/// boxed window, 96 bytes (two `u32` counters in each of 10 slots, the slot width and index),
+/// plus the allocator's 16-byte header: 128. Kills the `state_bytes` mutants of cargo-mutants
+/// (→ 0, → 1, and `+` → `-` or `*` at either sum).
+#[test]
+fn a_budget_state_is_priced_at_its_bytes_and_its_boxed_window() {
+    const S: u64 = NS_PER_S;
+    let token_kinds = [
+        preset("aws-standard").budget.expect("quota").kind,
+        BudgetKind::GrpcThrottle { max_tokens: 10.0, token_ratio: 0.1 },
+        BudgetKind::TokenBucket { capacity: 5.0, per_request: 0.1 },
+    ];
+    for kind in token_kinds {
+        assert_eq!(kind.state_bytes(), 16, "{}", kind.name());
+    }
+    let windowed = [
+        BudgetKind::Finagle { ttl: 10 * S, percent: 0.2, min_retries_per_s: 10.0 },
+        BudgetKind::Ratio { ratio: 0.1, min_retries: 0.0, window: 10 * S },
+        BudgetKind::AdaptiveThrottle { k: 2.0, window: 120 * S },
+    ];
+    for kind in windowed {
+        assert_eq!(kind.state_bytes(), 16 + (8 + 8 + 10 * 2 * 4) + 16, "{}", kind.name());
+    }
+}
