@@ -39,9 +39,9 @@ const WORDS: usize = BUCKETS.div_ceil(64);
 const CHUNK: usize = 1 << CHUNK_BITS;
 const CHUNK_BITS: u32 = 9;
 
-/// Spare chunks the pool keeps: enough for every bucket to start one. A redistribution frees a
-/// chunk for about every chunk it fills, so a few spares carry it; more than this (chunks freed
-/// as a burst drains) go back to the system: the memory a burst needed is returned.
+/// Spare chunks the pool keeps. A redistribution frees a chunk for about every chunk it fills,
+/// and a drained bucket keeps its last chunk, so a few spares carry the queue; more than this
+/// (chunks freed as a burst drains) go back to the system: the memory a burst needed is returned.
 const SPARE_MAX: usize = 64;
 
 /// [`EventQueue::pop_hinting`] shows the events of a bucket being redistributed when it holds at
@@ -192,7 +192,7 @@ impl<E> EventQueue<E> {
 
     /// Moves the clock to the earliest pending time and redistributes the lowest non-empty
     /// bucket: its earliest events become due now, the rest fall into lower buckets (every one of
-    /// them shares more leading bits with the new clock than with the old).
+    /// them shares more leading digits with the new clock than with the old).
     fn advance_to_next_bucket(&mut self, slot: usize, mut hint: impl FnMut(&E)) {
         let bucket = &mut self.buckets[slot];
         let next = bucket.min;
@@ -376,6 +376,23 @@ mod tests {
         assert!(q.buckets.iter().all(|b| b.full.is_empty() && b.tail.is_empty()));
     }
 
+    /// Times at the top bits (2^61..2^63 ns, the case a random run once reported against an
+    /// earlier build): every peek names what the next pop returns.
+    #[test]
+    fn far_future_times_peek_and_pop_in_order() {
+        let mut q = EventQueue::new();
+        for (id, at) in [1u64 << 63, 1 << 62, 1 << 61, (1 << 63) + 1, u64::MAX].into_iter().enumerate() {
+            q.push(at, id);
+            assert_eq!(q.peek().map(|(at, _)| at), q.peek_time());
+        }
+        let mut order = Vec::new();
+        while let Some((at, id)) = q.peek().map(|(at, id)| (at, *id)) {
+            assert_eq!(q.pop(), Some((at, id)));
+            order.push(id);
+        }
+        assert_eq!(order, vec![2, 1, 0, 3, 4]);
+    }
+
     /// One step of a random workload: schedule after `now` by a delay, or pop.
     #[derive(Clone, Debug)]
     enum Op {
@@ -431,27 +448,5 @@ mod tests {
                 std::iter::from_fn(|| model.pop().map(|Reverse(entry)| entry)).collect();
             prop_assert_eq!(rest, model_rest);
         }
-    }
-}
-
-#[cfg(test)]
-mod far_future_tests {
-    use super::*;
-
-    /// Times at the top bits (2^61..2^63 ns, the case a random run once reported against an
-    /// earlier build): every peek names what the next pop returns.
-    #[test]
-    fn far_future_times_peek_and_pop_in_order() {
-        let mut q = EventQueue::new();
-        for (id, at) in [1u64 << 63, 1 << 62, 1 << 61, (1 << 63) + 1, u64::MAX].into_iter().enumerate() {
-            q.push(at, id);
-            assert_eq!(q.peek().map(|(at, _)| at), q.peek_time());
-        }
-        let mut order = Vec::new();
-        while let Some((at, id)) = q.peek().map(|(at, id)| (at, *id)) {
-            assert_eq!(q.pop(), Some((at, id)));
-            order.push(id);
-        }
-        assert_eq!(order, vec![2, 1, 0, 3, 4]);
     }
 }

@@ -46,7 +46,7 @@ impl<T> Slab<T> {
     pub fn insert(&mut self, value: T) -> Handle {
         self.live += 1;
         if let Some(index) = self.free.pop() {
-            let slot = &mut self.pages[index as usize >> PAGE_BITS][index as usize & (PAGE - 1)];
+            let slot = self.slot_mut(index).expect("a freed slot stays allocated");
             slot.value = Some(value);
             return Handle { index, generation: slot.generation };
         }

@@ -5,14 +5,20 @@ use super::hop_queue::scope_key;
 use super::{Call, ScopeKey, Simulation};
 use crate::engine::Handle;
 use crate::model::budget::FailureKind;
+use crate::model::SimSpec;
 use rand::RngExt;
 
+/// The budget and breaker instances of a call's policy, keyed by their scopes.
+pub(super) fn scope_keys(spec: &SimSpec, call: &Call) -> (Option<ScopeKey>, Option<ScopeKey>) {
+    let policy = &spec.policies[call.policy as usize];
+    let key = |scope| scope_key(scope, call.policy, call.tenant, call.client);
+    (policy.budget.as_ref().map(|b| key(b.scope)), policy.breaker.as_ref().map(|b| key(b.scope)))
+}
+
 impl Simulation<'_> {
-    /// The budget and breaker instances of a call's policy, keyed by their scopes.
+    /// [`scope_keys`] of `call` under this run's spec.
     pub(super) fn scope_keys(&self, call: &Call) -> (Option<ScopeKey>, Option<ScopeKey>) {
-        let policy = &self.spec.policies[call.policy as usize];
-        let key = |scope| scope_key(scope, call.policy, call.tenant, call.client);
-        (policy.budget.as_ref().map(|b| key(b.scope)), policy.breaker.as_ref().map(|b| key(b.scope)))
+        scope_keys(self.spec, call)
     }
 
     pub(super) fn budget_on_request(&mut self, call_handle: Handle) {

@@ -97,11 +97,8 @@ impl Simulation<'_> {
     /// The caller stops waiting on `handle` and sends it a cancel, which reaches the attempt's
     /// hop after a draw of the hop's network delay (an event) or, with no delay, acts at once.
     pub(super) fn send_cancel(&mut self, handle: Handle) {
-        if self.attempts.get(handle).is_none() {
-            return;
-        }
-        self.stop_waiting(handle);
-        let hop = self.attempts.get(handle).expect("live").hop as usize;
+        let Some(a) = self.stop_waiting(handle) else { return };
+        let hop = a.hop as usize;
         let net = self.spec.hops[hop].network.sample(&mut self.rngs.network[hop], 0);
         if net == 0 {
             self.cancel_attempt(handle);
@@ -113,11 +110,7 @@ impl Simulation<'_> {
     /// Cancels `handle` (see the module documentation); a stale handle or finished work is left.
     pub(super) fn cancel_attempt(&mut self, handle: Handle) {
         let now = self.now;
-        if self.attempts.get(handle).is_none() {
-            return;
-        }
-        self.stop_waiting(handle);
-        let a = self.attempts.get(handle).expect("live");
+        let Some(a) = self.stop_waiting(handle) else { return };
         let (hop, srv, phase, tenant, retry) = (a.hop as usize, a.server as usize, a.phase, a.tenant, a.retry);
         let (service_end, service_ns, lost_race) =
             (a.service_start.saturating_add(a.service_ns), a.service_ns, a.lost_race);

@@ -177,8 +177,7 @@ impl Simulation<'_> {
         for h in losers.into_iter().filter(|&h| h != handle) {
             let Some(l) = self.attempts.get_mut(h).filter(|l| l.caller_waiting) else { continue };
             l.lost_race = true;
-            self.stop_waiting(h);
-            let l = self.attempts.get(h).expect("live");
+            let l = self.stop_waiting(h).expect("live");
             if cancel {
                 self.send_cancel(h);
             } else if l.phase == Phase::Done {

@@ -109,15 +109,17 @@ impl Simulation<'_> {
         self.attempts.insert(attempt)
     }
 
-    /// The caller stops waiting on a live attempt (timeout, cancel, or another copy answered):
-    /// from now on the attempt keeps its request live itself, as its call may end first.
-    pub(super) fn stop_waiting(&mut self, handle: Handle) {
-        let a = self.attempts.get_mut(handle).expect("a caller stops waiting on a live attempt");
+    /// The caller stops waiting on the attempt `handle` (timeout, cancel, or another copy
+    /// answered): from now on the attempt keeps its request live itself, as its call may end
+    /// first. The attempt, or `None` for a stale handle (it is gone already).
+    pub(super) fn stop_waiting(&mut self, handle: Handle) -> Option<&Attempt> {
+        let a = self.attempts.get_mut(handle)?;
         a.caller_waiting = false;
         if !a.retained {
             a.retained = true;
             self.history.retain(a.request_id);
         }
+        Some(a)
     }
 
     /// Removes an attempt; its request may stop being live.

@@ -753,13 +753,11 @@ impl<'a> Simulation<'a> {
     }
 
     fn on_timeout(&mut self, handle: Handle) {
-        let Some(a) = self.attempts.get_mut(handle) else { return };
-        if !a.caller_waiting {
+        if !self.attempts.get(handle).is_some_and(|a| a.caller_waiting) {
             return;
         }
+        let a = self.stop_waiting(handle).expect("live");
         let call = a.call;
-        self.stop_waiting(handle);
-        let a = self.attempts.get(handle).expect("live");
         // An attempt still on its way has no replica; one whose reply is on its way was counted.
         let (hop, server, inside) =
             (a.hop as usize, a.server as usize, !matches!(a.phase, Phase::Network | Phase::Replying));
@@ -920,14 +918,9 @@ impl Touches<'_> {
             | Event::ReplyArrive { attempt }
             | Event::AttemptTimeout { attempt } => self.attempts.prefetch(*attempt),
             Event::Retry { call } => {
-                let policy = &self.spec.policies[call.policy as usize];
-                let key = |scope| hop_queue::scope_key(scope, call.policy, call.tenant, call.client);
-                if let Some(budget) = &policy.budget {
-                    self.budgets.prefetch(key(budget.scope));
-                }
-                if let Some(breaker) = &policy.breaker {
-                    self.breakers.prefetch(key(breaker.scope));
-                }
+                let (budget, breaker) = budgets::scope_keys(self.spec, call);
+                budget.into_iter().for_each(|key| self.budgets.prefetch(key));
+                breaker.into_iter().for_each(|key| self.breakers.prefetch(key));
             }
             _ => {}
         }
