@@ -196,6 +196,14 @@ impl RetryPolicy {
     /// exp(k) from another base (throttling errors use `throttle_base`).
     pub fn exp_delay_from(&self, base: Nanos, retry: u32) -> Nanos {
         assert!(retry >= 1, "retries are numbered from 1");
+        // Doubling (the common multiplier) in integers: the same value as the float product
+        // below whenever `base` and `cap` are exact in an f64 (below 2^53 ns, 104 days), since
+        // scaling by a power of two is exact; `powi` was most of a retry's delay arithmetic.
+        if self.multiplier == 2.0 && (1..1 << 53).contains(&base) && self.cap < 1 << 53 {
+            let shift = retry - 1;
+            let raw = if shift >= 64 { u128::MAX } else { u128::from(base) << shift };
+            return if raw >= u128::from(self.cap) { self.cap } else { raw as Nanos };
+        }
         let factor = self.multiplier.powi((retry - 1).min(i32::MAX as u32) as i32);
         let raw = base as f64 * factor;
         if !raw.is_finite() || raw >= self.cap as f64 {
@@ -364,6 +372,40 @@ mod tests {
         assert_eq!(ms, vec![100, 200, 400, 800, 1600, 3200, 6400, 10_000, 10_000]);
         assert_eq!(p.exp_delay(64), p.cap);
         assert_eq!(p.exp_delay(u32::MAX), p.cap);
+    }
+
+    /// exp(k) in floating point, as the general path computes it for any multiplier.
+    fn exp_delay_by_float(p: &RetryPolicy, base: Nanos, retry: u32) -> Nanos {
+        let raw = base as f64 * p.multiplier.powi((retry - 1).min(i32::MAX as u32) as i32);
+        if !raw.is_finite() || raw >= p.cap as f64 {
+            p.cap
+        } else {
+            raw as Nanos
+        }
+    }
+
+    proptest::proptest! {
+        /// The integer doubling path gives exactly what the float product gives (results must
+        /// not change with the arithmetic), on and around the cap and at huge retry numbers.
+        #[test]
+        fn integer_doubling_equals_the_float_product(
+            base in 1u64..(1 << 53),
+            cap in 0u64..(1 << 53),
+            retry in proptest::prop_oneof![1u32..70, 60u32..=u32::MAX],
+        ) {
+            let p = RetryPolicy::backoff("p", Jitter::Exponential, base, 2.0, cap);
+            proptest::prop_assert_eq!(p.exp_delay_from(base, retry), exp_delay_by_float(&p, base, retry));
+        }
+    }
+
+    #[test]
+    fn integer_doubling_matches_the_float_product_at_the_cap_boundary() {
+        for (base, cap) in [(1, 1), (3, 12), (3, 11), (3, 13), ((1 << 53) - 1, (1 << 53) - 1), (7, 0)] {
+            let p = RetryPolicy::backoff("p", Jitter::Exponential, base, 2.0, cap);
+            for retry in [1, 2, 3, 4, 52, 53, 54, 63, 64, 65, u32::MAX] {
+                assert_eq!(p.exp_delay_from(base, retry), exp_delay_by_float(&p, base, retry), "{base} {cap} {retry}");
+            }
+        }
     }
 
     #[test]

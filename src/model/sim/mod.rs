@@ -289,6 +289,11 @@ pub struct Simulation<'a> {
     spec: &'a SimSpec,
     queue: EventQueue<Event>,
     now: Nanos,
+    /// The time bucket `now` falls in, and when the next one starts (see [`Simulation::bucket`]).
+    bucket_now: usize,
+    bucket_until: Nanos,
+    /// Some hop has a connection pool (without, no call looks for one).
+    any_pool: bool,
     calls: Slab<Call>,
     /// Calls riding in their `Retry` events, out of `calls` ([`Simulation::schedule_retry`]).
     calls_riding: usize,
@@ -394,6 +399,9 @@ impl<'a> Simulation<'a> {
             spec,
             queue: EventQueue::new(),
             now: 0,
+            bucket_now: 0,
+            bucket_until: spec.bucket,
+            any_pool: spec.hops.iter().any(|h| h.pool.is_some()),
             calls: Slab::default(),
             calls_riding: 0,
             attempts: Slab::default(),
@@ -496,6 +504,15 @@ impl<'a> Simulation<'a> {
             self.accumulate_scalers(t);
         }
         self.now = t;
+        if t >= self.bucket_until {
+            let last = self.record.hop_series[0].len() - 1;
+            self.bucket_now = ((t / self.spec.bucket) as usize).min(last);
+            self.bucket_until = if self.bucket_now == last {
+                Nanos::MAX
+            } else {
+                (t / self.spec.bucket + 1).saturating_mul(self.spec.bucket)
+            };
+        }
     }
 
     fn schedule_poisson_starts(&mut self) {
@@ -553,8 +570,15 @@ impl<'a> Simulation<'a> {
         }
     }
 
+    /// The time bucket of `now` (the last one holds everything after it), kept by
+    /// [`Simulation::advance_to`]: a 64-bit division per counter update was a measurable share
+    /// of an attempt's cost (docs/PERFORMANCE.md).
     fn bucket(&self) -> usize {
-        ((self.now / self.spec.bucket) as usize).min(self.record.hop_series[0].len() - 1)
+        debug_assert_eq!(
+            self.bucket_now,
+            ((self.now / self.spec.bucket) as usize).min(self.record.hop_series[0].len() - 1)
+        );
+        self.bucket_now
     }
 
     fn on_poisson_arrival(&mut self, tenant: u16) {

@@ -26,6 +26,9 @@ pub(super) struct PoolState {
 impl Simulation<'_> {
     /// The calling hop whose pool the call `call` goes through, if that hop has a pool.
     fn pool_hop(&self, call: Handle) -> Option<usize> {
+        if !self.any_pool {
+            return None;
+        }
         let parent = self.calls.get(call).expect("live call").parent()?;
         let hop = self.attempts.get(parent).expect("a job is live while its calls are").hop as usize;
         self.spec.hops[hop].pool.is_some().then_some(hop)
