@@ -9,10 +9,11 @@
 #
 # The corpus: every scenario in tests/bad_scenarios/ and fuzz/regressions/ (validate and run),
 # hostile arguments on a good scenario (names that are paths, out-of-range flags, absurd sizes,
-# special files), and damaged run directories for `plot` and `merge` (each JSON and CSV file of
-# a real run and of two sweep shards emptied, truncated, or with numbers replaced by NaN,
-# inf, -1, 0, 1e999 and u64::MAX). Prints one line per failure and a summary; exits 1 when any
-# command broke the contract.
+# special files), damaged run directories for `plot` and `merge` (each JSON and CSV file of
+# a real run and of two sweep shards replaced by a FIFO, a link to /dev/zero or a directory,
+# emptied, truncated, or with numbers replaced by NaN, inf, -1, 0, 1e999 and u64::MAX), and
+# plan shards whose plan.json is damaged the same ways. Prints one line per failure and a
+# summary; exits 1 when any command broke the contract.
 set -u
 repo=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(realpath "${1:-$repo/target/release/retrystorm}")
@@ -156,13 +157,16 @@ EOF
     || { echo "could not make the pristine runs" >&2; exit 2; }
 damage() { # FILE KIND
     case $2 in
+        fifo) rm -f "$1" && mkfifo "$1" ;;
+        devzero) rm -f "$1" && ln -s /dev/zero "$1" ;;
+        dir) rm -f "$1" && mkdir "$1" ;;
         empty) : > "$1" ;;
         half) head -c $(($(wc -c < "$1") / 2)) "$1" > "$1.tmp" && mv "$1.tmp" "$1" ;;
         binary) head -c 4096 /dev/urandom > "$1" ;;
         *) sed -E -i "s/(^|[^0-9A-Za-z_.])[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?/\1$2/g" "$1" ;;
     esac
 }
-for kind in empty half binary NaN inf -inf -1 0 1e999 18446744073709551615; do
+for kind in fifo devzero dir empty half binary NaN inf -inf -1 0 1e999 18446744073709551615; do
     for target in run s1 s2; do
         for file in $(cd "$work/pristine/$target" && ls | grep -E '\.(json|csv)$'); do
             case_dir="damaged/$target-$file-$kind"
@@ -180,6 +184,23 @@ for kind in empty half binary NaN inf -inf -1 0 1e999 18446744073709551615; do
             fi
         done
     done
+done
+rm -rf "${work:?}/damaged"
+
+# 4. Plan shards for `merge`: a real `plan --shard 1/2`, then the other shard's plan.json a FIFO
+# (which blocked `merge` forever), `/dev/zero` (read until memory ran out) or a directory, and
+# the first shard's plan.json damaged the same ways.
+(cd "$work" && "$bin" plan good.toml --quiet --vary tenant.main.clients=1..20 --require 'success_ratio>=0.5' \
+    --shard 1/2 --out pristine/p1) || { echo "could not make the pristine plan shard" >&2; exit 2; }
+for kind in fifo devzero dir empty half binary; do
+    rm -rf "${work:?}/damaged"
+    mkdir -p "$work/damaged/p2"
+    case $kind in
+        fifo | devzero | dir) damage "$work/damaged/p2/plan.json" "$kind" ;;
+        *) cp "$work/pristine/p1/plan.json" "$work/damaged/p2/plan.json" && damage "$work/damaged/p2/plan.json" "$kind" ;;
+    esac
+    check "merge plan.json $kind" merge pristine/p1 damaged/p2 --out OUT
+    check "merge plan.json $kind first" merge damaged/p2 pristine/p1 --out OUT
 done
 rm -rf "${work:?}/damaged"
 

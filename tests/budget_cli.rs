@@ -119,3 +119,49 @@ fn the_invariant_check_fails_when_the_ttl_does_not_outlast_the_window() {
     assert_eq!(report["max_attempts"], 81);
     assert_eq!(report["invariant_holds"], true);
 }
+
+/// Rule: the text report of a chain (`--hops` > 1) ends with its hop table, one row per hop
+/// holding the same values as the JSON report (window, attempts fitted, scheduled time, the
+/// count that always fits, TTL, whether the window is strictly smaller than its caller's); a
+/// single hop's report has no hop table. Kills the mutant that deletes `!` in
+/// `if !self.hops.is_empty()` of `BudgetReport::to_text` (the table's heading printed only for
+/// a single hop), which no test noticed: none read the hop table's text.
+#[test]
+fn the_budget_report_of_a_chain_prints_its_hop_table_with_its_values_and_one_hop_prints_none() {
+    let args = ["--window", "72h", "--hops", "3", "--shrink", "4", "--seeds", "1"];
+    let (code, text, stderr) = budget(&args);
+    assert_eq!(code, Some(0), "{stderr}");
+    let report = json(&args);
+    let hops = report["hops"].as_array().expect("hops");
+    assert_eq!(hops.len(), 3);
+    let table =
+        text.split("\nhops (hop i gets window / 4^i)\n").nth(1).unwrap_or_else(|| panic!("no hop table: {text}"));
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines[0], "  hop     window_s  attempts  scheduled_s  always fits        ttl_s  smaller");
+    assert_eq!(lines.len(), 1 + hops.len(), "one row per hop, nothing after: {table}");
+    for (line, hop) in lines[1..].iter().zip(hops) {
+        let smaller = match hop["window_strictly_smaller"].as_bool() {
+            None => "-",
+            Some(true) => "yes",
+            Some(false) => "NO",
+        };
+        let expect = [
+            hop["hop"].to_string(),
+            format!("{:.3}", secs(&hop["window"])),
+            hop["attempts_fitted"].to_string(),
+            format!("{:.3}", secs(&hop["scheduled"])),
+            hop["worst_case_attempts"].to_string(),
+            format!("{:.3}", secs(&hop["idempotency_ttl"])),
+            smaller.to_string(),
+        ];
+        assert_eq!(line.split_whitespace().collect::<Vec<_>>(), expect, "{line}");
+    }
+    // The inner windows are the outer one divided by 4 and 16: 72 h, 18 h, 4.5 h.
+    let windows: Vec<f64> = hops.iter().map(|h| secs(&h["window"])).collect();
+    assert_eq!(windows, [259_200.0, 64_800.0, 16_200.0]);
+    // One hop: no table, and no hops in the JSON either.
+    let (code, single, _) = budget(&["--window", "72h", "--seeds", "1"]);
+    assert_eq!(code, Some(0));
+    assert!(!single.contains("\nhops (") && !single.contains("window_s"), "{single}");
+    assert_eq!(json(&["--window", "72h", "--seeds", "1"])["hops"], Value::Array(Vec::new()));
+}

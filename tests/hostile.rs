@@ -18,11 +18,53 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).trim_end().replace("\n", "\\n")
 }
 
-/// Runs `args` in `dir`: exit code 2, exactly `expect` on stderr (after `DIR` replaces the
-/// directory), nothing on stdout, and `dir` unchanged.
+/// How long a refusal may take before it counts as a hang: generous (a refusal takes
+/// milliseconds; the machine may be loaded), but finite, so that a FIFO read fails the test
+/// instead of blocking it forever.
+const HANG_S: u64 = 120;
+
+/// Runs the binary with `args` in `dir` like [`retrystorm`], but kills it and fails when it has
+/// not ended within [`HANG_S`] seconds.
+fn retrystorm_within(dir: &Path, args: &[&str]) -> Output {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .current_dir(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            pipe.read_to_end(&mut bytes).expect("read pipe");
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("stdout")));
+    let stderr = drain(Box::new(child.stderr.take().expect("stderr")));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if started.elapsed().as_secs() >= HANG_S {
+            child.kill().expect("kill the hung binary");
+            child.wait().expect("reap it");
+            panic!("retrystorm {} hung: still running after {HANG_S} s", args.join(" "));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    Output { status, stdout: stdout.join().expect("stdout"), stderr: stderr.join().expect("stderr") }
+}
+
+/// Runs `args` in `dir` (killed as hung after [`HANG_S`] s): exit code 2, exactly `expect` on
+/// stderr (after `DIR` replaces the directory), nothing on stdout, and `dir` unchanged.
 fn refused(dir: &Path, args: &[&str], expect: &str) {
     let before = listing(dir);
-    let output = retrystorm(dir, args);
+    let output = retrystorm_within(dir, args);
     let got = stderr(&output).replace(dir.to_str().expect("utf-8"), "DIR");
     assert_eq!(output.status.code(), Some(2), "retrystorm {}: {got}", args.join(" "));
     assert_eq!(got, expect, "retrystorm {}", args.join(" "));
@@ -437,10 +479,25 @@ fn merge_reads_only_regular_files_and_refuses_shards_beyond_its_memory_limit() {
     std::fs::create_dir(dir.join("fifo")).expect("mkdir");
     let mkfifo = std::process::Command::new("mkfifo").arg(dir.join("fifo/sweep.json")).status().expect("mkfifo");
     assert!(mkfifo.success());
-    for name in ["zero", "fifo"] {
-        let expect = format!("error: {name}/sweep.json: it is not a regular file (a directory, device, FIFO or socket); merge takes directories written by `retrystorm sweep`");
+    std::fs::create_dir_all(dir.join("folder/sweep.json")).expect("mkdir");
+    for (name, what) in [
+        ("zero", "it is not a regular file (a device, FIFO or socket)"),
+        ("fifo", "it is not a regular file (a device, FIFO or socket)"),
+        ("folder", "it is a directory"),
+    ] {
+        let expect = format!("error: {name}/sweep.json: {what}; merge takes directories written by `retrystorm sweep`");
         refused(dir, &["merge", name, "--out", "m"], &expect);
     }
+    // The shard's sweep.csv goes through the same check.
+    std::fs::create_dir(dir.join("csv-fifo")).expect("mkdir");
+    std::fs::copy(dir.join("s2/sweep.json"), dir.join("csv-fifo/sweep.json")).expect("copy");
+    let mkfifo = std::process::Command::new("mkfifo").arg(dir.join("csv-fifo/sweep.csv")).status().expect("mkfifo");
+    assert!(mkfifo.success());
+    refused(
+        dir,
+        &["merge", "s1", "csv-fifo", "--out", "m"],
+        "error: csv-fifo/sweep.csv: it is not a regular file (a device, FIFO or socket); merge takes directories written by `retrystorm sweep`",
+    );
     let size = |shard: &str, file: &str| std::fs::metadata(dir.join(shard).join(file)).expect("written").len();
     let input = size("s1", "sweep.json") + size("s1", "sweep.csv") + size("s2", "sweep.json") + size("s2", "sweep.csv");
     let needed = 32 * input;
@@ -462,4 +519,128 @@ fn merge_reads_only_regular_files_and_refuses_shards_beyond_its_memory_limit() {
     );
     refused(dir, &["merge", "s1", "s2", "--out", "m", "--max-memory", &below], &expect);
     ok(dir, &["merge", "s1", "s2", "--out", "m", "--max-memory", &needed.to_string()]);
+}
+
+fn mkfifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo").arg(path).status().expect("mkfifo runs");
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+/// Rule: `plot` reads a run directory's files only if they are regular files of at most
+/// `--max-memory` bytes (default half the machine's memory, the limit a run's output was
+/// estimated against), and refuses anything else promptly with exit 2, naming the file and
+/// what to give instead. Issue 17: a `summary.json` that is a FIFO blocked `plot` forever, one
+/// that links to `/dev/zero` grew its memory without bound.
+#[test]
+fn plot_reads_only_regular_files_within_its_limit() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    ok(dir, &["run", "good.toml", "--quiet", "--out", "run"]);
+    // `name`: a copy of the run (none for "sweep-…": a sweep directory) whose `file` is `kind`.
+    let damaged = |name: &str, file: &str, kind: &str| {
+        let to = dir.join(name);
+        std::fs::create_dir(&to).expect("mkdir");
+        if !name.starts_with("sweep-") {
+            for entry in std::fs::read_dir(dir.join("run")).expect("run dir") {
+                let entry = entry.expect("entry");
+                std::fs::copy(entry.path(), to.join(entry.file_name())).expect("copy");
+            }
+        }
+        let path = to.join(file);
+        let _ = std::fs::remove_file(&path);
+        match kind {
+            "fifo" => mkfifo(&path),
+            "zero" => std::os::unix::fs::symlink("/dev/zero", &path).expect("symlink"),
+            _ => std::fs::create_dir(&path).expect("mkdir"),
+        }
+    };
+    let hint = "`plot` needs a directory written by `retrystorm run`, `compare`, `sweep` or `merge` (rerun it to get the files charts need)";
+    let special = "it is not a regular file (a device, FIFO or socket)";
+    let rewrite = "rerun the run to rewrite it";
+    for (name, file, kind) in [
+        ("fifo", "summary.json", "fifo"),
+        ("zero", "summary.json", "zero"),
+        ("folder", "summary.json", "folder"),
+        ("csv-fifo", "timeseries.csv", "fifo"),
+        ("manifest-fifo", "manifest.json", "fifo"),
+        ("sweep-fifo", "sweep.json", "fifo"),
+    ] {
+        damaged(name, file, kind);
+        let what = if kind == "folder" { "it is a directory" } else { special };
+        // The manifest is read by the directory's claim, before the run's files.
+        let expect = match file {
+            "manifest.json" => format!("error: plot: cannot read `{name}/{file}`: {what}; {rewrite}"),
+            _ => format!("error: plot: `{name}/{file}`: {what}; {hint}"),
+        };
+        refused(dir, &["plot", "--quiet", name], &expect);
+    }
+    // A file above --max-memory is refused by its size, before it is read.
+    let size = std::fs::metadata(dir.join("run/summary.json")).expect("summary").len();
+    let below = (size - 1).to_string();
+    refused(
+        dir,
+        &["plot", "--quiet", "run", "--max-memory", &below],
+        &format!("error: plot: `run/summary.json`: it is {size} bytes, more than the {below} a file that `plot` reads under --max-memory may have; raise --max-memory if the machine can hold it"),
+    );
+    // The run's own files are plotted under the default limit.
+    ok(dir, &["plot", "--quiet", "run"]);
+}
+
+/// Rule: merging `plan --shard K/N` directories reads each `plan.json` only if it is a regular
+/// file (a FIFO blocked `merge` forever, issue 17) and refuses a directory, a FIFO or a link to
+/// `/dev/zero` promptly with exit 2, whichever shard it is in.
+#[test]
+fn plan_merge_reads_only_regular_plan_files() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    let plan =
+        ["plan", "good.toml", "--quiet", "--vary", "tenant.main.clients=1..20", "--require", "success_ratio>=0.5"];
+    ok(dir, &[&plan[..], &["--shard", "1/2", "--out", "p1"]].concat());
+    for name in ["fifo", "zero", "folder"] {
+        std::fs::create_dir(dir.join(name)).expect("mkdir");
+    }
+    mkfifo(&dir.join("fifo/plan.json"));
+    std::os::unix::fs::symlink("/dev/zero", dir.join("zero/plan.json")).expect("symlink");
+    std::fs::create_dir(dir.join("folder/plan.json")).expect("mkdir");
+    let hint = "merge takes directories written by `retrystorm plan --shard K/N`";
+    let special = "it is not a regular file (a device, FIFO or socket)";
+    for (name, what) in [("fifo", special), ("zero", special), ("folder", "it is a directory")] {
+        let expect = format!("error: `{name}/plan.json`: {what}; {hint}");
+        refused(dir, &["merge", "p1", name, "--out", "m"], &expect);
+        // First: a plan.json that is not a regular file still makes it a plan merge.
+        refused(dir, &["merge", name, "p1", "--out", "m"], &expect);
+    }
+}
+
+/// Rule: the data files a scenario names (a trace, a latency histogram) are read only if they
+/// are regular files, and anything else is refused promptly at the field that names it. Issue
+/// 17: a trace that is a FIFO blocked `validate` forever; a histogram linked to `/dev/zero` was
+/// read for 64 MiB of zeros before failing.
+#[test]
+fn a_scenarios_data_files_are_read_only_if_regular() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    mkfifo(&dir.join("trace.csv"));
+    std::os::unix::fs::symlink("/dev/zero", dir.join("zero.csv")).expect("symlink");
+    std::fs::create_dir(dir.join("folder.csv")).expect("mkdir");
+    let good = std::fs::read_to_string(dir.join("good.toml")).expect("good.toml");
+    let herd = "arrival = { kind = \"herd\", spread = \"1s\" }";
+    let service = "service = { dist = \"constant\", mean = \"1ms\" }";
+    assert!(good.contains(herd) && good.contains(service), "GOOD changed: {good}");
+    let trace = good.replace(herd, "arrival = { kind = \"trace\", file = \"trace.csv\" }");
+    std::fs::write(dir.join("trace.toml"), trace).expect("write");
+    for name in ["zero", "folder"] {
+        let file = format!("service = {{ dist = \"empirical\", file = \"{name}.csv\" }}");
+        std::fs::write(dir.join(format!("{name}.toml")), good.replace(service, &file)).expect("write");
+    }
+    let special = "it is not a regular file (a device, FIFO or socket)";
+    let tail = "paths are relative to the scenario file";
+    for (toml, at, file, what) in [
+        ("trace.toml", "8:36: `tenant.main.arrival.file`", "trace.csv", special),
+        ("zero.toml", "17:40: `hop.api.service.file`", "zero.csv", special),
+        ("folder.toml", "17:40: `hop.api.service.file`", "folder.csv", "it is a directory"),
+    ] {
+        let expect = format!("error: {toml}:{at}: cannot read `{file}`: {what}; {tail}");
+        refused(dir, &["validate", toml], &expect);
+    }
 }

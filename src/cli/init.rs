@@ -7,7 +7,7 @@ use super::CliError;
 use crate::engine::NS_PER_S;
 use crate::model::{Arrival, Dist};
 use crate::scenario::raw::{parse_duration, RawArrival, RawDist};
-use crate::scenario::{import, Scenario};
+use crate::scenario::{import, input_file, Scenario};
 use clap::Args;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -101,10 +101,13 @@ fn relative_to(path: &Path, dir: &Path) -> String {
 fn classify(file: &Path, out_dir: &Path) -> Result<Source, CliError> {
     let shown = file.display().to_string();
     let text_head = || -> Result<String, CliError> {
-        use std::io::{BufRead, BufReader};
-        let f = std::fs::File::open(file).map_err(|e| bad(format!("--from {shown}: cannot read it: {e}")))?;
+        use std::io::{BufRead, BufReader, Read};
+        // A regular file (through `input_file`: a FIFO would block here) of any size: only its
+        // head is read, at most 64 lines of the first MiB, to tell what it is.
+        let f = input_file::open(file, input_file::Limit { bytes: u64::MAX, holder: "a --from file" })
+            .map_err(|e| bad(format!("--from {shown}: cannot read it: {e}")))?;
         let mut head = String::new();
-        for line in BufReader::new(f).lines().take(64) {
+        for line in BufReader::new(f.take(1 << 20)).lines().take(64) {
             let line = line.map_err(|e| bad(format!("--from {shown}: not text: {e}")))?;
             head.push_str(&line);
             head.push('\n');

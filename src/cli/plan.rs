@@ -7,6 +7,7 @@ use crate::runner::plan::{judge, monotonicity_warnings, search, PlanFile, ProbeM
 use crate::runner::plan_range::{Find, Range};
 use crate::runner::sweep::Shard;
 use crate::runner::{run_study, RunOptions};
+use crate::scenario::input_file;
 use crate::scenario::{Override, Scenario, ScenarioError, Variant};
 use clap::Args;
 use std::path::PathBuf;
@@ -150,12 +151,21 @@ pub fn run(args: PlanArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Joins `plan --shard K/N` directories into the unsharded plan's files (byte-identical).
-pub fn merge(dirs: &[PathBuf], out: Option<PathBuf>) -> Result<(), CliError> {
+/// Joins `plan --shard K/N` directories into the unsharded plan's files (byte-identical); each
+/// `plan.json` is read through [`input_file`] (a regular file of at most `max_bytes`).
+pub fn merge(dirs: &[PathBuf], out: Option<PathBuf>, max_bytes: u64) -> Result<(), CliError> {
     let mut shards: Vec<(PathBuf, PlanFile)> = Vec::new();
+    let limit = input_file::Limit { bytes: max_bytes, holder: "a plan shard's file (1/32 of --max-memory)" };
     for dir in dirs {
         let path = dir.join("plan.json");
-        let text = std::fs::read_to_string(&path).map_err(|e| bad(format!("`{}`: {e}", path.display())))?;
+        let text = input_file::read_text(&path, limit).map_err(|e| {
+            let hint = match e {
+                input_file::InputError::TooBig { .. } => "; raise --max-memory if the machine can hold it",
+                _ if e.is_wrong_file() => "; merge takes directories written by `retrystorm plan --shard K/N`",
+                _ => "",
+            };
+            bad(format!("`{}`: {e}{hint}", path.display()))
+        })?;
         let plan: PlanFile =
             serde_json::from_str(&text).map_err(|e| bad(format!("`{}`: not a plan file: {e}", path.display())))?;
         shards.push((path, plan));

@@ -13,6 +13,10 @@ pub struct PlotArgs {
     /// Print nothing on success.
     #[arg(long)]
     pub quiet: bool,
+    /// Refuse any file of the directory larger than SIZE (e.g. 8GiB; default: half the
+    /// machine's memory, the same default that bounds what a run writes).
+    #[arg(long, value_name = "SIZE", value_parser = crate::runner::memory::parse_size)]
+    pub max_memory: Option<u64>,
 }
 
 /// Re-renders the charts and `report.html` of `args.dir`.
@@ -26,7 +30,8 @@ pub fn run(args: PlotArgs) -> Result<(), CliError> {
     // Both a directory that is not a run and one we cannot write to are the caller's to fix.
     let claim = report::Claim::reopen(&args.dir).map_err(|e| CliError::BadInput(format!("plot: {e}")))?;
     let mut written = Vec::new();
-    let rendered = report::render_dir(&args.dir, &mut written).map_err(|e| match e {
+    let max_bytes = args.max_memory.unwrap_or_else(super::default_memory_limit);
+    let rendered = report::render_dir(&args.dir, max_bytes, &mut written).map_err(|e| match e {
         report::RenderError::Read(e) => CliError::BadInput(format!("plot: {e}")),
         report::RenderError::Write(e) => {
             CliError::Failure(format!("plot: {}", report::files::partial_failure(&e, &claim.abandon(&written))))

@@ -153,8 +153,8 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
     let (json, csv) = sweep_files::sweep_files(&header, shard, &result.cells);
     let perf = perf_json(&header, &result);
     // A shard holds only part of the grid: its charts wait for `merge`.
-    let written =
-        write_sweep(&claim, &[("sweep.json", &json), ("sweep.csv", &csv), ("perf.json", &perf)], shard.is_none())?;
+    let charts = shard.is_none().then_some(limit);
+    let written = write_sweep(&claim, &[("sweep.json", &json), ("sweep.csv", &csv), ("perf.json", &perf)], charts)?;
     let charts = written - 3;
     if !args.run.quiet {
         print!("{}", sweep_table(&header, shard, &result.cells));
@@ -163,10 +163,11 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Writes `data` files into the claimed directory, then (with `charts`) the sweep's charts and
-/// report drawn from them, then the manifest; returns how many files were written. A failure
-/// part-way is exit code 1 naming the complete files.
-fn write_sweep(claim: &files::Claim, data: &[(&str, &[u8])], charts: bool) -> Result<usize, CliError> {
+/// Writes `data` files into the claimed directory, then (with `charts`, the command's memory
+/// limit, which bounds the `sweep.json` read back) the sweep's charts and report drawn from
+/// them, then the manifest; returns how many files were written. A failure part-way is exit
+/// code 1 naming the complete files.
+fn write_sweep(claim: &files::Claim, data: &[(&str, &[u8])], charts: Option<u64>) -> Result<usize, CliError> {
     let mut written = Vec::new();
     let mut write = || -> Result<(), files::OutputError> {
         for (name, bytes) in data {
@@ -174,8 +175,8 @@ fn write_sweep(claim: &files::Claim, data: &[(&str, &[u8])], charts: bool) -> Re
             files::write_atomic(&path, bytes)?;
             written.push(path);
         }
-        if charts {
-            crate::report::render_sweep(claim.dir(), &mut written).map_err(|e| match e {
+        if let Some(max_bytes) = charts {
+            crate::report::render_sweep(claim.dir(), max_bytes, &mut written).map_err(|e| match e {
                 crate::report::RenderError::Read(e) => files::OutputError {
                     path: e.path,
                     message: format!("reading back the sweep failed: {}", e.message),
@@ -267,17 +268,20 @@ fn short_value(value: &toml::Value) -> String {
 
 /// Merges shard directories into `sweep.json` and `sweep.csv`, byte-identical to the unsharded sweep.
 pub fn merge(args: MergeArgs) -> Result<(), CliError> {
-    if args.dirs.first().is_some_and(|d| d.join("plan.json").is_file()) {
-        return super::plan::merge(&args.dirs, args.out);
+    let limit = args.max_memory.unwrap_or_else(super::default_memory_limit);
+    // Any plan.json, even one that is not a regular file, is a plan merge (which refuses it).
+    if args.dirs.first().is_some_and(|d| d.join("plan.json").symlink_metadata().is_ok()) {
+        return super::plan::merge(&args.dirs, args.out, memory::merge_file_limit(limit));
     }
     let Some(first) = args.dirs.first() else {
         return Err(bad("merge needs shard directories, e.g. retrystorm merge out/shard-1-of-3 out/shard-2-of-3 …"));
     };
     // What merge holds grows with the bytes it reads: refuse before reading them.
     let input_bytes = args.dirs.iter().map(|d| sweep_files::shard_bytes(d)).fold(0, u64::saturating_add);
-    let limit = args.max_memory.unwrap_or_else(super::default_memory_limit);
     memory::check_merge(input_bytes, args.dirs.len(), limit).map_err(bad)?;
-    let shards = args.dirs.iter().map(|d| sweep_files::read_shard(d)).collect::<Result<Vec<_>, _>>().map_err(bad)?;
+    let file_limit = memory::merge_file_limit(limit);
+    let shards =
+        args.dirs.iter().map(|d| sweep_files::read_shard(d, file_limit)).collect::<Result<Vec<_>, _>>().map_err(bad)?;
     let (json, csv) = sweep_files::merge(&shards).map_err(bad)?;
     // Everything `plot` will read back is checked before anything is written.
     let value: serde_json::Value = serde_json::from_slice(&json).map_err(|e| bad(format!("merged sweep.json: {e}")))?;
@@ -291,7 +295,7 @@ pub fn merge(args: MergeArgs) -> Result<(), CliError> {
         )));
     }
     let claim = super::claim(&out, args.force)?;
-    let charts = write_sweep(&claim, &[("sweep.json", &json), ("sweep.csv", &csv)], true)? - 2;
+    let charts = write_sweep(&claim, &[("sweep.json", &json), ("sweep.csv", &csv)], Some(limit))? - 2;
     println!("merged {} shard(s) into {} ({charts} chart/report files)", shards.len(), out.display());
     Ok(())
 }

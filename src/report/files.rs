@@ -1,6 +1,7 @@
 //! Atomic file output: write to a temporary file in the same directory, then rename over the
 //! target, so a reader (or an interrupted run) sees the old complete file or the new one.
 
+use crate::scenario::input_file::{self, InputError, Limit};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -94,12 +95,17 @@ fn is_temporary(name: &str) -> bool {
     name.starts_with('.') && name.contains(".tmp-")
 }
 
+/// Largest manifest read, in bytes: far beyond the file names any command writes.
+const MANIFEST_MAX_BYTES: u64 = 16 << 20;
+
 /// The file names listed in `dir`'s manifest (None: no manifest; Err: one we did not write).
 pub fn read_manifest(dir: &Path) -> Result<Option<Vec<String>>, String> {
     let path = dir.join(MANIFEST);
-    let text = match fs::read_to_string(&path) {
+    // Through `input_file`: a manifest that is a FIFO would block the command, one that links
+    // to `/dev/zero` would grow its memory without bound.
+    let text = match input_file::read_text(&path, Limit { bytes: MANIFEST_MAX_BYTES, holder: "a manifest" }) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(InputError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("cannot read `{}`: {e}", path.display())),
     };
     let value: serde_json::Value = serde_json::from_str(&text)

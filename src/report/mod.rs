@@ -68,7 +68,8 @@ fn write_study_files(dir: &Path, study: &Study, written: &mut Vec<PathBuf>) -> R
     put("delays.csv", data::delays_csv(study))?;
     put("latency.csv", data::latency_csv(study))?;
     // Render from the files just written, exactly as `plot` will: one path, identical output.
-    render_run_into(dir, written).map_err(|e| match e {
+    // They are this run's own files, their size already in its memory estimate: no bound.
+    render_run_into(dir, u64::MAX, written).map_err(|e| match e {
         RenderError::Read(e) => {
             OutputError { path: e.path, message: format!("reading back the run failed: {}", e.message) }
         }
@@ -88,18 +89,21 @@ pub enum RenderError {
 }
 
 /// Renders the charts and `report.html` of the run or sweep in `dir` from its files (a sweep
-/// when `dir` holds `sweep.json` and no `summary.json`), adding each complete file to `written`.
-pub fn render_dir(dir: &Path, written: &mut Vec<PathBuf>) -> Result<(), RenderError> {
-    if dir.join("sweep.json").is_file() && !dir.join("summary.json").exists() {
-        render_sweep(dir, written)
+/// when `dir` holds `sweep.json`, of any kind, and no `summary.json`), adding each complete file
+/// to `written`. Each file read may have at most `max_bytes` ([`readback`]).
+pub fn render_dir(dir: &Path, max_bytes: u64, written: &mut Vec<PathBuf>) -> Result<(), RenderError> {
+    let sweep = dir.join("sweep.json").symlink_metadata().is_ok();
+    if sweep && !dir.join("summary.json").exists() {
+        render_sweep(dir, max_bytes, written)
     } else {
-        render_run_into(dir, written)
+        render_run_into(dir, max_bytes, written)
     }
 }
 
-/// Renders the sweep charts and `report.html` of the sweep in `dir` from its `sweep.json`.
-pub fn render_sweep(dir: &Path, written: &mut Vec<PathBuf>) -> Result<(), RenderError> {
-    let data = readback::read_sweep(dir)?;
+/// Renders the sweep charts and `report.html` of the sweep in `dir` from its `sweep.json` (of at
+/// most `max_bytes`).
+pub fn render_sweep(dir: &Path, max_bytes: u64, written: &mut Vec<PathBuf>) -> Result<(), RenderError> {
+    let data = readback::read_sweep(dir, max_bytes)?;
     let mut rendered = charts::Rendered::default();
     let mut result = Ok(());
     for chart in charts::sweep::SweepChart::for_sweep(&data) {
@@ -116,16 +120,16 @@ pub fn render_sweep(dir: &Path, written: &mut Vec<PathBuf>) -> Result<(), Render
     Ok(())
 }
 
-/// Renders every chart and `report.html` of the run in `dir` from its files; returns the files
-/// written.
-pub fn render_run(dir: &Path) -> Result<Vec<PathBuf>, RenderError> {
+/// Renders every chart and `report.html` of the run in `dir` from its files (each of at most
+/// `max_bytes`); returns the files written.
+pub fn render_run(dir: &Path, max_bytes: u64) -> Result<Vec<PathBuf>, RenderError> {
     let mut written = Vec::new();
-    render_run_into(dir, &mut written)?;
+    render_run_into(dir, max_bytes, &mut written)?;
     Ok(written)
 }
 
-fn render_run_into(dir: &Path, written: &mut Vec<PathBuf>) -> Result<(), RenderError> {
-    let data = readback::read_run(dir)?;
+fn render_run_into(dir: &Path, max_bytes: u64, written: &mut Vec<PathBuf>) -> Result<(), RenderError> {
+    let data = readback::read_run(dir, max_bytes)?;
     let mut rendered = charts::Rendered::default();
     let result = charts::write_charts(dir, &data, &mut rendered);
     written.append(&mut rendered.files);

@@ -11,6 +11,7 @@ use super::summary::{Scoped, Summary};
 use crate::metrics::catalogue::Metric;
 use crate::metrics::stats::Stat;
 use crate::runner::{MeanSeries, ReplicaSeries, REPLICA_COLUMNS, SERIES_COLUMNS};
+use crate::scenario::input_file::{self, Bounded, InputError, Limit};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -28,35 +29,44 @@ fn fail(path: &Path, message: impl Into<String>) -> ReadError {
     ReadError { path: path.to_path_buf(), message: message.into() }
 }
 
-fn read_text(path: &Path) -> Result<String, ReadError> {
-    std::fs::read_to_string(path).map_err(|e| {
-        let hint = if e.kind() == std::io::ErrorKind::NotFound {
-            "; `plot` needs a directory written by `retrystorm run`, `compare`, `sweep` or `merge` (rerun it to get the files charts need)"
-        } else {
-            ""
-        };
-        fail(path, format!("{e}{hint}"))
-    })
+/// The bound of every file `plot` reads: at most `max_bytes` (the command's memory limit).
+fn limit(max_bytes: u64) -> Limit {
+    Limit { bytes: max_bytes, holder: "a file that `plot` reads under --max-memory" }
 }
 
-fn read_json(path: &Path) -> Result<Value, ReadError> {
-    serde_json::from_str(&read_text(path)?).map_err(|e| fail(path, format!("not valid JSON: {e}")))
+/// Why `path` could not be opened, with the hint for a file that is missing or is not a run's.
+fn unreadable(path: &Path, e: InputError) -> ReadError {
+    let hint = match e {
+        InputError::TooBig { .. } => "; raise --max-memory if the machine can hold it",
+        _ if e.is_wrong_file() => "; `plot` needs a directory written by `retrystorm run`, `compare`, `sweep` or `merge` (rerun it to get the files charts need)",
+        _ => "",
+    };
+    fail(path, format!("{e}{hint}"))
 }
 
-/// Reads the run in `dir`.
-pub fn read_run(dir: &Path) -> Result<ReportData, ReadError> {
+/// The text of `path` through [`input_file`]: a regular file of at most `max_bytes`.
+fn read_text(path: &Path, max_bytes: u64) -> Result<String, ReadError> {
+    input_file::read_text(path, limit(max_bytes)).map_err(|e| unreadable(path, e))
+}
+
+fn read_json(path: &Path, max_bytes: u64) -> Result<Value, ReadError> {
+    serde_json::from_str(&read_text(path, max_bytes)?).map_err(|e| fail(path, format!("not valid JSON: {e}")))
+}
+
+/// Reads the run in `dir`; each file may have at most `max_bytes`.
+pub fn read_run(dir: &Path, max_bytes: u64) -> Result<ReportData, ReadError> {
     let summary_path = dir.join("summary.json");
-    let summary = Summary::from_json(&read_text(&summary_path)?).map_err(|e| fail(&summary_path, e))?;
+    let summary = Summary::from_json(&read_text(&summary_path, max_bytes)?).map_err(|e| fail(&summary_path, e))?;
     check_summary(&summary).map_err(|e| fail(&summary_path, e))?;
     let setups_path = dir.join("scenario.json");
-    let setups = read_json(&setups_path)?;
+    let setups = read_json(&setups_path, max_bytes)?;
     let setups: Vec<VariantSetup> = serde_json::from_value(setups["variants"].clone())
         .map_err(|e| fail(&setups_path, format!("unexpected shape: {e}")))?;
-    let series = read_series(&dir.join("timeseries.csv"))?;
-    let delays = read_delays(&dir.join("delays.csv"))?;
-    let latency = read_latency(&dir.join("latency.csv"))?;
+    let series = read_series(&dir.join("timeseries.csv"), max_bytes)?;
+    let delays = read_delays(&dir.join("delays.csv"), max_bytes)?;
+    let latency = read_latency(&dir.join("latency.csv"), max_bytes)?;
     let balanced = summary.variants.iter().any(|v| !v.replicas.is_empty());
-    let replica_rows = if balanced { read_replicas(&dir.join("replicas.csv"))? } else { Vec::new() };
+    let replica_rows = if balanced { read_replicas(&dir.join("replicas.csv"), max_bytes)? } else { Vec::new() };
     if summary.variants.is_empty() {
         return Err(fail(&summary_path, "no variants"));
     }
@@ -172,9 +182,9 @@ fn check_stat(stat: &Stat) -> Result<(), String> {
     Ok(())
 }
 
-fn csv_reader(path: &Path) -> Result<csv::Reader<std::fs::File>, ReadError> {
-    let file = std::fs::File::open(path).map_err(|e| fail(path, e.to_string()))?;
-    Ok(csv::Reader::from_reader(file))
+/// A CSV of the run streamed through [`input_file`]: a regular file of at most `max_bytes`.
+fn csv_reader(path: &Path, max_bytes: u64) -> Result<csv::Reader<Bounded>, ReadError> {
+    Ok(csv::Reader::from_reader(input_file::open(path, limit(max_bytes)).map_err(|e| unreadable(path, e))?))
 }
 
 fn csv_error(path: &Path, e: impl std::fmt::Display) -> ReadError {
@@ -220,8 +230,8 @@ fn count_field<T: TryFrom<u64>>(path: &Path, record: &csv::StringRecord, i: usiz
 type SeriesKey = (String, String, String, Vec<[f64; SERIES_COLUMNS.len()]>);
 
 /// `timeseries.csv` → (variant, scope, name, rows) in file order.
-fn read_series(path: &Path) -> Result<Vec<SeriesKey>, ReadError> {
-    let mut reader = csv_reader(path)?;
+fn read_series(path: &Path, max_bytes: u64) -> Result<Vec<SeriesKey>, ReadError> {
+    let mut reader = csv_reader(path, max_bytes)?;
     let mut out: Vec<SeriesKey> = Vec::new();
     for record in reader.records() {
         let record = record.map_err(|e| csv_error(path, e))?;
@@ -241,8 +251,8 @@ fn read_series(path: &Path) -> Result<Vec<SeriesKey>, ReadError> {
 type ReplicaRows = (String, String, Vec<[f64; REPLICA_COLUMNS.len()]>);
 
 /// `replicas.csv` → (variant, replica, rows) in file order.
-fn read_replicas(path: &Path) -> Result<Vec<ReplicaRows>, ReadError> {
-    let mut reader = csv_reader(path)?;
+fn read_replicas(path: &Path, max_bytes: u64) -> Result<Vec<ReplicaRows>, ReadError> {
+    let mut reader = csv_reader(path, max_bytes)?;
     let mut out: Vec<ReplicaRows> = Vec::new();
     for record in reader.records() {
         let record = record.map_err(|e| csv_error(path, e))?;
@@ -258,8 +268,8 @@ fn read_replicas(path: &Path) -> Result<Vec<ReplicaRows>, ReadError> {
     Ok(out)
 }
 
-fn read_delays(path: &Path) -> Result<Vec<(String, DelayBin)>, ReadError> {
-    let mut reader = csv_reader(path)?;
+fn read_delays(path: &Path, max_bytes: u64) -> Result<Vec<(String, DelayBin)>, ReadError> {
+    let mut reader = csv_reader(path, max_bytes)?;
     let mut out = Vec::new();
     for record in reader.records() {
         let record = record.map_err(|e| csv_error(path, e))?;
@@ -274,8 +284,8 @@ fn read_delays(path: &Path) -> Result<Vec<(String, DelayBin)>, ReadError> {
     Ok(out)
 }
 
-fn read_latency(path: &Path) -> Result<Vec<(String, u64, u64)>, ReadError> {
-    let mut reader = csv_reader(path)?;
+fn read_latency(path: &Path, max_bytes: u64) -> Result<Vec<(String, u64, u64)>, ReadError> {
+    let mut reader = csv_reader(path, max_bytes)?;
     let mut out = Vec::new();
     for record in reader.records() {
         let record = record.map_err(|e| csv_error(path, e))?;
@@ -284,10 +294,11 @@ fn read_latency(path: &Path) -> Result<Vec<(String, u64, u64)>, ReadError> {
     Ok(out)
 }
 
-/// Reads `sweep.json` in `dir` (a whole sweep, a merged one, or one shard's part).
-pub fn read_sweep(dir: &Path) -> Result<SweepData, ReadError> {
+/// Reads `sweep.json` in `dir` (a whole sweep, a merged one, or one shard's part), of at most
+/// `max_bytes`.
+pub fn read_sweep(dir: &Path, max_bytes: u64) -> Result<SweepData, ReadError> {
     let path = dir.join("sweep.json");
-    let json = read_json(&path)?;
+    let json = read_json(&path, max_bytes)?;
     sweep_from_json(&path, &json)
 }
 

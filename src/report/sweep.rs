@@ -46,6 +46,7 @@ use crate::metrics::stats::Stat;
 use crate::report::format::csv_bytes;
 use crate::runner::compare::Difference;
 use crate::runner::sweep::{CellResult, Grid, Shard, CELLS_MAX};
+use crate::scenario::input_file;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -287,16 +288,6 @@ pub struct ShardFiles {
     csv_rows: Vec<(usize, csv::StringRecord)>,
 }
 
-/// Opens `path` after checking that it is a regular file: opening a FIFO would block `merge`
-/// forever and a device such as `/dev/zero` never ends (issue 17).
-fn regular_file(path: &Path) -> Result<std::fs::File, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read it ({e})"))?;
-    if !meta.is_file() {
-        return Err("it is not a regular file (a directory, device, FIFO or socket)".to_string());
-    }
-    std::fs::File::open(path).map_err(|e| format!("cannot read it ({e})"))
-}
-
 /// Bytes of the `sweep.json` and `sweep.csv` in shard directory `dir` that [`read_shard`] would
 /// read (files that are missing or not regular count 0: it refuses them), for the memory estimate.
 pub fn shard_bytes(dir: &Path) -> u64 {
@@ -304,14 +295,16 @@ pub fn shard_bytes(dir: &Path) -> u64 {
     size("sweep.json").saturating_add(size("sweep.csv"))
 }
 
-/// Reads `dir/sweep.json` and `dir/sweep.csv` written by `sweep` (with or without `--shard`).
-pub fn read_shard(dir: &Path) -> Result<ShardFiles, MergeError> {
+/// Reads `dir/sweep.json` and `dir/sweep.csv` written by `sweep` (with or without `--shard`),
+/// each through [`input_file`] (a regular file: a FIFO would block `merge` forever, `/dev/zero`
+/// never ends) of at most `max_bytes`.
+pub fn read_shard(dir: &Path, max_bytes: u64) -> Result<ShardFiles, MergeError> {
+    let limit = input_file::Limit { bytes: max_bytes, holder: "a shard's file (1/32 of --max-memory)" };
     let json_path = dir.join("sweep.json");
     let bad = |what: &str| {
         MergeError(format!("{}: {what}; merge takes directories written by `retrystorm sweep`", json_path.display()))
     };
-    let text = std::io::read_to_string(regular_file(&json_path).map_err(|e| bad(&e))?)
-        .map_err(|e| bad(&format!("cannot read it ({e})")))?;
+    let text = input_file::read_text(&json_path, limit).map_err(|e| bad(&e.to_string()))?;
     let lines: Vec<&str> = text.lines().collect();
     let field = |i: usize, key: &str| {
         lines.get(i).and_then(|l| l.strip_prefix(&format!("  \"{key}\": "))).and_then(|l| l.strip_suffix(','))
@@ -367,7 +360,9 @@ pub fn read_shard(dir: &Path) -> Result<ShardFiles, MergeError> {
     }
     let csv_path = dir.join("sweep.csv");
     let bad_csv = |e: String| MergeError(format!("{}: {e}", csv_path.display()));
-    let mut reader = csv::Reader::from_reader(regular_file(&csv_path).map_err(bad_csv)?);
+    let file = input_file::open(&csv_path, limit)
+        .map_err(|e| bad_csv(format!("{e}; merge takes directories written by `retrystorm sweep`")))?;
+    let mut reader = csv::Reader::from_reader(file);
     let csv_header = reader.headers().map_err(|e| bad_csv(e.to_string()))?.clone();
     let mut csv_rows = Vec::new();
     for record in reader.records() {

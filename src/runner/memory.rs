@@ -210,6 +210,13 @@ pub fn estimate_sweep(cells: &[(&Scenario, &[crate::scenario::Variant])], thread
 /// sweeps.
 const MERGE_BYTES_PER_INPUT_BYTE: u64 = 32;
 
+/// The most bytes `merge` reads from one input file under `limit`: all the input
+/// [`check_merge`] accepts. The sizes were checked before reading; this bound stops the read of
+/// a file whose size was misreported or grew since.
+pub fn merge_file_limit(limit: u64) -> u64 {
+    limit / MERGE_BYTES_PER_INPUT_BYTE
+}
+
 /// Refuses a `merge` of `shards` shard directories holding `input_bytes` of `sweep.json` and
 /// `sweep.csv` (their sizes, known before anything is read) when the memory it would need
 /// exceeds `limit` bytes.

@@ -4,6 +4,7 @@
 use super::checks::V;
 use super::error::Invalid;
 use super::import;
+use super::input_file::Limit;
 use super::raw::{Dur, RawDist};
 use crate::model::empirical::{lognormal_from_percentiles, Empirical};
 use crate::model::Dist;
@@ -136,7 +137,7 @@ pub fn dist(d: &RawDist, at: &str) -> V<Dist> {
     Ok(Dist::Empirical(Arc::new(Empirical::new(knots, source))))
 }
 
-/// Histogram files are small (one row per bucket): read at most this much.
+/// Histogram files are small (one row per bucket): a bigger one is refused.
 const HISTOGRAM_BYTES_MAX: u64 = 64 << 20;
 
 /// HdrHistogram's text percentile output (`.hgrm`: a `Value Percentile TotalCount
@@ -165,8 +166,7 @@ fn hgrm_as_csv(text: &str) -> Option<String> {
 fn histogram(d: &RawDist, file: &str, min: f64, at: &str) -> V<Vec<(f64, f64)>> {
     use std::io::Read;
     let mut text = String::new();
-    import::open(file, at)?
-        .take(HISTOGRAM_BYTES_MAX)
+    import::open(file, at, Limit { bytes: HISTOGRAM_BYTES_MAX, holder: "a histogram file" })?
         .read_to_string(&mut text)
         .map_err(|e| Invalid::at(at, format!("cannot read {file} as UTF-8 text: {e}")))?;
     let text = hgrm_as_csv(&text).unwrap_or(text);

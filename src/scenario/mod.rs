@@ -7,6 +7,7 @@ pub mod error;
 pub(crate) mod graph;
 mod hedge;
 pub(crate) mod import;
+pub(crate) mod input_file;
 pub(crate) mod invariants;
 pub(crate) mod locate;
 mod overload;
@@ -234,29 +235,14 @@ fn base_dir(file: &str) -> std::path::PathBuf {
 /// take about 12 MB), small enough to parse in seconds.
 pub const FILE_MAX_BYTES: u64 = 16 << 20;
 
-/// Reads a scenario file after checking that it is a regular file of at most
-/// [`FILE_MAX_BYTES`] (`/dev/zero`, a FIFO or a huge file would hang or exhaust memory); the
-/// read itself stops past the limit, for files whose size the system misreports.
+/// Reads a scenario file through [`input_file`]: a regular file of at most [`FILE_MAX_BYTES`]
+/// (`/dev/zero`, a FIFO or a huge file would hang or exhaust memory).
 fn read_scenario_file(path: &str) -> Result<String, String> {
-    use std::io::Read;
-    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
-    if meta.is_dir() {
-        return Err("it is a directory; give a .toml file".to_string());
-    }
-    if !meta.is_file() {
-        return Err("it is not a regular file (a device, FIFO or socket); give a .toml file".to_string());
-    }
-    let too_big = |size: u64| format!("it is {size} bytes, more than the {FILE_MAX_BYTES} a scenario may have");
-    if meta.len() > FILE_MAX_BYTES {
-        return Err(too_big(meta.len()));
-    }
-    let mut bytes = Vec::new();
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    file.take(FILE_MAX_BYTES + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
-    if bytes.len() as u64 > FILE_MAX_BYTES {
-        return Err(too_big(bytes.len() as u64));
-    }
-    String::from_utf8(bytes).map_err(|_| "stream did not contain valid UTF-8".to_string())
+    let limit = input_file::Limit { bytes: FILE_MAX_BYTES, holder: "a scenario" };
+    input_file::read_text(std::path::Path::new(path), limit).map_err(|e| match e {
+        input_file::InputError::Directory | input_file::InputError::NotRegular => format!("{e}; give a .toml file"),
+        e => e.to_string(),
+    })
 }
 
 /// How much of an offending line or value a message quotes.

@@ -8,6 +8,7 @@
 use super::checks::{finite_at_least, V};
 use super::error::Invalid;
 use super::import;
+use super::input_file::{Bounded, Limit};
 use super::raw::RawArrival;
 use crate::engine::{Nanos, NS_PER_S};
 use crate::model::trace::{TraceArrival, TraceData};
@@ -96,9 +97,10 @@ type CacheKey = (std::path::PathBuf, u64, Option<std::time::SystemTime>, String)
 static CACHE: Mutex<Vec<(CacheKey, Arc<TraceData>)>> = Mutex::new(Vec::new());
 
 fn load(a: &RawArrival, file: &str, at: &str) -> V<Arc<TraceData>> {
-    let handle = import::open(file, at)?;
-    let meta = handle.metadata().ok();
+    // Traces are streamed (their memory is the parsed requests'), so no size limit.
+    let handle = import::open(file, at, Limit { bytes: u64::MAX, holder: "a trace" })?;
     let path = import::resolve(file);
+    let meta = std::fs::metadata(&path).ok();
     let options =
         format!("{:?}|{:?}|{:?}|{:?}|{:?}|{:?}", a.format, a.column, a.time_column, a.unit, a.interval, a.per);
     let key: CacheKey = (
@@ -126,7 +128,7 @@ fn at_line(at: &str, file: &str, line: u64, message: String) -> Invalid {
     Invalid::at(at, format!("{file} line {line}: {message}"))
 }
 
-fn read(a: &RawArrival, file: &str, handle: std::fs::File, at: &str) -> V<TraceData> {
+fn read(a: &RawArrival, file: &str, handle: Bounded, at: &str) -> V<TraceData> {
     let mut reader = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
         .comment(Some(b'#'))

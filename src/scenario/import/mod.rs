@@ -14,6 +14,7 @@ mod resolved;
 
 use super::checks::V;
 use super::error::Invalid;
+use super::input_file;
 use super::raw::{Dur, RawPolicy};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -71,10 +72,11 @@ pub fn resolve(file: &str) -> PathBuf {
     CONTEXT.with(|c| c.borrow().0.join(path))
 }
 
-/// Opens a data file named at `at`, with an error that says where it was looked for.
-pub fn open(file: &str, at: &str) -> V<std::fs::File> {
+/// Opens a data file named at `at` through [`input_file`] (a regular file of at most
+/// `limit`), with an error that says where it was looked for.
+pub fn open(file: &str, at: &str, limit: input_file::Limit) -> V<input_file::Bounded> {
     let path = resolve(file);
-    std::fs::File::open(&path).map_err(|e| {
+    input_file::open(&path, limit).map_err(|e| {
         Invalid::at(at, format!("cannot read `{}`: {e}; paths are relative to the scenario file", path.display()))
     })
 }
@@ -83,7 +85,7 @@ pub fn open(file: &str, at: &str) -> V<std::fs::File> {
 fn read_config(file: &str, at: &str) -> V<String> {
     use std::io::Read;
     let mut text = String::new();
-    open(file, at)?
+    open(file, at, input_file::Limit { bytes: super::FILE_MAX_BYTES, holder: "an imported config" })?
         .read_to_string(&mut text)
         .map_err(|e| Invalid::at(at, format!("cannot read `{file}` as UTF-8 text: {e}")))?;
     Ok(text)
