@@ -98,6 +98,21 @@ impl<T> Slab<T> {
         Some(value)
     }
 
+    /// Removes the value behind `handle` without handing it back (dropped in its slot, never
+    /// moved: for large values a moved-out copy nobody reads still costs its bytes); false if
+    /// the handle is stale.
+    pub fn discard(&mut self, handle: Handle) -> bool {
+        let Some(slot) = self.slot_mut(handle.index) else { return false };
+        if slot.generation != handle.generation || slot.value.is_none() {
+            return false;
+        }
+        slot.value = None;
+        slot.generation = slot.generation.wrapping_add(1);
+        self.free.push(handle.index);
+        self.live -= 1;
+        true
+    }
+
     /// The live values, in slot order.
     pub fn iter(&self) -> impl Iterator<Item = &T> {
         self.pages.iter().flatten().filter_map(|slot| slot.value.as_ref())

@@ -122,13 +122,15 @@ impl Simulation<'_> {
         Some(a)
     }
 
-    /// Removes an attempt; its request may stop being live.
-    pub(super) fn remove_attempt(&mut self, handle: Handle) -> Option<Attempt> {
-        let attempt = self.attempts.remove(handle)?;
-        if attempt.retained {
-            self.history.release(attempt.request_id);
+    /// Removes an attempt (false for a stale handle); its request may stop being live.
+    pub(super) fn remove_attempt(&mut self, handle: Handle) -> bool {
+        let Some(a) = self.attempts.get(handle) else { return false };
+        let (retained, request_id) = (a.retained, a.request_id);
+        self.attempts.discard(handle);
+        if retained {
+            self.history.release(request_id);
         }
-        Some(attempt)
+        true
     }
 }
 

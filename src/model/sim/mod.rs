@@ -758,22 +758,30 @@ impl<'a> Simulation<'a> {
     }
 
     fn on_reply_arrive(&mut self, handle: Handle) {
-        let a = self.remove_attempt(handle).expect("a reply's attempt is live until it arrives");
-        if !a.caller_waiting {
-            let cause = if a.lost_race { cancel::Waste::Hedge } else { cancel::Waste::TimedOut };
-            self.add_wasted(a.hop as usize, a.service_ns, cause);
+        // The few fields the reply needs, not the whole attempt: moving its 120 bytes out of the
+        // slab was a measurable share of every attempt (docs/PERFORMANCE.md).
+        let a = self.attempts.get(handle).expect("a reply's attempt is live until it arrives");
+        let (call, reply, hop, waiting) = (a.call, a.reply, a.hop as usize, a.caller_waiting);
+        let (lost_race, service_ns) = (a.lost_race, a.service_ns);
+        let hedged = (self.links.on && waiting).then(|| a.clone());
+        self.remove_attempt(handle);
+        if !waiting {
+            let cause = if lost_race { cancel::Waste::Hedge } else { cancel::Waste::TimedOut };
+            self.add_wasted(hop, service_ns, cause);
             return;
         }
-        if a.reply == Reply::Ok {
+        if reply == Reply::Ok {
             let b = self.bucket();
-            self.record.hops[a.hop as usize].timely_ok += 1;
-            self.record.hop_series[a.hop as usize][b].timely_ok += 1;
+            self.record.hops[hop].timely_ok += 1;
+            self.record.hop_series[hop][b].timely_ok += 1;
         }
-        if self.links.on && self.hedge_reply(handle, &a) {
-            return;
+        if let Some(a) = hedged {
+            if self.hedge_reply(handle, &a) {
+                return;
+            }
         }
-        self.release_connection(a.call);
-        self.caller_sees(a.call, a.reply);
+        self.release_connection(call);
+        self.caller_sees(call, reply);
     }
 
     fn on_timeout(&mut self, handle: Handle) {
