@@ -135,6 +135,35 @@ impl BudgetKind {
     }
 }
 
+/// gRFC A6 retry throttling's token arithmetic: a bucket of at most `max_tokens`, full at the
+/// start, that loses one token per failed attempt and gains `token_ratio` per success, and
+/// allows while it holds more than half. The budget kind `grpc_throttle` and hedging's
+/// `throttle` (`model/hedge.rs`) both keep their bucket with it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GrpcTokens {
+    /// Bucket size (and its start).
+    pub max_tokens: f64,
+    /// Tokens a success earns back.
+    pub token_ratio: f64,
+}
+
+impl GrpcTokens {
+    /// More than half the bucket left: a retry (or hedge) may go.
+    pub fn allows(&self, tokens: f64) -> bool {
+        tokens > self.max_tokens / 2.0
+    }
+
+    /// The bucket after a failed attempt.
+    pub fn after_failure(tokens: f64) -> f64 {
+        (tokens - 1.0).max(0.0)
+    }
+
+    /// The bucket after a success.
+    pub fn after_success(&self, tokens: f64) -> f64 {
+        (tokens + self.token_ratio).min(self.max_tokens)
+    }
+}
+
 /// A budget and who shares it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BudgetSpec {
@@ -298,7 +327,7 @@ impl BudgetKind {
     /// An attempt failed (before the retry decision): gRPC spends a token.
     pub fn on_failure(&self, state: &mut BudgetState) {
         if let BudgetKind::GrpcThrottle { .. } = self {
-            state.tokens = (state.tokens - 1.0).max(0.0);
+            state.tokens = GrpcTokens::after_failure(state.tokens);
         }
     }
 
@@ -318,7 +347,9 @@ impl BudgetKind {
                     cost
                 })
             }
-            BudgetKind::GrpcThrottle { max_tokens, .. } => (*tokens > max_tokens / 2.0).then_some(0.0),
+            &BudgetKind::GrpcThrottle { max_tokens, token_ratio } => {
+                GrpcTokens { max_tokens, token_ratio }.allows(*tokens).then_some(0.0)
+            }
             BudgetKind::Finagle { ttl, percent, min_retries_per_s } => {
                 let reserve = min_retries_per_s * crate::engine::time::ns_to_secs(*ttl);
                 let w = counts(window);
@@ -344,8 +375,8 @@ impl BudgetKind {
             BudgetKind::AwsQuota { capacity, no_retry_increment, .. } => {
                 state.tokens = (state.tokens + last_cost.unwrap_or(*no_retry_increment)).min(*capacity);
             }
-            BudgetKind::GrpcThrottle { max_tokens, token_ratio } => {
-                state.tokens = (state.tokens + token_ratio).min(*max_tokens);
+            &BudgetKind::GrpcThrottle { max_tokens, token_ratio } => {
+                state.tokens = GrpcTokens { max_tokens, token_ratio }.after_success(state.tokens);
             }
             BudgetKind::AdaptiveThrottle { .. } => state.window().add(now, ACCEPTS, 1.0),
             BudgetKind::Finagle { .. } | BudgetKind::Ratio { .. } | BudgetKind::TokenBucket { .. } => {}

@@ -2,6 +2,7 @@
 //! The behaviour lives in `sim/hedge.rs` and `sim/cancel.rs`.
 
 use crate::engine::Nanos;
+use crate::model::budget::GrpcTokens;
 
 /// When a hedge is sent after an attempt that has not been answered.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -28,13 +29,8 @@ pub struct HedgeSpec {
 /// per (policy, hop), full at the start, that loses one token per failed or timed-out attempt
 /// and gains `token_ratio` per success (at most `max_tokens`); while it holds no more than
 /// half of `max_tokens`, no hedge is sent.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct HedgeThrottle {
-    /// Bucket size, in (0, 1000].
-    pub max_tokens: f64,
-    /// Tokens a success earns back, in (0, 1].
-    pub token_ratio: f64,
-}
+/// (The arithmetic is the budget kind `grpc_throttle`'s: [`GrpcTokens`].)
+pub type HedgeThrottle = GrpcTokens;
 
 /// Latency samples a quantile hedge waits for before its first hedge.
 pub const HEDGE_WARMUP_SAMPLES: u64 = 100;

@@ -59,7 +59,27 @@ pub const REPLICA_COLUMNS: [&str; 5] = ["attempts", "successes", "failures", "in
 
 /// Index of `workers` in [`SERIES_COLUMNS`]: the hop's workers at the bucket's end (moved by
 /// autoscaling; 0 in tenant rows).
-pub const WORKERS_COLUMN: usize = 12;
+pub const WORKERS_COLUMN: usize = column_index(&SERIES_COLUMNS, "workers");
+
+/// Where `name` is among `columns`, found at compile time (a constant naming a column that is
+/// not there fails the build): readers name a column instead of repeating its position.
+pub const fn column_index(columns: &[&str], name: &str) -> usize {
+    let mut i = 0;
+    while i < columns.len() {
+        let (a, b) = (columns[i].as_bytes(), name.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    panic!("no such column")
+}
 
 /// Columns of the hop time series (tenant series fill the ones that apply, others are 0).
 ///

@@ -190,3 +190,29 @@ fn a_budget_state_is_priced_at_its_bytes_and_its_boxed_window() {
         assert_eq!(kind.state_bytes(), 16 + (8 + 8 + 10 * 2 * 4) + 16, "{}", kind.name());
     }
 }
+
+/// gRFC A6, one arithmetic for the retry budget and the hedge throttle: full at the start,
+/// one token per failure (never below 0), `token_ratio` per success (never above the size),
+/// allowed only while strictly more than half is left.
+#[test]
+fn grpc_tokens_allow_strictly_above_half_and_move_by_one_and_the_ratio() {
+    let t = GrpcTokens { max_tokens: 10.0, token_ratio: 0.5 };
+    let kind = BudgetKind::GrpcThrottle { max_tokens: 10.0, token_ratio: 0.5 };
+    let mut state = kind.new_state();
+    let mut tokens = t.max_tokens;
+    assert_eq!(state.tokens, tokens, "both start full");
+    let mut allowed = Vec::new();
+    for _ in 0..6 {
+        allowed.push(t.allows(tokens));
+        assert_eq!(kind.try_retry(&mut state, 0, FailureKind::Transient).is_some(), t.allows(tokens));
+        tokens = GrpcTokens::after_failure(tokens);
+        kind.on_failure(&mut state);
+        assert_eq!(state.tokens, tokens);
+    }
+    // 10, 9, 8, 7, 6 are above half; 5 is not.
+    assert_eq!(allowed, [true, true, true, true, true, false]);
+    assert_eq!(tokens, 4.0);
+    assert!(t.allows(t.after_success(t.after_success(t.after_success(tokens)))), "5.5 > 5");
+    assert_eq!(GrpcTokens::after_failure(0.5), 0.0);
+    assert_eq!(t.after_success(9.8), 10.0);
+}

@@ -19,6 +19,7 @@
 use super::{Attempt, Event, Phase, Reply, Simulation};
 use crate::engine::{Handle, Nanos};
 use crate::metrics::new_latency_histogram;
+use crate::model::budget::GrpcTokens;
 use crate::model::hedge::{HEDGE_QUANTILE_REFRESH, HEDGE_TOKENS_MAX, HEDGE_WARMUP_SAMPLES};
 use crate::model::HedgeAfter;
 use hdrhistogram::Histogram;
@@ -30,8 +31,8 @@ const HEDGE_KEY: u64 = 0x4845_4447_4500_0000;
 /// Hedge state of one (policy, called hop).
 struct HedgeState {
     tokens: f64,
-    /// `throttle`: tokens taken out of the gRFC A6 bucket (it starts full: 0 spent).
-    throttle_spent: f64,
+    /// `throttle`: the gRFC A6 bucket's tokens (`None` until first used: full).
+    throttle_tokens: Option<f64>,
     latency_us: Histogram<u64>,
     samples: u64,
     /// The quantile delay in force (None until the warm-up is over).
@@ -48,7 +49,7 @@ impl Hedging {
     fn get(&mut self, policy: u16, hop: u16) -> &mut HedgeState {
         self.state.entry((policy, hop)).or_insert_with(|| HedgeState {
             tokens: 0.0,
-            throttle_spent: 0.0,
+            throttle_tokens: None,
             latency_us: new_latency_histogram(),
             samples: 0,
             quantile_delay: None,
@@ -89,9 +90,9 @@ impl Simulation<'_> {
             // Still unanswered at the hedge delay: slow, a failure for the throttle (our addition
             // to gRFC A6, which counts failed attempts only: at saturation attempts are slow
             // well before they time out).
-            let throttled = state.throttle_spent >= t.max_tokens / 2.0;
-            state.throttle_spent = (state.throttle_spent + 1.0).min(t.max_tokens);
-            if throttled {
+            let tokens = state.throttle_tokens.unwrap_or(t.max_tokens);
+            state.throttle_tokens = Some(GrpcTokens::after_failure(tokens));
+            if !t.allows(tokens) {
                 return;
             }
         }
@@ -140,11 +141,12 @@ impl Simulation<'_> {
         let (policy, hop) = (c.policy, c.hop);
         let Some(t) = self.spec.policies[policy as usize].hedge.and_then(|h| h.throttle) else { return };
         let state = self.hedging.get(policy, hop);
-        state.throttle_spent = match reply {
-            Reply::Ok => (state.throttle_spent - t.token_ratio).max(0.0),
-            Reply::Rejected => state.throttle_spent,
-            _ => (state.throttle_spent + 1.0).min(t.max_tokens),
-        };
+        let tokens = state.throttle_tokens.unwrap_or(t.max_tokens);
+        state.throttle_tokens = Some(match reply {
+            Reply::Ok => t.after_success(tokens),
+            Reply::Rejected => tokens,
+            _ => GrpcTokens::after_failure(tokens),
+        });
     }
 
     /// A reply reached a caller still waiting on `a` (already removed): feed the quantile, and

@@ -27,32 +27,34 @@ impl<S> ScopedStates<S> {
         ScopedStates { dense, sparse: HashMap::new() }
     }
 
+    /// Where `key`'s state lives in `dense` (tenant, client), if it is a dense key: a client of
+    /// a tenant calling with the tenant's own policy (or index 0 for a wider scope).
+    fn dense_slot(&self, key: ScopeKey) -> Option<(usize, usize)> {
+        let (policy, tenant, client) = key;
+        let (own, clients, _) = self.dense.get(tenant as usize)?;
+        (*own == policy && client < *clients).then_some((tenant as usize, client as usize))
+    }
+
     /// The state of `key`, made by `make` on first use.
     pub(super) fn entry(&mut self, key: ScopeKey, make: impl Fn() -> S) -> &mut S {
-        let (policy, tenant, client) = key;
-        match self.dense.get_mut(tenant as usize) {
-            Some((own, clients, states)) if *own == policy && client < *clients => {
-                let i = client as usize;
-                if states.len() <= i {
-                    if i > 0 {
-                        // Client-scoped: room for every client at once, not twice that by doubling.
-                        states.reserve_exact((*clients as usize).saturating_sub(states.len()));
-                    }
-                    states.resize_with(i + 1, &make);
-                }
-                &mut states[i]
+        let Some((tenant, i)) = self.dense_slot(key) else {
+            return self.sparse.entry(key).or_insert_with(make);
+        };
+        let (_, clients, states) = &mut self.dense[tenant];
+        if states.len() <= i {
+            if i > 0 {
+                // Client-scoped: room for every client at once, not twice that by doubling.
+                states.reserve_exact((*clients as usize).saturating_sub(states.len()));
             }
-            _ => self.sparse.entry(key).or_insert_with(make),
+            states.resize_with(i + 1, &make);
         }
+        &mut states[i]
     }
 
     /// Starts loading the state of `key` if it is a dense one already made (no effect on results).
     pub(super) fn prefetch(&self, key: ScopeKey) {
-        let (policy, tenant, client) = key;
-        if let Some((own, _, states)) = self.dense.get(tenant as usize) {
-            if let Some(state) = states.get(client as usize).filter(|_| *own == policy) {
-                crate::engine::prefetch::prefetch_read(state);
-            }
+        if let Some(state) = self.dense_slot(key).and_then(|(tenant, i)| self.dense[tenant].2.get(i)) {
+            crate::engine::prefetch::prefetch_read(state);
         }
     }
 

@@ -7,7 +7,7 @@ use super::{downsample, variant_colour, DrawResult, FAULT_FILL, FONT};
 use crate::metrics::catalogue::Metric;
 use crate::report::data::{ReportData, VariantData};
 use crate::report::format::{fmt_num, fmt_tick};
-use crate::runner::MeanSeries;
+use crate::runner::{column_index, MeanSeries, SERIES_COLUMNS};
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
@@ -32,8 +32,8 @@ pub enum Scope {
 }
 
 // Columns of `SERIES_COLUMNS` used here.
-const ATTEMPTS: usize = 0;
-const FIRST_ATTEMPTS: usize = 1;
+const ATTEMPTS: usize = column_index(&SERIES_COLUMNS, "attempts");
+const FIRST_ATTEMPTS: usize = column_index(&SERIES_COLUMNS, "first_attempts");
 
 fn series_of(v: &VariantData, scope: Scope) -> &[MeanSeries] {
     match scope {
@@ -487,8 +487,8 @@ pub(super) fn variant_lines_key(data: &ReportData) -> Vec<KeyItem> {
 }
 
 /// Column of successes (a rate once divided by the bucket) and of the backlog level.
-const SUCCESSES: usize = 3;
-const BACKLOG: usize = 9;
+const SUCCESSES: usize = column_index(&SERIES_COLUMNS, "successes");
+const BACKLOG: usize = column_index(&SERIES_COLUMNS, "backlog");
 
 /// Goodput (successes/s) and backlog (attempts inside the hop at each bucket's end) over time,
 /// per hop, every variant on the same axes, fault windows shaded: how fast each recovers.

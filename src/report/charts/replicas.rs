@@ -6,14 +6,15 @@ use super::key::{with_key, KeyItem, Swatch};
 use super::load::{draw_time_mesh, fault_key, shade_faults, time_axis};
 use super::{downsample, DrawResult, FONT, PALETTE};
 use crate::report::data::ReportData;
+use crate::runner::{column_index, REPLICA_COLUMNS};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
 /// Replicas drawn per panel (beyond 8 lines one panel is unreadable); more are summarised.
 const LINES_MAX: usize = 8;
 /// Column of `REPLICA_COLUMNS`: attempts, out_of_rotation.
-const ATTEMPTS: usize = 0;
-const OUT: usize = 4;
+const ATTEMPTS: usize = column_index(&REPLICA_COLUMNS, "attempts");
+const OUT: usize = column_index(&REPLICA_COLUMNS, "out_of_rotation");
 
 pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &ReportData) -> DrawResult
 where

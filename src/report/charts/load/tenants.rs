@@ -5,7 +5,10 @@
 
 use crate::metrics::stats::StatRow;
 use crate::report::data::{ReportData, VariantData};
-use crate::runner::MeanSeries;
+use crate::runner::{column_index, MeanSeries, SERIES_COLUMNS};
+
+/// A tenant's load: its attempts.
+const ATTEMPTS: usize = column_index(&SERIES_COLUMNS, "attempts");
 
 /// The most tenant columns drawn one per tenant.
 pub const COLUMNS_MAX: usize = 5;
@@ -27,7 +30,11 @@ pub fn grouping(data: &ReportData) -> Option<Grouping> {
         return None;
     }
     let load = |t: usize| -> f64 {
-        data.variants.iter().filter_map(|v| v.tenant_series.get(t)).flat_map(|s| s.rows.iter().map(|r| r[0])).sum()
+        data.variants
+            .iter()
+            .filter_map(|v| v.tenant_series.get(t))
+            .flat_map(|s| s.rows.iter().map(|r| r[ATTEMPTS]))
+            .sum()
     };
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by(|&a, &b| load(b).total_cmp(&load(a)).then(a.cmp(&b)));
