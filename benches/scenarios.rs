@@ -45,30 +45,53 @@ fn bench_run<M: Measurement>(
 }
 
 /// Times the bare herd loop on `clients` next to the full model, after checking it makes the
-/// same number of attempts up to chance: the two use different random streams, so their totals
-/// differ by a sum of 2N independent per-client deviations (SD √(2N)·σ, σ² estimated from the
-/// bare run); more than 5 SD apart means the loops no longer simulate the same herd.
+/// same number of attempts up to chance (see [`check_same_herd`]).
 fn bench_bare_herd<M: Measurement>(group: &mut criterion::BenchmarkGroup<'_, M>, clients: u32, model: &RunRecord) {
     let herd = bare_herd::Herd { clients, ..bare_herd::OUTAGE_HERD };
     let bare = bare_herd::run(&herd, 42);
+    check_same_herd("bare loop", &bare, clients, model);
+    group.throughput(Throughput::Elements(bare.events));
+    group.bench_function(BenchmarkId::new("bare_loop", clients), |b| b.iter(|| bare_herd::run(&herd, 42)));
+}
+
+/// The steps from the bare loop towards the model (`bare_herd::run_with`), each timed beside the
+/// two: queue entries of the model's 80 bytes, then also the model's keyed jitter draws.
+fn bench_bare_steps<M: Measurement>(group: &mut criterion::BenchmarkGroup<'_, M>, clients: u32, model: &RunRecord) {
+    use bare_herd::{run_with, Draws};
+    let herd = bare_herd::Herd { clients, ..bare_herd::OUTAGE_HERD };
+    type Step = fn(&bare_herd::Herd) -> bare_herd::BareRun;
+    let steps: [(&str, Step); 2] = [
+        ("bare_loop_80b_events", |h| run_with::<15>(h, 42, Draws::Sequential)),
+        ("bare_loop_80b_keyed_draws", |h| run_with::<15>(h, 42, Draws::Keyed)),
+    ];
+    for (name, step) in steps {
+        let bare = step(&herd);
+        check_same_herd(name, &bare, clients, model);
+        group.throughput(Throughput::Elements(bare.events));
+        group.bench_function(BenchmarkId::new(name, clients), |b| b.iter(|| step(&herd)));
+    }
+}
+
+/// A bare loop and the model use different random streams, so their attempt totals differ by a
+/// sum of 2N independent per-client deviations (SD √(2N)·σ, σ² estimated from the bare run);
+/// more than 5 SD apart means the loops no longer simulate the same herd.
+fn check_same_herd(name: &str, bare: &bare_herd::BareRun, clients: u32, model: &RunRecord) {
     let model_attempts = model.hops[0].attempts;
     let sd = (2.0 * f64::from(clients) * bare.attempts_variance(clients)).sqrt();
     let gap = (bare.attempts as f64 - model_attempts as f64).abs();
     assert!(
         gap <= 5.0 * sd,
-        "bare herd at {clients} clients: {} attempts against the model's {model_attempts} (5 SD = {:.0})",
+        "{name} at {clients} clients: {} attempts against the model's {model_attempts} (5 SD = {:.0})",
         bare.attempts,
         5.0 * sd
     );
     eprintln!(
-        "outage_herd {clients}: model {model_attempts} attempts, {:.2} events/attempt; bare loop {} attempts, \
+        "outage_herd {clients}: model {model_attempts} attempts, {:.2} events/attempt; {name} {} attempts, \
          {:.2} events/attempt",
         model.events as f64 / model_attempts as f64,
         bare.attempts,
         bare.events as f64 / bare.attempts as f64
     );
-    group.throughput(Throughput::Elements(bare.events));
-    group.bench_function(BenchmarkId::new("bare_loop", clients), |b| b.iter(|| bare_herd::run(&herd, 42)));
 }
 
 fn outage_herd(c: &mut Criterion) {
@@ -96,6 +119,7 @@ fn outage_herd_cpu(c: &mut Criterion<cpu_time::ThreadCpu>) {
     let scenario = bundled("scenarios/outage-herd.toml", &["tenant.main.clients=1000000", "policy.client.jitter=full"]);
     let record = bench_run(&mut group, BenchmarkId::new("full_jitter", 1_000_000), &scenario);
     bench_bare_herd(&mut group, 1_000_000, &record);
+    bench_bare_steps(&mut group, 1_000_000, &record);
     group.finish();
 }
 

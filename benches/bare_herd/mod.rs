@@ -11,7 +11,7 @@
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use retrystorm::engine::{EventQueue, Nanos, NS_PER_MS, NS_PER_S};
+use retrystorm::engine::{stream_key, EventQueue, KeyedDraws, Nanos, StreamKind, NS_PER_MS, NS_PER_S};
 use std::collections::VecDeque;
 
 /// The herd's parameters; [`OUTAGE_HERD`] mirrors the bundled scenario.
@@ -58,17 +58,36 @@ impl BareRun {
 const ATTEMPT: u32 = 0;
 const DONE: u32 = 1;
 
+/// How the bare loop draws its jitter.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Draws {
+    /// One sequential ChaCha8 stream (the floor: nothing but the next word).
+    Sequential,
+    /// The model's common-random-number draw: a fresh `KeyedDraws` keyed by (request, retry),
+    /// as `Simulation::caller_sees` makes one per retry, so that variants compare draw for draw.
+    Keyed,
+}
+
 /// Simulates `herd` once. Events are 12 bytes, as the simulator's: [kind, client, attempt number].
 pub fn run(herd: &Herd, seed: u64) -> BareRun {
+    run_with::<0>(herd, seed, Draws::Sequential)
+}
+
+/// The bare loop with `PAD` more 32-bit words in every event and the given draws: the steps from
+/// the floor towards the model, to see what each costs on its own (docs/PERFORMANCE.md). With
+/// `PAD = 15` an event is 72 bytes and a queue entry 80, the size of the model's (a retry's call
+/// rides in its event). The padding is written and read back, so it is real memory traffic.
+pub fn run_with<const PAD: usize>(herd: &Herd, seed: u64, draws: Draws) -> BareRun {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut queue = EventQueue::<[u32; 3]>::new();
+    let jitter_key = stream_key(seed, 0, StreamKind::Jitter, 0);
+    let mut queue = EventQueue::<([u32; 3], [u32; PAD])>::new();
     for client in 0..herd.clients {
         let at = (rng.random::<f64>() * herd.spread_ns as f64) as Nanos;
-        queue.push(at, [ATTEMPT, client, 1]);
+        queue.push(at, ([ATTEMPT, client, 1], [client; PAD]));
     }
     let (mut waiting, mut busy) = (VecDeque::new(), false);
     let mut run = BareRun { events: 0, attempts: 0, attempts_squared: 0 };
-    while let Some((now, [kind, client, attempt])) = queue.pop() {
+    while let Some((now, ([kind, client, attempt], pad))) = queue.pop() {
         if now > herd.drain_limit_ns {
             break;
         }
@@ -77,8 +96,12 @@ pub fn run(herd: &Herd, seed: u64) -> BareRun {
             run.attempts += 1;
             if now < herd.outage_end_ns && attempt < herd.max_attempts {
                 let exp = herd.base_ns.saturating_mul(1 << (attempt - 1).min(62)).min(herd.cap_ns);
-                let delay = (rng.random::<f64>() * exp as f64) as Nanos;
-                queue.push(now + delay, [ATTEMPT, client, attempt + 1]);
+                let u: f64 = match draws {
+                    Draws::Sequential => rng.random(),
+                    Draws::Keyed => KeyedDraws::new(jitter_key, u64::from(client), attempt).random(),
+                };
+                let delay = (u * exp as f64) as Nanos;
+                queue.push(now + delay, ([ATTEMPT, client, attempt + 1], pad));
                 continue;
             }
             run.attempts_squared += u64::from(attempt) * u64::from(attempt);
@@ -89,10 +112,10 @@ pub fn run(herd: &Herd, seed: u64) -> BareRun {
                 waiting.push_back(client);
             } else {
                 busy = true;
-                queue.push(now + herd.service_ns, [DONE, client, 0]);
+                queue.push(now + herd.service_ns, ([DONE, client, 0], pad));
             }
         } else if let Some(next) = waiting.pop_front() {
-            queue.push(now + herd.service_ns, [DONE, next, 0]);
+            queue.push(now + herd.service_ns, ([DONE, next, 0], pad));
         } else {
             busy = false;
         }

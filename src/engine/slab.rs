@@ -13,6 +13,12 @@ pub struct Handle {
     pub generation: u32,
 }
 
+impl Handle {
+    /// A handle no slab ever issues ([`Slab::insert`] stops short of index `u32::MAX`), so every
+    /// lookup with it finds nothing: for "no call" and for events whose attempt was never stored.
+    pub const NONE: Handle = Handle { index: u32::MAX, generation: u32::MAX };
+}
+
 struct Slot<T> {
     generation: u32,
     value: Option<T>,
@@ -54,7 +60,8 @@ impl<T> Slab<T> {
             self.pages.push(Vec::with_capacity(PAGE));
         }
         let index = (self.pages.len() - 1) * PAGE + self.pages.last().map_or(0, Vec::len);
-        let index = u32::try_from(index).expect("slab exceeds u32::MAX live entries");
+        let index =
+            u32::try_from(index).ok().filter(|&i| i != u32::MAX).expect("slab exceeds u32::MAX - 1 live entries");
         self.pages.last_mut().expect("a page was just ensured").push(Slot { generation: 0, value: Some(value) });
         Handle { index, generation: 0 }
     }

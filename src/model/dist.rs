@@ -53,6 +53,11 @@ impl Dist {
         }
     }
 
+    /// Always zero, drawing nothing (a hop without network delay).
+    pub fn is_zero(&self) -> bool {
+        matches!(*self, Dist::Constant { mean: 0 })
+    }
+
     /// Draws one value; `in_flight` matters only for [`Dist::Load`].
     pub fn sample<R: Rng>(&self, rng: &mut R, in_flight: u32) -> Nanos {
         let value = match *self {

@@ -43,8 +43,12 @@ pub(super) struct Links {
 
 impl Links {
     pub(super) fn new(spec: &SimSpec) -> Links {
-        let on = spec.policies.iter().any(|p| p.cancel_on_timeout || p.hedge.is_some());
-        Links { on, ..Links::default() }
+        Links { on: Links::needed(spec), ..Links::default() }
+    }
+
+    /// Some policy hedges or cancels, so the links must be kept.
+    pub(super) fn needed(spec: &SimSpec) -> bool {
+        spec.policies.iter().any(|p| p.cancel_on_timeout || p.hedge.is_some())
     }
 
     /// A call ended: forget its attempts and its place under its parent attempt.

@@ -25,6 +25,7 @@ pub use replicas::replica_state_bytes;
 
 use super::arrivals::{first_requests, next_poisson, next_ramp};
 use super::budget::{BreakerState, BudgetState, FailureKind};
+use super::fault::FaultKind;
 use super::policy::{DeadlineMode, JitterState};
 use super::spec::{Arrival, SimSpec};
 use super::trace::TraceCursor;
@@ -172,7 +173,7 @@ struct Call {
 /// The `parent` of a call no attempt made (a client's). Kept out of an `Option` so that a call
 /// fits in 80 bytes with its slab slot's generation (88 before this and the one-word jitter
 /// state: 104): every retry reads its call from a random slot, so each byte is memory traffic.
-const NO_PARENT: Handle = Handle { index: u32::MAX, generation: u32::MAX };
+const NO_PARENT: Handle = Handle::NONE;
 
 impl Call {
     /// The attempt this call was made for, `None` for a client's call.
@@ -294,6 +295,12 @@ pub struct Simulation<'a> {
     bucket_until: Nanos,
     /// Some hop has a connection pool (without, no call looks for one).
     any_pool: bool,
+    /// Per hop: an attempt arriving in the event that sent it is answered in place, without a
+    /// slab slot, when the hop answers it at once ([`Simulation::arrive_in_place`]): no network
+    /// delay either way (so the reply is in the same instant), no `lost_reply` fault that could
+    /// keep it waiting for its timeout, and no cancellation or hedging that could reach it by
+    /// its handle.
+    answers_in_place: Vec<bool>,
     calls: Slab<Call>,
     /// Calls riding in their `Retry` events, out of `calls` ([`Simulation::schedule_retry`]).
     calls_riding: usize,
@@ -402,6 +409,7 @@ impl<'a> Simulation<'a> {
             bucket_now: 0,
             bucket_until: spec.bucket,
             any_pool: spec.hops.iter().any(|h| h.pool.is_some()),
+            answers_in_place: (0..spec.hops.len()).map(|hop| answers_in_place(spec, hop)).collect(),
             calls: Slab::default(),
             calls_riding: 0,
             attempts: Slab::default(),
@@ -704,11 +712,14 @@ impl<'a> Simulation<'a> {
             retained: false,
         };
         self.count_attempt(hop, tenant as usize, retry, b);
+        let net = self.spec.hops[hop].network.sample(&mut self.rngs.network[hop], 0);
+        if net == 0 && self.answers_in_place[hop] {
+            return self.arrive_in_place(attempt, timeout_at);
+        }
         let handle = self.insert_attempt(attempt);
         if self.links.on {
             self.track_attempt(call_handle, handle, timeout_at);
         }
-        let net = self.spec.hops[hop].network.sample(&mut self.rngs.network[hop], 0);
         if net > 0 {
             self.queue.push(now.saturating_add(net), Event::AttemptArrive { attempt: handle });
         }
@@ -720,6 +731,33 @@ impl<'a> Simulation<'a> {
             // ARCHITECTURE.md, "Same-instant fusion"); its timeout was queued first, as before.
             self.on_arrive(handle);
         }
+    }
+
+    /// An attempt that arrives in the event that sent it, at a hop whose replies come back in
+    /// the same instant too (`answers_in_place`): when a fault answers it at once (an outage
+    /// refusing every attempt of a herd), it never needs a slot in the slab, which is most of
+    /// what such an attempt cost (docs/PERFORMANCE.md). Same steps, same order, same counts as
+    /// through the slab: the timeout is queued before anything the arrival queues (with a
+    /// handle nothing answers to, as the stored attempt's would be stale by then), and the
+    /// reply is counted and reaches its caller as `send_reply` and `on_reply_arrive` do.
+    fn arrive_in_place(&mut self, mut attempt: Attempt, timeout_at: Nanos) {
+        let (hop, call) = (attempt.hop as usize, attempt.call);
+        let (srv, answer) = self.enter_hop(hop, attempt.payload);
+        if let server::Arrival::Answered(reply) = answer {
+            if timeout_at != Nanos::MAX {
+                self.queue.push(timeout_at, Event::AttemptTimeout { attempt: Handle::NONE });
+            }
+            self.count_reply(hop, srv, reply, true);
+            debug_assert!(reply != Reply::Ok, "an answer forced at arrival is never a success");
+            self.release_connection(call);
+            return self.caller_sees(call, reply);
+        }
+        attempt.server = srv as u32;
+        let handle = self.insert_attempt(attempt);
+        if timeout_at != Nanos::MAX {
+            self.queue.push(timeout_at, Event::AttemptTimeout { attempt: handle });
+        }
+        self.after_entry(handle, hop, srv, answer);
     }
 
     fn call_downstream(&mut self, parent: Handle, hop: usize, policy: usize) {
@@ -959,6 +997,12 @@ impl Touches<'_> {
     }
 }
 
+/// See [`Simulation::answers_in_place`].
+fn answers_in_place(spec: &SimSpec, hop: usize) -> bool {
+    let lost_reply = spec.faults.iter().any(|f| f.hop == hop && matches!(f.kind, FaultKind::LostReply { .. }));
+    spec.hops[hop].network.is_zero() && !lost_reply && !cancel::Links::needed(spec)
+}
+
 fn poisson_steps(arrival: &Arrival) -> Option<Vec<(Nanos, f64)>> {
     match arrival {
         Arrival::Poisson { rate_per_s } => Some(vec![(0, *rate_per_s)]),
@@ -991,5 +1035,70 @@ mod record_size_tests {
     #[test]
     fn a_budget_state_is_two_words() {
         assert_eq!(std::mem::size_of::<crate::model::budget::BudgetState>(), 16);
+    }
+}
+
+#[cfg(test)]
+mod in_place_tests {
+    use crate::scenario::Scenario;
+
+    /// Rule: answering an attempt in place (no slab slot, [`super::Simulation::arrive_in_place`])
+    /// is an optimisation only: the record, event for event, is the one the slab path gives. The
+    /// scenario has every answer forced at arrival (outage, throttle, error rate, invalid payload)
+    /// and what follows it, on a balanced hop, with timeouts whose events then find no attempt.
+    #[test]
+    fn an_attempt_answered_in_place_records_what_the_slab_path_records() {
+        let source = r#"name = "in-place"
+horizon = "30s"
+[[tenant]]
+name = "herd"
+clients = 3000
+arrival = { kind = "herd", spread = "2s" }
+policy = "client"
+invalid_fraction = 0.05
+[[tenant]]
+name = "steady"
+clients = 10
+arrival = { kind = "poisson", rate_per_s = 200 }
+policy = "client"
+[policy.client]
+jitter = "full"
+max_attempts = 6
+attempt_timeout = "300ms"
+[[hop]]
+name = "api"
+workers = 2
+replicas = 3
+balancer = "power_of_two"
+service = { dist = "exponential", mean = "2ms" }
+[[fault]]
+hop = "api"
+kind = "outage"
+from = "0s"
+to = "3s"
+[[fault]]
+hop = "api"
+kind = "throttle"
+retry_after = "500ms"
+from = "3s"
+to = "5s"
+[[fault]]
+hop = "api"
+kind = "error_rate"
+p = 0.3
+from = "5s"
+to = "8s"
+"#;
+        let scenario = Scenario::from_source("in-place.toml", source, &[]).expect("valid");
+        let run = |in_place: bool| {
+            let mut sim = super::Simulation::new(&scenario.base, 11, 0);
+            assert!(sim.answers_in_place[0], "the hop has no network delay and no lost_reply fault");
+            sim.answers_in_place[0] = in_place;
+            sim.run_to_end();
+            format!("{:?}", sim.finish())
+        };
+        let (fast, slab) = (run(true), run(false));
+        assert!(fast.contains("local_rejections"), "the record prints its counters");
+        assert_eq!(fast, slab, "seed 11: the in-place path changed the record");
     }
 }

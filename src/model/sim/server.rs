@@ -5,16 +5,34 @@ use crate::engine::{Handle, Nanos};
 use crate::model::{FaultKind, InProgress};
 use rand::RngExt;
 
+/// What happens to an attempt as it enters a hop ([`Simulation::enter_hop`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Arrival {
+    /// A fault (or an invalid payload at the first hop) answers at once.
+    Answered(Reply),
+    /// A hang: the hop never answers.
+    Unanswered,
+    /// The hop takes the attempt in (service, queue, admission control, OCC).
+    Admitted,
+}
+
 impl Simulation<'_> {
     pub(super) fn on_arrive(&mut self, handle: Handle) {
-        let now = self.now;
-        let b = self.bucket();
-        let hop = self.attempts.get(handle).expect("arriving attempt is live").hop as usize;
-        let srv = self.route(hop, b);
+        let a = self.attempts.get(handle).expect("arriving attempt is live");
+        let (hop, payload) = (a.hop as usize, a.payload);
+        let (srv, answer) = self.enter_hop(hop, payload);
         let a = self.attempts.get_mut(handle).expect("arriving attempt is live");
-        let payload = a.payload;
-        a.arrived_at = now;
+        a.arrived_at = self.now;
         a.server = srv as u32;
+        self.after_entry(handle, hop, srv, answer);
+    }
+
+    /// An attempt enters hop `hop`: the balancer picks its replica, which it counts in flight,
+    /// and the answer forced at arrival is decided (see [`Arrival`]). Touches no attempt record:
+    /// an attempt answered at once needs none ([`Simulation::send_attempt`]).
+    pub(super) fn enter_hop(&mut self, hop: usize, payload: Payload) -> (usize, Arrival) {
+        let b = self.bucket();
+        let srv = self.route(hop, b);
         let state = &mut self.hops[srv];
         state.in_flight = state.in_flight.checked_add(1).expect("fewer than 2^32 attempts in flight at a hop");
         let lb = &mut self.lbs[hop];
@@ -26,16 +44,21 @@ impl Simulation<'_> {
         if balanced {
             self.replica_level(hop, srv, b);
         }
-        if let Some(reply) = self.fault_reply(srv) {
-            match reply {
-                None => self.drop_unanswered(handle),
-                Some(r) => self.send_reply(handle, r),
-            }
-            return;
-        }
-        if hop == 0 && payload == Payload::Invalid {
-            self.send_reply(handle, Reply::Rejected);
-            return;
+        let answer = match self.fault_reply(srv) {
+            Some(None) => Arrival::Unanswered,
+            Some(Some(reply)) => Arrival::Answered(reply),
+            None if hop == 0 && payload == Payload::Invalid => Arrival::Answered(Reply::Rejected),
+            None => Arrival::Admitted,
+        };
+        (srv, answer)
+    }
+
+    /// The rest of an arrival at replica `srv`, for an attempt in the slab.
+    pub(super) fn after_entry(&mut self, handle: Handle, hop: usize, srv: usize, answer: Arrival) {
+        match answer {
+            Arrival::Unanswered => return self.drop_unanswered(handle),
+            Arrival::Answered(reply) => return self.send_reply(handle, reply),
+            Arrival::Admitted => {}
         }
         if self.spec.hops[hop].occ {
             self.occ_read(handle, hop);
@@ -47,6 +70,7 @@ impl Simulation<'_> {
         if self.hops[srv].busy < self.effective_workers(srv) {
             self.start_service(handle);
         } else {
+            let b = self.bucket();
             self.enqueue(handle, hop, srv, b);
         }
     }
@@ -289,23 +313,11 @@ impl Simulation<'_> {
 
     pub(super) fn send_reply(&mut self, handle: Handle, reply: Reply) {
         let now = self.now;
-        let b = self.bucket();
         let a = self.attempts.get_mut(handle).expect("replying attempt is live");
         let (hop, srv, caller_waiting) = (a.hop as usize, a.server as usize, a.caller_waiting);
         a.phase = Phase::Replying;
         a.reply = reply;
-        self.leave_hop(hop, srv);
-        if self.lbs[hop].count > 1 {
-            self.replica_replied(hop, srv, reply, caller_waiting, b);
-        }
-        let bucket = &mut self.record.hop_series[hop][b];
-        bucket.left += 1;
-        if reply == Reply::Ok {
-            bucket.successes += 1;
-            self.record.hops[hop].ok_replies += 1;
-        } else {
-            bucket.failures += 1;
-        }
+        self.count_reply(hop, srv, reply, caller_waiting);
         if self.reply_lost(srv) {
             let a = self.attempts.get_mut(handle).expect("live");
             a.phase = Phase::Done;
@@ -324,6 +336,23 @@ impl Simulation<'_> {
             self.on_reply_arrive(handle);
         } else {
             self.queue.push(now.saturating_add(net), Event::ReplyArrive { attempt: handle });
+        }
+    }
+
+    /// A reply leaves replica `srv` of hop `hop`: one fewer in flight, and the reply counted.
+    pub(super) fn count_reply(&mut self, hop: usize, srv: usize, reply: Reply, caller_waiting: bool) {
+        let b = self.bucket();
+        self.leave_hop(hop, srv);
+        if self.lbs[hop].count > 1 {
+            self.replica_replied(hop, srv, reply, caller_waiting, b);
+        }
+        let bucket = &mut self.record.hop_series[hop][b];
+        bucket.left += 1;
+        if reply == Reply::Ok {
+            bucket.successes += 1;
+            self.record.hops[hop].ok_replies += 1;
+        } else {
+            bucket.failures += 1;
         }
     }
 
