@@ -73,6 +73,12 @@ for group, clock in (("outage_herd", "wall time"), ("outage_herd_cpu", "CPU time
     full, bare = mean(group, "full_jitter"), mean(group, "bare_loop")
     if full and bare:
         print(f"criterion {group}: full model {full / 1e9:.3f} s / bare loop {bare / 1e9:.3f} s = {full / bare:.2f}x ({clock}; goal <= 1.0x)")
+# The steps from the bare loop towards the model (benches/bare_herd: run_with), CPU time.
+full, bare = mean("outage_herd_cpu", "full_jitter"), mean("outage_herd_cpu", "bare_loop")
+for step in ("bare_loop_80b_events", "bare_loop_80b_keyed_draws"):
+    t = mean("outage_herd_cpu", step)
+    if t and full and bare:
+        print(f"criterion outage_herd_cpu: {step} {t / 1e9:.3f} s = {t / bare:.2f}x the bare loop; full model = {full / t:.2f}x it")
 for kind in ("herd", "budget"):
     one, ten = times.get(f"{kind}1000000"), times.get(f"{kind}10000000")
     if one and ten:
