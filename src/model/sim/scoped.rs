@@ -44,7 +44,12 @@ impl<S> ScopedStates<S> {
         if states.len() <= i {
             if i > 0 {
                 // Client-scoped: room for every client at once, not twice that by doubling.
+                let capacity = states.capacity();
                 states.reserve_exact((*clients as usize).saturating_sub(states.len()));
+                if states.capacity() != capacity {
+                    // Read at random per retry: in huge pages (once, as the room is made).
+                    crate::engine::pages::advise_huge_pages(states);
+                }
             }
             states.resize_with(i + 1, &make);
         }
