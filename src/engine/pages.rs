@@ -21,16 +21,54 @@ pub fn advise_huge_pages<T>(values: &Vec<T>) {
     }
     #[cfg(target_os = "linux")]
     {
-        const PAGE: usize = 4096;
-        // madvise wants a page-aligned start: advise the whole pages inside the allocation.
-        let start = values.as_ptr() as usize;
-        let aligned = start.next_multiple_of(PAGE);
-        let len = (start + bytes).saturating_sub(aligned) & !(PAGE - 1);
-        // SAFETY: the range lies inside this vector's own allocation (capacity, not length), and
-        // MADV_HUGEPAGE only changes how the kernel backs those pages, never their contents; a
-        // refusal (no THP, or a kernel without it) returns an error we ignore.
+        let (aligned, len) = whole_pages_within(values.as_ptr() as usize, bytes);
+        // SAFETY: the range lies inside this vector's own allocation (capacity, not length;
+        // `whole_pages_within`), and MADV_HUGEPAGE only changes how the kernel backs those
+        // pages, never their contents; a refusal (no THP, or a kernel without it) returns an
+        // error we ignore.
         unsafe {
             libc::madvise(aligned as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
         }
+    }
+}
+
+/// The whole 4 KiB pages inside `[start, start + bytes)`, as (first page's address, length):
+/// madvise wants a page-aligned start, and must not reach outside the allocation.
+fn whole_pages_within(start: usize, bytes: usize) -> (usize, usize) {
+    const PAGE: usize = 4096;
+    let aligned = start.next_multiple_of(PAGE);
+    (aligned, (start + bytes).saturating_sub(aligned) & !(PAGE - 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The advice runs on an array past the threshold (the test suite's own scenarios stay below
+    /// it) at an unaligned start, and the array's contents and length are what they were: the
+    /// hint changes how pages are backed, never what they hold.
+    /// The advised range starts on a page, ends on one, and stays inside the allocation.
+    #[test]
+    fn the_advised_range_is_the_whole_pages_inside_the_allocation() {
+        assert_eq!(whole_pages_within(4096, 3 * 4096), (4096, 3 * 4096));
+        assert_eq!(whole_pages_within(4096 + 16, 3 * 4096), (8192, 2 * 4096));
+        assert_eq!(whole_pages_within(100, 4000), (4096, 0));
+        for (start, bytes) in [(12_345, 9_000_000), (8_192, 8 << 20), (1, 1 << 20)] {
+            let (first, len) = whole_pages_within(start, bytes);
+            assert!(first % 4096 == 0 && len % 4096 == 0, "{start} {bytes}: not whole pages");
+            assert!(first >= start && first + len <= start + bytes, "{start} {bytes}: outside");
+            assert!(start + bytes - (first + len) < 4096 && first - start < 4096, "{start} {bytes}: a page left out");
+        }
+    }
+
+    #[test]
+    fn advising_a_large_array_keeps_its_contents() {
+        let n = HUGE_PAGES_FROM_BYTES / std::mem::size_of::<u64>() + 3;
+        let mut values: Vec<u64> = Vec::with_capacity(n);
+        advise_huge_pages(&values);
+        values.extend((0..n as u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
+        advise_huge_pages(&values);
+        assert_eq!(values.len(), n);
+        assert!(values.iter().enumerate().all(|(i, &v)| v == (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)));
     }
 }
