@@ -44,9 +44,6 @@ fn whole_pages_within(start: usize, bytes: usize) -> (usize, usize) {
 mod tests {
     use super::*;
 
-    /// The advice runs on an array past the threshold (the test suite's own scenarios stay below
-    /// it) at an unaligned start, and the array's contents and length are what they were: the
-    /// hint changes how pages are backed, never what they hold.
     /// The advised range starts on a page, ends on one, and stays inside the allocation.
     #[test]
     fn the_advised_range_is_the_whole_pages_inside_the_allocation() {
@@ -61,6 +58,9 @@ mod tests {
         }
     }
 
+    /// The advice runs on an array past the threshold (the test suite's own scenarios stay below
+    /// it), and the array's contents and length are what they were: the hint changes how pages
+    /// are backed, never what they hold.
     #[test]
     fn advising_a_large_array_keeps_its_contents() {
         let n = HUGE_PAGES_FROM_BYTES / std::mem::size_of::<u64>() + 3;
