@@ -14,7 +14,7 @@
 # Takes about three minutes without flags. Baselines live in target/criterion/<bench>/NAME/.
 # $HEADLINE (a regex on criterion ids) replaces the set, e.g. HEADLINE='^mm1/' for one benchmark.
 set -euo pipefail
-HEADLINE=${HEADLINE:-'^(outage_herd(_cpu)?/(full_jitter|bare_loop)/1000000|mm1/customers/1000000|chain/three_hops/50000|bare_mm1/radix_heap/1000000)$'}
+HEADLINE=${HEADLINE:-'^(outage_herd(_cpu)?/(full_jitter|full_jitter_queued|bare_loop)/1000000|mm1/customers/1000000|chain/three_hops/50000|bare_mm1/radix_heap/1000000)$'}
 if [ $# -lt 1 ] || { [ "$1" = save ] && [ $# -lt 2 ]; }; then
     sed -n '6,7p' "$0" | sed 's/^# *//' >&2
     exit 2

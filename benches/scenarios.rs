@@ -1,5 +1,6 @@
 //! Whole-model benchmarks: outage-herd at 10k, 100k and 1M clients (each next to the bare herd
-//! loop of `bare_herd/`, in the same group, so the ratio of the two comes from one run), M/M/1
+//! loop of `bare_herd/`, in the same group, so the ratio of the two comes from one run; at 1M also
+//! the model with every retry queued, `full_jitter_queued`, as the bare loop queues them), M/M/1
 //! with a million customers, a three-hop chain with timeouts, replications on one versus two
 //! threads, and a 100-replica hop behind three balancers.
 //!
@@ -42,6 +43,19 @@ fn bench_run<M: Measurement>(
     group.throughput(Throughput::Elements(record.events));
     group.bench_function(id, |b| b.iter(|| sim::run(spec, scenario.seed, 0)));
     record
+}
+
+/// The same run with every retry queued (`Simulation::without_run_ahead`): the model's event
+/// loop doing what the bare loop does, one queued event per retry, timed beside both.
+fn bench_queued<M: Measurement>(group: &mut criterion::BenchmarkGroup<'_, M>, id: BenchmarkId, scenario: &Scenario) {
+    let spec: &SimSpec = &scenario.base;
+    let queued = || {
+        let mut sim = sim::Simulation::new(spec, scenario.seed, 0).without_run_ahead();
+        sim.run_to_end();
+        sim.finish()
+    };
+    group.throughput(Throughput::Elements(queued().events));
+    group.bench_function(id, |b| b.iter(queued));
 }
 
 /// Times the bare herd loop on `clients` next to the full model, after checking it makes the
@@ -104,6 +118,9 @@ fn outage_herd(c: &mut Criterion) {
         let scenario = bundled("scenarios/outage-herd.toml", &[&clients_set, "policy.client.jitter=full"]);
         let record = bench_run(&mut group, BenchmarkId::new("full_jitter", clients), &scenario);
         bench_bare_herd(&mut group, clients, &record);
+        if clients >= 1_000_000 {
+            bench_queued(&mut group, BenchmarkId::new("full_jitter_queued", clients), &scenario);
+        }
     }
     group.finish();
 }
@@ -119,6 +136,7 @@ fn outage_herd_cpu(c: &mut Criterion<cpu_time::ThreadCpu>) {
     let scenario = bundled("scenarios/outage-herd.toml", &["tenant.main.clients=1000000", "policy.client.jitter=full"]);
     let record = bench_run(&mut group, BenchmarkId::new("full_jitter", 1_000_000), &scenario);
     bench_bare_herd(&mut group, 1_000_000, &record);
+    bench_queued(&mut group, BenchmarkId::new("full_jitter_queued", 1_000_000), &scenario);
     bench_bare_steps(&mut group, 1_000_000, &record);
     group.finish();
 }

@@ -2,26 +2,16 @@
 //! and a valid PNG naming its variants; `plot` reproduces a run's charts byte for byte; the
 //! report's plain-language reading agrees with the numbers in `summary.json`.
 
+mod common;
+use common::bundled_scenarios;
 use retrystorm::metrics::stats::Stat;
 use retrystorm::report::format::fmt_num;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 fn retrystorm(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_retrystorm")).args(args).output().expect("binary runs")
-}
-
-fn bundled_scenarios() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    let mut list: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("scenarios/ exists")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    list.sort();
-    assert!(list.len() >= 3, "expected the bundled scenarios in {}", dir.display());
-    list
 }
 
 /// Runs `compare` into `out` with few replications (charts, not statistics, are under test).

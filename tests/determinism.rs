@@ -1,6 +1,8 @@
 //! Determinism contract: same scenario + seed ⇒ byte-identical summary.json and timeseries.csv,
 //! across repeated runs and thread counts, for every bundled scenario.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -15,14 +17,7 @@ fn run(scenario: &Path, out: &Path, threads: u32) {
 
 #[test]
 fn bundled_scenarios_are_byte_identical_across_runs_and_threads() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    let mut scenarios: Vec<_> = std::fs::read_dir(&dir)
-        .expect("scenarios/")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    scenarios.sort();
-    assert!(scenarios.len() >= 3, "bundled scenarios missing");
+    let scenarios = common::bundled_scenarios();
     let tmp = tempfile::tempdir().expect("temp dir");
     for scenario in &scenarios {
         let outs: Vec<_> = [(1, "a"), (2, "b"), (2, "c")]

@@ -57,6 +57,7 @@ fn record(
         completion_time_ns: 0,
         in_flight: vec![0; spec.tenants.len()],
         events: 0,
+        retries_run_ahead: 0,
         truncated: None,
         prefault_wait_p99_ns: prefault_p99_ns,
         retry_delays_ns: Vec::new(),

@@ -258,8 +258,12 @@ pub struct RunRecord {
     pub completion_time_ns: Nanos,
     /// Requests still in flight when the run stopped, per tenant.
     pub in_flight: Vec<u64>,
-    /// Events processed.
+    /// Events taken from the event queue (a retry run ahead of the clock is none: see
+    /// `retries_run_ahead`).
     pub events: u64,
+    /// Retries simulated at once, ahead of the clock, while a fault refused them (model's
+    /// `sim/run_ahead.rs`): they cost no queued event.
+    pub retries_run_ahead: u64,
     /// Why the run stopped early, if it did (`max_events`, drain limit).
     pub truncated: Option<String>,
     /// p99 of hop 0's queue wait before the first fault (None without data).

@@ -337,8 +337,8 @@ pub fn peak_memory_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// `perf.json`: events, attempts, events per attempt, wall time, events/s, threads, peak memory
-/// (not deterministic).
+/// `perf.json`: queued events, attempts, events per attempt, retries run ahead of the clock (no
+/// event), wall time, events/s, threads, peak memory (not deterministic).
 pub fn perf_json(study: &Study) -> Value {
     let per_s = if study.wall_s > 0.0 { study.events as f64 / study.wall_s } else { 0.0 };
     let per_attempt = if study.attempts > 0 { Some(study.events as f64 / study.attempts as f64) } else { None };
@@ -348,6 +348,7 @@ pub fn perf_json(study: &Study) -> Value {
         "events": study.events,
         "attempts": study.attempts,
         "events_per_attempt": per_attempt,
+        "retries_run_ahead": study.retries_run_ahead,
         "wall_s": study.wall_s,
         "events_per_s": per_s,
         "threads": study.threads,

@@ -161,8 +161,10 @@ pub struct Study {
     pub variants: Vec<VariantResult>,
     /// Invariant warnings.
     pub warnings: Vec<String>,
-    /// Events processed across all tasks.
+    /// Events taken from the queue across all tasks.
     pub events: u64,
+    /// Retries run ahead of the clock across all tasks (no queued event; `RunRecord`).
+    pub retries_run_ahead: u64,
     /// Attempts sent to any hop across all tasks (the denominator of events per attempt).
     pub attempts: u64,
     /// Wall-clock seconds the simulation took (not part of the determinism contract).
@@ -239,6 +241,7 @@ pub fn simulate(scenario: &Scenario, variants: &[Variant], progress: &Progress) 
         .collect();
     let wall_s = started.elapsed().as_secs_f64();
     let events = records.iter().map(|r| r.events).sum();
+    let retries_run_ahead = records.iter().map(|r| r.retries_run_ahead).sum();
     let attempts = records.iter().flat_map(|r| &r.hops).map(|h| h.attempts).sum();
     let mut chunks = records.chunks(replications);
     let results: Vec<VariantResult> =
@@ -252,6 +255,7 @@ pub fn simulate(scenario: &Scenario, variants: &[Variant], progress: &Progress) 
         variants: results,
         warnings: scenario.warnings.clone(),
         events,
+        retries_run_ahead,
         attempts,
         wall_s,
         threads: rayon::current_num_threads(),

@@ -15,6 +15,19 @@ pub fn scenario(name: &str, sets: &[&str]) -> Scenario {
     Scenario::load(&path, &overrides).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// Every bundled scenario file (`scenarios/*.toml`), sorted.
+pub fn bundled_scenarios() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut list: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("scenarios/ exists")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    list.sort();
+    assert!(list.len() >= 3, "expected the bundled scenarios in {}", dir.display());
+    list
+}
+
 /// Runs the scenario's `run` variants on `threads` threads.
 pub fn study(name: &str, sets: &[&str]) -> Study {
     let s = scenario(name, sets);

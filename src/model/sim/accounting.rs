@@ -5,6 +5,7 @@ use super::{Call, CallEnd, Simulation};
 use crate::metrics::{DlqReason, RunRecord};
 
 impl Simulation<'_> {
+    #[inline]
     pub(super) fn count_attempt(&mut self, hop: usize, tenant: usize, retry: bool, b: usize) {
         let counters = &mut self.record.hops[hop];
         let bucket = &mut self.record.hop_series[hop][b];
@@ -54,7 +55,9 @@ impl Simulation<'_> {
                 tb.failures += 1;
             }
         }
-        self.record.completion_time_ns = now;
+        // A maximum, not the last write: a retry run ahead of the clock ends its request early
+        // (`sim/run_ahead.rs`).
+        self.record.completion_time_ns = self.record.completion_time_ns.max(now);
         self.schedule_next_request(call.tenant, call.client);
     }
 
@@ -84,6 +87,9 @@ impl Simulation<'_> {
             self.spec.name
         );
         self.record.in_flight = in_flight;
+        self.record.retries_run_ahead = self.ahead.retries;
+        self.record.retry_delays_ns =
+            std::mem::replace(&mut self.delay_samples, super::run_ahead::DelaySamples::new()).into_samples();
         self.close_replica_books();
         for (h, lb) in self.lbs.iter().enumerate() {
             let flow: i64 = self.record.hop_series[h].iter().map(|b| i64::from(b.entered) - i64::from(b.left)).sum();

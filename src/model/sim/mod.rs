@@ -18,6 +18,7 @@ mod hop_queue;
 mod occ;
 mod pool;
 mod replicas;
+mod run_ahead;
 mod scoped;
 mod server;
 
@@ -32,7 +33,7 @@ use super::trace::TraceCursor;
 use crate::engine::{mix64, stream, stream_key, EventQueue, Handle, KeyedDraws, Nanos, Slab, StreamKind};
 use crate::metrics::{
     new_latency_histogram, DlqReason, HopBucket, HopCounters, RunRecord, TenantBucket, TenantCounters,
-    RETRY_DELAY_RETRIES, RETRY_DELAY_SAMPLES_MAX,
+    RETRY_DELAY_RETRIES,
 };
 use discipline::OverloadState;
 use hdrhistogram::Histogram;
@@ -342,6 +343,10 @@ pub struct Simulation<'a> {
     links: cancel::Links,
     /// Hedge tokens and latency quantiles per (policy, hop) (`sim/hedge.rs`).
     hedging: hedge::Hedging,
+    /// Retries simulated ahead of the clock while a fault refuses them (`sim/run_ahead.rs`).
+    ahead: run_ahead::RunAhead,
+    /// The retry-delay samples of the lowest request ids (`run_ahead::DelaySamples`).
+    delay_samples: run_ahead::DelaySamples,
 }
 
 /// Runs replication `replication` of `spec` under master seed `seed`.
@@ -387,6 +392,7 @@ impl<'a> Simulation<'a> {
             completion_time_ns: 0,
             in_flight: vec![0; spec.tenants.len()],
             events: 0,
+            retries_run_ahead: 0,
             truncated: None,
             prefault_wait_p99_ns: None,
             retry_delays_ns: vec![Vec::new(); RETRY_DELAY_RETRIES],
@@ -402,6 +408,7 @@ impl<'a> Simulation<'a> {
                 _ => Vec::new(),
             })
             .collect();
+        let answers_in_place: Vec<bool> = (0..spec.hops.len()).map(|hop| answers_in_place(spec, hop)).collect();
         Simulation {
             spec,
             queue: EventQueue::new(),
@@ -409,7 +416,8 @@ impl<'a> Simulation<'a> {
             bucket_now: 0,
             bucket_until: spec.bucket,
             any_pool: spec.hops.iter().any(|h| h.pool.is_some()),
-            answers_in_place: (0..spec.hops.len()).map(|hop| answers_in_place(spec, hop)).collect(),
+            ahead: run_ahead::RunAhead::new(spec, &answers_in_place),
+            answers_in_place,
             calls: Slab::default(),
             calls_riding: 0,
             attempts: Slab::default(),
@@ -442,7 +450,20 @@ impl<'a> Simulation<'a> {
             caches: cache::CacheState::for_hops(spec, seed, replication),
             links: cancel::Links::new(spec),
             hedging: hedge::Hedging::default(),
+            delay_samples: run_ahead::DelaySamples::new(),
         }
+    }
+
+    /// The same run with every retry queued (none run ahead of the clock, `sim/run_ahead.rs`):
+    /// for the tests that compare the two, and the benches that time them.
+    pub fn without_run_ahead(mut self) -> Self {
+        self.ahead.enabled = false;
+        self
+    }
+
+    /// Retries simulated ahead of the clock so far, not queued (see `sim/run_ahead.rs`).
+    pub fn retries_run_ahead(&self) -> u64 {
+        self.ahead.retries
     }
 
     /// Processes events until none is left, the drain limit passes, or `max_events` is hit.
@@ -684,9 +705,7 @@ impl<'a> Simulation<'a> {
         let b = self.bucket();
         let call = self.calls.get(call_handle).expect("live");
         let (hop, tenant, retry) = (call.hop as usize, call.tenant, call.attempts_made > 1);
-        let policy = &self.spec.policies[call.policy as usize];
-        let timeout_at =
-            policy.attempt_timeout.map_or(call.deadline_at, |t| now.saturating_add(t).min(call.deadline_at));
+        let timeout_at = attempt_timeout_at(self.spec, call, now);
         let attempt = Attempt {
             call: call_handle,
             request_id: call.request_id,
@@ -846,66 +865,48 @@ impl<'a> Simulation<'a> {
     }
 
     fn caller_sees(&mut self, call_handle: Handle, reply: Reply) {
-        let (failure, retry_after) = match reply {
-            Reply::Ok | Reply::Rejected => {
-                self.budget_on_success(call_handle, reply == Reply::Ok);
-                let end = if reply == Reply::Ok { CallEnd::Succeeded } else { CallEnd::Rejected };
-                return self.end_call(call_handle, end);
-            }
-            Reply::Throttled(after) => (FailureKind::Throttling, Some(after)),
-            Reply::Timeout => (FailureKind::Timeout, None),
-            Reply::Failed | Reply::LocalReject => (FailureKind::Transient, None),
+        let Some((failure, retry_after)) = failure_of(reply) else {
+            self.budget_on_success(call_handle, reply == Reply::Ok);
+            let end = if reply == Reply::Ok { CallEnd::Succeeded } else { CallEnd::Rejected };
+            return self.end_call(call_handle, end);
         };
         self.budget_on_failure(call_handle, reply != Reply::LocalReject);
-        let now = self.now;
-        let call = self.calls.get(call_handle).expect("caller of a live call");
-        let spec = self.spec;
-        let policy = &spec.policies[call.policy as usize];
-        let tenant = call.tenant as usize;
-        if call.attempts_made >= policy.attempts_max || !policy.retry_on.allows(failure) {
-            return self.end_call(call_handle, CallEnd::Dlq(DlqReason::Attempts));
-        }
+        let (now, spec, jitter) = (self.now, self.spec, &self.rngs.jitter);
         let call = self.calls.get_mut(call_handle).expect("caller of a live call");
-        let (retry, hop, deadline_at) = (call.attempts_made, call.hop, call.deadline_at);
-        // Common random numbers: retry `retry` of this call reads the same draws in every variant,
-        // keyed by (hop's jitter key, draw key, retry) without any sequential state.
-        let rng = &mut KeyedDraws::new(self.rngs.jitter[hop as usize], call.draw_key, retry);
-        let backoff = if failure == FailureKind::Throttling {
-            policy.delay_after_throttle(retry, &mut call.jitter, rng)
-        } else {
-            policy.delay_before_retry(retry, &mut call.jitter, rng)
+        let (tenant, hop, retry, request_id) =
+            (call.tenant as usize, call.hop as usize, call.attempts_made, call.request_id);
+        let draws = jitter_item_key(jitter, call);
+        let (at, wait) = match next_retry(spec, draws, call, now, failure, retry_after) {
+            Ok(next) => next,
+            Err(reason) => return self.end_call(call_handle, CallEnd::Dlq(reason)),
         };
-        let wait = policy.apply_retry_after(backoff, retry_after);
-        let at = now.saturating_add(wait);
-        // The deadline is checked before the budget is asked, so a retry that would come too late
-        // is not paid for.
-        if at >= deadline_at {
-            return self.end_call(call_handle, CallEnd::Dlq(DlqReason::Deadline));
-        }
         if !self.budget_allows_retry(call_handle, failure) {
             self.record.tenants[tenant].retries_denied += 1;
             return self.end_call(call_handle, CallEnd::Dlq(DlqReason::Budget));
         }
-        if hop == 0 {
-            if let Some(samples) = self.record.retry_delays_ns.get_mut(retry as usize - 1) {
-                if samples.len() < RETRY_DELAY_SAMPLES_MAX {
-                    samples.push(wait);
-                }
-            }
-        }
-        let b = self.bucket();
-        self.record.hop_series[hop as usize][b].retries_scheduled += 1;
+        self.count_retry_scheduled(hop, retry, request_id, wait);
         self.schedule_retry(at, call_handle);
     }
 
-    /// Queues the call's next attempt at `at`. Unless cancellation or hedging may reach the call
+    /// A retry is scheduled: its delay sample (client calls) and the hop's count.
+    #[inline]
+    fn count_retry_scheduled(&mut self, hop: usize, retry: u32, request_id: u64, wait: Nanos) {
+        if hop == 0 {
+            self.delay_samples.offer(retry, request_id, wait);
+        }
+        let b = self.bucket();
+        self.record.hop_series[hop][b].retries_scheduled += 1;
+    }
+
+    /// Queues the call's next attempt at `at` (or [`Simulation::schedule_retry`] runs it ahead).
+    /// Unless cancellation or hedging may reach the call
     /// by its handle meanwhile (`links.on`), the call leaves the slab and rides in the event:
     /// nothing else holds its handle while it waits (its attempts are answered; an orphaned one
     /// never looks at its call), and the event queue is read in order where a slab slot is a
     /// random access — the 1M-client herd's retries then touch no call slot, which was most of
     /// their time (docs/PERFORMANCE.md). Same instant, same order: the event takes the place the
     /// `AttemptStart` would have, so no result changes.
-    fn schedule_retry(&mut self, at: Nanos, call_handle: Handle) {
+    fn queue_retry(&mut self, at: Nanos, call_handle: Handle) {
         if self.links.on {
             self.queue.push(at, Event::AttemptStart { call: call_handle });
         } else {
@@ -995,6 +996,66 @@ impl Touches<'_> {
             _ => {}
         }
     }
+}
+
+/// The failure a reply is, with its Retry-After, or `None` for an answer that ends the call.
+#[inline]
+fn failure_of(reply: Reply) -> Option<(FailureKind, Option<Nanos>)> {
+    match reply {
+        Reply::Ok | Reply::Rejected => None,
+        Reply::Throttled(after) => Some((FailureKind::Throttling, Some(after))),
+        Reply::Timeout => Some((FailureKind::Timeout, None)),
+        Reply::Failed | Reply::LocalReject => Some((FailureKind::Transient, None)),
+    }
+}
+
+/// The policy's answer to a failure of the call's last attempt at `now`: when its next attempt
+/// goes and how long it waits, or why the call goes to the DLQ instead (its attempts, or a retry
+/// past its deadline: checked before any budget is asked, so a retry that would come too late is
+/// not paid for). Draws the delay (updating the call's jitter state) from `draws`, the call's
+/// [`jitter_item_key`]; the budget is the caller's.
+#[inline]
+fn next_retry(
+    spec: &SimSpec,
+    draws: u64,
+    call: &mut Call,
+    now: Nanos,
+    failure: FailureKind,
+    retry_after: Option<Nanos>,
+) -> Result<(Nanos, Nanos), DlqReason> {
+    let policy = &spec.policies[call.policy as usize];
+    if call.attempts_made >= policy.attempts_max || !policy.retry_on.allows(failure) {
+        return Err(DlqReason::Attempts);
+    }
+    let retry = call.attempts_made;
+    let rng = &mut KeyedDraws::at(draws, retry);
+    let backoff = if failure == FailureKind::Throttling {
+        policy.delay_after_throttle(retry, &mut call.jitter, rng)
+    } else {
+        policy.delay_before_retry(retry, &mut call.jitter, rng)
+    };
+    let wait = policy.apply_retry_after(backoff, retry_after);
+    let at = now.saturating_add(wait);
+    if at >= call.deadline_at {
+        return Err(DlqReason::Deadline);
+    }
+    Ok((at, wait))
+}
+
+/// The key of a call's jitter draws. Common random numbers: retry `k` of a call reads the same
+/// draws in every variant, keyed by (its hop's jitter key, its draw key, k) without any
+/// sequential state (`KeyedDraws`).
+#[inline]
+fn jitter_item_key(jitter_keys: &[u64], call: &Call) -> u64 {
+    KeyedDraws::item_key(jitter_keys[call.hop as usize], call.draw_key)
+}
+
+/// When the caller stops waiting for an attempt sent at `now`: its policy's attempt timeout,
+/// bounded by the call's deadline.
+#[inline]
+fn attempt_timeout_at(spec: &SimSpec, call: &Call, now: Nanos) -> Nanos {
+    let policy = &spec.policies[call.policy as usize];
+    policy.attempt_timeout.map_or(call.deadline_at, |t| now.saturating_add(t).min(call.deadline_at))
 }
 
 /// See [`Simulation::answers_in_place`].

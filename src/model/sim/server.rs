@@ -340,6 +340,7 @@ impl Simulation<'_> {
     }
 
     /// A reply leaves replica `srv` of hop `hop`: one fewer in flight, and the reply counted.
+    #[inline]
     pub(super) fn count_reply(&mut self, hop: usize, srv: usize, reply: Reply, caller_waiting: bool) {
         let b = self.bucket();
         self.leave_hop(hop, srv);
@@ -380,6 +381,7 @@ impl Simulation<'_> {
     }
 
     /// An attempt leaves replica `srv` of hop `hop` (replied or dropped): one fewer in flight there.
+    #[inline]
     pub(super) fn leave_hop(&mut self, hop: usize, srv: usize) {
         let (seed, replication) = (self.seed, self.replication);
         let state = &mut self.hops[srv];

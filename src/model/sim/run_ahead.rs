@@ -1,0 +1,221 @@
+//! Running a call's retries ahead of the clock while a fault refuses them.
+//!
+//! During an outage the herd's attempts are refused at the instant they arrive, and each refusal
+//! schedules the next retry: most of the 1M-client herd's attempts did nothing but go through
+//! the event queue and come back refused. When nothing anyone else does between now and the
+//! retry can change what that retry meets, the retry is simulated at once, at its own time, with
+//! the same steps and counters as its event would run (`Simulation::start_attempt` with the
+//! clock set to the retry's time), and the next one after it, until a retry lands where it may
+//! meet something else: that one is queued as before. It is event fusion across time for one
+//! call, the way ARCHITECTURE.md's "Same-instant fusion" fuses within an instant.
+//!
+//! What makes a retry at `at` safe to run now (all of it is checked, per retry):
+//! - **its answer is a function of time alone**: one outage or throttle fault on the hop covers
+//!   every instant from now to `at`, and no hang or error-rate fault (an answer drawn from the
+//!   fault stream in arrival order, or an attempt that stays) touches that span. So every attempt
+//!   anybody sends to the hop meanwhile is refused at the instant it arrives, and the retry's
+//!   answer is the one the same fault scan gives at `at`;
+//! - **the hop is empty now** (`in_flight == 0`): with the refusal throughout, it stays empty
+//!   until `at`, so the in-flight level the retry records (`in_flight_max`) is the one it would
+//!   record in order. No network delay (`answers_in_place`), one replica (no balancer state), no
+//!   autoscaling, no cache;
+//! - **it touches no state it shares**: the call is a client's (a hop's call ends into its
+//!   parent's job), its policy has no budget and no breaker (shared or per-client token state,
+//!   a local-rejection draw), and the scenario has no connection pool, no health-check probes
+//!   (they ask whether calls are live) and no autoscaling. A request that ends early releases its
+//!   side-effect history early (`sim/history.rs`), which only frees memory: nothing commits for
+//!   a refused attempt, and a live orphaned attempt of the request keeps its own reference;
+//! - **it would be simulated at all**: `at` is within the drain limit.
+//!
+//! Every counter such a retry writes is a sum or a maximum per time bucket, so writing it early
+//! changes nothing; the two orders the run did depend on were made order-free for it: the end of
+//! the last request (`completion_time_ns`, a maximum) and the retry-delay samples (the ones of the
+//! lowest request ids, `DelaySamples`). The retry's jitter draw is keyed by (request, retry), not
+//! sequential. What does change is the order in which the queue sees a chain's final retry (or a
+//! client's next request) against other events due at the very same nanosecond, the FIFO tie
+//! order; a test runs every bundled scenario both ways and compares every output. `max_events`
+//! counts queued events only, so a run it cuts is cut at a different point.
+
+use super::{Call, CallEnd, Simulation, NO_PARENT};
+use crate::engine::{Handle, Nanos};
+use crate::metrics::{RETRY_DELAY_RETRIES, RETRY_DELAY_SAMPLES_MAX};
+use crate::model::fault::FaultKind;
+use crate::model::spec::SimSpec;
+use std::collections::BinaryHeap;
+
+/// Which calls may run their retries ahead, and the chain being run.
+pub(super) struct RunAhead {
+    /// Off for the comparison runs of the tests and benches ([`Simulation::without_run_ahead`]).
+    pub(super) enabled: bool,
+    /// Per hop: answers in place, one replica, no autoscaling, no cache.
+    hops: Vec<bool>,
+    /// Per policy: no budget, no breaker.
+    policies: Vec<bool>,
+    /// Retries run ahead (not queued), for `perf.json`.
+    pub(super) retries: u64,
+}
+
+impl RunAhead {
+    pub(super) fn new(spec: &SimSpec, answers_in_place: &[bool]) -> RunAhead {
+        let scenario_ok =
+            spec.hops.iter().all(|h| h.pool.is_none() && h.autoscale.is_none() && h.replicas.health_check.is_none());
+        let hops = spec
+            .hops
+            .iter()
+            .zip(answers_in_place)
+            .map(|(h, &in_place)| in_place && h.replicas.count == 1 && h.cache.is_none())
+            .collect();
+        let policies = spec.policies.iter().map(|p| p.budget.is_none() && p.breaker.is_none()).collect();
+        RunAhead { enabled: scenario_ok, hops, policies, retries: 0 }
+    }
+}
+
+impl SimSpec {
+    /// True when hop `hop` (replica `replica`) refuses every attempt arriving at any instant of
+    /// [`from`, `to`] at once, by the same rule whatever else happens: one outage or throttle
+    /// fault spans it and no hang or error-rate fault touches it (see the module's comment).
+    #[inline]
+    pub(crate) fn refuses_throughout(&self, hop: usize, replica: u32, from: Nanos, to: Nanos) -> bool {
+        let on_hop = self.faults.iter().filter(|f| f.hop == hop && f.replica.is_none_or(|r| r == replica));
+        let mut covered = false;
+        for f in on_hop {
+            match f.kind {
+                FaultKind::Outage | FaultKind::Throttle { .. } => covered |= f.from <= from && to < f.to,
+                FaultKind::Hang | FaultKind::ErrorRate { .. } if f.from <= to && from < f.to => return false,
+                _ => {}
+            }
+        }
+        covered
+    }
+}
+
+impl Simulation<'_> {
+    /// Queues the call's retry at `at`, or, when nothing can change what it meets until then,
+    /// runs it (and the ones after it) now (see the module's comment).
+    pub(super) fn schedule_retry(&mut self, at: Nanos, call_handle: Handle) {
+        if self.may_run_ahead(at, call_handle) {
+            self.run_ahead(at, call_handle);
+        } else {
+            self.queue_retry(at, call_handle);
+        }
+    }
+
+    /// Runs the call's retries from the one at `at` on, each at its own time, while each is
+    /// refused ([`Simulation::may_run_ahead`]); the first that may not run is queued, or the call
+    /// ends. A retry's steps are the ones `start_attempt`, `send_attempt`, `arrive_in_place` and
+    /// `caller_sees` take for it, by the same functions (`count_attempt`, `enter_hop`,
+    /// `count_reply`, `next_retry`, `count_retry_scheduled`), without what the conditions make
+    /// void: no budget or breaker to ask, no pool, no network delay to draw, no slab lookups
+    /// (the call is worked on in a copy, put back before it is queued or ended).
+    fn run_ahead(&mut self, first_at: Nanos, handle: Handle) {
+        let (now, bucket_now, bucket_until) = (self.now, self.bucket_now, self.bucket_until);
+        let spec = self.spec;
+        let mut call: Call = *self.calls.get(handle).expect("a retrying call is live");
+        let (hop, tenant) = (call.hop as usize, call.tenant as usize);
+        let draws = super::jitter_item_key(&self.rngs.jitter, &call);
+        let mut at = first_at;
+        let end = loop {
+            self.set_clock(at);
+            self.ahead.retries += 1;
+            let b = self.bucket();
+            self.record.hop_series[hop][b].retries_fired += 1;
+            debug_assert!(at < call.deadline_at, "next_retry keeps a retry before the deadline");
+            call.attempts_made += 1;
+            let timeout_at = super::attempt_timeout_at(spec, &call, at);
+            self.count_attempt(hop, tenant, true, b);
+            let (srv, answer) = self.enter_hop(hop, call.payload);
+            let super::server::Arrival::Answered(reply) = answer else {
+                panic!(
+                    "a retry run ahead at {at} ns was not refused at arrival (hop {hop}, seed {}, replication {})",
+                    self.seed, self.replication
+                );
+            };
+            if timeout_at != Nanos::MAX {
+                self.queue.push(timeout_at, super::Event::AttemptTimeout { attempt: Handle::NONE });
+            }
+            self.count_reply(hop, srv, reply, true);
+            let (failure, retry_after) = super::failure_of(reply).expect("a refusal is a failure");
+            let retry = call.attempts_made;
+            match super::next_retry(spec, draws, &mut call, at, failure, retry_after) {
+                Err(reason) => break Some(CallEnd::Dlq(reason)),
+                Ok((next_at, wait)) => {
+                    self.count_retry_scheduled(hop, retry, call.request_id, wait);
+                    if !self.may_run_ahead_call(next_at, &call) {
+                        at = next_at;
+                        break None;
+                    }
+                    at = next_at;
+                }
+            }
+        };
+        *self.calls.get_mut(handle).expect("a retrying call is live") = call;
+        match end {
+            // The end is at the time of the last retry run (the clock is still there).
+            Some(end) => self.end_call(handle, end),
+            None => self.queue_retry(at, handle),
+        }
+        (self.now, self.bucket_now, self.bucket_until) = (now, bucket_now, bucket_until);
+    }
+
+    /// Whether call `call_handle`'s retry at `at` can run now (the module's comment, point by
+    /// point). `self.now` is the time of the attempt that scheduled it.
+    fn may_run_ahead(&self, at: Nanos, call_handle: Handle) -> bool {
+        self.ahead.enabled && self.may_run_ahead_call(at, self.calls.get(call_handle).expect("a retrying call is live"))
+    }
+
+    /// [`Simulation::may_run_ahead`] for a call in hand.
+    #[inline]
+    fn may_run_ahead_call(&self, at: Nanos, call: &Call) -> bool {
+        let hop = call.hop as usize;
+        self.ahead.enabled
+            && call.parent == NO_PARENT
+            && self.ahead.hops[hop]
+            && self.ahead.policies[call.policy as usize]
+            && at <= self.spec.drain_limit
+            && self.lbs[hop].in_flight == 0
+            && self.spec.refuses_throughout(hop, 0, self.now, at)
+    }
+
+    /// The clock of a retry run ahead: its time and bucket, not checked against the queue's
+    /// clock (which stays where it is: anything the retry queues is due at or after `t`).
+    fn set_clock(&mut self, t: Nanos) {
+        let last = self.record.hop_series[0].len() - 1;
+        self.now = t;
+        self.bucket_now = ((t / self.spec.bucket) as usize).min(last);
+        self.bucket_until = if self.bucket_now == last {
+            Nanos::MAX
+        } else {
+            (t / self.spec.bucket + 1).saturating_mul(self.spec.bucket)
+        };
+    }
+}
+
+/// The retry-delay samples a run keeps for its charts: per retry number, the delays of the
+/// [`RETRY_DELAY_SAMPLES_MAX`] lowest request ids. The first ones taken in time order depended on
+/// the order retries were scheduled in; these do not (a retry run ahead is scheduled early).
+pub(super) struct DelaySamples {
+    /// Per retry number, a max-heap on request id.
+    kept: Vec<BinaryHeap<(u64, Nanos)>>,
+}
+
+impl DelaySamples {
+    pub(super) fn new() -> DelaySamples {
+        DelaySamples { kept: vec![BinaryHeap::new(); RETRY_DELAY_RETRIES] }
+    }
+
+    /// Retry `retry` (1-based) of request `request_id` waits `wait`.
+    pub(super) fn offer(&mut self, retry: u32, request_id: u64, wait: Nanos) {
+        let Some(kept) = self.kept.get_mut(retry as usize - 1) else { return };
+        if kept.len() < RETRY_DELAY_SAMPLES_MAX {
+            kept.push((request_id, wait));
+        } else if kept.peek().is_some_and(|&(highest, _)| request_id < highest) {
+            kept.pop();
+            kept.push((request_id, wait));
+        }
+    }
+
+    /// The samples per retry number, by request id.
+    pub(super) fn into_samples(self) -> Vec<Vec<Nanos>> {
+        self.kept.into_iter().map(|heap| heap.into_sorted_vec().into_iter().map(|(_, wait)| wait).collect()).collect()
+    }
+}
