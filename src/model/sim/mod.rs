@@ -532,6 +532,12 @@ impl<'a> Simulation<'a> {
         if !self.scaled_hops.is_empty() {
             self.accumulate_scalers(t);
         }
+        self.move_clock(t);
+    }
+
+    /// Sets the clock to `t`, not before the current bucket's start, and keeps its bucket.
+    #[inline]
+    fn move_clock(&mut self, t: Nanos) {
         self.now = t;
         if t >= self.bucket_until {
             let last = self.record.hop_series[0].len() - 1;

@@ -115,7 +115,9 @@ impl Simulation<'_> {
         let draws = super::jitter_item_key(&self.rngs.jitter, &call);
         let mut at = first_at;
         let end = loop {
-            self.set_clock(at);
+            // Later than everything before it in the chain, so the clock's bucket is moved as
+            // the event loop moves it; the saved clock is put back after the chain.
+            self.move_clock(at);
             self.ahead.retries += 1;
             let b = self.bucket();
             self.record.hop_series[hop][b].retries_fired += 1;
@@ -174,19 +176,6 @@ impl Simulation<'_> {
             && at <= self.spec.drain_limit
             && self.lbs[hop].in_flight == 0
             && self.spec.refuses_throughout(hop, 0, self.now, at)
-    }
-
-    /// The clock of a retry run ahead: its time and bucket, not checked against the queue's
-    /// clock (which stays where it is: anything the retry queues is due at or after `t`).
-    fn set_clock(&mut self, t: Nanos) {
-        let last = self.record.hop_series[0].len() - 1;
-        self.now = t;
-        self.bucket_now = ((t / self.spec.bucket) as usize).min(last);
-        self.bucket_until = if self.bucket_now == last {
-            Nanos::MAX
-        } else {
-            (t / self.spec.bucket + 1).saturating_mul(self.spec.bucket)
-        };
     }
 }
 
