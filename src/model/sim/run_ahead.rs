@@ -41,7 +41,6 @@ use crate::engine::{Handle, Nanos};
 use crate::metrics::{RETRY_DELAY_RETRIES, RETRY_DELAY_SAMPLES_MAX};
 use crate::model::fault::FaultKind;
 use crate::model::spec::SimSpec;
-use std::collections::BinaryHeap;
 
 /// Which calls may run their retries ahead, and the chain being run.
 pub(super) struct RunAhead {
@@ -71,21 +70,24 @@ impl RunAhead {
 }
 
 impl SimSpec {
-    /// True when hop `hop` (replica `replica`) refuses every attempt arriving at any instant of
-    /// [`from`, `to`] at once, by the same rule whatever else happens: one outage or throttle
-    /// fault spans it and no hang or error-rate fault touches it (see the module's comment).
-    #[inline]
-    pub(crate) fn refuses_throughout(&self, hop: usize, replica: u32, from: Nanos, to: Nanos) -> bool {
+    /// How long from `from` on hop `hop` (replica `replica`) refuses every arriving attempt at
+    /// once, by the same rule whatever else happens: the first instant it may not, or `None`
+    /// when it may not at `from` already. The refusal holds on [`from`, `to`] exactly when
+    /// `to` is before it: one outage or throttle fault spans [`from`, `to`], and no hang or
+    /// error-rate fault touches it (see the module's comment).
+    pub(crate) fn refusing_until(&self, hop: usize, replica: u32, from: Nanos) -> Option<Nanos> {
         let on_hop = self.faults.iter().filter(|f| f.hop == hop && f.replica.is_none_or(|r| r == replica));
-        let mut covered = false;
-        for f in on_hop {
+        let (mut covered_until, mut spoiled_from) = (None::<Nanos>, Nanos::MAX);
+        for f in on_hop.filter(|f| from < f.to) {
             match f.kind {
-                FaultKind::Outage | FaultKind::Throttle { .. } => covered |= f.from <= from && to < f.to,
-                FaultKind::Hang | FaultKind::ErrorRate { .. } if f.from <= to && from < f.to => return false,
+                FaultKind::Outage | FaultKind::Throttle { .. } if f.from <= from => {
+                    covered_until = covered_until.max(Some(f.to));
+                }
+                FaultKind::Hang | FaultKind::ErrorRate { .. } => spoiled_from = spoiled_from.min(f.from),
                 _ => {}
             }
         }
-        covered
+        covered_until.map(|until| until.min(spoiled_from)).filter(|&until| from < until)
     }
 }
 
@@ -114,6 +116,11 @@ impl Simulation<'_> {
         let (hop, tenant) = (call.hop as usize, call.tenant as usize);
         let draws = super::jitter_item_key(&self.rngs.jitter, &call);
         let mut at = first_at;
+        // The refusal's end seen from the chain's start: a retry before it meets only refusal
+        // from any earlier retry of the chain too (a fault spanning the start spans every later
+        // instant before its end, and a spoiler ahead of a later instant is ahead of the start),
+        // so only a retry past it needs the question asked again, from its own predecessor.
+        let mut refused_until = self.spec.refusing_until(hop, 0, self.now).expect("checked by may_run_ahead");
         let end = loop {
             // Later than everything before it in the chain, so the clock's bucket is moved as
             // the event loop moves it; the saved clock is put back after the chain.
@@ -142,11 +149,15 @@ impl Simulation<'_> {
                 Err(reason) => break Some(CallEnd::Dlq(reason)),
                 Ok((next_at, wait)) => {
                     self.count_retry_scheduled(hop, retry, call.request_id, wait);
-                    if !self.may_run_ahead_call(next_at, &call) {
-                        at = next_at;
+                    // From this retry's time (`self.now`) to the next one's; the hop stays empty.
+                    if next_at >= refused_until {
+                        refused_until = self.spec.refusing_until(hop, 0, self.now).unwrap_or(0);
+                    }
+                    let go_on = next_at <= spec.drain_limit && next_at < refused_until;
+                    at = next_at;
+                    if !go_on {
                         break None;
                     }
-                    at = next_at;
                 }
             }
         };
@@ -162,49 +173,175 @@ impl Simulation<'_> {
     /// Whether call `call_handle`'s retry at `at` can run now (the module's comment, point by
     /// point). `self.now` is the time of the attempt that scheduled it.
     fn may_run_ahead(&self, at: Nanos, call_handle: Handle) -> bool {
-        self.ahead.enabled && self.may_run_ahead_call(at, self.calls.get(call_handle).expect("a retrying call is live"))
-    }
-
-    /// [`Simulation::may_run_ahead`] for a call in hand.
-    #[inline]
-    fn may_run_ahead_call(&self, at: Nanos, call: &Call) -> bool {
+        if !self.ahead.enabled {
+            return false;
+        }
+        let call = self.calls.get(call_handle).expect("a retrying call is live");
         let hop = call.hop as usize;
-        self.ahead.enabled
-            && call.parent == NO_PARENT
+        call.parent == NO_PARENT
             && self.ahead.hops[hop]
             && self.ahead.policies[call.policy as usize]
-            && at <= self.spec.drain_limit
+            && self.meets_only_refusal(at, hop)
+    }
+
+    /// The conditions of [`Simulation::may_run_ahead`] that change with time (the others hold
+    /// for the whole of a call's chain): `at` is within the drain limit, and hop `hop` is empty
+    /// now and refuses every arrival from now to `at` (before [`SimSpec::refusing_until`] now).
+    fn meets_only_refusal(&self, at: Nanos, hop: usize) -> bool {
+        at <= self.spec.drain_limit
             && self.lbs[hop].in_flight == 0
-            && self.spec.refuses_throughout(hop, 0, self.now, at)
+            && self.spec.refusing_until(hop, 0, self.now).is_some_and(|until| at < until)
     }
 }
 
 /// The retry-delay samples a run keeps for its charts: per retry number, the delays of the
 /// [`RETRY_DELAY_SAMPLES_MAX`] lowest request ids. The first ones taken in time order depended on
 /// the order retries were scheduled in; these do not (a retry run ahead is scheduled early).
+/// A request makes at most one retry of each number at hop 0, so ids are unique per number.
 pub(super) struct DelaySamples {
-    /// Per retry number, a max-heap on request id.
-    kept: Vec<BinaryHeap<(u64, Nanos)>>,
+    kept: Vec<Kept>,
+}
+
+/// One retry number's candidates: fewer than twice the cap, all below `below`.
+#[derive(Clone)]
+struct Kept {
+    samples: Vec<(u64, Nanos)>,
+    /// Ids from here on cannot be among the lowest: the cap's worth below it are kept already.
+    below: u64,
+}
+
+impl Kept {
+    /// Keeps the cap's worth of lowest ids (and raises `below` to the first id dropped).
+    fn trim(&mut self) {
+        if self.samples.len() > RETRY_DELAY_SAMPLES_MAX {
+            self.samples.select_nth_unstable(RETRY_DELAY_SAMPLES_MAX);
+            self.below = self.samples[RETRY_DELAY_SAMPLES_MAX].0;
+            self.samples.truncate(RETRY_DELAY_SAMPLES_MAX);
+        }
+    }
 }
 
 impl DelaySamples {
     pub(super) fn new() -> DelaySamples {
-        DelaySamples { kept: vec![BinaryHeap::new(); RETRY_DELAY_RETRIES] }
+        DelaySamples { kept: vec![Kept { samples: Vec::new(), below: u64::MAX }; RETRY_DELAY_RETRIES] }
     }
 
-    /// Retry `retry` (1-based) of request `request_id` waits `wait`.
+    /// Retry `retry` (1-based) of request `request_id` waits `wait`. Amortised constant time: a
+    /// candidate at or past `below` costs one comparison (a herd's retries come in about
+    /// increasing id order), and the candidates are trimmed to the cap when they reach twice it.
+    #[inline]
     pub(super) fn offer(&mut self, retry: u32, request_id: u64, wait: Nanos) {
         let Some(kept) = self.kept.get_mut(retry as usize - 1) else { return };
-        if kept.len() < RETRY_DELAY_SAMPLES_MAX {
-            kept.push((request_id, wait));
-        } else if kept.peek().is_some_and(|&(highest, _)| request_id < highest) {
-            kept.pop();
-            kept.push((request_id, wait));
+        if request_id >= kept.below {
+            return;
+        }
+        kept.samples.push((request_id, wait));
+        if kept.samples.len() >= 2 * RETRY_DELAY_SAMPLES_MAX {
+            kept.trim();
         }
     }
 
     /// The samples per retry number, by request id.
     pub(super) fn into_samples(self) -> Vec<Vec<Nanos>> {
-        self.kept.into_iter().map(|heap| heap.into_sorted_vec().into_iter().map(|(_, wait)| wait).collect()).collect()
+        self.kept
+            .into_iter()
+            .map(|mut kept| {
+                kept.trim();
+                kept.samples.sort_unstable();
+                kept.samples.into_iter().map(|(_, wait)| wait).collect()
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::KeyedDraws;
+    use crate::model::fault::Fault;
+    use rand::RngExt;
+
+    /// `refusing_until` against the rule as stated: `to` is before it exactly when one outage or
+    /// throttle fault spans [`from`, `to`] and no hang or error-rate fault touches it; on random
+    /// fault sets of every kind over two hops and two replicas, at random instants.
+    #[test]
+    fn refusing_until_is_the_rule_as_stated() {
+        let source = "name = \"f\"\nhorizon = \"1s\"\n[[tenant]]\nname = \"t\"\nclients = 1\narrival = { kind = \"poisson\", rate_per_s = 1 }\npolicy = \"p\"\n[policy.p]\njitter = \"full\"\n[[hop]]\nname = \"a\"\nservice = { dist = \"constant\", mean = \"1ms\" }\n";
+        let mut spec = crate::scenario::Scenario::from_source("f.toml", source, &[]).expect("valid").base;
+        let kinds = [
+            FaultKind::Outage,
+            FaultKind::Throttle { retry_after: 5 },
+            FaultKind::Hang,
+            FaultKind::ErrorRate { p: 0.5 },
+            FaultKind::Slow { factor: 2.0 },
+        ];
+        let (mut checked, mut refusing) = (0, 0);
+        for case in 0..2_000u64 {
+            let mut rng = KeyedDraws::new(17, case, 0);
+            spec.faults = (0..rng.random_range(0..5))
+                .map(|_| {
+                    let from = rng.random_range(0..100);
+                    Fault {
+                        hop: rng.random_range(0..2),
+                        replica: [None, Some(0), Some(1)][rng.random_range(0..3)],
+                        kind: kinds[rng.random_range(0..kinds.len())].clone(),
+                        from,
+                        to: from + rng.random_range(1..60),
+                    }
+                })
+                .collect();
+            for _ in 0..20 {
+                let (hop, replica, from) = (rng.random_range(0..2), rng.random_range(0..2), rng.random_range(0..120));
+                let until = spec.refusing_until(hop, replica, from);
+                for to in from..170 {
+                    let on_hop = spec.faults.iter().filter(|f| f.hop == hop && f.replica.is_none_or(|r| r == replica));
+                    let spans = on_hop.clone().any(|f| {
+                        matches!(f.kind, FaultKind::Outage | FaultKind::Throttle { .. }) && f.from <= from && to < f.to
+                    });
+                    let touched = on_hop.clone().any(|f| {
+                        matches!(f.kind, FaultKind::Hang | FaultKind::ErrorRate { .. }) && f.from <= to && from < f.to
+                    });
+                    let rule = spans && !touched;
+                    assert_eq!(
+                        until.is_some_and(|u| to < u),
+                        rule,
+                        "case {case}: [{from}, {to}] on hop {hop}/{replica}"
+                    );
+                    checked += 1;
+                    refusing += u32::from(rule);
+                }
+            }
+        }
+        assert!(
+            refusing > 10_000 && checked > 2 * refusing,
+            "{refusing} of {checked} spans refused: the cases must mix"
+        );
+    }
+
+    /// The kept samples are those of the lowest ids whatever the order they are offered in, and
+    /// no more than the cap.
+    #[test]
+    fn delay_samples_keep_the_lowest_ids_in_any_order() {
+        let n = 3 * RETRY_DELAY_SAMPLES_MAX as u64 + 17;
+        // Ascending, descending, and a scrambled order (a bijection of 0..n by a multiplier coprime to n).
+        let orders: [Vec<u64>; 3] =
+            [(0..n).collect(), (0..n).rev().collect(), (0..n).map(|i| (i * 7_919) % n).collect()];
+        for order in orders {
+            let mut samples = DelaySamples::new();
+            for &id in &order {
+                samples.offer(2, id, id * 10);
+            }
+            let kept = samples.into_samples();
+            let expected: Vec<Nanos> = (0..RETRY_DELAY_SAMPLES_MAX as u64).map(|id| id * 10).collect();
+            assert_eq!(kept[1], expected);
+            assert!(kept[0].is_empty() && kept[2].is_empty());
+        }
+        // Fewer than the cap: all of them, by id; retries past the last number are not kept.
+        let mut samples = DelaySamples::new();
+        for id in [5, 3, 9] {
+            samples.offer(1, id, id);
+        }
+        samples.offer(RETRY_DELAY_RETRIES as u32 + 1, 1, 1);
+        assert_eq!(samples.into_samples()[0], vec![3, 5, 9]);
     }
 }
