@@ -132,8 +132,7 @@ impl Simulation<'_> {
             call.attempts_made += 1;
             let timeout_at = super::attempt_timeout_at(spec, &call, at);
             self.count_attempt(hop, tenant, true, b);
-            let (srv, answer) = self.enter_hop(hop, call.payload);
-            let super::server::Arrival::Answered(reply) = answer else {
+            let Some(reply) = self.refused_at_empty_hop(hop, b) else {
                 panic!(
                     "a retry run ahead at {at} ns was not refused at arrival (hop {hop}, seed {}, replication {})",
                     self.seed, self.replication
@@ -142,7 +141,6 @@ impl Simulation<'_> {
             if timeout_at != Nanos::MAX {
                 self.queue.push(timeout_at, super::Event::AttemptTimeout { attempt: Handle::NONE });
             }
-            self.count_reply(hop, srv, reply, true);
             let (failure, retry_after) = super::failure_of(reply).expect("a refusal is a failure");
             let retry = call.attempts_made;
             match super::next_retry(spec, draws, &mut call, at, failure, retry_after) {

@@ -2,6 +2,7 @@
 
 use super::{Event, Payload, Phase, Reply, Simulation};
 use crate::engine::{Handle, Nanos};
+use crate::metrics::{HopBucket, HopCounters};
 use crate::model::{FaultKind, InProgress};
 use rand::RngExt;
 
@@ -38,9 +39,7 @@ impl Simulation<'_> {
         let lb = &mut self.lbs[hop];
         lb.in_flight = lb.in_flight.checked_add(1).expect("fewer than 2^32 attempts in flight at a hop");
         let (level, balanced) = (lb.in_flight, lb.count > 1);
-        let bucket = &mut self.record.hop_series[hop][b];
-        bucket.in_flight_max = bucket.in_flight_max.max(level);
-        bucket.entered += 1;
+        count_entry(&mut self.record.hop_series[hop][b], level);
         if balanced {
             self.replica_level(hop, srv, b);
         }
@@ -347,14 +346,22 @@ impl Simulation<'_> {
         if self.lbs[hop].count > 1 {
             self.replica_replied(hop, srv, reply, caller_waiting, b);
         }
-        let bucket = &mut self.record.hop_series[hop][b];
-        bucket.left += 1;
-        if reply == Reply::Ok {
-            bucket.successes += 1;
-            self.record.hops[hop].ok_replies += 1;
-        } else {
-            bucket.failures += 1;
-        }
+        count_exit(&mut self.record.hop_series[hop][b], &mut self.record.hops[hop], reply);
+    }
+
+    /// [`Simulation::enter_hop`] then [`Simulation::count_reply`] for an attempt answered at once
+    /// by a fault at hop `hop`, which has one replica and nothing in flight (a retry run ahead,
+    /// `sim/run_ahead.rs`): the same counts, without the balancer (one replica) or the in-flight
+    /// count's round trip (0 → 1 → 0, so the level it records is 1). The fault's reply, or `None`
+    /// when no fault answers it at once (the run-ahead conditions rule that out).
+    pub(super) fn refused_at_empty_hop(&mut self, hop: usize, b: usize) -> Option<Reply> {
+        let lb = &self.lbs[hop];
+        debug_assert!(lb.count == 1 && lb.in_flight == 0, "hop {hop}: one replica, nothing in flight");
+        let srv = lb.base as usize;
+        count_entry(&mut self.record.hop_series[hop][b], 1);
+        let Some(Some(reply)) = self.fault_reply(srv) else { return None };
+        count_exit(&mut self.record.hop_series[hop][b], &mut self.record.hops[hop], reply);
+        Some(reply)
     }
 
     /// Whether an active `lost_reply` fault at replica `srv` drops this reply.
@@ -394,5 +401,25 @@ impl Simulation<'_> {
                 "hop {hop}: an attempt left the balancer with none in flight (seed {seed}, replication {replication})"
             )
         });
+    }
+}
+
+/// What an attempt entering its hop at in-flight level `level` (itself included) adds to the
+/// hop's bucket.
+#[inline]
+fn count_entry(bucket: &mut HopBucket, level: u32) {
+    bucket.in_flight_max = bucket.in_flight_max.max(level);
+    bucket.entered += 1;
+}
+
+/// What an attempt leaving its hop with `reply` adds to the hop's bucket and counters.
+#[inline]
+fn count_exit(bucket: &mut HopBucket, counters: &mut HopCounters, reply: Reply) {
+    bucket.left += 1;
+    if reply == Reply::Ok {
+        bucket.successes += 1;
+        counters.ok_replies += 1;
+    } else {
+        bucket.failures += 1;
     }
 }
