@@ -105,10 +105,11 @@ impl Simulation<'_> {
     /// Runs the call's retries from the one at `at` on, each at its own time, while each is
     /// refused ([`Simulation::may_run_ahead`]); the first that may not run is queued, or the call
     /// ends. A retry's steps are the ones `start_attempt`, `send_attempt`, `arrive_in_place` and
-    /// `caller_sees` take for it, by the same functions (`count_attempt`, `enter_hop`,
-    /// `count_reply`, `next_retry`, `count_retry_scheduled`), without what the conditions make
-    /// void: no budget or breaker to ask, no pool, no network delay to draw, no slab lookups
-    /// (the call is worked on in a copy, put back before it is queued or ended).
+    /// `caller_sees` take for it, by the same functions (`count_attempt`, the parts of
+    /// `enter_hop` and `count_reply` in `refused_at_empty_hop`, `next_retry`,
+    /// `count_retry_scheduled`), without what the conditions make void: no budget or breaker to
+    /// ask, no pool, no network delay to draw, no balancer, no slab lookups (the call is worked
+    /// on in a copy, put back before it is queued or ended).
     fn run_ahead(&mut self, first_at: Nanos, handle: Handle) {
         let (now, bucket_now, bucket_until) = (self.now, self.bucket_now, self.bucket_until);
         let spec = self.spec;
