@@ -144,6 +144,17 @@ fn herds_at_each_condition_record_the_same() {
             vec!["policy.client.attempt_timeout=\"200ms\""],
             true,
         ),
+        // The answer changes inside the refusal: the outage answers while both are active (the
+        // earlier fault comes first), the throttle once the outage ends at 3 s; a chain that
+        // started after 1 s runs through 3 s, and its answer must change there.
+        (
+            "outage then throttle, overlapping",
+            "[[fault]]\nhop = \"api\"\nkind = \"outage\"\nfrom = \"0s\"\nto = \"3s\"\n\
+             [[fault]]\nhop = \"api\"\nkind = \"throttle\"\nretry_after = \"300ms\"\nfrom = \"1s\"\nto = \"6s\"\n"
+                .into(),
+            vec![],
+            true,
+        ),
         (
             "two outages back to back",
             format!("{outage}[[fault]]\nhop = \"api\"\nkind = \"outage\"\nfrom = \"6s\"\nto = \"9s\"\n"),

@@ -328,7 +328,13 @@ fn scheduled_delay(delays: &[Nanos], retry: u32) -> Nanos {
 /// Full jitter from a uniform draw `u` in [0, 1]: ⌊u · exp⌋ (AWS writes it `b × r^i` with b the
 /// draw; tests force the draw to 1 to get the un-jittered value).
 pub fn full_from_draw(exp: Nanos, u: f64) -> Nanos {
-    (u.clamp(0.0, 1.0) * exp as f64) as Nanos
+    let u = u.clamp(0.0, 1.0);
+    // Below 2^62 the product stays below 2^63, where a signed conversion rounds and truncates
+    // exactly as the unsigned one, in one instruction each way (the unsigned ones branch).
+    if exp < 1 << 62 {
+        return (u * exp as i64 as f64) as i64 as Nanos;
+    }
+    (u * exp as f64) as Nanos
 }
 
 /// Uniform integer nanoseconds in [lo, hi] (hi ≥ lo), via one f64 draw: lo + ⌊u·(hi−lo)⌋.

@@ -89,6 +89,14 @@ impl SimSpec {
         }
         covered_until.map(|until| until.min(spoiled_from)).filter(|&until| from < until)
     }
+
+    /// The first instant after `t` at which a fault of hop `hop` starts or ends (`Nanos::MAX`
+    /// when none does): until then the faults active there, and so the answer a fault forces at
+    /// arrival, stay what they are at `t`.
+    pub(crate) fn next_fault_change(&self, hop: usize, t: Nanos) -> Nanos {
+        let bounds = self.faults.iter().filter(|f| f.hop == hop).flat_map(|f| [f.from, f.to]);
+        bounds.filter(|&b| b > t).min().unwrap_or(Nanos::MAX)
+    }
 }
 
 impl Simulation<'_> {
@@ -106,7 +114,7 @@ impl Simulation<'_> {
     /// refused ([`Simulation::may_run_ahead`]); the first that may not run is queued, or the call
     /// ends. A retry's steps are the ones `start_attempt`, `send_attempt`, `arrive_in_place` and
     /// `caller_sees` take for it, by the same functions (`count_attempt`, the parts of
-    /// `enter_hop` and `count_reply` in `refused_at_empty_hop`, `next_retry`,
+    /// `enter_hop` and `count_reply` in `count_refused_at_empty_hop`, `fault_reply`, `next_retry`,
     /// `count_retry_scheduled`), without what the conditions make void: no budget or breaker to
     /// ask, no pool, no network delay to draw, no balancer, no slab lookups (the call is worked
     /// on in a copy, put back before it is queued or ended).
@@ -116,6 +124,8 @@ impl Simulation<'_> {
         let mut call: Call = *self.calls.get(handle).expect("a retrying call is live");
         let (hop, tenant) = (call.hop as usize, call.tenant as usize);
         let draws = super::jitter_item_key(&self.rngs.jitter, &call);
+        let srv = self.lbs[hop].base as usize;
+        let mut answer: Option<(super::Reply, Nanos)> = None;
         let mut at = first_at;
         // The refusal's end seen from the chain's start: a retry before it meets only refusal
         // from any earlier retry of the chain too (a fault spanning the start spans every later
@@ -133,12 +143,21 @@ impl Simulation<'_> {
             call.attempts_made += 1;
             let timeout_at = super::attempt_timeout_at(spec, &call, at);
             self.count_attempt(hop, tenant, true, b);
-            let Some(reply) = self.refused_at_empty_hop(hop, b) else {
-                panic!(
-                    "a retry run ahead at {at} ns was not refused at arrival (hop {hop}, seed {}, replication {})",
-                    self.seed, self.replication
-                );
+            // The fault's answer holds while no fault of the hop starts or ends.
+            let reply = match answer {
+                Some((reply, until)) if at < until => reply,
+                _ => {
+                    let Some(Some(reply)) = self.fault_reply(srv) else {
+                        panic!(
+                            "a retry run ahead at {at} ns was not refused at arrival (hop {hop}, seed {}, replication {})",
+                            self.seed, self.replication
+                        );
+                    };
+                    answer = Some((reply, spec.next_fault_change(hop, at)));
+                    reply
+                }
             };
+            self.count_refused_at_empty_hop(hop, b, reply);
             if timeout_at != Nanos::MAX {
                 self.queue.push(timeout_at, super::Event::AttemptTimeout { attempt: Handle::NONE });
             }

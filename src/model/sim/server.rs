@@ -349,19 +349,17 @@ impl Simulation<'_> {
         count_exit(&mut self.record.hop_series[hop][b], &mut self.record.hops[hop], reply);
     }
 
-    /// [`Simulation::enter_hop`] then [`Simulation::count_reply`] for an attempt answered at once
-    /// by a fault at hop `hop`, which has one replica and nothing in flight (a retry run ahead,
-    /// `sim/run_ahead.rs`): the same counts, without the balancer (one replica) or the in-flight
-    /// count's round trip (0 → 1 → 0, so the level it records is 1). The fault's reply, or `None`
-    /// when no fault answers it at once (the run-ahead conditions rule that out).
-    pub(super) fn refused_at_empty_hop(&mut self, hop: usize, b: usize) -> Option<Reply> {
+    /// The counts of [`Simulation::enter_hop`] then [`Simulation::count_reply`] for an attempt
+    /// answered at once with `reply` (by [`Simulation::fault_reply`]) at hop `hop`, which has one
+    /// replica and nothing in flight (a retry run ahead, `sim/run_ahead.rs`): the same counts,
+    /// without the balancer (one replica) or the in-flight count's round trip (0 → 1 → 0, so the
+    /// level it records is 1).
+    pub(super) fn count_refused_at_empty_hop(&mut self, hop: usize, b: usize, reply: Reply) {
         let lb = &self.lbs[hop];
         debug_assert!(lb.count == 1 && lb.in_flight == 0, "hop {hop}: one replica, nothing in flight");
-        let srv = lb.base as usize;
-        count_entry(&mut self.record.hop_series[hop][b], 1);
-        let Some(Some(reply)) = self.fault_reply(srv) else { return None };
-        count_exit(&mut self.record.hop_series[hop][b], &mut self.record.hops[hop], reply);
-        Some(reply)
+        let bucket = &mut self.record.hop_series[hop][b];
+        count_entry(bucket, 1);
+        count_exit(bucket, &mut self.record.hops[hop], reply);
     }
 
     /// Whether an active `lost_reply` fault at replica `srv` drops this reply.
