@@ -29,7 +29,38 @@ pub fn first_requests(tenants: &[TenantSpec], rngs: &mut [ChaCha8Rng]) -> Vec<Fi
             firsts.push((start.saturating_add(offset), ti as u16, client));
         }
     }
-    firsts.sort_unstable();
+    // Made in (tenant, client) order, so a stable sort by time alone gives the order of the
+    // whole tuple (equal times by tenant, then client).
+    sort_by_time(firsts)
+}
+
+/// Sorts first requests by time, stably: a least-significant-digit radix sort on the bits the
+/// latest time uses, 11 bits a pass (three passes for a herd spread over a second, where a
+/// comparison sort of a million requests took about 4% of the 1M-client herd's run).
+fn sort_by_time(mut firsts: Vec<FirstRequest>) -> Vec<FirstRequest> {
+    const BITS: u32 = 11;
+    let latest = firsts.iter().map(|f| f.0).max().unwrap_or(0);
+    let used = u64::BITS - latest.leading_zeros();
+    let mut out = vec![(0, 0, 0); firsts.len()];
+    let mut shift = 0;
+    while shift < used {
+        let digit = |f: &FirstRequest| ((f.0 >> shift) & ((1 << BITS) - 1)) as usize;
+        let mut starts = vec![0usize; 1 << BITS];
+        for f in &firsts {
+            starts[digit(f)] += 1;
+        }
+        let mut next = 0;
+        for start in &mut starts {
+            (*start, next) = (next, next + *start);
+        }
+        for f in &firsts {
+            let d = digit(f);
+            out[starts[d]] = *f;
+            starts[d] += 1;
+        }
+        std::mem::swap(&mut firsts, &mut out);
+        shift += BITS;
+    }
     firsts
 }
 
@@ -87,6 +118,27 @@ pub fn next_ramp(now: Nanos, from: f64, to: f64, over: Nanos, end: Nanos, rng: &
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The radix sort orders as a comparison sort of the whole tuple does, ties included, on
+    /// times from a few values (many ties) to the full 64 bits.
+    #[test]
+    fn first_requests_sort_as_the_tuple_does() {
+        use crate::engine::KeyedDraws;
+        for (case, range) in [(0u64, 4u64), (1, 1 << 20), (2, 1 << 40), (3, u64::MAX)] {
+            let mut rng = KeyedDraws::new(5, case, 0);
+            let mut firsts: Vec<FirstRequest> = Vec::new();
+            for tenant in 0..3u16 {
+                for client in 0..5_000u32 {
+                    let t = if range == u64::MAX { rng.random::<u64>() } else { rng.random_range(0..range) };
+                    firsts.push((t, tenant, client));
+                }
+            }
+            let mut expected = firsts.clone();
+            expected.sort_unstable();
+            assert_eq!(sort_by_time(firsts), expected, "times below {range}");
+        }
+        assert!(sort_by_time(Vec::new()).is_empty());
+    }
     use crate::engine::{stream, StreamKind};
 
     #[test]
