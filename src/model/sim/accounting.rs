@@ -2,34 +2,44 @@
 //! run (in-flight requests, the conservation check, derived series).
 
 use super::{Call, CallEnd, Simulation};
-use crate::metrics::{DlqReason, RunRecord};
+use crate::metrics::{DlqReason, HopBucket, HopCounters, RunRecord, TenantBucket, TenantCounters};
+
+/// What one attempt to a hop adds to the hop's run counters and time bucket, and for a client's
+/// call (hop 0) to its tenant's.
+#[inline]
+pub(super) fn count_attempt_in(
+    counters: &mut HopCounters,
+    bucket: &mut HopBucket,
+    tenant: Option<(&mut TenantCounters, &mut TenantBucket)>,
+    retry: bool,
+) {
+    counters.attempts += 1;
+    bucket.attempts += 1;
+    if retry {
+        counters.retries += 1;
+        bucket.retries += 1;
+    } else {
+        counters.first_attempts += 1;
+        bucket.first_attempts += 1;
+    }
+    if let Some((t, tb)) = tenant {
+        t.attempts += 1;
+        tb.attempts += 1;
+        if retry {
+            t.retries += 1;
+            tb.retries += 1;
+        } else {
+            tb.first_attempts += 1;
+        }
+    }
+}
 
 impl Simulation<'_> {
     #[inline]
     pub(super) fn count_attempt(&mut self, hop: usize, tenant: usize, retry: bool, b: usize) {
-        let counters = &mut self.record.hops[hop];
-        let bucket = &mut self.record.hop_series[hop][b];
-        counters.attempts += 1;
-        bucket.attempts += 1;
-        if retry {
-            counters.retries += 1;
-            bucket.retries += 1;
-        } else {
-            counters.first_attempts += 1;
-            bucket.first_attempts += 1;
-        }
-        if hop == 0 {
-            let t = &mut self.record.tenants[tenant];
-            let tb = &mut self.record.tenant_series[tenant][b];
-            t.attempts += 1;
-            tb.attempts += 1;
-            if retry {
-                t.retries += 1;
-                tb.retries += 1;
-            } else {
-                tb.first_attempts += 1;
-            }
-        }
+        let r = &mut self.record;
+        let tenant = (hop == 0).then(|| (&mut r.tenants[tenant], &mut r.tenant_series[tenant][b]));
+        count_attempt_in(&mut r.hops[hop], &mut r.hop_series[hop][b], tenant, retry);
     }
 
     pub(super) fn end_request(&mut self, call: &Call, end: CallEnd) {

@@ -894,14 +894,11 @@ impl<'a> Simulation<'a> {
         self.schedule_retry(at, call_handle);
     }
 
-    /// A retry is scheduled: its delay sample (client calls) and the hop's count.
-    #[inline]
+    /// A retry is scheduled (see [`count_retry_scheduled_in`]).
     fn count_retry_scheduled(&mut self, hop: usize, retry: u32, request_id: u64, wait: Nanos) {
-        if hop == 0 {
-            self.delay_samples.offer(retry, request_id, wait);
-        }
         let b = self.bucket();
-        self.record.hop_series[hop][b].retries_scheduled += 1;
+        let bucket = &mut self.record.hop_series[hop][b];
+        count_retry_scheduled_in(&mut self.delay_samples, bucket, hop, retry, request_id, wait);
     }
 
     /// Queues the call's next attempt at `at` (or [`Simulation::schedule_retry`] runs it ahead).
@@ -1002,6 +999,23 @@ impl Touches<'_> {
             _ => {}
         }
     }
+}
+
+/// A retry `retry` of request `request_id` at hop `hop` is scheduled to wait `wait`: its delay
+/// sample (a client's call) and the hop's count in the bucket it is scheduled in.
+#[inline]
+fn count_retry_scheduled_in(
+    samples: &mut run_ahead::DelaySamples,
+    bucket: &mut HopBucket,
+    hop: usize,
+    retry: u32,
+    request_id: u64,
+    wait: Nanos,
+) {
+    if hop == 0 {
+        samples.offer(retry, request_id, wait);
+    }
+    bucket.retries_scheduled += 1;
 }
 
 /// The failure a reply is, with its Retry-After, or `None` for an answer that ends the call.

@@ -113,11 +113,11 @@ impl Simulation<'_> {
     /// Runs the call's retries from the one at `at` on, each at its own time, while each is
     /// refused ([`Simulation::may_run_ahead`]); the first that may not run is queued, or the call
     /// ends. A retry's steps are the ones `start_attempt`, `send_attempt`, `arrive_in_place` and
-    /// `caller_sees` take for it, by the same functions (`count_attempt`, the parts of
-    /// `enter_hop` and `count_reply` in `count_refused_at_empty_hop`, `fault_reply`, `next_retry`,
-    /// `count_retry_scheduled`), without what the conditions make void: no budget or breaker to
-    /// ask, no pool, no network delay to draw, no balancer, no slab lookups (the call is worked
-    /// on in a copy, put back before it is queued or ended).
+    /// `caller_sees` take for it, by the same functions (`count_attempt_in`, `count_entry`,
+    /// `fault_reply`, `count_exit`, `next_retry`, `count_retry_scheduled_in`), without what the
+    /// conditions make void: no budget or breaker to ask, no pool, no network delay to draw, no
+    /// balancer, no in-flight round trip, no slab lookups (the call is worked on in a copy, put
+    /// back before it is queued or ended).
     fn run_ahead(&mut self, first_at: Nanos, handle: Handle) {
         let (now, bucket_now, bucket_until) = (self.now, self.bucket_now, self.bucket_until);
         let spec = self.spec;
@@ -138,11 +138,9 @@ impl Simulation<'_> {
             self.move_clock(at);
             self.ahead.retries += 1;
             let b = self.bucket();
-            self.record.hop_series[hop][b].retries_fired += 1;
             debug_assert!(at < call.deadline_at, "next_retry keeps a retry before the deadline");
             call.attempts_made += 1;
             let timeout_at = super::attempt_timeout_at(spec, &call, at);
-            self.count_attempt(hop, tenant, true, b);
             // The fault's answer holds while no fault of the hop starts or ends.
             let reply = match answer {
                 Some((reply, until)) if at < until => reply,
@@ -157,16 +155,28 @@ impl Simulation<'_> {
                     reply
                 }
             };
-            self.count_refused_at_empty_hop(hop, b, reply);
             if timeout_at != Nanos::MAX {
                 self.queue.push(timeout_at, super::Event::AttemptTimeout { attempt: Handle::NONE });
             }
+            // The counts of `start_attempt` (the retry fires), `count_attempt`, `enter_hop` and
+            // `count_reply`, on the one bucket they all write: the hop is empty and has one
+            // replica, so the in-flight count goes 0 → 1 → 0 and the level recorded is 1.
+            debug_assert!(self.lbs[hop].count == 1 && self.lbs[hop].in_flight == 0, "one replica, empty");
+            let r = &mut self.record;
+            let bucket = &mut r.hop_series[hop][b];
+            bucket.retries_fired += 1;
+            let tenant_books = (hop == 0).then(|| (&mut r.tenants[tenant], &mut r.tenant_series[tenant][b]));
+            super::accounting::count_attempt_in(&mut r.hops[hop], bucket, tenant_books, true);
+            super::server::count_entry(bucket, 1);
+            super::server::count_exit(bucket, &mut r.hops[hop], reply);
             let (failure, retry_after) = super::failure_of(reply).expect("a refusal is a failure");
             let retry = call.attempts_made;
             match super::next_retry(spec, draws, &mut call, at, failure, retry_after) {
                 Err(reason) => break Some(CallEnd::Dlq(reason)),
                 Ok((next_at, wait)) => {
-                    self.count_retry_scheduled(hop, retry, call.request_id, wait);
+                    let bucket = &mut self.record.hop_series[hop][b];
+                    let request_id = call.request_id;
+                    super::count_retry_scheduled_in(&mut self.delay_samples, bucket, hop, retry, request_id, wait);
                     // From this retry's time (`self.now`) to the next one's; the hop stays empty.
                     if next_at >= refused_until {
                         refused_until = self.spec.refusing_until(hop, 0, self.now).unwrap_or(0);

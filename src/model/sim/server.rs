@@ -349,19 +349,6 @@ impl Simulation<'_> {
         count_exit(&mut self.record.hop_series[hop][b], &mut self.record.hops[hop], reply);
     }
 
-    /// The counts of [`Simulation::enter_hop`] then [`Simulation::count_reply`] for an attempt
-    /// answered at once with `reply` (by [`Simulation::fault_reply`]) at hop `hop`, which has one
-    /// replica and nothing in flight (a retry run ahead, `sim/run_ahead.rs`): the same counts,
-    /// without the balancer (one replica) or the in-flight count's round trip (0 → 1 → 0, so the
-    /// level it records is 1).
-    pub(super) fn count_refused_at_empty_hop(&mut self, hop: usize, b: usize, reply: Reply) {
-        let lb = &self.lbs[hop];
-        debug_assert!(lb.count == 1 && lb.in_flight == 0, "hop {hop}: one replica, nothing in flight");
-        let bucket = &mut self.record.hop_series[hop][b];
-        count_entry(bucket, 1);
-        count_exit(bucket, &mut self.record.hops[hop], reply);
-    }
-
     /// Whether an active `lost_reply` fault at replica `srv` drops this reply.
     fn reply_lost(&mut self, srv: usize) -> bool {
         let (hop, replica) = (self.hops[srv].hop as usize, self.hops[srv].replica);
@@ -405,14 +392,14 @@ impl Simulation<'_> {
 /// What an attempt entering its hop at in-flight level `level` (itself included) adds to the
 /// hop's bucket.
 #[inline]
-fn count_entry(bucket: &mut HopBucket, level: u32) {
+pub(super) fn count_entry(bucket: &mut HopBucket, level: u32) {
     bucket.in_flight_max = bucket.in_flight_max.max(level);
     bucket.entered += 1;
 }
 
 /// What an attempt leaving its hop with `reply` adds to the hop's bucket and counters.
 #[inline]
-fn count_exit(bucket: &mut HopBucket, counters: &mut HopCounters, reply: Reply) {
+pub(super) fn count_exit(bucket: &mut HopBucket, counters: &mut HopCounters, reply: Reply) {
     bucket.left += 1;
     if reply == Reply::Ok {
         bucket.successes += 1;
