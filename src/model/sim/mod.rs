@@ -677,6 +677,12 @@ impl<'a> Simulation<'a> {
         };
         let handle = self.insert_call(call);
         self.budget_on_request(handle);
+        // A first attempt that meets only a refusal goes the way its retries will
+        // (`sim/run_ahead.rs`); the check is the one a retry at `now` would pass.
+        if self.now < self.calls.get(handle).expect("just inserted").deadline_at && self.may_run_ahead(self.now, handle)
+        {
+            return self.run_ahead(self.now, handle, true);
+        }
         self.start_attempt(handle);
     }
 

@@ -7,7 +7,8 @@
 //! the same steps and counters as its event would run (`Simulation::start_attempt` with the
 //! clock set to the retry's time), and the next one after it, until a retry lands where it may
 //! meet something else: that one is queued as before. It is event fusion across time for one
-//! call, the way ARCHITECTURE.md's "Same-instant fusion" fuses within an instant.
+//! call, the way ARCHITECTURE.md's "Same-instant fusion" fuses within an instant. A client's
+//! first attempt that the same rule lets through (at its own instant) takes the same path.
 //!
 //! What makes a retry at `at` safe to run now (all of it is checked, per retry):
 //! - **its answer is a function of time alone**: one outage or throttle fault on the hop covers
@@ -104,7 +105,7 @@ impl Simulation<'_> {
     /// runs it (and the ones after it) now (see the module's comment).
     pub(super) fn schedule_retry(&mut self, at: Nanos, call_handle: Handle) {
         if self.may_run_ahead(at, call_handle) {
-            self.run_ahead(at, call_handle);
+            self.run_ahead(at, call_handle, false);
         } else {
             self.queue_retry(at, call_handle);
         }
@@ -112,13 +113,14 @@ impl Simulation<'_> {
 
     /// Runs the call's retries from the one at `at` on, each at its own time, while each is
     /// refused ([`Simulation::may_run_ahead`]); the first that may not run is queued, or the call
-    /// ends. A retry's steps are the ones `start_attempt`, `send_attempt`, `arrive_in_place` and
+    /// ends. With `first_attempt`, the one at `at` is the call's first attempt (at `now`, from
+    /// `new_request`): the same steps, counted as a first attempt, not a retry. A retry's steps are the ones `start_attempt`, `send_attempt`, `arrive_in_place` and
     /// `caller_sees` take for it, by the same functions (`count_attempt_in`, `count_entry`,
     /// `fault_reply`, `count_exit`, `next_retry`, `count_retry_scheduled_in`), without what the
     /// conditions make void: no budget or breaker to ask, no pool, no network delay to draw, no
     /// balancer, no in-flight round trip, no slab lookups (the call is worked on in a copy, put
     /// back before it is queued or ended).
-    fn run_ahead(&mut self, first_at: Nanos, handle: Handle) {
+    pub(super) fn run_ahead(&mut self, first_at: Nanos, handle: Handle, first_attempt: bool) {
         let (now, bucket_now, bucket_until) = (self.now, self.bucket_now, self.bucket_until);
         let spec = self.spec;
         let mut call: Call = *self.calls.get(handle).expect("a retrying call is live");
@@ -132,11 +134,12 @@ impl Simulation<'_> {
         // instant before its end, and a spoiler ahead of a later instant is ahead of the start),
         // so only a retry past it needs the question asked again, from its own predecessor.
         let mut refused_until = self.spec.refusing_until(hop, 0, self.now).expect("checked by may_run_ahead");
+        let mut retry = !first_attempt;
         let end = loop {
             // Later than everything before it in the chain, so the clock's bucket is moved as
             // the event loop moves it; the saved clock is put back after the chain.
             self.move_clock(at);
-            self.ahead.retries += 1;
+            self.ahead.retries += u64::from(retry);
             let b = self.bucket();
             debug_assert!(at < call.deadline_at, "next_retry keeps a retry before the deadline");
             call.attempts_made += 1;
@@ -164,19 +167,20 @@ impl Simulation<'_> {
             debug_assert!(self.lbs[hop].count == 1 && self.lbs[hop].in_flight == 0, "one replica, empty");
             let r = &mut self.record;
             let bucket = &mut r.hop_series[hop][b];
-            bucket.retries_fired += 1;
+            bucket.retries_fired += u32::from(retry);
             let tenant_books = (hop == 0).then(|| (&mut r.tenants[tenant], &mut r.tenant_series[tenant][b]));
-            super::accounting::count_attempt_in(&mut r.hops[hop], bucket, tenant_books, true);
+            super::accounting::count_attempt_in(&mut r.hops[hop], bucket, tenant_books, retry);
+            retry = true;
             super::server::count_entry(bucket, 1);
             super::server::count_exit(bucket, &mut r.hops[hop], reply);
             let (failure, retry_after) = super::failure_of(reply).expect("a refusal is a failure");
-            let retry = call.attempts_made;
+            let number = call.attempts_made;
             match super::next_retry(spec, draws, &mut call, at, failure, retry_after) {
                 Err(reason) => break Some(CallEnd::Dlq(reason)),
                 Ok((next_at, wait)) => {
                     let bucket = &mut self.record.hop_series[hop][b];
                     let request_id = call.request_id;
-                    super::count_retry_scheduled_in(&mut self.delay_samples, bucket, hop, retry, request_id, wait);
+                    super::count_retry_scheduled_in(&mut self.delay_samples, bucket, hop, number, request_id, wait);
                     // From this retry's time (`self.now`) to the next one's; the hop stays empty.
                     if next_at >= refused_until {
                         refused_until = self.spec.refusing_until(hop, 0, self.now).unwrap_or(0);
@@ -200,7 +204,7 @@ impl Simulation<'_> {
 
     /// Whether call `call_handle`'s retry at `at` can run now (the module's comment, point by
     /// point). `self.now` is the time of the attempt that scheduled it.
-    fn may_run_ahead(&self, at: Nanos, call_handle: Handle) -> bool {
+    pub(super) fn may_run_ahead(&self, at: Nanos, call_handle: Handle) -> bool {
         if !self.ahead.enabled {
             return false;
         }
