@@ -120,7 +120,7 @@ impl Simulation<'_> {
 
     /// Live calls made by clients (not by hops): the simulation's own count of unfinished
     /// requests, checked against the counters' in conservation. A call waiting for its retry
-    /// rides in its event (`Simulation::schedule_retry`), so the pending events are counted too.
+    /// rides in its event (`Simulation::queue_retry`), so the pending events are counted too.
     pub(super) fn count_live_top_calls(&self) -> u64 {
         let riding = self.queue.iter().filter_map(|e| match e {
             super::Event::Retry { call } => Some(call),

@@ -99,7 +99,7 @@ enum Event {
         call: Handle,
     },
     /// A call's retry timer fired: the call rode in this event, out of the slab, while it waited
-    /// (see [`Simulation::schedule_retry`]); it goes back into the slab and starts its attempt.
+    /// (see [`Simulation::queue_retry`]); it goes back into the slab and starts its attempt.
     Retry {
         call: Call,
     },
@@ -303,7 +303,7 @@ pub struct Simulation<'a> {
     /// its handle.
     answers_in_place: Vec<bool>,
     calls: Slab<Call>,
-    /// Calls riding in their `Retry` events, out of `calls` ([`Simulation::schedule_retry`]).
+    /// Calls riding in their `Retry` events, out of `calls` ([`Simulation::queue_retry`]).
     calls_riding: usize,
     attempts: Slab<Attempt>,
     /// Per replica of every hop, hop by hop (see [`replicas`]).
@@ -1110,7 +1110,7 @@ mod record_size_tests {
         assert!(slot <= 80, "a call's slot is {slot} bytes");
     }
 
-    /// A retry carries its call (see [`super::Simulation::schedule_retry`]): the event is the
+    /// A retry carries its call (see [`super::Simulation::queue_retry`]): the event is the
     /// call plus nothing (the enum's tag sits in the call's unused bit patterns).
     #[test]
     fn an_event_is_its_call_and_a_queue_entry_80_bytes() {
