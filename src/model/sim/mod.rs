@@ -461,11 +461,6 @@ impl<'a> Simulation<'a> {
         self
     }
 
-    /// Retries simulated ahead of the clock so far, not queued (see `sim/run_ahead.rs`).
-    pub fn retries_run_ahead(&self) -> u64 {
-        self.ahead.retries
-    }
-
     /// Processes events until none is left, the drain limit passes, or `max_events` is hit.
     pub fn run_to_end(&mut self) {
         let firsts = first_requests(&self.spec.tenants, &mut self.rngs.arrivals);
@@ -679,9 +674,10 @@ impl<'a> Simulation<'a> {
         self.budget_on_request(handle);
         // A first attempt that meets only a refusal goes the way its retries will
         // (`sim/run_ahead.rs`); the check is the one a retry at `now` would pass.
-        if self.now < self.calls.get(handle).expect("just inserted").deadline_at && self.may_run_ahead(self.now, handle)
-        {
-            return self.run_ahead(self.now, handle, true);
+        if self.now < self.calls.get(handle).expect("just inserted").deadline_at {
+            if let Some(refused_until) = self.may_run_ahead(self.now, handle) {
+                return self.run_ahead(self.now, handle, refused_until, true);
+            }
         }
         self.start_attempt(handle);
     }

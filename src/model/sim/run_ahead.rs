@@ -104,8 +104,8 @@ impl Simulation<'_> {
     /// Queues the call's retry at `at`, or, when nothing can change what it meets until then,
     /// runs it (and the ones after it) now (see the module's comment).
     pub(super) fn schedule_retry(&mut self, at: Nanos, call_handle: Handle) {
-        if self.may_run_ahead(at, call_handle) {
-            self.run_ahead(at, call_handle, false);
+        if let Some(refused_until) = self.may_run_ahead(at, call_handle) {
+            self.run_ahead(at, call_handle, refused_until, false);
         } else {
             self.queue_retry(at, call_handle);
         }
@@ -120,7 +120,7 @@ impl Simulation<'_> {
     /// conditions make void: no budget or breaker to ask, no pool, no network delay to draw, no
     /// balancer, no in-flight round trip, no slab lookups (the call is worked on in a copy, put
     /// back before it is queued or ended).
-    pub(super) fn run_ahead(&mut self, first_at: Nanos, handle: Handle, first_attempt: bool) {
+    pub(super) fn run_ahead(&mut self, first_at: Nanos, handle: Handle, mut refused_until: Nanos, first_attempt: bool) {
         let (now, bucket_now, bucket_until) = (self.now, self.bucket_now, self.bucket_until);
         let spec = self.spec;
         let mut call: Call = *self.calls.get(handle).expect("a retrying call is live");
@@ -129,11 +129,11 @@ impl Simulation<'_> {
         let srv = self.lbs[hop].base as usize;
         let mut answer: Option<(super::Reply, Nanos)> = None;
         let mut at = first_at;
-        // The refusal's end seen from the chain's start: a retry before it meets only refusal
-        // from any earlier retry of the chain too (a fault spanning the start spans every later
-        // instant before its end, and a spoiler ahead of a later instant is ahead of the start),
-        // so only a retry past it needs the question asked again, from its own predecessor.
-        let mut refused_until = self.spec.refusing_until(hop, 0, self.now).expect("checked by may_run_ahead");
+        // `refused_until` is the refusal's end seen from the chain's start (`may_run_ahead`): a
+        // retry before it meets only refusal from any earlier retry of the chain too (a fault
+        // spanning the start spans every later instant before its end, and a spoiler ahead of a
+        // later instant is ahead of the start), so only a retry past it needs the question asked
+        // again, from its own predecessor.
         let mut retry = !first_attempt;
         let end = loop {
             // Later than everything before it in the chain, so the clock's bucket is moved as
@@ -204,25 +204,21 @@ impl Simulation<'_> {
 
     /// Whether call `call_handle`'s retry at `at` can run now (the module's comment, point by
     /// point). `self.now` is the time of the attempt that scheduled it.
-    pub(super) fn may_run_ahead(&self, at: Nanos, call_handle: Handle) -> bool {
+    /// Returns the refusal's end seen from now ([`SimSpec::refusing_until`]) when it may, for
+    /// [`Simulation::run_ahead`] to carry on from. The conditions that change with time are that
+    /// `at` is within the drain limit and that the call's hop is empty now and refuses every
+    /// arrival from now to `at`; the others hold for the whole of a call's chain.
+    pub(super) fn may_run_ahead(&self, at: Nanos, call_handle: Handle) -> Option<Nanos> {
         if !self.ahead.enabled {
-            return false;
+            return None;
         }
         let call = self.calls.get(call_handle).expect("a retrying call is live");
         let hop = call.hop as usize;
-        call.parent == NO_PARENT
-            && self.ahead.hops[hop]
-            && self.ahead.policies[call.policy as usize]
-            && self.meets_only_refusal(at, hop)
-    }
-
-    /// The conditions of [`Simulation::may_run_ahead`] that change with time (the others hold
-    /// for the whole of a call's chain): `at` is within the drain limit, and hop `hop` is empty
-    /// now and refuses every arrival from now to `at` (before [`SimSpec::refusing_until`] now).
-    fn meets_only_refusal(&self, at: Nanos, hop: usize) -> bool {
-        at <= self.spec.drain_limit
-            && self.lbs[hop].in_flight == 0
-            && self.spec.refusing_until(hop, 0, self.now).is_some_and(|until| at < until)
+        let fixed = call.parent == NO_PARENT && self.ahead.hops[hop] && self.ahead.policies[call.policy as usize];
+        if !fixed || at > self.spec.drain_limit || self.lbs[hop].in_flight != 0 {
+            return None;
+        }
+        self.spec.refusing_until(hop, 0, self.now).filter(|&until| at < until)
     }
 }
 
