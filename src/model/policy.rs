@@ -200,9 +200,10 @@ impl RetryPolicy {
         // below whenever `base` and `cap` are exact in an f64 (below 2^53 ns, 104 days), since
         // scaling by a power of two is exact; `powi` was most of a retry's delay arithmetic.
         if self.multiplier == 2.0 && (1..1 << 53).contains(&base) && self.cap < 1 << 53 {
+            // `base << shift` fits a u64 exactly when the shift is below base's leading zeros;
+            // past that it is beyond the cap (below 2^53) anyway.
             let shift = retry - 1;
-            let raw = if shift >= 64 { u128::MAX } else { u128::from(base) << shift };
-            return if raw >= u128::from(self.cap) { self.cap } else { raw as Nanos };
+            return if shift < base.leading_zeros() { (base << shift).min(self.cap) } else { self.cap };
         }
         let factor = self.multiplier.powi((retry - 1).min(i32::MAX as u32) as i32);
         let raw = base as f64 * factor;
@@ -334,6 +335,14 @@ pub fn full_from_draw(exp: Nanos, u: f64) -> Nanos {
     if exp < 1 << 62 {
         return (u * exp as i64 as f64) as i64 as Nanos;
     }
+    full_from_draw_wide(exp, u)
+}
+
+/// [`full_from_draw`] from 2^62 ns (146 years) on, kept out of line: evaluated beside the
+/// common case, its unsigned conversions cost every draw their branches.
+#[cold]
+#[inline(never)]
+fn full_from_draw_wide(exp: Nanos, u: f64) -> Nanos {
     (u * exp as f64) as Nanos
 }
 

@@ -535,13 +535,7 @@ impl<'a> Simulation<'a> {
     fn move_clock(&mut self, t: Nanos) {
         self.now = t;
         if t >= self.bucket_until {
-            let last = self.record.hop_series[0].len() - 1;
-            self.bucket_now = ((t / self.spec.bucket) as usize).min(last);
-            self.bucket_until = if self.bucket_now == last {
-                Nanos::MAX
-            } else {
-                (t / self.spec.bucket + 1).saturating_mul(self.spec.bucket)
-            };
+            (self.bucket_now, self.bucket_until) = bucket_at(t, self.spec.bucket, self.record.hop_series[0].len());
         }
     }
 
@@ -1018,6 +1012,16 @@ fn count_retry_scheduled_in(
         samples.offer(retry, request_id, wait);
     }
     bucket.retries_scheduled += 1;
+}
+
+/// The time-series bucket of instant `t` among `buckets` buckets of `width` (the last takes
+/// everything later), and the instant the next one starts (`Nanos::MAX` in the last).
+#[inline]
+fn bucket_at(t: Nanos, width: Nanos, buckets: usize) -> (usize, Nanos) {
+    let last = buckets - 1;
+    let index = ((t / width) as usize).min(last);
+    let until = if index == last { Nanos::MAX } else { (t / width + 1).saturating_mul(width) };
+    (index, until)
 }
 
 /// The failure a reply is, with its Retry-After, or `None` for an answer that ends the call.

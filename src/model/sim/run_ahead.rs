@@ -121,85 +121,95 @@ impl Simulation<'_> {
     /// balancer, no in-flight round trip, no slab lookups (the call is worked on in a copy, put
     /// back before it is queued or ended).
     pub(super) fn run_ahead(&mut self, first_at: Nanos, handle: Handle, mut refused_until: Nanos, first_attempt: bool) {
-        let (now, bucket_now, bucket_until) = (self.now, self.bucket_now, self.bucket_until);
+        let saved_clock = (self.now, self.bucket_now, self.bucket_until);
         let spec = self.spec;
         let mut call: Call = *self.calls.get(handle).expect("a retrying call is live");
         let (hop, tenant) = (call.hop as usize, call.tenant as usize);
         let draws = super::jitter_item_key(&self.rngs.jitter, &call);
         let srv = self.lbs[hop].base as usize;
-        let mut answer: Option<(super::Reply, Nanos)> = None;
+        // The counts of `start_attempt` (the retry fires), `count_attempt`, `enter_hop` and
+        // `count_reply`, on the one bucket they all write: the hop is empty and has one
+        // replica, so the in-flight count goes 0 → 1 → 0 and the level recorded is 1.
+        debug_assert!(self.lbs[hop].count == 1 && self.lbs[hop].in_flight == 0, "one replica, empty");
+        let buckets = self.record.hop_series[0].len();
         let mut at = first_at;
+        let mut last_at;
+        let mut retry = !first_attempt;
+        let mut run = 0u64;
         // `refused_until` is the refusal's end seen from the chain's start (`may_run_ahead`): a
         // retry before it meets only refusal from any earlier retry of the chain too (a fault
         // spanning the start spans every later instant before its end, and a spoiler ahead of a
         // later instant is ahead of the start), so only a retry past it needs the question asked
         // again, from its own predecessor.
-        let mut retry = !first_attempt;
-        let end = loop {
-            // Later than everything before it in the chain, so the clock's bucket is moved as
-            // the event loop moves it; the saved clock is put back after the chain.
+        let end = 'chain: loop {
+            // A stretch of the chain over which the fault's answer holds (no fault of the hop
+            // starts or ends): asked once, at its first retry, with the clock there. Later than
+            // everything before it in the chain, so the clock's bucket is moved as the event loop
+            // moves it; the saved clock is put back after the chain.
             self.move_clock(at);
-            self.ahead.retries += u64::from(retry);
-            let b = self.bucket();
-            debug_assert!(at < call.deadline_at, "next_retry keeps a retry before the deadline");
-            call.attempts_made += 1;
-            let timeout_at = super::attempt_timeout_at(spec, &call, at);
-            // The fault's answer holds while no fault of the hop starts or ends.
-            let reply = match answer {
-                Some((reply, until)) if at < until => reply,
-                _ => {
-                    let Some(Some(reply)) = self.fault_reply(srv) else {
-                        panic!(
-                            "a retry run ahead at {at} ns was not refused at arrival (hop {hop}, seed {}, replication {})",
-                            self.seed, self.replication
-                        );
-                    };
-                    answer = Some((reply, spec.next_fault_change(hop, at)));
-                    reply
-                }
+            let Some(Some(reply)) = self.fault_reply(srv) else {
+                panic!(
+                    "a retry run ahead at {at} ns was not refused at arrival (hop {hop}, seed {}, replication {})",
+                    self.seed, self.replication
+                );
             };
-            if timeout_at != Nanos::MAX {
-                self.queue.push(timeout_at, super::Event::AttemptTimeout { attempt: Handle::NONE });
-            }
-            // The counts of `start_attempt` (the retry fires), `count_attempt`, `enter_hop` and
-            // `count_reply`, on the one bucket they all write: the hop is empty and has one
-            // replica, so the in-flight count goes 0 → 1 → 0 and the level recorded is 1.
-            debug_assert!(self.lbs[hop].count == 1 && self.lbs[hop].in_flight == 0, "one replica, empty");
-            let r = &mut self.record;
-            let bucket = &mut r.hop_series[hop][b];
-            bucket.retries_fired += u32::from(retry);
-            let tenant_books = (hop == 0).then(|| (&mut r.tenants[tenant], &mut r.tenant_series[tenant][b]));
-            super::accounting::count_attempt_in(&mut r.hops[hop], bucket, tenant_books, retry);
-            retry = true;
-            super::server::count_entry(bucket, 1);
-            super::server::count_exit(bucket, &mut r.hops[hop], reply);
+            let answer_until = spec.next_fault_change(hop, at);
             let (failure, retry_after) = super::failure_of(reply).expect("a refusal is a failure");
-            let number = call.attempts_made;
-            match super::next_retry(spec, draws, &mut call, at, failure, retry_after) {
-                Err(reason) => break Some(CallEnd::Dlq(reason)),
-                Ok((next_at, wait)) => {
-                    let bucket = &mut self.record.hop_series[hop][b];
-                    let request_id = call.request_id;
-                    super::count_retry_scheduled_in(&mut self.delay_samples, bucket, hop, number, request_id, wait);
-                    // From this retry's time (`self.now`) to the next one's; the hop stays empty.
-                    if next_at >= refused_until {
-                        refused_until = self.spec.refusing_until(hop, 0, self.now).unwrap_or(0);
-                    }
-                    let go_on = next_at <= spec.drain_limit && next_at < refused_until;
-                    at = next_at;
-                    if !go_on {
-                        break None;
+            let (mut b, mut bucket_until) = (self.bucket_now, self.bucket_until);
+            // The books the stretch writes, borrowed once for it.
+            let r = &mut self.record;
+            let (series, counters) = (&mut r.hop_series[hop][..], &mut r.hops[hop]);
+            let mut tenant_books = (hop == 0).then(|| (&mut r.tenants[tenant], &mut r.tenant_series[tenant][..]));
+            loop {
+                if at >= bucket_until {
+                    (b, bucket_until) = super::bucket_at(at, spec.bucket, buckets);
+                }
+                run += u64::from(retry);
+                debug_assert!(at < call.deadline_at, "next_retry keeps a retry before the deadline");
+                call.attempts_made += 1;
+                let timeout_at = super::attempt_timeout_at(spec, &call, at);
+                if timeout_at != Nanos::MAX {
+                    self.queue.push(timeout_at, super::Event::AttemptTimeout { attempt: Handle::NONE });
+                }
+                let bucket = &mut series[b];
+                bucket.retries_fired += u32::from(retry);
+                let tenant_bucket = tenant_books.as_mut().map(|(t, series)| (&mut **t, &mut series[b]));
+                super::accounting::count_attempt_in(counters, bucket, tenant_bucket, retry);
+                retry = true;
+                super::server::count_entry(bucket, 1);
+                super::server::count_exit(bucket, counters, reply);
+                let number = call.attempts_made;
+                last_at = at;
+                match super::next_retry(spec, draws, &mut call, at, failure, retry_after) {
+                    Err(reason) => break 'chain Some(CallEnd::Dlq(reason)),
+                    Ok((next_at, wait)) => {
+                        let request_id = call.request_id;
+                        super::count_retry_scheduled_in(&mut self.delay_samples, bucket, hop, number, request_id, wait);
+                        // From this retry's time to the next one's; the hop stays empty.
+                        if next_at >= refused_until {
+                            refused_until = spec.refusing_until(hop, 0, at).unwrap_or(0);
+                        }
+                        let go_on = next_at <= spec.drain_limit && next_at < refused_until;
+                        at = next_at;
+                        if !go_on {
+                            break 'chain None;
+                        }
+                        if at >= answer_until {
+                            continue 'chain;
+                        }
                     }
                 }
             }
         };
+        self.ahead.retries += run;
         *self.calls.get_mut(handle).expect("a retrying call is live") = call;
+        // The end, or the queuing of the next retry, happens at the time of the last retry run.
+        self.move_clock(last_at);
         match end {
-            // The end is at the time of the last retry run (the clock is still there).
             Some(end) => self.end_call(handle, end),
             None => self.queue_retry(at, handle),
         }
-        (self.now, self.bucket_now, self.bucket_until) = (now, bucket_now, bucket_until);
+        (self.now, self.bucket_now, self.bucket_until) = saved_clock;
     }
 
     /// Whether call `call_handle`'s retry at `at` can run now (the module's comment, point by
