@@ -37,7 +37,7 @@
 //! order; a test runs every bundled scenario both ways and compares every output. `max_events`
 //! counts queued events only, so a run it cuts is cut at a different point.
 
-use super::{Call, CallEnd, Simulation, NO_PARENT};
+use super::{Call, CallEnd, Reply, Simulation, NO_PARENT};
 use crate::engine::{Handle, Nanos};
 use crate::metrics::{RETRY_DELAY_RETRIES, RETRY_DELAY_SAMPLES_MAX};
 use crate::model::fault::FaultKind;
@@ -53,6 +53,30 @@ pub(super) struct RunAhead {
     policies: Vec<bool>,
     /// Retries run ahead (not queued), for `perf.json`.
     pub(super) retries: u64,
+    /// Per hop: the last refusal scan ([`SimSpec::refusing_until`]) and the last fault answer a
+    /// chain met, each with the span it holds for (see [`Held`]).
+    refusal: Vec<Option<Held<Option<Nanos>>>>,
+    answer: Vec<Option<Held<Reply>>>,
+}
+
+/// A fault scan's result on one hop and the span [`from`, `until`) it holds for: from the
+/// instant it was asked at to the hop's next fault boundary ([`SimSpec::next_fault_change`]).
+/// Between two boundaries the faults active at an instant, and the ones still ahead, are the
+/// same sets, so `refusing_until` and the answer a fault forces at arrival are the same values.
+/// (The answer is only ever asked inside a refusal, where no error-rate fault draws.)
+#[derive(Clone, Copy)]
+struct Held<T> {
+    from: Nanos,
+    until: Nanos,
+    value: T,
+}
+
+impl<T: Copy> Held<T> {
+    const NONE: Option<Held<T>> = None;
+
+    fn at(held: &Option<Held<T>>, t: Nanos) -> Option<T> {
+        held.filter(|h| h.from <= t && t < h.until).map(|h| h.value)
+    }
 }
 
 impl RunAhead {
@@ -66,7 +90,26 @@ impl RunAhead {
             .map(|(h, &in_place)| in_place && h.replicas.count == 1 && h.cache.is_none())
             .collect();
         let policies = spec.policies.iter().map(|p| p.budget.is_none() && p.breaker.is_none()).collect();
-        RunAhead { enabled: scenario_ok, hops, policies, retries: 0 }
+        let n = spec.hops.len();
+        RunAhead {
+            enabled: scenario_ok,
+            hops,
+            policies,
+            retries: 0,
+            refusal: vec![Held::NONE; n],
+            answer: vec![Held::NONE; n],
+        }
+    }
+
+    /// [`SimSpec::refusing_until`] on replica 0 of `hop` from `from`, asked again only past the
+    /// span the last answer holds for.
+    fn refusing_until(&mut self, spec: &SimSpec, hop: usize, from: Nanos) -> Option<Nanos> {
+        if let Some(until) = Held::at(&self.refusal[hop], from) {
+            return until;
+        }
+        let value = spec.refusing_until(hop, 0, from);
+        self.refusal[hop] = Some(Held { from, until: spec.next_fault_change(hop, from), value });
+        value
     }
 }
 
@@ -147,13 +190,20 @@ impl Simulation<'_> {
             // everything before it in the chain, so the clock's bucket is moved as the event loop
             // moves it; the saved clock is put back after the chain.
             self.move_clock(at);
-            let Some(Some(reply)) = self.fault_reply(srv) else {
-                panic!(
-                    "a retry run ahead at {at} ns was not refused at arrival (hop {hop}, seed {}, replication {})",
-                    self.seed, self.replication
-                );
+            let (reply, answer_until) = match self.ahead.answer[hop] {
+                Some(held) if held.from <= at && at < held.until => (held.value, held.until),
+                _ => {
+                    let Some(Some(reply)) = self.fault_reply(srv) else {
+                        panic!(
+                            "a retry run ahead at {at} ns was not refused at arrival (hop {hop}, seed {}, replication {})",
+                            self.seed, self.replication
+                        );
+                    };
+                    let until = spec.next_fault_change(hop, at);
+                    self.ahead.answer[hop] = Some(Held { from: at, until, value: reply });
+                    (reply, until)
+                }
             };
-            let answer_until = spec.next_fault_change(hop, at);
             let (failure, retry_after) = super::failure_of(reply).expect("a refusal is a failure");
             let (mut b, mut bucket_until) = (self.bucket_now, self.bucket_until);
             // The books the stretch writes, borrowed once for it.
@@ -187,7 +237,7 @@ impl Simulation<'_> {
                         super::count_retry_scheduled_in(&mut self.delay_samples, bucket, hop, number, request_id, wait);
                         // From this retry's time to the next one's; the hop stays empty.
                         if next_at >= refused_until {
-                            refused_until = spec.refusing_until(hop, 0, at).unwrap_or(0);
+                            refused_until = self.ahead.refusing_until(spec, hop, at).unwrap_or(0);
                         }
                         let go_on = next_at <= spec.drain_limit && next_at < refused_until;
                         at = next_at;
@@ -218,7 +268,7 @@ impl Simulation<'_> {
     /// [`Simulation::run_ahead`] to carry on from. The conditions that change with time are that
     /// `at` is within the drain limit and that the call's hop is empty now and refuses every
     /// arrival from now to `at`; the others hold for the whole of a call's chain.
-    pub(super) fn may_run_ahead(&self, at: Nanos, call_handle: Handle) -> Option<Nanos> {
+    pub(super) fn may_run_ahead(&mut self, at: Nanos, call_handle: Handle) -> Option<Nanos> {
         if !self.ahead.enabled {
             return None;
         }
@@ -228,7 +278,7 @@ impl Simulation<'_> {
         if !fixed || at > self.spec.drain_limit || self.lbs[hop].in_flight != 0 {
             return None;
         }
-        self.spec.refusing_until(hop, 0, self.now).filter(|&until| at < until)
+        self.ahead.refusing_until(self.spec, hop, self.now).filter(|&until| at < until)
     }
 }
 
@@ -299,13 +349,15 @@ mod tests {
     use crate::model::fault::Fault;
     use rand::RngExt;
 
-    /// `refusing_until` against the rule as stated: `to` is before it exactly when one outage or
-    /// throttle fault spans [`from`, `to`] and no hang or error-rate fault touches it; on random
-    /// fault sets of every kind over two hops and two replicas, at random instants.
-    #[test]
-    fn refusing_until_is_the_rule_as_stated() {
+    /// A spec of one hop, whose faults the tests set.
+    fn one_hop() -> SimSpec {
         let source = "name = \"f\"\nhorizon = \"1s\"\n[[tenant]]\nname = \"t\"\nclients = 1\narrival = { kind = \"poisson\", rate_per_s = 1 }\npolicy = \"p\"\n[policy.p]\njitter = \"full\"\n[[hop]]\nname = \"a\"\nservice = { dist = \"constant\", mean = \"1ms\" }\n";
-        let mut spec = crate::scenario::Scenario::from_source("f.toml", source, &[]).expect("valid").base;
+        crate::scenario::Scenario::from_source("f.toml", source, &[]).expect("valid").base
+    }
+
+    /// Fewer than `most` faults of every kind that matters to a refusal (and one that does
+    /// not) on hops 0 and 1 (replica 0, 1 or all), starting before 100 and lasting 1 to 59.
+    fn random_faults(rng: &mut KeyedDraws, most: usize) -> Vec<Fault> {
         let kinds = [
             FaultKind::Outage,
             FaultKind::Throttle { retry_after: 5 },
@@ -313,21 +365,30 @@ mod tests {
             FaultKind::ErrorRate { p: 0.5 },
             FaultKind::Slow { factor: 2.0 },
         ];
+        (0..rng.random_range(0..most))
+            .map(|_| {
+                let from = rng.random_range(0..100);
+                Fault {
+                    hop: rng.random_range(0..2),
+                    replica: [None, Some(0), Some(1)][rng.random_range(0..3)],
+                    kind: kinds[rng.random_range(0..kinds.len())].clone(),
+                    from,
+                    to: from + rng.random_range(1..60),
+                }
+            })
+            .collect()
+    }
+
+    /// `refusing_until` against the rule as stated: `to` is before it exactly when one outage or
+    /// throttle fault spans [`from`, `to`] and no hang or error-rate fault touches it; on random
+    /// fault sets of every kind over two hops and two replicas, at random instants.
+    #[test]
+    fn refusing_until_is_the_rule_as_stated() {
+        let mut spec = one_hop();
         let (mut checked, mut refusing) = (0, 0);
         for case in 0..2_000u64 {
             let mut rng = KeyedDraws::new(17, case, 0);
-            spec.faults = (0..rng.random_range(0..5))
-                .map(|_| {
-                    let from = rng.random_range(0..100);
-                    Fault {
-                        hop: rng.random_range(0..2),
-                        replica: [None, Some(0), Some(1)][rng.random_range(0..3)],
-                        kind: kinds[rng.random_range(0..kinds.len())].clone(),
-                        from,
-                        to: from + rng.random_range(1..60),
-                    }
-                })
-                .collect();
+            spec.faults = random_faults(&mut rng, 5);
             for _ in 0..20 {
                 let (hop, replica, from) = (rng.random_range(0..2), rng.random_range(0..2), rng.random_range(0..120));
                 let until = spec.refusing_until(hop, replica, from);
@@ -354,6 +415,32 @@ mod tests {
             refusing > 10_000 && checked > 2 * refusing,
             "{refusing} of {checked} spans refused: the cases must mix"
         );
+    }
+
+    /// The memo of refusal scans gives what a fresh scan gives, at every instant, asked in time
+    /// order (as chains ask) or in any order, on random fault sets of every kind.
+    #[test]
+    fn held_refusal_scans_equal_fresh_ones() {
+        let mut spec = one_hop();
+        let (mut asked, mut held) = (0, 0);
+        for case in 0..1_000u64 {
+            let mut rng = KeyedDraws::new(23, case, 0);
+            spec.faults = random_faults(&mut rng, 6);
+            let mut ahead = RunAhead::new(&spec, &[true]);
+            let mut in_order: Vec<Nanos> = (0..40).map(|_| rng.random_range(0..170)).collect();
+            let scrambled = in_order.clone();
+            in_order.sort_unstable();
+            for from in in_order.into_iter().chain(scrambled) {
+                let was_held = Held::at(&ahead.refusal[0], from).is_some();
+                assert_eq!(
+                    ahead.refusing_until(&spec, 0, from),
+                    spec.refusing_until(0, 0, from),
+                    "case {case} at {from}"
+                );
+                (asked, held) = (asked + 1, held + u32::from(was_held));
+            }
+        }
+        assert!(held > asked / 4 && held < asked, "{held} of {asked} answers held: the cases must mix");
     }
 
     /// The kept samples are those of the lowest ids whatever the order they are offered in, and
