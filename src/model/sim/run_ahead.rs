@@ -72,8 +72,6 @@ struct Held<T> {
 }
 
 impl<T: Copy> Held<T> {
-    const NONE: Option<Held<T>> = None;
-
     fn at(held: &Option<Held<T>>, t: Nanos) -> Option<T> {
         held.filter(|h| h.from <= t && t < h.until).map(|h| h.value)
     }
@@ -91,14 +89,7 @@ impl RunAhead {
             .collect();
         let policies = spec.policies.iter().map(|p| p.budget.is_none() && p.breaker.is_none()).collect();
         let n = spec.hops.len();
-        RunAhead {
-            enabled: scenario_ok,
-            hops,
-            policies,
-            retries: 0,
-            refusal: vec![Held::NONE; n],
-            answer: vec![Held::NONE; n],
-        }
+        RunAhead { enabled: scenario_ok, hops, policies, retries: 0, refusal: vec![None; n], answer: vec![None; n] }
     }
 
     /// [`SimSpec::refusing_until`] on replica 0 of `hop` from `from`, asked again only past the
