@@ -43,9 +43,12 @@ for h in 1250 5000; do
     perf /tmp/retake-mm1-$h
 done
 if [ -n "${PEER:-}" ] && [ -n "${TSX:-}" ]; then
+    # Checked now, not only at the start: a runner kept under /tmp can vanish during a long run.
+    [ -x "$TSX" ] && [ -d "$PEER/src" ] || echo "retake: the peer steps need TSX=$TSX (executable) and PEER=$PEER (a checkout); see benches/peers/README.md" >&2
     step "Stability Sim, M/M/1 (~1M requests)"
     "${T[@]}" "$TSX" benches/peers/stability_sim.mts --peer "$PEER" --workload mm1
     step "Stability Sim, metastable-retry ×100"
+    [ -x "$TSX" ] || echo "retake: $TSX is gone; this step will not run" >&2
     "${T[@]}" "$TSX" benches/peers/stability_sim.mts --peer "$PEER" --workload metastable-x100
     step "retrystorm, metastable-retry ×100"
     "${T[@]}" $B run benches/peers/metastable_retry_x100.toml --out /tmp/retake-meta --quiet --force
