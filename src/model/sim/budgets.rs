@@ -10,9 +10,19 @@ use rand::RngExt;
 
 /// The budget and breaker instances of a call's policy, keyed by their scopes.
 pub(super) fn scope_keys(spec: &SimSpec, call: &Call) -> (Option<ScopeKey>, Option<ScopeKey>) {
-    let policy = &spec.policies[call.policy as usize];
-    let key = |scope| scope_key(scope, call.policy, call.tenant, call.client);
-    (policy.budget.as_ref().map(|b| key(b.scope)), policy.breaker.as_ref().map(|b| key(b.scope)))
+    scope_keys_of(spec, call.policy, call.tenant, call.client)
+}
+
+/// The budget and breaker instances a call of `client` of `tenant` under `policy` uses.
+pub(super) fn scope_keys_of(
+    spec: &SimSpec,
+    policy: u16,
+    tenant: u16,
+    client: u32,
+) -> (Option<ScopeKey>, Option<ScopeKey>) {
+    let p = &spec.policies[policy as usize];
+    let key = |scope| scope_key(scope, policy, tenant, client);
+    (p.budget.as_ref().map(|b| key(b.scope)), p.breaker.as_ref().map(|b| key(b.scope)))
 }
 
 impl Simulation<'_> {
