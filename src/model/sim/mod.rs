@@ -468,6 +468,8 @@ impl<'a> Simulation<'a> {
         self.schedule_probes();
         self.start_autoscaling();
         let mut cursor = 0;
+        // Budget or breaker states to load ahead of first requests (below).
+        let has_states = self.spec.policies.iter().any(|p| p.budget.is_some() || p.breaker.is_some());
         loop {
             let arrival_at = firsts.get(cursor).map(|f| f.0).filter(|&t| t < self.spec.horizon);
             let event_at = self.queue.peek_time();
@@ -496,7 +498,7 @@ impl<'a> Simulation<'a> {
                 // First requests come in time order, their clients at random: a few ahead, start
                 // loading the budget and breaker states the request will touch (one per client
                 // when client-scoped, in arrays of millions), as `prefetch_next` does for events.
-                if let Some(&(_, tenant, client)) = firsts.get(cursor + FIRSTS_AHEAD) {
+                if let Some(&(_, tenant, client)) = firsts.get(cursor + FIRSTS_AHEAD).filter(|_| has_states) {
                     let policy = self.spec.tenants[tenant as usize].policy as u16;
                     touches!(self).prefetch_states(policy, tenant, client);
                 }
