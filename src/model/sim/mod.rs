@@ -673,11 +673,12 @@ impl<'a> Simulation<'a> {
             paid: false,
             last_cost: 0.0,
         };
+        let deadline_at = call.deadline_at;
         let handle = self.insert_call(call);
         self.budget_on_request(handle);
         // A first attempt that meets only a refusal goes the way its retries will
         // (`sim/run_ahead.rs`); the check is the one a retry at `now` would pass.
-        if self.now < self.calls.get(handle).expect("just inserted").deadline_at {
+        if self.now < deadline_at {
             if let Some(refused_until) = self.may_run_ahead(self.now, handle) {
                 return self.run_ahead(self.now, handle, refused_until, true);
             }

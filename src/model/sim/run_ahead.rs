@@ -72,8 +72,9 @@ struct Held<T> {
 }
 
 impl<T: Copy> Held<T> {
-    fn at(held: &Option<Held<T>>, t: Nanos) -> Option<T> {
-        held.filter(|h| h.from <= t && t < h.until).map(|h| h.value)
+    /// The held result if it holds at `t`.
+    fn at(held: &Option<Held<T>>, t: Nanos) -> Option<Held<T>> {
+        held.filter(|h| h.from <= t && t < h.until)
     }
 }
 
@@ -95,8 +96,8 @@ impl RunAhead {
     /// [`SimSpec::refusing_until`] on replica 0 of `hop` from `from`, asked again only past the
     /// span the last answer holds for.
     fn refusing_until(&mut self, spec: &SimSpec, hop: usize, from: Nanos) -> Option<Nanos> {
-        if let Some(until) = Held::at(&self.refusal[hop], from) {
-            return until;
+        if let Some(held) = Held::at(&self.refusal[hop], from) {
+            return held.value;
         }
         let value = spec.refusing_until(hop, 0, from);
         self.refusal[hop] = Some(Held { from, until: spec.next_fault_change(hop, from), value });
@@ -181,9 +182,9 @@ impl Simulation<'_> {
             // everything before it in the chain, so the clock's bucket is moved as the event loop
             // moves it; the saved clock is put back after the chain.
             self.move_clock(at);
-            let (reply, answer_until) = match self.ahead.answer[hop] {
-                Some(held) if held.from <= at && at < held.until => (held.value, held.until),
-                _ => {
+            let (reply, answer_until) = match Held::at(&self.ahead.answer[hop], at) {
+                Some(held) => (held.value, held.until),
+                None => {
                     let Some(Some(reply)) = self.fault_reply(srv) else {
                         panic!(
                             "a retry run ahead at {at} ns was not refused at arrival (hop {hop}, seed {}, replication {})",
