@@ -45,8 +45,11 @@ const CHUNK_BITS: u32 = 9;
 const SPARE_MAX: usize = 64;
 
 /// [`EventQueue::pop_hinting`] shows the events of a bucket being redistributed when it holds at
-/// most this many: about as many cache-line loads as a core keeps in flight.
-pub const HINT_MAX: usize = 8;
+/// most this many. A burst of prefetches overlaps their page-table walks, which one prefetch per
+/// event does not (a walk holds its prefetch until it ends): with the 10M-client herd's budget and
+/// breaker states, 64 was 5–8% faster than 8 at 10M and no slower at 1M, in runs side by side
+/// (docs/PERFORMANCE.md, session 9); 256 was no faster than 64.
+pub const HINT_MAX: usize = 64;
 
 type Chunk<E> = Vec<(Nanos, E)>;
 

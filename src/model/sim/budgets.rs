@@ -35,7 +35,7 @@ impl Simulation<'_> {
         let call = self.calls.get(call_handle).expect("live");
         let (Some(key), _) = self.scope_keys(call) else { return };
         let kind = &self.spec.policies[call.policy as usize].budget.as_ref().expect("keyed").kind;
-        let state = self.budgets.entry(key, || kind.new_state());
+        let state = self.states.budget(key, || kind.new_state());
         kind.on_request(state, self.now);
     }
 
@@ -46,13 +46,13 @@ impl Simulation<'_> {
         let (budget_key, breaker_key) = self.scope_keys(call);
         let policy = &self.spec.policies[call.policy as usize];
         if let (Some(key), Some(spec)) = (breaker_key, policy.breaker.as_ref().filter(|b| !b.retries_only)) {
-            let state = self.breakers.entry(key, || spec.new_state());
+            let state = self.states.breaker(key, || spec.new_state());
             if !spec.allow(state, now) {
                 return true;
             }
         }
         if let (Some(key), Some(spec)) = (budget_key, policy.budget.as_ref()) {
-            let state = self.budgets.entry(key, || spec.kind.new_state());
+            let state = self.states.budget(key, || spec.kind.new_state());
             let p = spec.kind.local_reject_probability(state, now);
             if p > 0.0 && self.rngs.throttle[call.hop as usize].random::<f64>() < p {
                 return true;
@@ -67,11 +67,11 @@ impl Simulation<'_> {
         let (budget_key, breaker_key) = self.scope_keys(call);
         let policy = &self.spec.policies[call.policy as usize];
         if let (Some(key), Some(spec), true) = (breaker_key, policy.breaker.as_ref(), sent) {
-            let state = self.breakers.entry(key, || spec.new_state());
+            let state = self.states.breaker(key, || spec.new_state());
             spec.record(state, now, false);
         }
         if let (Some(key), Some(spec)) = (budget_key, policy.budget.as_ref()) {
-            let state = self.budgets.entry(key, || spec.kind.new_state());
+            let state = self.states.budget(key, || spec.kind.new_state());
             spec.kind.on_failure(state);
         }
     }
@@ -82,7 +82,7 @@ impl Simulation<'_> {
         let (budget_key, breaker_key) = self.scope_keys(call);
         let policy = &self.spec.policies[call.policy as usize];
         if let (Some(key), Some(breaker)) = (breaker_key, policy.breaker.as_ref().filter(|b| b.retries_only)) {
-            let state = self.breakers.entry(key, || breaker.new_state());
+            let state = self.states.breaker(key, || breaker.new_state());
             if !breaker.allow(state, now) {
                 return false;
             }
@@ -90,7 +90,7 @@ impl Simulation<'_> {
         let Some(key) = budget_key else { return true };
         let tenant = call.tenant as usize;
         let spec = policy.budget.as_ref().expect("keyed");
-        let state = self.budgets.entry(key, || spec.kind.new_state());
+        let state = self.states.budget(key, || spec.kind.new_state());
         let paid = spec.kind.try_retry(state, now, failure);
         let tokens = state.tokens;
         self.record_budget_decision(tenant, tokens, paid.is_some());
@@ -110,11 +110,11 @@ impl Simulation<'_> {
         let (budget_key, breaker_key) = self.scope_keys(call);
         let policy = &self.spec.policies[call.policy as usize];
         if let (Some(key), Some(spec)) = (breaker_key, policy.breaker.as_ref()) {
-            let state = self.breakers.entry(key, || spec.new_state());
+            let state = self.states.breaker(key, || spec.new_state());
             spec.record(state, now, true);
         }
         if let (Some(key), Some(spec), true) = (budget_key, policy.budget.as_ref(), succeeded) {
-            let state = self.budgets.entry(key, || spec.kind.new_state());
+            let state = self.states.budget(key, || spec.kind.new_state());
             spec.kind.on_success(state, now, last_cost);
         }
     }

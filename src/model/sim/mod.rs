@@ -25,7 +25,7 @@ mod server;
 pub use replicas::replica_state_bytes;
 
 use super::arrivals::{first_requests, next_poisson, next_ramp};
-use super::budget::{BreakerState, BudgetState, FailureKind};
+use super::budget::FailureKind;
 use super::fault::FaultKind;
 use super::policy::{DeadlineMode, JitterState};
 use super::spec::{Arrival, SimSpec};
@@ -322,8 +322,8 @@ pub struct Simulation<'a> {
     /// Master seed and replication, for the messages of internal assertions.
     seed: u64,
     replication: u64,
-    budgets: scoped::ScopedStates<BudgetState>,
-    breakers: scoped::ScopedStates<BreakerState>,
+    /// Budget and breaker states by scope.
+    states: scoped::States,
     /// Requests each herd client sent (only for herds of more than one request per client).
     requests_sent: Vec<Vec<u32>>,
     request_id_next: u64,
@@ -429,8 +429,7 @@ impl<'a> Simulation<'a> {
             waiters: HashMap::new(),
             seed,
             replication,
-            budgets: scoped::ScopedStates::new(spec),
-            breakers: scoped::ScopedStates::new(spec),
+            states: scoped::States::new(spec),
             requests_sent,
             request_id_next: 0,
             rngs: Rngs::new(seed, replication, spec.tenants.len(), spec.hops.len()),
@@ -970,8 +969,8 @@ macro_rules! touches {
             spec: $sim.spec,
             calls: &$sim.calls,
             attempts: &$sim.attempts,
-            budgets: &$sim.budgets,
-            breakers: &$sim.breakers,
+            states: &$sim.states,
+            history: &$sim.history,
         }
     };
 }
@@ -982,14 +981,14 @@ struct Touches<'s> {
     spec: &'s SimSpec,
     calls: &'s Slab<Call>,
     attempts: &'s Slab<Attempt>,
-    budgets: &'s scoped::ScopedStates<BudgetState>,
-    breakers: &'s scoped::ScopedStates<BreakerState>,
+    states: &'s scoped::States,
+    history: &'s history::EffectHistory,
 }
 
 impl Touches<'_> {
     /// Starts loading the call or attempt slot `event` will touch, or for a retry (its call is
-    /// in the event) the client's budget and breaker states: with client scope, one per client
-    /// in arrays of millions, a cache miss per retry otherwise.
+    /// in the event) its request's reference count and the client's budget and breaker states:
+    /// with client scope, one per client in arrays of millions, a cache miss per retry otherwise.
     fn prefetch(&self, event: &Event) {
         match event {
             Event::AttemptStart { call } => self.calls.prefetch(*call),
@@ -997,7 +996,10 @@ impl Touches<'_> {
             | Event::ServiceDone { attempt }
             | Event::ReplyArrive { attempt }
             | Event::AttemptTimeout { attempt } => self.attempts.prefetch(*attempt),
-            Event::Retry { call } => self.prefetch_states(call.policy, call.tenant, call.client),
+            Event::Retry { call } => {
+                self.history.prefetch(call.request_id);
+                self.prefetch_states(call.policy, call.tenant, call.client)
+            }
             _ => {}
         }
     }
@@ -1006,8 +1008,7 @@ impl Touches<'_> {
     /// `policy` will touch.
     fn prefetch_states(&self, policy: u16, tenant: u16, client: u32) {
         let (budget, breaker) = budgets::scope_keys_of(self.spec, policy, tenant, client);
-        budget.into_iter().for_each(|key| self.budgets.prefetch(key));
-        breaker.into_iter().for_each(|key| self.breakers.prefetch(key));
+        self.states.prefetch(budget, breaker);
     }
 }
 

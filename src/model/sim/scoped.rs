@@ -8,10 +8,114 @@
 //! client `u32::MAX − hop` of its downstream policy — stay in a map. A state is made on first use
 //! (`new_state()` does not depend on time, so filling the slots below a new index with fresh states
 //! is the same as making each on first use).
+//!
+//! When a tenant's policy scopes both its budget and its breaker to the client, a client's two
+//! states sit side by side in one 128-byte, line-aligned [`Paired`] slot ([`States`]): a retry
+//! reads both, and with ten million clients each array is a page-table walk per access (the
+//! prefetch waits for it), so one array instead of two halves the walks.
 
 use super::hop_queue::ScopeKey;
+use crate::model::budget::{BreakerState, BudgetState, Scope};
 use crate::model::SimSpec;
 use std::collections::HashMap;
+
+/// The budget and breaker states of every scope.
+pub(super) struct States {
+    budgets: ScopedStates<BudgetState>,
+    breakers: ScopedStates<BreakerState>,
+    /// Per tenant whose policy scopes both to the client: a fresh pair, and each client's pair
+    /// (`None` for the other tenants, whose states are in `budgets` and `breakers`).
+    paired: Vec<Option<(Paired, Vec<Paired>)>>,
+}
+
+/// One client's budget and breaker states, in two whole cache lines.
+#[derive(Clone)]
+#[repr(C, align(64))]
+pub(super) struct Paired {
+    budget: BudgetState,
+    breaker: BreakerState,
+}
+
+impl States {
+    pub(super) fn new(spec: &SimSpec) -> States {
+        let paired = spec
+            .tenants
+            .iter()
+            .map(|t| {
+                let policy = &spec.policies[t.policy];
+                match (&policy.budget, &policy.breaker) {
+                    (Some(budget), Some(breaker))
+                        if budget.scope == Scope::Client && breaker.scope == Scope::Client =>
+                    {
+                        let fresh = Paired { budget: budget.kind.new_state(), breaker: breaker.new_state() };
+                        Some((fresh, Vec::new()))
+                    }
+                    _ => None,
+                }
+            })
+            .collect();
+        States { budgets: ScopedStates::new(spec), breakers: ScopedStates::new(spec), paired }
+    }
+
+    /// Where `key`'s pair lives (tenant, client), if its tenant pairs its states.
+    fn paired_slot(&self, key: ScopeKey) -> Option<(usize, usize)> {
+        let slot = self.budgets.dense_slot(key)?;
+        self.paired[slot.0].is_some().then_some(slot)
+    }
+
+    /// The pair of client `i` of the paired tenant `tenant`, made on first use.
+    fn pair(&mut self, tenant: usize, i: usize) -> &mut Paired {
+        let clients = self.budgets.dense[tenant].1;
+        let (fresh, pairs) = self.paired[tenant].as_mut().expect("a paired tenant");
+        slot(pairs, i, clients, || fresh.clone())
+    }
+
+    /// The budget state of `key`, made by `make` on first use.
+    pub(super) fn budget(&mut self, key: ScopeKey, make: impl Fn() -> BudgetState) -> &mut BudgetState {
+        match self.paired_slot(key) {
+            Some((tenant, i)) => &mut self.pair(tenant, i).budget,
+            None => self.budgets.entry(key, make),
+        }
+    }
+
+    /// The breaker state of `key`, made by `make` on first use.
+    pub(super) fn breaker(&mut self, key: ScopeKey, make: impl Fn() -> BreakerState) -> &mut BreakerState {
+        match self.paired_slot(key) {
+            Some((tenant, i)) => &mut self.pair(tenant, i).breaker,
+            None => self.breakers.entry(key, make),
+        }
+    }
+
+    /// Starts loading the states of the budget key `budget` and the breaker key `breaker` if
+    /// they are dense ones already made (no effect on results).
+    pub(super) fn prefetch(&self, budget: Option<ScopeKey>, breaker: Option<ScopeKey>) {
+        if let Some((tenant, i)) = budget.and_then(|key| self.paired_slot(key)) {
+            if let Some(pair) = self.paired[tenant].as_ref().and_then(|(_, pairs)| pairs.get(i)) {
+                crate::engine::prefetch::prefetch_read(pair);
+            }
+            return;
+        }
+        budget.into_iter().for_each(|key| self.budgets.prefetch(key));
+        breaker.into_iter().for_each(|key| self.breakers.prefetch(key));
+    }
+}
+
+/// Slot `i` of a tenant's dense states for `clients` clients, the slots up to it made by `make`.
+fn slot<S>(states: &mut Vec<S>, i: usize, clients: u32, make: impl Fn() -> S) -> &mut S {
+    if states.len() <= i {
+        if i > 0 {
+            // Client-scoped: room for every client at once, not twice that by doubling.
+            let capacity = states.capacity();
+            states.reserve_exact((clients as usize).saturating_sub(states.len()));
+            if states.capacity() != capacity {
+                // Read at random per retry: in huge pages (once, as the room is made).
+                crate::engine::pages::advise_huge_pages(states);
+            }
+        }
+        states.resize_with(i + 1, &make);
+    }
+    &mut states[i]
+}
 
 /// The states of one kind (budgets or breakers), by scope key.
 pub(super) struct ScopedStates<S> {
@@ -41,19 +145,7 @@ impl<S> ScopedStates<S> {
             return self.sparse.entry(key).or_insert_with(make);
         };
         let (_, clients, states) = &mut self.dense[tenant];
-        if states.len() <= i {
-            if i > 0 {
-                // Client-scoped: room for every client at once, not twice that by doubling.
-                let capacity = states.capacity();
-                states.reserve_exact((*clients as usize).saturating_sub(states.len()));
-                if states.capacity() != capacity {
-                    // Read at random per retry: in huge pages (once, as the room is made).
-                    crate::engine::pages::advise_huge_pages(states);
-                }
-            }
-            states.resize_with(i + 1, &make);
-        }
-        &mut states[i]
+        slot(states, i, *clients, make)
     }
 
     /// Starts loading the state of `key` if it is a dense one already made (no effect on results).
@@ -75,8 +167,8 @@ mod tests {
     use crate::scenario::Scenario;
 
     /// A herd of 3,000 clients with a client-scoped token bucket and breaker in front of a
-    /// two-hop chain whose inner call has its own client-scoped budget: one dense state per client
-    /// and kind, and one sparse state for the hop calling the next (its pseudo-client).
+    /// two-hop chain whose inner call has its own client-scoped budget: one pair of states per
+    /// client, and one sparse state for the hop calling the next (its pseudo-client).
     #[test]
     fn client_scoped_states_are_one_per_client_and_the_hop_pseudo_client_is_sparse() {
         let source = r#"name = "scoped"
@@ -113,9 +205,12 @@ to = "2s"
         let scenario = Scenario::from_source("scoped.toml", source, &[]).expect("valid");
         let mut sim = super::super::Simulation::new(&scenario.base, 11, 0);
         sim.run_to_end();
-        let (dense, sparse) = (sim.budgets.dense[0].2.len(), sim.budgets.sparse.len());
-        assert_eq!((dense, sparse), (3000, 1), "budget states: every client once, the api's call to db once (seed 11)");
-        assert_eq!(sim.breakers.len(), 3000, "breaker states: one per client (seed 11)");
+        let states = &sim.states;
+        let pairs = states.paired[0].as_ref().map(|(_, pairs)| pairs.len());
+        assert_eq!(pairs, Some(3000), "budget and breaker states: every client once, side by side (seed 11)");
+        let (dense, sparse) = (states.budgets.dense[0].2.len(), states.budgets.sparse.len());
+        assert_eq!((dense, sparse), (0, 1), "budget states apart: only the api's call to db (seed 11)");
+        assert_eq!(states.breakers.len(), 0, "no breaker state apart from its client's budget (seed 11)");
         let record = sim.finish();
         assert_eq!(record.tenants[0].requests, 3000);
     }
