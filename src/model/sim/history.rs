@@ -128,6 +128,12 @@ impl<T: Clone> Window<T> {
     /// Grows the window to `len` values, the new ones `value`.
     fn resize(&mut self, len: usize, value: T) {
         let capacity = self.values.capacity();
+        if self.start > 0 && self.start + len > capacity {
+            // Let the dropped values go before asking for more room: the room then stays within
+            // twice the longest window, as a `VecDeque`'s does.
+            self.values.drain(..self.start);
+            self.start = 0;
+        }
         self.values.resize(self.start + len, value);
         if self.values.capacity() != capacity {
             crate::engine::pages::advise_huge_pages(&self.values);
