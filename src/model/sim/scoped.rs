@@ -217,5 +217,20 @@ to = "2s"
         assert_eq!(states.breakers.len(), 0, "no breaker state apart from its client's budget (seed 11)");
         let record = sim.finish();
         assert_eq!(record.tenants[0].requests, 3000);
+
+        // A breaker of the whole tenant: nothing is paired, the budget states are the tenant's
+        // own dense array again (one per client) and the breaker one state in its slot 0.
+        let tenant_breaker =
+            source.replace(r#"open_for = "5s", scope = "client""#, r#"open_for = "5s", scope = "tenant""#);
+        assert_ne!(tenant_breaker, source, "the breaker's scope was replaced");
+        let scenario = Scenario::from_source("scoped.toml", &tenant_breaker, &[]).expect("valid");
+        let mut sim = super::super::Simulation::new(&scenario.base, 11, 0);
+        sim.run_to_end();
+        let states = &sim.states;
+        assert!(states.paired[0].is_none(), "a tenant-scoped breaker pairs nothing (seed 11)");
+        let (dense, sparse) = (states.budgets.dense[0].2.len(), states.budgets.sparse.len());
+        assert_eq!((dense, sparse), (3000, 1), "budget states: every client once, the api's call to db once (seed 11)");
+        assert_eq!(states.breakers.dense[0].2.len(), 1, "breaker state: the tenant's one (seed 11)");
+        assert_eq!(states.breakers.len(), 1, "breaker states: the tenant's only (seed 11)");
     }
 }
