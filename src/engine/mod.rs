@@ -3,8 +3,8 @@
 //! This layer knows nothing about retries, hops or clients: it orders events in virtual time
 //! and hands out deterministic random numbers.
 
-pub(crate) mod pages;
-pub(crate) mod prefetch;
+pub mod pages;
+pub mod prefetch;
 pub mod queue;
 pub mod rng;
 pub(crate) mod slab;

@@ -196,7 +196,9 @@ struct Attempt {
     draw_key: u64,
     arrived_at: Nanos,
     service_ns: Nanos,
-    /// When the caller gives up on this attempt (its timeout or deadline), propagated to the hop.
+    /// When the caller gives up on this attempt (its timeout, bounded by its call's deadline):
+    /// what the hop's discipline may drop it at, and what a propagated deadline hands to the
+    /// hop's own downstream call.
     deadline_at: Nanos,
     tenant: u16,
     hop: u16,
@@ -208,9 +210,6 @@ struct Attempt {
     reply: Reply,
     /// OCC: the register version the read returned.
     occ_version: u64,
-    /// When the caller stops waiting for this attempt (its timeout, bounded by its call's
-    /// deadline): what a propagated deadline hands to the hop's own downstream call.
-    give_up_at: Nanos,
     /// The attempt claimed its request's idempotency key and must complete or release it.
     holds_key: bool,
     /// The replica serving it (index into `Simulation::hops`), set when it arrives.
@@ -462,7 +461,7 @@ impl<'a> Simulation<'a> {
 
     /// Processes events until none is left, the drain limit passes, or `max_events` is hit.
     pub fn run_to_end(&mut self) {
-        let firsts = first_requests(&self.spec.tenants, &mut self.rngs.arrivals);
+        let mut firsts = first_requests(&self.spec.tenants, &mut self.rngs.arrivals);
         self.schedule_poisson_starts();
         self.schedule_probes();
         self.start_autoscaling();
@@ -494,6 +493,11 @@ impl<'a> Simulation<'a> {
             if take_arrival {
                 let (t, tenant, client) = firsts[cursor];
                 cursor += 1;
+                if cursor == firsts.len() {
+                    // The last one: its 16 bytes per client (160 MB at 10M) go back now, for the
+                    // calls and attempts the herd queues later, instead of staying to the end.
+                    (firsts, cursor) = (Vec::new(), 0);
+                }
                 // First requests come in time order, their clients at random: a few ahead, start
                 // loading the budget and breaker states the request will touch (one per client
                 // when client-scoped, in arrays of millions), as `prefetch_next` does for events.
@@ -732,7 +736,6 @@ impl<'a> Simulation<'a> {
             caller_waiting: true,
             reply: Reply::Failed,
             occ_version: 0,
-            give_up_at: timeout_at,
             holds_key: false,
             server: 0,
             calls: graph::JobCalls::default(),
@@ -798,7 +801,7 @@ impl<'a> Simulation<'a> {
         let own = p.deadline.map_or(Nanos::MAX, |d| now.saturating_add(d));
         let deadline_at = match p.deadline_mode {
             DeadlineMode::PerCall => own,
-            DeadlineMode::Propagate => own.min(a.give_up_at),
+            DeadlineMode::Propagate => own.min(a.deadline_at),
         };
         let call = Call {
             request_id: a.request_id,
