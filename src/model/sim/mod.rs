@@ -829,7 +829,7 @@ impl<'a> Simulation<'a> {
     }
 
     fn on_reply_arrive(&mut self, handle: Handle) {
-        // The few fields the reply needs, not the whole attempt: moving its 120 bytes out of the
+        // The few fields the reply needs, not the whole attempt: moving its 112 bytes out of the
         // slab was a measurable share of every attempt (docs/PERFORMANCE.md).
         let a = self.attempts.get(handle).expect("a reply's attempt is live until it arrives");
         let (call, reply, hop, waiting) = (a.call, a.reply, a.hop as usize, a.caller_waiting);
