@@ -17,6 +17,7 @@
 //! Not a test and not a criterion benchmark: a first touch happens once per allocation, so it
 //! is timed once, after a pause (`PAUSE_S`) that lets freed memory go back to the host first.
 
+use retrystorm::engine::mix64;
 use retrystorm::engine::pages::advise_huge_pages;
 use retrystorm::engine::prefetch::prefetch_read;
 use std::time::{Duration, Instant};
@@ -102,13 +103,11 @@ fn random_access(n: usize) -> f64 {
     advise_huge_pages(&records);
     records.resize(n, Record::default());
     let accesses = 3 * n;
-    let mut state = 0x9e37_79b9_7f4a_7c15_u64 ^ n as u64;
+    // Record indices from the project's own SplitMix64 step over a counter.
+    let mut counter = n as u64;
     let mut next = || {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        ((z ^ (z >> 31)) % n as u64) as usize
+        counter += 1;
+        (mix64(counter) % n as u64) as usize
     };
     let mut ahead = [0usize; AHEAD];
     for slot in &mut ahead {
