@@ -2,7 +2,11 @@
 //! loop of `bare_herd/`, in the same group, so the ratio of the two comes from one run; at 1M also
 //! the model with every retry queued, `full_jitter_queued`, as the bare loop queues them), M/M/1
 //! with a million customers, a three-hop chain with timeouts, replications on one versus two
-//! threads, and a 100-replica hop behind three balancers.
+//! threads, a 100-replica hop behind three balancers, and the queue-bound served path
+//! (`served`: metastable-collapse at a 10,000 s horizon and M/M/1 at 2,000 s, each beside the bare
+//! queue loop of `bare_queue/`; `served_cpu` the same in CPU time) with many short replications
+//! (`small_runs`: M/M/1 at a 1 s horizon × 2,000 replications on one and two threads, beside one
+//! 2,000 s run of the same events, for the fixed cost per replication).
 //!
 //! Each benchmark simulates one replication with every metric on, exactly as `retrystorm run`
 //! does; throughput is in simulated events per second (criterion's "elem/s"). The event count is
@@ -15,6 +19,7 @@
 //! `docs/PERFORMANCE.md` for `/usr/bin/time -v` and `perf.json`.
 
 mod bare_herd;
+mod bare_queue;
 mod cpu_time;
 
 use criterion::measurement::Measurement;
@@ -286,10 +291,84 @@ fn replications(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, outage_herd, mm1, chain, replications, balanced);
+/// The queue-bound workloads of the served path, each as the bundled scenario at a long horizon
+/// and as the bare queue loop with the same parameters.
+fn served_workloads() -> [(&'static str, Scenario, bare_queue::Served); 2] {
+    use retrystorm::engine::NS_PER_S;
+    [
+        (
+            "metastable_collapse",
+            bundled("scenarios/metastable-collapse.toml", &["horizon=10000s"]),
+            bare_queue::METASTABLE_COLLAPSE.with_horizon(10_000 * NS_PER_S),
+        ),
+        ("mm1", bundled("scenarios/mm1.toml", &["horizon=2000s"]), bare_queue::MM1.with_horizon(2_000 * NS_PER_S)),
+    ]
+}
+
+/// Registers the model (`model`) and the bare queue loop (`bare_loop`) on each served workload;
+/// prints both programs' events per attempt.
+fn bench_served<M: Measurement>(group: &mut criterion::BenchmarkGroup<'_, M>) {
+    for (name, scenario, bare) in served_workloads() {
+        let record = bench_run(group, BenchmarkId::new("model", name), &scenario);
+        let counts = bare_queue::run(&bare, 42);
+        eprintln!(
+            "served {name}: model {} events, {:.2} per attempt; bare loop {} events, {:.2} per attempt",
+            record.events,
+            record.events as f64 / record.hops[0].attempts.max(1) as f64,
+            counts.events,
+            counts.events as f64 / counts.attempts.max(1) as f64
+        );
+        group.throughput(Throughput::Elements(counts.events));
+        group.bench_function(BenchmarkId::new("bare_loop", name), |b| b.iter(|| bare_queue::run(&bare, 42)));
+    }
+}
+
+/// The served path beside its bare loop, wall time: `served/model/X` ÷ `served/bare_loop/X` is the
+/// ratio the served-path goal is about (≤ 1.5×), from one run.
+fn served(c: &mut Criterion) {
+    let mut group = c.benchmark_group("served");
+    group.sample_size(10).sampling_mode(SamplingMode::Flat).warm_up_time(Duration::from_millis(500));
+    group.measurement_time(Duration::from_secs(15));
+    bench_served(&mut group);
+    group.finish();
+}
+
+/// The same in CPU time of the benchmarking thread (robust to a shared machine).
+fn served_cpu(c: &mut Criterion<cpu_time::ThreadCpu>) {
+    let mut group = c.benchmark_group("served_cpu");
+    group.sample_size(10).sampling_mode(SamplingMode::Flat).warm_up_time(Duration::from_millis(500));
+    group.measurement_time(Duration::from_secs(15));
+    bench_served(&mut group);
+    group.finish();
+}
+
+/// Many short replications: M/M/1 with a 1 s horizon × 2,000 replications on one and two threads,
+/// beside one run of 2,000 s (the same expected events): `small_runs/replications/1` ÷
+/// `small_runs/one_long_run` − 1 is the fixed cost per replication as a share, and
+/// `replications/1` ÷ `replications/2` the two-thread scaling.
+fn small_runs(c: &mut Criterion) {
+    let mut group = c.benchmark_group("small_runs");
+    group.sample_size(10).sampling_mode(SamplingMode::Flat).warm_up_time(Duration::from_millis(500));
+    group.measurement_time(Duration::from_secs(15));
+    let long = bundled("scenarios/mm1.toml", &["horizon=2000s"]);
+    bench_run(&mut group, BenchmarkId::new("one_long_run", 2_000), &long);
+    let short = bundled("scenarios/mm1.toml", &["horizon=1s", "replications=2000"]);
+    let variants = short.run_variants();
+    let events = run_study(&short, &variants, &RunOptions { threads: Some(1), ..RunOptions::default() }).events;
+    group.throughput(Throughput::Elements(events));
+    for threads in [1, 2] {
+        let options = RunOptions { threads: Some(threads), ..RunOptions::default() };
+        group.bench_function(BenchmarkId::new("replications", threads), |b| {
+            b.iter(|| run_study(&short, &variants, &options))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, outage_herd, mm1, chain, replications, balanced, served, small_runs);
 criterion_group! {
     name = cpu;
     config = Criterion::default().with_measurement(cpu_time::ThreadCpu);
-    targets = outage_herd_cpu
+    targets = outage_herd_cpu, served_cpu
 }
 criterion_main!(benches, cpu);
