@@ -11,7 +11,7 @@
 //! An attempt past its service (replying, or waiting on an in-progress key) is not cancelled;
 //! its caller simply stops waiting. Off by default: no map is kept and no event changes.
 
-use super::{Phase, Simulation};
+use super::{Phase, Reply, Simulation};
 use crate::engine::{Handle, Nanos};
 use crate::model::SimSpec;
 use std::collections::HashMap;
@@ -82,13 +82,22 @@ impl Simulation<'_> {
     /// The caller stopped waiting on `attempt` (its timeout fired): cancel it if the call's
     /// policy says so. True when another copy of the attempt (a hedge) is still awaited, so the
     /// call does not see the timeout yet.
+    ///
+    /// Whether a copy is awaited is read *before* the cancel is sent: a cancel with no network
+    /// delay acts at once, and freeing the worker lets the hop take its next queued attempt,
+    /// where `codel` or `deadline_drop` may drop the other copy of this very call and answer it
+    /// in the same instant; the call then sees that answer (and goes on: a retry, or its end)
+    /// through the copy's reply, and must not see this timeout as well. Read after the cancel,
+    /// the call saw two outcomes for one attempt: budgets touched a call already ended, a pooled
+    /// connection was released twice, a request was let go twice in the effect history.
     pub(super) fn gave_up(&mut self, attempt: Handle, call: Handle) -> bool {
         let policy = self.calls.get(call).expect("a timed-out attempt's call is live").policy;
         self.hedge_throttle_outcome(call, super::Reply::Timeout);
+        let awaited = self.copy_awaited(call, attempt);
         if self.spec.policies[policy as usize].cancel_on_timeout {
             self.send_cancel(attempt);
         }
-        self.copy_awaited(call, attempt)
+        awaited
     }
 
     /// Whether `call` still waits on an attempt other than `except`.
@@ -119,8 +128,14 @@ impl Simulation<'_> {
         let (service_end, service_ns, lost_race) =
             (a.service_start.saturating_add(a.service_ns), a.service_ns, a.lost_race);
         if self.spec.hops[hop].occ {
+            // A register's attempt is never stopped; one whose reply was lost is over, and
+            // its caller was the last to hold it.
+            if phase == Phase::Done {
+                self.remove_attempt(handle);
+            }
             return;
         }
+        let mut coalesced = None;
         let spent = match phase {
             Phase::Network => None,
             Phase::Queued => {
@@ -143,6 +158,11 @@ impl Simulation<'_> {
                 Some(now - self.attempts.get(handle).expect("live").service_start)
             }
             Phase::Downstream => {
+                // A cache miss cancelled while its backend call runs fills nothing, and the misses
+                // coalesced on it get that failure (answered below, once the miss is gone), as
+                // Go's singleflight shares a cancelled call's error; left waiting, they and
+                // every later miss of the key would wait for ever.
+                coalesced = self.cache_settle(handle, Reply::Failed);
                 for child in self.links.child.remove(&handle).unwrap_or_default() {
                     self.cancel_call(child);
                 }
@@ -180,6 +200,7 @@ impl Simulation<'_> {
         if spent.is_some() && phase != Phase::Queued {
             self.serve_queue(hop, srv);
         }
+        self.cache_release(coalesced, Reply::Failed);
     }
 
     /// Cancels a downstream call whose caller's attempt was cancelled: every attempt it waits on

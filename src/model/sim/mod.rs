@@ -517,6 +517,7 @@ impl<'a> Simulation<'a> {
         }
         if self.record.truncated.is_none() {
             self.check_pools_drained();
+            self.check_drained();
         }
     }
 

@@ -286,6 +286,11 @@ impl Simulation<'_> {
         let coalesced = self.cache_settle(handle, reply);
         let a = self.attempts.get_mut(handle).expect("live");
         let (hop, srv, tenant, request_id) = (a.hop as usize, a.server as usize, a.tenant as usize, a.request_id);
+        // The job is over from here on: settling its key answers the deliveries that waited on
+        // it, and one of them may be this job's hedge copy, whose win cancels this one in the
+        // same instant. A cancel finds it replying (nothing left to stop) instead of waiting
+        // on its downstream call, which would free its worker a second time.
+        a.phase = Phase::Replying;
         if std::mem::take(&mut a.holds_key) {
             self.settle_key(hop, tenant, request_id, reply == Reply::Ok);
         }
