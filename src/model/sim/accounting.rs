@@ -135,8 +135,14 @@ impl Simulation<'_> {
                 self.spec.name
             )
         };
-        if !self.attempts.is_empty() {
-            leak(format!("{} attempt(s) still live", self.attempts.len()));
+        if let Some(a) = self.attempts.iter().next() {
+            leak(format!(
+                "{} attempt(s) still live (one at hop {} in phase {:?}, its caller {}waiting)",
+                self.attempts.len(),
+                a.hop,
+                a.phase,
+                if a.caller_waiting { "" } else { "not " }
+            ));
         }
         for state in &self.hops {
             if state.busy != 0 || state.in_flight != 0 || state.queue.len() != 0 {

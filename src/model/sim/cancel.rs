@@ -163,9 +163,8 @@ impl Simulation<'_> {
                 // Go's singleflight shares a cancelled call's error; left waiting, they and
                 // every later miss of the key would wait for ever.
                 coalesced = self.cache_settle(handle, Reply::Failed);
-                for child in self.links.child.remove(&handle).unwrap_or_default() {
-                    self.cancel_call(child);
-                }
+                let children = self.links.child.remove(&handle).unwrap_or_default();
+                self.cancel_calls(&children);
                 let a = self.attempts.get_mut(handle).expect("live");
                 if std::mem::take(&mut a.holds_key) {
                     let request_id = a.request_id;
@@ -203,16 +202,38 @@ impl Simulation<'_> {
         self.cache_release(coalesced, Reply::Failed);
     }
 
-    /// Cancels a downstream call whose caller's attempt was cancelled: every attempt it waits on
-    /// is sent a cancel (its caller stops waiting now) and the call ends without a reply (its
-    /// pending retry timer finds it gone).
-    fn cancel_call(&mut self, call: Handle) {
-        let copies = self.links.attempts.remove(&call).unwrap_or_default();
-        let holds = copies.iter().any(|&h| self.attempts.get(h).is_some_and(|a| a.caller_waiting));
-        for h in copies {
+    /// Cancels the downstream calls of an attempt that was cancelled: every attempt they wait
+    /// on is sent a cancel and the calls end without a reply (their pending retry timers find
+    /// them gone).
+    ///
+    /// Every call is taken out first — its caller stops waiting on all its attempts (an attempt
+    /// and its hedge), it leaves a pool's wait queue, it is removed — and only then are
+    /// connections given back and cancels sent. A cancel acts at once when the hop has no
+    /// network delay, and it can make the hop answer other attempts in that instant: a
+    /// cancelled cache miss answers the misses coalesced on it, among them the call's own hedge
+    /// copy; a freed worker takes the next queued attempt, which CoDel or deadline_drop may drop.
+    /// With the call still waiting on that copy, the answer reached it (it retried or ended, and
+    /// gave its connection back) and the cancel then gave the connection back a second time.
+    fn cancel_calls(&mut self, calls: &[Handle]) {
+        let mut cancels = Vec::new();
+        let mut releases = Vec::new();
+        for &call in calls {
+            let copies = self.links.attempts.remove(&call).unwrap_or_default();
+            let holds = copies.iter().any(|&h| self.attempts.get(h).is_some_and(|a| a.caller_waiting));
+            for &h in &copies {
+                self.stop_waiting(h);
+            }
+            if let Some(hop) = self.leave_pool(call, holds) {
+                releases.push(hop);
+            }
+            self.remove_call(call);
+            cancels.extend(copies);
+        }
+        for hop in releases {
+            self.release_connection_of(hop);
+        }
+        for h in cancels {
             self.send_cancel(h);
         }
-        self.cancel_pooled(call, holds);
-        self.remove_call(call);
     }
 }

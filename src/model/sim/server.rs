@@ -107,6 +107,29 @@ impl Simulation<'_> {
         limited.unwrap_or(self.hops[srv].workers)
     }
 
+    /// Queues the end of every `capacity` fault within the run (see
+    /// [`Simulation::on_capacity_restored`]).
+    pub(super) fn schedule_capacity_restores(&mut self) {
+        for f in &self.spec.faults {
+            // One ending after the drain limit would only mark the run as cut there.
+            if matches!(f.kind, FaultKind::Capacity { .. }) && f.to <= self.spec.drain_limit {
+                self.queue.push(f.to, Event::CapacityRestored { hop: f.hop as u16 });
+            }
+        }
+    }
+
+    /// A `capacity` fault of `hop` ended: the workers it held back take queued attempts now.
+    /// Without this, they waited for the next job to finish or start at the hop — for ever when
+    /// nothing else was left to run there (an admission limit full of the queued attempts
+    /// refuses every new one: the hop stayed wedged after the fault).
+    pub(super) fn on_capacity_restored(&mut self, hop: usize) {
+        for srv in 0..self.hops.len() {
+            if self.hops[srv].hop as usize == hop {
+                self.serve_queue(hop, srv);
+            }
+        }
+    }
+
     pub(super) fn slow_factor(&self, srv: usize) -> f64 {
         let (hop, replica) = (self.hops[srv].hop as usize, self.hops[srv].replica);
         self.spec
