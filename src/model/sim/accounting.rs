@@ -118,6 +118,64 @@ impl Simulation<'_> {
         self.record
     }
 
+    /// At the end of a run whose events ran out with no call left (not cut by the drain limit or
+    /// `max_events`), everything a request held has been given back: no attempt is left, every
+    /// replica has no busy worker, nothing in flight and nothing queued, no cancel or hedge link,
+    /// no delivery waits on an idempotency key, and no request is live in the effect history.
+    /// A leak is a bug of the model, reported loudly with the seed (`check_pools_drained` does
+    /// the same for connection pools).
+    pub(super) fn check_drained(&self) {
+        if self.calls_live() {
+            return; // a call still waits (a hang or lost reply without a timeout): it holds its work
+        }
+        let (seed, replication) = (self.seed, self.replication);
+        let leak = |what: String| -> ! {
+            panic!(
+                "{what} after every call ended (scenario {}, seed {seed}, replication {replication})",
+                self.spec.name
+            )
+        };
+        if let Some(a) = self.attempts.iter().next() {
+            leak(format!(
+                "{} attempt(s) still live (one at hop {} in phase {:?}, its caller {}waiting)",
+                self.attempts.len(),
+                a.hop,
+                a.phase,
+                if a.caller_waiting { "" } else { "not " }
+            ));
+        }
+        for state in &self.hops {
+            if state.busy != 0 || state.in_flight != 0 || state.queue.len() != 0 {
+                leak(format!(
+                    "hop {} replica {}: {} busy worker(s), {} attempt(s) in flight, {} queued",
+                    state.hop,
+                    state.replica,
+                    state.busy,
+                    state.in_flight,
+                    state.queue.len()
+                ));
+            }
+        }
+        for (hop, lb) in self.lbs.iter().enumerate() {
+            if lb.in_flight != 0 {
+                leak(format!("hop {hop}: {} attempt(s) in flight at its balancer", lb.in_flight));
+            }
+        }
+        if !self.links.child.is_empty() || !self.links.attempts.is_empty() {
+            leak(format!(
+                "{} downstream link(s) and {} attempt link(s) left",
+                self.links.child.len(),
+                self.links.attempts.len()
+            ));
+        }
+        if !self.waiters.is_empty() {
+            leak(format!("{} delivery queue(s) still waiting on an idempotency key", self.waiters.len()));
+        }
+        if self.history.live() != 0 {
+            leak(format!("{} request(s) still live in the effect history", self.history.live()));
+        }
+    }
+
     /// Live calls made by clients (not by hops): the simulation's own count of unfinished
     /// requests, checked against the counters' in conservation. A call waiting for its retry
     /// rides in its event (`Simulation::queue_retry`), so the pending events are counted too.

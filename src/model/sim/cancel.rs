@@ -11,7 +11,7 @@
 //! An attempt past its service (replying, or waiting on an in-progress key) is not cancelled;
 //! its caller simply stops waiting. Off by default: no map is kept and no event changes.
 
-use super::{Phase, Simulation};
+use super::{Phase, Reply, Simulation};
 use crate::engine::{Handle, Nanos};
 use crate::model::SimSpec;
 use std::collections::HashMap;
@@ -82,13 +82,22 @@ impl Simulation<'_> {
     /// The caller stopped waiting on `attempt` (its timeout fired): cancel it if the call's
     /// policy says so. True when another copy of the attempt (a hedge) is still awaited, so the
     /// call does not see the timeout yet.
+    ///
+    /// Whether a copy is awaited is read *before* the cancel is sent: a cancel with no network
+    /// delay acts at once, and freeing the worker lets the hop take its next queued attempt,
+    /// where `codel` or `deadline_drop` may drop the other copy of this very call and answer it
+    /// in the same instant; the call then sees that answer (and goes on: a retry, or its end)
+    /// through the copy's reply, and must not see this timeout as well. Read after the cancel,
+    /// the call saw two outcomes for one attempt: budgets touched a call already ended, a pooled
+    /// connection was released twice, a request was let go twice in the effect history.
     pub(super) fn gave_up(&mut self, attempt: Handle, call: Handle) -> bool {
         let policy = self.calls.get(call).expect("a timed-out attempt's call is live").policy;
         self.hedge_throttle_outcome(call, super::Reply::Timeout);
+        let awaited = self.copy_awaited(call, attempt);
         if self.spec.policies[policy as usize].cancel_on_timeout {
             self.send_cancel(attempt);
         }
-        self.copy_awaited(call, attempt)
+        awaited
     }
 
     /// Whether `call` still waits on an attempt other than `except`.
@@ -119,8 +128,14 @@ impl Simulation<'_> {
         let (service_end, service_ns, lost_race) =
             (a.service_start.saturating_add(a.service_ns), a.service_ns, a.lost_race);
         if self.spec.hops[hop].occ {
+            // A register's attempt is never stopped; one whose reply was lost is over, and
+            // its caller was the last to hold it.
+            if phase == Phase::Done {
+                self.remove_attempt(handle);
+            }
             return;
         }
+        let mut coalesced = None;
         let spent = match phase {
             Phase::Network => None,
             Phase::Queued => {
@@ -143,9 +158,13 @@ impl Simulation<'_> {
                 Some(now - self.attempts.get(handle).expect("live").service_start)
             }
             Phase::Downstream => {
-                for child in self.links.child.remove(&handle).unwrap_or_default() {
-                    self.cancel_call(child);
-                }
+                // A cache miss cancelled while its backend call runs fills nothing, and the misses
+                // coalesced on it get that failure (answered below, once the miss is gone), as
+                // Go's singleflight shares a cancelled call's error; left waiting, they and
+                // every later miss of the key would wait for ever.
+                coalesced = self.cache_settle(handle, Reply::Failed);
+                let children = self.links.child.remove(&handle).unwrap_or_default();
+                self.cancel_calls(&children);
                 let a = self.attempts.get_mut(handle).expect("live");
                 if std::mem::take(&mut a.holds_key) {
                     let request_id = a.request_id;
@@ -180,18 +199,41 @@ impl Simulation<'_> {
         if spent.is_some() && phase != Phase::Queued {
             self.serve_queue(hop, srv);
         }
+        self.cache_release(coalesced, Reply::Failed);
     }
 
-    /// Cancels a downstream call whose caller's attempt was cancelled: every attempt it waits on
-    /// is sent a cancel (its caller stops waiting now) and the call ends without a reply (its
-    /// pending retry timer finds it gone).
-    fn cancel_call(&mut self, call: Handle) {
-        let copies = self.links.attempts.remove(&call).unwrap_or_default();
-        let holds = copies.iter().any(|&h| self.attempts.get(h).is_some_and(|a| a.caller_waiting));
-        for h in copies {
+    /// Cancels the downstream calls of an attempt that was cancelled: every attempt they wait
+    /// on is sent a cancel and the calls end without a reply (their pending retry timers find
+    /// them gone).
+    ///
+    /// Every call is taken out first — its caller stops waiting on all its attempts (an attempt
+    /// and its hedge), it leaves a pool's wait queue, it is removed — and only then are
+    /// connections given back and cancels sent. A cancel acts at once when the hop has no
+    /// network delay, and it can make the hop answer other attempts in that instant: a
+    /// cancelled cache miss answers the misses coalesced on it, among them the call's own hedge
+    /// copy; a freed worker takes the next queued attempt, which CoDel or deadline_drop may drop.
+    /// With the call still waiting on that copy, the answer reached it (it retried or ended, and
+    /// gave its connection back) and the cancel then gave the connection back a second time.
+    fn cancel_calls(&mut self, calls: &[Handle]) {
+        let mut cancels = Vec::new();
+        let mut releases = Vec::new();
+        for &call in calls {
+            let copies = self.links.attempts.remove(&call).unwrap_or_default();
+            let holds = copies.iter().any(|&h| self.attempts.get(h).is_some_and(|a| a.caller_waiting));
+            for &h in &copies {
+                self.stop_waiting(h);
+            }
+            if let Some(hop) = self.leave_pool(call, holds) {
+                releases.push(hop);
+            }
+            self.remove_call(call);
+            cancels.extend(copies);
+        }
+        for hop in releases {
+            self.release_connection_of(hop);
+        }
+        for h in cancels {
             self.send_cancel(h);
         }
-        self.cancel_pooled(call, holds);
-        self.remove_call(call);
     }
 }

@@ -89,6 +89,11 @@ impl EffectHistory {
         per_hop.at(slot)
     }
 
+    /// Requests in the window of live ones (0 when every request was let go).
+    pub(super) fn live(&self) -> usize {
+        self.refs.len()
+    }
+
     /// The longest the window of live request ids has been (tests check the bound).
     #[cfg(test)]
     pub(super) fn peak(&self) -> usize {

@@ -148,6 +148,10 @@ enum Event {
     CancelArrive {
         attempt: Handle,
     },
+    /// A `capacity` fault of hop `hop` ends: its workers back in force take queued attempts.
+    CapacityRestored {
+        hop: u16,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -464,6 +468,7 @@ impl<'a> Simulation<'a> {
         let mut firsts = first_requests(&self.spec.tenants, &mut self.rngs.arrivals);
         self.schedule_poisson_starts();
         self.schedule_probes();
+        self.schedule_capacity_restores();
         self.start_autoscaling();
         let mut cursor = 0;
         // Budget or breaker states to load ahead of first requests (below).
@@ -517,6 +522,7 @@ impl<'a> Simulation<'a> {
         }
         if self.record.truncated.is_none() {
             self.check_pools_drained();
+            self.check_drained();
         }
     }
 
@@ -603,6 +609,7 @@ impl<'a> Simulation<'a> {
             Event::CapacityReady { hop, units } => self.on_capacity_ready(hop, units),
             Event::HedgeFire { attempt } => self.on_hedge_fire(attempt),
             Event::CancelArrive { attempt } => self.cancel_attempt(attempt),
+            Event::CapacityRestored { hop } => self.on_capacity_restored(hop as usize),
         }
     }
 

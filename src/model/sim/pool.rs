@@ -6,7 +6,7 @@
 //! A hedge rides on its attempt's connection (a second stream on it, as HTTP/2 and gRPC do): the
 //! call releases it once, when it stops waiting for both copies. A call cancelled because its
 //! caller's attempt was (`cancel_on_timeout` up the chain) releases the connection it holds, or
-//! leaves the wait queue ([`Simulation::cancel_pooled`]).
+//! leaves the wait queue ([`Simulation::leave_pool`]).
 
 use super::{CallEnd, Event, Reply, Simulation};
 use crate::engine::{Handle, Nanos};
@@ -76,7 +76,13 @@ impl Simulation<'_> {
     /// goes to the call waiting longest, whose attempt is sent now (a waiter whose deadline passed
     /// while it waited is dead-lettered and the next one served), or back to the pool.
     pub(super) fn release_connection(&mut self, call: Handle) {
-        let Some(hop) = self.pool_hop(call) else { return };
+        if let Some(hop) = self.pool_hop(call) {
+            self.release_connection_of(hop);
+        }
+    }
+
+    /// A connection of hop `hop`'s pool comes free (see [`Simulation::release_connection`]).
+    pub(super) fn release_connection_of(&mut self, hop: usize) {
         let now = self.now;
         loop {
             let (seed, replication) = (self.seed, self.replication);
@@ -100,20 +106,21 @@ impl Simulation<'_> {
         }
     }
 
-    /// A pooled call is cancelled with its caller's attempt (`sim/cancel.rs`): the connection it
-    /// holds (`holds`: an attempt of it, or its hedge, is still awaited) goes to the next waiter
-    /// or back to the pool; a call still waiting for one leaves the wait queue (its acquire
-    /// timeout then finds another waiter, or none, at the front and does nothing).
-    pub(super) fn cancel_pooled(&mut self, call: Handle, holds: bool) {
-        let Some(hop) = self.pool_hop(call) else { return };
+    /// A pooled call is cancelled with its caller's attempt (`sim/cancel.rs`): a call still
+    /// waiting for a connection leaves the wait queue (its acquire timeout then finds another
+    /// waiter, or none, at the front and does nothing); a call holding one (`holds`: an attempt
+    /// of it, or its hedge, is still awaited) returns its pool's hop, whose connection the caller
+    /// gives back ([`Simulation::release_connection_of`]) once every cancelled call is gone.
+    pub(super) fn leave_pool(&mut self, call: Handle, holds: bool) -> Option<usize> {
+        let hop = self.pool_hop(call)?;
         if holds {
-            self.release_connection(call);
-        } else {
-            let waiting = &mut self.pools[hop].waiting;
-            if let Some(i) = waiting.iter().position(|&(c, _)| c == call) {
-                waiting.remove(i);
-            }
+            return Some(hop);
         }
+        let waiting = &mut self.pools[hop].waiting;
+        if let Some(i) = waiting.iter().position(|&(c, _)| c == call) {
+            waiting.remove(i);
+        }
+        None
     }
 
     /// At the end of a run with no call left, every connection must be back and no call waiting:

@@ -107,6 +107,29 @@ impl Simulation<'_> {
         limited.unwrap_or(self.hops[srv].workers)
     }
 
+    /// Queues the end of every `capacity` fault within the run (see
+    /// [`Simulation::on_capacity_restored`]).
+    pub(super) fn schedule_capacity_restores(&mut self) {
+        for f in &self.spec.faults {
+            // One ending after the drain limit would only mark the run as cut there.
+            if matches!(f.kind, FaultKind::Capacity { .. }) && f.to <= self.spec.drain_limit {
+                self.queue.push(f.to, Event::CapacityRestored { hop: f.hop as u16 });
+            }
+        }
+    }
+
+    /// A `capacity` fault of `hop` ended: the workers it held back take queued attempts now.
+    /// Without this, they waited for the next job to finish or start at the hop — for ever when
+    /// nothing else was left to run there (an admission limit full of the queued attempts
+    /// refuses every new one: the hop stayed wedged after the fault).
+    pub(super) fn on_capacity_restored(&mut self, hop: usize) {
+        for srv in 0..self.hops.len() {
+            if self.hops[srv].hop as usize == hop {
+                self.serve_queue(hop, srv);
+            }
+        }
+    }
+
     pub(super) fn slow_factor(&self, srv: usize) -> f64 {
         let (hop, replica) = (self.hops[srv].hop as usize, self.hops[srv].replica);
         self.spec
@@ -286,6 +309,11 @@ impl Simulation<'_> {
         let coalesced = self.cache_settle(handle, reply);
         let a = self.attempts.get_mut(handle).expect("live");
         let (hop, srv, tenant, request_id) = (a.hop as usize, a.server as usize, a.tenant as usize, a.request_id);
+        // The job is over from here on: settling its key answers the deliveries that waited on
+        // it, and one of them may be this job's hedge copy, whose win cancels this one in the
+        // same instant. A cancel finds it replying (nothing left to stop) instead of waiting
+        // on its downstream call, which would free its worker a second time.
+        a.phase = Phase::Replying;
         if std::mem::take(&mut a.holds_key) {
             self.settle_key(hop, tenant, request_id, reply == Reply::Ok);
         }

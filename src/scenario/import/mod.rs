@@ -180,6 +180,11 @@ pub fn config_duration(text: &str, bare_ms: bool) -> Result<u64, String> {
         if !number.is_empty() {
             return Err(format!("`{text}` is not an ISO-8601 duration (write e.g. PT0.5S)"));
         }
+        // A negative part (PT-5S, which java.time accepts), NaN or an infinite total is refused
+        // here, as the scenario's own durations are: what a retry delay cannot be.
+        if !total.is_finite() || total < 0.0 {
+            return Err(format!("`{text}` is not a duration of 0 or more (write e.g. PT0.5S)"));
+        }
         return Ok(crate::engine::secs_to_ns(total));
     }
     if let Ok(v) = t.parse::<f64>() {
@@ -287,5 +292,10 @@ mod tests {
         assert_eq!(config_duration("250", true), Ok(250_000_000));
         assert_eq!(config_duration("100ms", true), Ok(100_000_000));
         assert!(config_duration("soon", false).is_err());
+        // Negative, NaN and infinite values are refused with a message, never a panic.
+        for bad in ["PT-5S", "PT-1S", "PT1M-90S", "PTNaNS", "PTinfS", "PT1e309S", "-1s", "-250", "NaN", "inf"] {
+            let e = config_duration(bad, true).expect_err(bad);
+            assert!(e.contains(bad), "{bad}: {e}");
+        }
     }
 }
