@@ -14,9 +14,13 @@ const REPLICATIONS: &str = "3";
 /// The files whose bytes are the scenario's answer (perf.json holds wall times and is excluded).
 const GOLDEN_FILES: [&str; 3] = ["summary.json", "timeseries.csv", "summary.csv"];
 
+/// Runs `scenario` from the crate's directory by its relative path: `summary.json` records the
+/// command line (provenance), so an absolute path would tie the digests to one checkout.
 fn run(scenario: &Path, out: &Path, threads: u32) {
+    let relative = scenario.strip_prefix(env!("CARGO_MANIFEST_DIR")).expect("a bundled scenario");
     let status = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
-        .args(["run", scenario.to_str().expect("utf-8 path"), "--quiet", "--replications", REPLICATIONS])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["run", relative.to_str().expect("utf-8 path"), "--quiet", "--replications", REPLICATIONS])
         .args(["--threads", &threads.to_string(), "--out", out.to_str().expect("utf-8 path")])
         .status()
         .expect("binary runs");
