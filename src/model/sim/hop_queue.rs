@@ -32,31 +32,49 @@ pub(super) struct HopQueue {
     codel: Codel,
 }
 
-/// Facebook's CoDel (folly's `Codel`, after Nichols and Jacobson): every `interval`, the hop is
-/// *overloaded* for the next interval when the shortest queueing delay seen during the last one
+/// Facebook's CoDel (folly's `Codel::overloaded_explicit_now`, after Nichols and Jacobson), fed
+/// the queueing delay of *every* attempt the hop starts, zero for one that found a free worker
+/// (fbthrift's thread manager passes every task through it): the first sample after an interval
+/// ends opens the next one, which is *overloaded* when the shortest delay seen during the last one
 /// exceeded `target` (a standing queue, not a burst); while overloaded, attempts that waited more
-/// than 2 × `target` are dropped at dequeue.
-#[derive(Default)]
+/// than 2 × `target` are dropped at dequeue. As in folly, the sample that opens an interval is
+/// never dropped, and the first interval opens at the second sample.
 struct Codel {
     interval_end: Nanos,
     min_delay: Nanos,
     overloaded: bool,
+    /// folly's `codelResetDelay_`: the next sample restarts the interval's minimum.
+    reset: bool,
+}
+
+impl Default for Codel {
+    fn default() -> Self {
+        Codel { interval_end: 0, min_delay: 0, overloaded: false, reset: true }
+    }
 }
 
 impl Codel {
+    /// One attempt's queueing `delay`: true to drop it.
+    fn sample(&mut self, now: Nanos, delay: Nanos, target: Nanos, interval: Nanos) -> bool {
+        if now > self.interval_end && !self.reset {
+            self.reset = true;
+            self.interval_end = now.saturating_add(interval);
+            self.overloaded = self.min_delay > target;
+        }
+        if self.reset {
+            self.reset = false;
+            self.min_delay = delay;
+            return false;
+        }
+        self.min_delay = self.min_delay.min(delay);
+        self.overloaded && delay > 2 * target
+    }
+
     /// The popped attempt's new `drop_at`: `now` to drop it, `Nanos::MAX` to serve it. It was
     /// queued at `slough_at − 2 × target`.
     fn judge(&mut self, now: Nanos, slough_at: Nanos, target: Nanos, interval: Nanos) -> Nanos {
         let delay = (now + 2 * target).saturating_sub(slough_at);
-        if now > self.interval_end {
-            self.interval_end = now + interval;
-            self.overloaded = self.min_delay > target;
-            // A new interval starts with this sample; it is never dropped.
-            self.min_delay = delay;
-            return Nanos::MAX;
-        }
-        self.min_delay = self.min_delay.min(delay);
-        if self.overloaded && delay > 2 * target {
+        if self.sample(now, delay, target, interval) {
             now
         } else {
             Nanos::MAX
@@ -91,6 +109,14 @@ impl HopQueue {
     /// LIFO's congestion rule in "Fail at Scale").
     fn congested(&self, now: Nanos, interval: Nanos) -> bool {
         self.len > 0 && now - self.last_empty >= interval
+    }
+
+    /// An attempt that found a free worker and is served without queueing: under `codel` its
+    /// zero delay is a sample like any other (it is what shows the queue drained).
+    pub(super) fn served_at_once(&mut self, now: Nanos) {
+        if let Discipline::Codel { target, interval } = self.discipline {
+            self.codel.sample(now, 0, target, interval);
+        }
     }
 
     fn lane_of(&self, tenant: u16, retry: bool) -> usize {
@@ -232,13 +258,29 @@ mod tests {
         for i in 0..10 {
             q.push(0, 0, false, h(i), Nanos::MAX, 100);
         }
-        // First interval: not overloaded yet, every delay (≥ 20) exceeds the target.
-        for t in [20, 30, 40] {
-            assert_eq!(q.pop(t).map(|e| e.drop_at), Some(Nanos::MAX));
-        }
-        // Next interval: overloaded, delays > 2 × target are dropped (drop_at = now).
+        // folly: the first sample only sets the minimum (20); the second opens the first
+        // interval (to 130), overloaded since 20 > target, and is kept as an opening sample.
+        assert_eq!(q.pop(20).map(|e| e.drop_at), Some(Nanos::MAX));
+        assert_eq!(q.pop(30).map(|e| e.drop_at), Some(Nanos::MAX), "an interval's first sample is kept");
+        assert_eq!(q.pop(40).map(|e| e.drop_at), Some(40), "overloaded: waited 40 > 2 × target");
+        // The next interval opens at the first sample after 130.
         assert_eq!(q.pop(150).map(|e| e.drop_at), Some(Nanos::MAX), "an interval's first sample is kept");
         assert_eq!(q.pop(151).map(|e| e.drop_at), Some(151));
+    }
+
+    #[test]
+    fn codel_counts_an_attempt_served_at_once_as_a_zero_delay() {
+        let (target, interval) = (5, 100);
+        let mut q = HopQueue::new(false, 1, false, Discipline::Codel { target, interval });
+        for i in 0..10 {
+            q.push(0, 0, false, h(i), Nanos::MAX, 100);
+        }
+        q.pop(20);
+        q.pop(30); // opens the interval to 130, overloaded
+        q.served_at_once(60); // the queue drained once: the minimum is 0
+        assert_eq!(q.pop(70).map(|e| e.drop_at), Some(70), "still overloaded until 130");
+        assert_eq!(q.pop(150).map(|e| e.drop_at), Some(Nanos::MAX));
+        assert_eq!(q.pop(160).map(|e| e.drop_at), Some(Nanos::MAX), "the last interval's minimum was 0");
     }
 
     #[test]

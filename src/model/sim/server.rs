@@ -67,6 +67,7 @@ impl Simulation<'_> {
             return;
         }
         if self.hops[srv].busy < self.effective_workers(srv) {
+            self.hops[srv].queue.served_at_once(self.now);
             self.start_service(handle);
         } else {
             let b = self.bucket();
