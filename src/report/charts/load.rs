@@ -3,7 +3,7 @@
 
 use super::axes::{log_bound, LogAxis};
 use super::key::{with_key, KeyItem, Swatch};
-use super::{downsample, variant_colour, DrawResult, FAULT_FILL, FONT};
+use super::{downsample, variant_colour, DrawResult, Lines, FAULT_FILL, FONT};
 use crate::metrics::catalogue::Metric;
 use crate::report::data::{ReportData, VariantData};
 use crate::report::format::{fmt_num, fmt_tick};
@@ -269,7 +269,7 @@ where
     DB::ErrorType: 'static,
 {
     let (_, unit) = time_axis(data);
-    let colour = variant_colour(index);
+    let colour = variant_colour(data, index);
     let mean_of = |metric: Metric| scoped.and_then(|row| row.mean(metric));
     let capacity = if scope == Scope::Hops { v.capacity_per_s(column) } else { None };
     let mut caption = match scope {
@@ -372,13 +372,18 @@ where
             data.variants.iter().map(|v| rate(&v.hop_series[h], ATTEMPTS, data.bucket_s, unit)).collect();
         let (panel, zoom) = match after {
             Some(_) => {
-                let (left, right) = row.split_horizontally(row.dim_in_pixel().0 * 58 / 100);
-                (left, Some(right))
+                // The list of figures gets a column of its own, right of the zoom, never on it.
+                let list_px = after_list_px(data);
+                let charts_px = row.dim_in_pixel().0.saturating_sub(list_px);
+                let (charts, list) = row.split_horizontally(charts_px);
+                let (left, right) = charts.split_horizontally(charts_px * 58 / 100);
+                (left, Some((right, list)))
             }
             None => (row.clone(), None),
         };
-        if let (Some(zoom), Some(from)) = (&zoom, after) {
+        if let (Some((zoom, list)), Some(from)) = (&zoom, after) {
             draw_after_panel(zoom, data, h, &lines, (from, t_max), unit)?;
+            draw_after_list(list, data, h)?;
         }
         let panel = &panel;
         let peak = lines.iter().flatten().map(|p| p.1).fold(0.0, f64::max).max(1.0);
@@ -397,10 +402,11 @@ where
         if let Some(cap) = capacity.filter(|&cap| cap < y_max) {
             draw_capacity(&mut chart, cap, t_max, cap * (y_max / y_min).powf(0.015))?;
         }
-        for (i, line) in lines.iter().enumerate() {
-            let colour = variant_colour(i);
-            let segments = visible_segments(line, y_min);
-            let paths = segments.into_iter().map(|seg| PathElement::new(seg, colour.stroke_width(2)));
+        let styles = Lines::of(data);
+        for i in styles.order() {
+            let style = styles.colour(i).stroke_width(styles.width(i, 2));
+            let segments = visible_segments(&lines[i], y_min);
+            let paths = segments.into_iter().map(|seg| PathElement::new(seg, style));
             chart.draw_series(paths)?;
         }
     }
@@ -432,9 +438,7 @@ where
     let capacity = first.capacity_per_s(h);
     // Capacity far above the load would flatten the lines the zoom is for; its ratio is written.
     let reach = capacity.filter(|&cap| cap <= peak * 3.0).unwrap_or(0.0);
-    // Headroom above the lines for the per-variant figures written at the top right.
-    let text_share = (0.075 * (data.variants.len() + 1) as f64 + 0.04).min(0.6);
-    let y_max = (peak.max(reach) / (1.0 - text_share)).max(1.0);
+    let y_max = (peak.max(reach) * 1.12).max(1.0);
     let mut chart = ChartBuilder::on(panel)
         .caption(format!("after the trigger ends ({} {}), linear scale", fmt_tick(from), unit.short()), (FONT, 18))
         .margin(10)
@@ -446,27 +450,70 @@ where
     if let Some(cap) = capacity.filter(|&cap| cap <= y_max) {
         chart.draw_series(DashedLineSeries::new(vec![(from, cap), (t_max, cap)], 8, 5, BLACK.stroke_width(2)))?;
     }
-    for (i, line) in after.iter().enumerate() {
-        chart.draw_series(LineSeries::new(line.iter().copied(), variant_colour(i).stroke_width(2)))?;
-    }
-    // Each variant's mean peak after the trigger, over capacity when there is one.
-    let metric = if capacity.is_some() { Metric::PeakAfterOverCapacity } else { Metric::PeakAfterPerS };
-    let (x, mut y) = (from + (t_max - from) * 0.97, y_max * 0.97);
-    let step = y_max * 0.075;
-    let heading = if capacity.is_some() { "peak after ÷ capacity" } else { "peak after, attempts/s" };
-    let style = |c: RGBColor| (FONT, 14).into_font().color(&c).pos(Pos::new(HPos::Right, VPos::Top));
-    chart.draw_series(std::iter::once(Text::new(heading.to_string(), (x, y), style(BLACK))))?;
-    for (i, v) in data.variants.iter().enumerate() {
-        let Some(value) = v.hops.get(h).and_then(|row| row.1.mean(metric)) else { continue };
-        y -= step;
-        let unit_sign = if capacity.is_some() { "×" } else { "/s" };
-        let text = format!("{} {}{unit_sign}", v.name, fmt_num(value));
-        chart.draw_series(std::iter::once(Text::new(text, (x, y), style(variant_colour(i)))))?;
+    let styles = Lines::of(data);
+    for i in styles.order() {
+        let line = &after[i];
+        chart.draw_series(LineSeries::new(line.iter().copied(), styles.colour(i).stroke_width(styles.width(i, 2))))?;
     }
     Ok(())
 }
 
-/// One line swatch per variant, in its colour; a variant whose every hop series equals a later
+/// Font size and line height (px) of the list of figures right of the zoom.
+const LIST_FONT_PX: u32 = 14;
+const LIST_LINE_PX: i32 = 20;
+
+/// The lines of the list beside hop `h`'s zoom: a heading, each coloured variant's mean peak
+/// after the trigger (over capacity when there is one), then one grey line for the others.
+fn after_list(data: &ReportData, h: usize) -> Vec<(String, RGBColor)> {
+    let capacity = data.variants[0].capacity_per_s(h);
+    let metric = if capacity.is_some() { Metric::PeakAfterOverCapacity } else { Metric::PeakAfterPerS };
+    let unit_sign = if capacity.is_some() { "×" } else { "/s" };
+    let heading = if capacity.is_some() { "peak after ÷ capacity" } else { "peak after, attempts/s" };
+    let value = |i: usize| data.variants[i].hops.get(h).and_then(|row| row.1.mean(metric));
+    let styles = Lines::of(data);
+    let mut out = vec![(heading.to_string(), BLACK)];
+    let n = data.variants.len();
+    for i in (0..n).filter(|&i| styles.led(i)) {
+        if let Some(x) = value(i) {
+            out.push((format!("{} {}{unit_sign}", data.variants[i].name, fmt_num(x)), styles.colour(i)));
+        }
+    }
+    let rest: Vec<f64> = (0..n).filter(|&i| !styles.led(i)).filter_map(value).collect();
+    if !rest.is_empty() {
+        let (lo, hi) = rest.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+        out.push((
+            format!("{} others (grey) {}–{}{unit_sign}", rest.len(), fmt_num(lo), fmt_num(hi)),
+            super::palette::REST_GREY,
+        ));
+    }
+    out
+}
+
+/// Width in pixels of the list column of `load_compare` (0 without a trigger to zoom after):
+/// its longest line at a generous 0.62 em per character, plus margins.
+pub(super) fn after_list_px(data: &ReportData) -> u32 {
+    if trigger_end(data).is_none() {
+        return 0;
+    }
+    let hops = data.variants[0].hop_series.len();
+    let chars = (0..hops).flat_map(|h| after_list(data, h)).map(|(t, _)| t.chars().count()).max().unwrap_or(0);
+    (chars as f64 * f64::from(LIST_FONT_PX) * 0.62).ceil() as u32 + 24
+}
+
+/// The list of figures beside the zoom, one per line from the top of its column.
+fn draw_after_list<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, data: &ReportData, h: usize) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let style = |c: RGBColor| (FONT, LIST_FONT_PX).into_font().color(&c).pos(Pos::new(HPos::Left, VPos::Top));
+    for (k, (text, colour)) in after_list(data, h).into_iter().enumerate() {
+        area.draw(&Text::new(text, (4, 46 + k as i32 * LIST_LINE_PX), style(colour)))?;
+    }
+    Ok(())
+}
+
+/// One line swatch per variant drawn in colour (past [`super::palette::LEADERS_MAX`] variants, the
+/// leaders, then one grey entry for the rest); a variant whose every hop series equals a later
 /// one's is drawn under it, so its entry says so.
 pub(super) fn variant_lines_key(data: &ReportData) -> Vec<KeyItem> {
     let same = |a: &VariantData, b: &VariantData| {
@@ -474,16 +521,13 @@ pub(super) fn variant_lines_key(data: &ReportData) -> Vec<KeyItem> {
             && a.hop_series.iter().zip(&b.hop_series).all(|(x, y)| x.rows == y.rows)
     };
     let vs = &data.variants;
-    vs.iter()
-        .enumerate()
-        .map(|(i, v)| {
-            let label = match vs[i + 1..].iter().rev().find(|w| same(v, w)) {
-                Some(w) => format!("{} — identical to {}, hidden under it", v.label(), w.name),
-                None => v.label(),
-            };
-            (Swatch::Line(variant_colour(i).mix(1.0)), label)
-        })
-        .collect()
+    Lines::of(data).key(|i| {
+        let v = &vs[i];
+        match vs[i + 1..].iter().rev().find(|w| same(v, w)) {
+            Some(w) => format!("{} — identical to {}, hidden under it", v.label(), w.name),
+            None => v.label(),
+        }
+    })
 }
 
 /// Column of successes (a rate once divided by the bucket) and of the backlog level.
@@ -537,8 +581,13 @@ where
             .build_cartesian_2d(0.0..t_max, 0.0..y_max)?;
         draw_time_mesh(&mut chart, (unit.desc, if backlog { "attempts" } else { "successes/s" }), false)?;
         shade_faults(&mut chart, first, Some(&first.hop_series[h].name), (t_max, 0.0, y_max), unit)?;
-        for (i, line) in lines.iter().enumerate() {
-            chart.draw_series(LineSeries::new(line.iter().copied(), variant_colour(i).stroke_width(2)))?;
+        let styles = Lines::of(data);
+        for i in styles.order() {
+            let line = &lines[i];
+            chart.draw_series(LineSeries::new(
+                line.iter().copied(),
+                styles.colour(i).stroke_width(styles.width(i, 2)),
+            ))?;
         }
     }
     Ok(())

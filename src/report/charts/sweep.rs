@@ -3,7 +3,7 @@
 
 use super::axes::{CategoryAxis, LogAxis};
 use super::key::{with_key, KeyItem, Swatch};
-use super::{variant_colour, DrawResult, FONT};
+use super::{palette, DrawResult, FONT};
 use crate::metrics::catalogue::Metric;
 use crate::report::data::{SweepAxis, SweepData};
 use crate::report::format::fmt_value;
@@ -59,6 +59,12 @@ fn log_like(lo: f64, hi: f64) -> bool {
     lo > 0.0 && hi / lo >= 20.0
 }
 
+/// The colour of the sweep's variant `v`: the palette's colour for its name.
+fn sweep_colour(data: &SweepData, v: usize) -> RGBColor {
+    let names: Vec<&str> = data.variants.iter().map(String::as_str).collect();
+    palette::colours_of(&names)[v]
+}
+
 /// One panel per headline metric: the metric against the varied parameter, a line per variant
 /// with its 95% CI as a band.
 pub fn draw_lines<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &SweepData) -> DrawResult
@@ -71,8 +77,12 @@ where
         data.scenario, axis.path, data.replications
     );
     let root = root.titled(&title, (FONT, 22))?;
-    let key: Vec<KeyItem> =
-        data.variants.iter().enumerate().map(|(i, v)| (Swatch::Line(variant_colour(i).mix(1.0)), v.clone())).collect();
+    let key: Vec<KeyItem> = data
+        .variants
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (Swatch::Line(sweep_colour(data, i).mix(1.0)), v.clone()))
+        .collect();
     let root = with_key(&root, &key)?;
     let (xs, log) = x_positions(axis);
     let panels = root.split_evenly((2, 3));
@@ -154,7 +164,7 @@ where
         chart.draw_series(std::iter::once(Text::new(note, (middle, 0.5), style)))?;
     }
     for (v, points) in series.iter().enumerate() {
-        let colour = variant_colour(v);
+        let colour = sweep_colour(data, v);
         if points.len() > 1 {
             let mut band: Vec<(f64, f64)> = points.iter().map(|p| (p.0, p.3)).collect();
             band.extend(points.iter().rev().map(|p| (p.0, p.2)));
@@ -221,7 +231,7 @@ where
         let tick = |n: usize| (0..n).map(|i| i as f64).collect::<Vec<_>>();
         let x_axis = CategoryAxis { range: -0.5..cols.labels.len() as f64 - 0.5, ticks: tick(cols.labels.len()) };
         let y_axis = CategoryAxis { range: -0.5..rows.labels.len() as f64 - 0.5, ticks: tick(rows.labels.len()) };
-        let colour = variant_colour(v);
+        let colour = sweep_colour(data, v);
         let mut chart = ChartBuilder::on(panel)
             .caption(&data.variants[v], (FONT, 18).into_font().color(&colour.mix(1.0)))
             .margin(12)
