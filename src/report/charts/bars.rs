@@ -117,6 +117,11 @@ where
         x_max = x_max.max(r * s);
     }
     let all_zero = x_max == 0.0;
+    if all_zero && panel.bars.iter().all(|b| b.stat.and_then(|st| st.mean).is_some()) {
+        // Nothing to compare: one line of text instead of an axis of empty bars.
+        let text = format!("{}: 0 in every variant and replication", panel.title);
+        return super::empty::one_line(area, &text, BLACK);
+    }
     // Room on the right for the value labels.
     let x_max = if all_zero { 1.0 } else { x_max * 1.3 };
     let y_top = panel.bars.iter().map(|b| b.y).fold(0.0, f64::max) + 0.7;
@@ -155,11 +160,6 @@ where
     }
     for bar in &panel.bars {
         draw_bar(&mut chart, bar, s, (panel.suffix, panel.null_words))?;
-    }
-    if all_zero && panel.bars.iter().any(|b| b.stat.and_then(|st| st.mean).is_some()) {
-        let style = TextStyle::from((FONT, 15).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
-        let text = Text::new("0 in every variant and replication", (0.5, y_top / 2.0 - 0.35), style);
-        chart.draw_series(std::iter::once(text))?;
     }
     Ok(())
 }

@@ -214,20 +214,20 @@ where
         .collect();
     let columns = grid[0].len();
     let (t_max, unit) = time_axis(data);
-    // One y scale per column so the variants' loads compare at a glance.
-    let y_max: Vec<f64> = (0..columns)
+    // One y scale per column so the variants' loads compare at a glance: linear, or logarithmic
+    // when the loads span decades (one variant's spike would flatten the others' walls).
+    let y_scales: Vec<YScale> = (0..columns)
         .map(|c| {
-            let peak = grid
+            let peaks: Vec<f64> = grid
                 .iter()
-                .flat_map(|row| rate(&row[c].0, ATTEMPTS, data.bucket_s, unit))
-                .map(|p| p.1)
-                .fold(0.0, f64::max);
+                .map(|row| rate(&row[c].0, ATTEMPTS, data.bucket_s, unit).iter().map(|p| p.1).fold(0.0, f64::max))
+                .collect();
+            let peak = peaks.iter().copied().fold(0.0, f64::max);
             let capacity = if scope == Scope::Hops { data.variants[0].capacity_per_s(c) } else { None };
-            // Show capacity when it is within reach of the load; a far-away line would squash it.
-            let reach = capacity.filter(|&cap| cap <= peak * 3.0).unwrap_or(0.0);
-            (peak.max(reach) * 1.12).max(1.0)
+            YScale::for_column(peak, &peaks, capacity)
         })
         .collect();
+    let y_max: Vec<f64> = y_scales.iter().map(|y| y.max).collect();
     let capacity_drawn = scope == Scope::Hops
         && data.variants.iter().any(|v| (0..columns).any(|c| v.capacity_per_s(c).is_some_and(|cap| cap <= y_max[c])));
     let mut key = vec![
@@ -248,7 +248,7 @@ where
         for (c, column) in grid[i].iter().enumerate() {
             let panel = &panels[i * columns + c];
             let bottom_row = i + 1 == data.variants.len();
-            draw_panel(panel, data, v, i, scope, (c, column), (t_max, y_max[c]), bottom_row)?;
+            draw_panel(panel, data, v, i, scope, (c, column), (t_max, y_scales[c]), bottom_row)?;
         }
     }
     Ok(())
@@ -262,7 +262,7 @@ fn draw_panel<DB: DrawingBackend>(
     index: usize,
     scope: Scope,
     (column, (series, scoped)): (usize, &tenants::Column),
-    (t_max, y_max): (f64, f64),
+    (t_max, y): (f64, YScale),
     bottom_row: bool,
 ) -> DrawResult
 where
@@ -288,26 +288,98 @@ where
     if let Some(after) = mean_of(Metric::PeakAfterOverCapacity).filter(|&r| r >= 0.01) {
         caption.push_str(&format!(" · after the trigger {}×", fmt_num(after)));
     }
-    let mut chart = ChartBuilder::on(panel)
+    let mut builder = ChartBuilder::on(panel);
+    builder
         .caption(caption, (FONT, 17).into_font().color(&colour.mix(1.0)))
         .margin(8)
         .margin_right(20)
         .x_label_area_size(if bottom_row { 42 } else { 26 })
-        .y_label_area_size(78)
-        .build_cartesian_2d(0.0..t_max, 0.0..y_max)?;
-    draw_time_mesh(&mut chart, (if bottom_row { unit.desc } else { "" }, "attempts/s"), true)?;
+        .y_label_area_size(78);
     let hop = (scope == Scope::Hops).then_some(series.name.as_str());
-    shade_faults(&mut chart, v, hop, (t_max, 0.0, y_max), unit)?;
-    let total = rate(series, ATTEMPTS, data.bucket_s, unit);
-    let first = rate(series, FIRST_ATTEMPTS, data.bucket_s, unit);
-    // Retries are stacked on the first attempts: the light band between the two curves.
-    chart.draw_series(AreaSeries::new(total.iter().copied(), 0.0, colour.mix(0.3).filled()).border_style(colour))?;
-    chart.draw_series(AreaSeries::new(first.iter().copied(), 0.0, colour.mix(0.9).filled()))?;
-    if let Some(cap) = capacity.filter(|&cap| cap <= y_max) {
-        // The label sits just above the dashed line, not on it.
-        draw_capacity(&mut chart, cap, t_max, cap + y_max * 0.02)?;
+    let x_desc = if bottom_row { unit.desc } else { "" };
+    let stack = Stack { data, v, hop, series, colour, capacity, t_max, unit };
+    match y.log_floor {
+        Some(floor) => {
+            let mut chart = builder.build_cartesian_2d(0.0..t_max, LogAxis::new(floor, y.max))?;
+            draw_time_mesh(&mut chart, (x_desc, "attempts/s (log scale)"), true)?;
+            stack.draw(&mut chart, (floor, y.max), |cap| cap * (y.max / floor).powf(0.02))
+        }
+        None => {
+            let mut chart = builder.build_cartesian_2d(0.0..t_max, 0.0..y.max)?;
+            draw_time_mesh(&mut chart, (x_desc, "attempts/s"), true)?;
+            stack.draw(&mut chart, (0.0, y.max), |cap| cap + y.max * 0.02)
+        }
     }
-    Ok(())
+}
+
+/// The y axis of a column of load panels.
+#[derive(Clone, Copy, Debug)]
+struct YScale {
+    /// Top of the axis.
+    max: f64,
+    /// Bottom of a logarithmic axis; None: linear from 0.
+    log_floor: Option<f64>,
+}
+
+/// A column's loads span decades when its highest peak is at least this many times the
+/// smaller of capacity and the lowest variant's peak.
+const LOG_SPAN: f64 = 30.0;
+
+impl YScale {
+    /// The scale of a column whose variants peak at `peaks` (highest `peak`) against `capacity`.
+    fn for_column(peak: f64, peaks: &[f64], capacity: Option<f64>) -> YScale {
+        let lowest = peaks.iter().copied().filter(|&p| p > 0.0).fold(f64::INFINITY, f64::min);
+        let reference = capacity.map_or(lowest, |c| c.min(lowest));
+        if peak > 0.0 && reference.is_finite() && reference > 0.0 && peak / reference >= LOG_SPAN {
+            let floor = log_floor(peak, Some(reference));
+            return YScale { max: log_bound(peak.max(capacity.unwrap_or(0.0)), 1.3, true), log_floor: Some(floor) };
+        }
+        // Show capacity when it is within reach of the load; a far-away line would squash it.
+        let reach = capacity.filter(|&cap| cap <= peak * 3.0).unwrap_or(0.0);
+        YScale { max: (peak.max(reach) * 1.12).max(1.0), log_floor: None }
+    }
+}
+
+/// What one load panel stacks: first attempts and retries of one series, with capacity and faults.
+struct Stack<'a> {
+    data: &'a ReportData,
+    v: &'a VariantData,
+    hop: Option<&'a str>,
+    series: &'a MeanSeries,
+    colour: RGBColor,
+    capacity: Option<f64>,
+    t_max: f64,
+    unit: TimeUnit,
+}
+
+impl Stack<'_> {
+    /// Draws onto `chart` whose y axis spans `(low, high)`; `label_y` places the capacity label.
+    fn draw<DB, Y>(
+        &self,
+        chart: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, Y>>,
+        (low, high): (f64, f64),
+        label_y: impl Fn(f64) -> f64,
+    ) -> DrawResult
+    where
+        DB: DrawingBackend,
+        DB::ErrorType: 'static,
+        Y: Ranged<ValueType = f64>,
+    {
+        shade_faults(chart, self.v, self.hop, (self.t_max, low, high), self.unit)?;
+        let floor =
+            |pts: Vec<(f64, f64)>| -> Vec<(f64, f64)> { pts.into_iter().map(|(t, y)| (t, y.max(low))).collect() };
+        let total = floor(rate(self.series, ATTEMPTS, self.data.bucket_s, self.unit));
+        let first = floor(rate(self.series, FIRST_ATTEMPTS, self.data.bucket_s, self.unit));
+        let colour = self.colour;
+        // Retries are stacked on the first attempts: the light band between the two curves.
+        chart.draw_series(AreaSeries::new(total, low, colour.mix(0.3).filled()).border_style(colour))?;
+        chart.draw_series(AreaSeries::new(first, low, colour.mix(0.9).filled()))?;
+        if let Some(cap) = self.capacity.filter(|&cap| cap <= high && cap >= low) {
+            // The label sits just above the dashed line, not on it.
+            draw_capacity(chart, cap, self.t_max, label_y(cap))?;
+        }
+        Ok(())
+    }
 }
 
 /// Smallest y of the log axis: two decades under the lower of capacity and peak, so the
