@@ -214,7 +214,7 @@ where
     let decades = if plan.kind == Kind::Integer { 16.0 } else { 100.0 };
     let log_x = plan.lo > 0.0 && plan.hi >= decades * plan.lo;
     let caption = format!("{} (threshold {})", req, values::plain(req.metric.metric, req.threshold));
-    let x_desc = plan.parameter.clone();
+    let x_desc = if log_x { format!("{} (log scale)", plan.parameter) } else { plan.parameter.clone() };
     let def = req.metric.metric.def();
     let unit = def.unit.suffix().trim();
     let y_desc = if unit.is_empty() {
@@ -232,7 +232,7 @@ where
             mine.sort_by(|a, b| a.0.total_cmp(&b.0));
             chart(&mine, &colour.stroke_width(2), false)?;
             if let Some(v) = p.chosen {
-                chart(&[(v, y0), (v, y1)], &colour.mix(0.6).stroke_width(2), true)?;
+                chart(&[(v, y0), (v, y1)], &colour.stroke_width(2), true)?;
             }
         }
         Ok(())
@@ -275,7 +275,8 @@ where
         }};
     }
     if log_x {
-        panel!((xl..xh).log_scale());
+        // Our log axis: 1-2-5 ticks, each once (plotters' own drew the decade's label twice).
+        panel!(super::charts::axes::LogAxis::new(xl, xh));
     } else {
         panel!(xl..xh);
     }

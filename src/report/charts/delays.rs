@@ -175,7 +175,7 @@ where
         .axis_desc_style((FONT, 14))
         .draw()?;
     let bars = p.bins.iter().map(|(&i, &c)| {
-        Rectangle::new([(delay_bin_low(i), 0.0), (delay_bin_low(i + 1), pct(c, p.total))], colour.mix(0.85).filled())
+        Rectangle::new([(delay_bin_low(i), 0.0), (delay_bin_low(i + 1), pct(c, p.total))], colour.filled())
     });
     chart.draw_series(bars)?;
     let note_style = TextStyle::from((FONT, 14).into_font()).pos(Pos::new(HPos::Left, VPos::Top));

@@ -373,7 +373,7 @@ impl Stack<'_> {
         let colour = self.colour;
         // Retries are stacked on the first attempts: the light band between the two curves.
         chart.draw_series(AreaSeries::new(total, low, colour.mix(0.3).filled()).border_style(colour))?;
-        chart.draw_series(AreaSeries::new(first, low, colour.mix(0.9).filled()))?;
+        chart.draw_series(AreaSeries::new(first, low, colour.filled()))?;
         if let Some(cap) = self.capacity.filter(|&cap| cap <= high && cap >= low) {
             // The label sits just above the dashed line, not on it.
             draw_capacity(chart, cap, self.t_max, label_y(cap))?;
