@@ -1,12 +1,13 @@
 //! `report.html`: one self-contained page (inline CSS and SVG, no network) with the key findings,
 //! the warnings, a summary table, the scenario and every chart.
 
-use super::charts::{variant_colour, RenderedChart};
+use super::charts::{palette, variant_colours, RenderedChart};
 use super::data::SweepData;
 use super::data::{ReportData, Setup};
 use super::format::fmt_num;
 use super::reading::key_findings;
 use crate::metrics::catalogue::Metric;
+use plotters::style::RGBColor;
 use std::fmt::Write;
 
 const STYLE: &str = "
@@ -179,6 +180,8 @@ pub fn sweep_html(data: &SweepData, charts: &[RenderedChart]) -> String {
     );
     headings(&mut h, &SWEEP_COLUMNS);
     h.push_str("</tr>\n");
+    let names: Vec<&str> = data.variants.iter().map(String::as_str).collect();
+    let colours = palette::colours_of(&names);
     for cell in 0..cells {
         for (v, name) in data.variants.iter().enumerate() {
             if data.stat(cell, v, Metric::Attempts).is_none() {
@@ -188,7 +191,7 @@ pub fn sweep_html(data: &SweepData, charts: &[RenderedChart]) -> String {
                 h,
                 "<tr><td>{}</td><td>{}{}</td>",
                 escape(&super::reading::cell_words(data, cell)),
-                swatch(v),
+                swatch(colours[v]),
                 escape(name)
             );
             for metric in SWEEP_COLUMNS {
@@ -223,8 +226,8 @@ fn warnings(h: &mut String, data: &ReportData) {
     h.push_str("</ul></div>\n");
 }
 
-pub fn swatch(i: usize) -> String {
-    let c = variant_colour(i);
+/// A variant's colour swatch (its colour from the one palette).
+pub fn swatch(c: RGBColor) -> String {
     format!("<span class=\"swatch\" style=\"background:#{:02x}{:02x}{:02x}\"></span>", c.0, c.1, c.2)
 }
 
@@ -237,8 +240,9 @@ fn summary_table(h: &mut String, data: &ReportData) {
     );
     headings(h, &SUMMARY_COLUMNS);
     h.push_str("<th>recovery outcomes (runs)</th></tr>\n");
+    let colours = variant_colours(data);
     for (i, v) in data.variants.iter().enumerate() {
-        let _ = write!(h, "<tr><td>{}{}</td>", swatch(i), escape(&v.label()));
+        let _ = write!(h, "<tr><td>{}{}</td>", swatch(colours[i]), escape(&v.label()));
         for metric in SUMMARY_COLUMNS {
             let cell = match v.metrics.get(metric) {
                 Some(s) => cell_text(s, metric),
@@ -343,12 +347,13 @@ fn scenario_section(h: &mut String, data: &ReportData) {
     h.push_str(
         "<h3>Retry policies per variant</h3>\n<table>\n<tr><th>variant</th><th>policy</th><th>settings</th></tr>\n",
     );
+    let colours = variant_colours(data);
     for (i, v) in data.variants.iter().enumerate() {
         for p in &v.setup.policies {
             let _ = writeln!(
                 h,
                 "<tr><td>{}{}</td><td>{}</td><td>{}</td></tr>",
-                swatch(i),
+                swatch(colours[i]),
                 escape(&v.name),
                 escape(&p.name),
                 escape(&p.summary)

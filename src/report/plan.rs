@@ -2,7 +2,7 @@
 //! variant × probe × requirement), the chart `plan.svg`/`plan.png` (each requirement's metric
 //! against the parameter, the threshold and the chosen value marked) and `report.html`.
 
-use super::charts::{variant_colour, DrawResult, Figure, Rendered, FONT};
+use super::charts::{palette, DrawResult, Figure, Rendered, FONT};
 use super::files::{self, OutputError};
 use super::format::{fmt_num, fmt_secs, fmt_tick};
 use super::html::{escape, head, swatch};
@@ -14,6 +14,14 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
+
+/// The colour of the plan's variant with index `index`: the palette's colour for its name, the
+/// same as in `compare` and `run`.
+fn plan_colour(plan: &PlanFile, index: usize) -> RGBColor {
+    let names: Vec<&str> = plan.plans.iter().map(|p| p.variant.as_str()).collect();
+    let at = plan.plans.iter().position(|p| p.index == index).unwrap_or(0);
+    palette::colours_of(&names).get(at).copied().unwrap_or(palette::PALETTE[0])
+}
 
 /// `plan.json` text (floats round-trip exactly, so a merged plan is byte-identical).
 pub fn plan_json(plan: &PlanFile) -> Vec<u8> {
@@ -154,7 +162,7 @@ impl Figure for PlanFigure<'_> {
         // Key: each variant's colour and answer; the dashed black line is the threshold.
         let mut x = 20;
         for p in &self.plan.plans {
-            let colour = variant_colour(p.index);
+            let colour = plan_colour(self.plan, p.index);
             let answer =
                 p.chosen.map_or("none in range".to_string(), |v| format!("chosen {}", self.plan.range().show(v)));
             let text = format!("{} ({answer})", p.variant);
@@ -206,7 +214,7 @@ where
     let decades = if plan.kind == Kind::Integer { 16.0 } else { 100.0 };
     let log_x = plan.lo > 0.0 && plan.hi >= decades * plan.lo;
     let caption = format!("{} (threshold {})", req, values::plain(req.metric.metric, req.threshold));
-    let x_desc = plan.parameter.clone();
+    let x_desc = if log_x { format!("{} (log scale)", plan.parameter) } else { plan.parameter.clone() };
     let def = req.metric.metric.def();
     let unit = def.unit.suffix().trim();
     let y_desc = if unit.is_empty() {
@@ -219,12 +227,12 @@ where
     let draw = |chart: &mut LineDrawer| -> DrawResult {
         chart(&[(xl, threshold), (xh, threshold)], &BLACK.mix(0.7).stroke_width(2), true)?;
         for p in &plan.plans {
-            let colour = variant_colour(p.index);
+            let colour = plan_colour(plan, p.index);
             let mut mine: Vec<(f64, f64)> = points.iter().filter(|q| q.0 == p.index).map(|q| (q.1, q.2)).collect();
             mine.sort_by(|a, b| a.0.total_cmp(&b.0));
             chart(&mine, &colour.stroke_width(2), false)?;
             if let Some(v) = p.chosen {
-                chart(&[(v, y0), (v, y1)], &colour.mix(0.6).stroke_width(2), true)?;
+                chart(&[(v, y0), (v, y1)], &colour.stroke_width(2), true)?;
             }
         }
         Ok(())
@@ -248,7 +256,7 @@ where
                 .axis_desc_style((FONT, 15))
                 .draw()?;
             for q in &points {
-                let colour = variant_colour(q.0);
+                let colour = plan_colour(plan, q.0);
                 chart.draw_series(std::iter::once(PathElement::new(
                     vec![(q.1, q.3), (q.1, q.4)],
                     colour.stroke_width(1),
@@ -267,7 +275,8 @@ where
         }};
     }
     if log_x {
-        panel!((xl..xh).log_scale());
+        // Our log axis: 1-2-5 ticks, each once (plotters' own drew the decade's label twice).
+        panel!(super::charts::axes::LogAxis::new(xl, xh));
     } else {
         panel!(xl..xh);
     }
@@ -301,7 +310,7 @@ pub fn plan_html(plan: &PlanFile, rendered: &Rendered) -> String {
                 let _ = writeln!(
                     h,
                     "<tr><td>{}{}</td><td class=\"num\">{}{}</td><td><code>{}</code></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
-                    swatch(p.index),
+                    swatch(plan_colour(plan, p.index)),
                     escape(&p.variant),
                     escape(&plan.range().show(q.value)),
                     if p.chosen == Some(q.value) { " (chosen)" } else { "" },

@@ -57,6 +57,19 @@ fn headline_metrics(with_recovery: bool) -> Vec<Shown> {
     ]
 }
 
+/// Width in pixels of the category labels' area: room for the longest label (14 px text at a
+/// generous 0.62 em per character).
+fn label_px<'a>(labels: impl Iterator<Item = &'a str>) -> u32 {
+    let longest = labels.map(|l| l.chars().count()).max().unwrap_or(0);
+    ((longest as f64 * 14.0 * 0.62).ceil() as u32 + 18).max(60)
+}
+
+/// Width of a chart of three bar panels side by side: each panel its labels plus 330 px of
+/// bars and values, at least 1200 px in all.
+pub fn three_panels_px(labels: &[&str]) -> u32 {
+    (3 * (label_px(labels.iter().copied()) + 330)).max(1200)
+}
+
 /// One bar: its vertical position, statistic and colour.
 struct Bar<'a> {
     y: f64,
@@ -104,16 +117,25 @@ where
         x_max = x_max.max(r * s);
     }
     let all_zero = x_max == 0.0;
+    if all_zero && panel.bars.iter().all(|b| b.stat.and_then(|st| st.mean).is_some()) {
+        // Nothing to compare: one line of text instead of an axis of empty bars.
+        let text = format!("{}: 0 in every variant and replication", panel.title);
+        return super::empty::one_line(area, &text, BLACK);
+    }
     // Room on the right for the value labels.
     let x_max = if all_zero { 1.0 } else { x_max * 1.3 };
     let y_top = panel.bars.iter().map(|b| b.y).fold(0.0, f64::max) + 0.7;
     let label_points: Vec<f64> = panel.labels.iter().map(|l| l.0).collect();
+    let label_px = label_px(panel.labels.iter().map(|l| l.1.as_str()));
+    // Tick labels about 65 px apart at most, so wide numbers never run into each other.
+    let plot_px = area.dim_in_pixel().0.saturating_sub(label_px + 28);
+    let x_ticks = (plot_px / 65).clamp(2, 6) as usize;
     let mut chart = ChartBuilder::on(area)
         .caption(&panel.title, (FONT, 17))
         .margin(10)
         .margin_right(18)
         .x_label_area_size(44)
-        .y_label_area_size(110)
+        .y_label_area_size(label_px)
         .build_cartesian_2d(0.0..x_max, CategoryAxis { range: -0.7..y_top, ticks: label_points })?;
     let labels = &panel.labels;
     chart
@@ -126,7 +148,7 @@ where
         .bold_line_style(BLACK.mix(0.08))
         .label_style((FONT, 14))
         .axis_desc_style((FONT, 14))
-        .x_labels(6)
+        .x_labels(x_ticks)
         .draw()?;
     if let Some((r, text)) = panel.reference {
         let x = r * s;
@@ -138,11 +160,6 @@ where
     }
     for bar in &panel.bars {
         draw_bar(&mut chart, bar, s, (panel.suffix, panel.null_words))?;
-    }
-    if all_zero && panel.bars.iter().any(|b| b.stat.and_then(|st| st.mean).is_some()) {
-        let style = TextStyle::from((FONT, 15).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
-        let text = Text::new("0 in every variant and replication", (0.5, y_top / 2.0 - 0.35), style);
-        chart.draw_series(std::iter::once(text))?;
     }
     Ok(())
 }
@@ -160,16 +177,15 @@ where
     let half = 0.36;
     let y = bar.y;
     let Some(mean) = bar.stat.and_then(|st| st.mean) else {
-        let text = Text::new(format!("n/a: {nulls} in every replication"), (0.0, y), (FONT, 13).into_font());
+        // Off the axis line by a few pixels, vertically centred on the bar's row.
+        let style = TextStyle::from((FONT, 13).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+        let text = Text::new(format!("   n/a: {nulls} in every replication"), (0.0, y), style);
         chart.draw_series(std::iter::once(text))?;
         return Ok(());
     };
     let st = bar.stat.expect("mean implies a stat");
     let m = mean * s;
-    chart.draw_series(std::iter::once(Rectangle::new(
-        [(0.0, y - half), (m, y + half)],
-        bar.colour.mix(0.85).filled(),
-    )))?;
+    chart.draw_series(std::iter::once(Rectangle::new([(0.0, y - half), (m, y + half)], bar.colour.filled())))?;
     let (lo, hi) = st.ci95.map_or((m, m), |c| (c[0] * s, c[1] * s));
     let whisker = BLACK.stroke_width(2);
     let cap = half * 0.55;
@@ -213,7 +229,7 @@ where
             .variants
             .iter()
             .enumerate()
-            .map(|(i, v)| Bar { y: (n - 1 - i) as f64, stat: v.metrics.get(m.metric), colour: variant_colour(i) })
+            .map(|(i, v)| Bar { y: (n - 1 - i) as f64, stat: v.metrics.get(m.metric), colour: variant_colour(data, i) })
             .collect();
         draw_panel(area, &Panel::of(m, bars, labels.clone()))?;
     }
@@ -281,8 +297,12 @@ where
         data.scenario, data.replications
     );
     let root = root.titled(&title, (FONT, 24))?;
-    let key: Vec<KeyItem> =
-        data.variants.iter().enumerate().map(|(i, v)| (Swatch::Fill(variant_colour(i).mix(0.85)), v.label())).collect();
+    let key: Vec<KeyItem> = data
+        .variants
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (Swatch::Fill(variant_colour(data, i).mix(1.0)), v.label()))
+        .collect();
     let root = with_key(&root, &key)?;
     let areas = root.split_evenly((2, 2));
     let rows =
@@ -301,7 +321,7 @@ where
         let mut bars = Vec::new();
         for (i, variant_rows) in all_rows.iter().enumerate() {
             for (g, (_, row)) in variant_rows.iter().enumerate().take(groups.len()) {
-                bars.push(Bar { y: y_of(g, i), stat: row.get(m.metric), colour: variant_colour(i) });
+                bars.push(Bar { y: y_of(g, i), stat: row.get(m.metric), colour: variant_colour(data, i) });
             }
         }
         draw_panel(area, &Panel::of(m, bars, labels.clone()))?;

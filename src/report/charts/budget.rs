@@ -4,7 +4,7 @@
 
 use super::key::with_key;
 use super::load::{draw_time_mesh, fault_key, rate, shade_faults, spike_key, time_axis, variant_lines_key, POINTS_MAX};
-use super::{downsample, variant_colour, DrawResult, FONT};
+use super::{downsample, DrawResult, FONT};
 use crate::report::data::ReportData;
 use crate::runner::SERIES_COLUMNS;
 use plotters::coord::Shift;
@@ -89,8 +89,13 @@ where
             .build_cartesian_2d(0.0..t_max, 0.0..y_max)?;
         draw_time_mesh(&mut chart, (unit.desc, if denials { "denied/s" } else { "tokens" }), false)?;
         shade_faults(&mut chart, first, None, (t_max, 0.0, y_max), unit)?;
-        for (i, line) in lines.iter().enumerate() {
-            chart.draw_series(LineSeries::new(line.iter().copied(), variant_colour(i).stroke_width(2)))?;
+        let styles = crate::report::charts::Lines::of(data);
+        for i in styles.order() {
+            let line = &lines[i];
+            chart.draw_series(LineSeries::new(
+                line.iter().copied(),
+                styles.colour(i).stroke_width(styles.width(i, 2)),
+            ))?;
         }
     }
     Ok(())

@@ -2,7 +2,7 @@
 //! axis, fault windows and load spikes shaded.
 
 use super::load::{draw_time_mesh, fault_key, shade_faults, spike_key, time_axis, variant_lines_key, POINTS_MAX};
-use super::{downsample, variant_colour, DrawResult, FONT};
+use super::{downsample, DrawResult, Lines, FONT};
 use crate::report::data::ReportData;
 use crate::runner::WORKERS_COLUMN;
 use plotters::coord::Shift;
@@ -66,9 +66,10 @@ where
         // Earlier variants are drawn wider, so a later variant with the same capacity shows on
         // top of it instead of hiding it.
         let n = lines.len() as u32;
-        for (i, line) in lines.iter().enumerate() {
-            let width = 2 + 2 * (n - 1 - i as u32).min(4);
-            chart.draw_series(LineSeries::new(line.iter().copied(), variant_colour(i).stroke_width(width)))?;
+        let styles = Lines::of(data);
+        for i in styles.order() {
+            let width = styles.width(i, 2 + 2 * (n - 1 - i as u32).min(4));
+            chart.draw_series(LineSeries::new(lines[i].iter().copied(), styles.colour(i).stroke_width(width)))?;
         }
     }
     Ok(())

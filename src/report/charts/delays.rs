@@ -3,7 +3,7 @@
 
 use super::axes::{log_bound, LogAxis};
 use super::key::{with_key, KeyItem, Swatch};
-use super::{variant_colour, DrawResult, FONT};
+use super::{variant_colour, DrawResult, Lines, FONT};
 use crate::report::data::{delay_bin, delay_bin_low, DelayBin, ReportData, VariantData};
 use crate::report::format::{fmt_num, fmt_secs};
 use plotters::coord::Shift;
@@ -122,9 +122,9 @@ where
             } else {
                 format!("all {} retries were immediate (0 s): nothing on a log time axis", fmt_num(p.total as f64))
             };
-            super::empty::one_line(panel, &format!("{} — {why}", v.label()), variant_colour(i))?;
+            super::empty::one_line(panel, &format!("{} — {why}", v.label()), variant_colour(data, i))?;
         } else {
-            draw_histogram(panel, v, p, i, (first, last, y_max), i == bottom)?;
+            draw_histogram(panel, v, p, variant_colour(data, i), (first, last, y_max), i == bottom)?;
         }
     }
     Ok(())
@@ -139,14 +139,13 @@ fn draw_histogram<DB: DrawingBackend>(
     panel: &DrawingArea<DB, Shift>,
     v: &VariantData,
     p: &Pooled,
-    index: usize,
+    colour: RGBColor,
     (first, last, y_max): (i32, i32, f64),
     bottom_row: bool,
 ) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
-    let colour = variant_colour(index);
     let policies: Vec<String> =
         v.client_policies().iter().map(|p| format!("policy {}: {}", p.name, p.summary)).collect();
     let k_max = v.delays.iter().map(|b| b.retry).max().unwrap_or(0);
@@ -176,7 +175,7 @@ where
         .axis_desc_style((FONT, 14))
         .draw()?;
     let bars = p.bins.iter().map(|(&i, &c)| {
-        Rectangle::new([(delay_bin_low(i), 0.0), (delay_bin_low(i + 1), pct(c, p.total))], colour.mix(0.85).filled())
+        Rectangle::new([(delay_bin_low(i), 0.0), (delay_bin_low(i + 1), pct(c, p.total))], colour.filled())
     });
     chart.draw_series(bars)?;
     let note_style = TextStyle::from((FONT, 14).into_font()).pos(Pos::new(HPos::Left, VPos::Top));
@@ -221,16 +220,16 @@ where
         data.scenario, data.replications
     );
     let root = root.titled(&title, (FONT, 22))?;
-    let mut key: Vec<KeyItem> = data
-        .variants
-        .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            let immediate = v.delays.iter().all(|b| b.high_s == 0.0);
-            let label = if immediate { format!("{}: no delay (immediate retries)", v.label()) } else { v.label() };
-            (Swatch::Line(variant_colour(i).mix(if immediate { 0.4 } else { 1.0 })), label)
-        })
-        .collect();
+    let styles = Lines::of(data);
+    let mut key: Vec<KeyItem> = styles.key(|i| {
+        let v = &data.variants[i];
+        let immediate = v.delays.iter().all(|b| b.high_s == 0.0);
+        if immediate {
+            format!("{}: no delay (immediate retries)", v.label())
+        } else {
+            v.label()
+        }
+    });
     key.push((Swatch::Fill(BLACK.mix(0.12)), "10th–90th percentile band".to_string()));
     // Per variant, per retry k: (p10, p50, p90), skipping thinly sampled retry numbers.
     let curves: Vec<Vec<(u32, [f64; 3])>> = data.variants.iter().map(|v| percentiles(&v.delays)).collect();
@@ -286,8 +285,8 @@ where
             DashedLineSeries::new(vec![(0.7, *cap), (f64::from(k_max) + 0.3, *cap)], 6, 4, BLACK.stroke_width(1));
         chart.draw_series(line)?;
     }
-    for (i, curve) in curves.iter().enumerate() {
-        let colour = variant_colour(i);
+    for i in styles.order() {
+        let (curve, colour, led) = (&curves[i], styles.colour(i), styles.led(i));
         let visible: Vec<&(u32, [f64; 3])> = curve.iter().filter(|(_, q)| q[1] > 0.0).collect();
         if visible.is_empty() {
             continue;
@@ -295,8 +294,13 @@ where
         let clamp = |x: f64| x.max(y_min);
         let mut band: Vec<(f64, f64)> = visible.iter().map(|(k, q)| (f64::from(*k), clamp(q[2]))).collect();
         band.extend(visible.iter().rev().map(|(k, q)| (f64::from(*k), clamp(q[0]))));
-        chart.draw_series(std::iter::once(Polygon::new(band, colour.mix(0.15).filled())))?;
         let median: Vec<(f64, f64)> = visible.iter().map(|(k, q)| (f64::from(*k), q[1])).collect();
+        if !led {
+            // The grey rest: the median only, thin, no band or markers.
+            chart.draw_series(LineSeries::new(median, colour.stroke_width(1)))?;
+            continue;
+        }
+        chart.draw_series(std::iter::once(Polygon::new(band, colour.mix(0.15).filled())))?;
         chart.draw_series(LineSeries::new(median.clone(), colour.stroke_width(3)))?;
         chart.draw_series(median.into_iter().map(|p| Circle::new(p, 4, colour.filled())))?;
     }

@@ -2,7 +2,7 @@
 
 use super::axes::{log_bound, LogAxis};
 use super::key::{with_key, KeyItem, Swatch};
-use super::{variant_colour, DrawResult, FONT};
+use super::{DrawResult, Lines, FONT};
 use crate::engine::time::us_to_secs;
 use crate::metrics::catalogue::Metric;
 use crate::report::data::ReportData;
@@ -42,8 +42,8 @@ where
     );
     let root = root.titled(&title, (FONT, 24))?;
     let cdfs: Vec<Vec<(f64, f64)>> = data.variants.iter().map(|v| cdf_points(&v.latency_us)).collect();
-    let mut key: Vec<KeyItem> =
-        data.variants.iter().zip(&cdfs).enumerate().map(|(i, (v, cdf))| key_item(i, v, cdf)).collect();
+    let styles = Lines::of(data);
+    let mut key: Vec<KeyItem> = styles.key(|i| key_label(&data.variants[i], &cdfs[i]));
     key.push((Swatch::Fill(WHITE.mix(0.0)), "● p50   ▲ p99 (replications pooled)".to_string()));
     if cdfs.iter().all(Vec::is_empty) {
         return super::empty::one_line(&root, "no request succeeded in any variant: no latency to draw", BLACK);
@@ -75,8 +75,8 @@ where
         let style = TextStyle::from((FONT, 13).into_font()).pos(Pos::new(HPos::Left, VPos::Bottom));
         chart.draw_series(std::iter::once(Text::new(text, (x_min * 1.05, level), style)))?;
     }
-    for (i, cdf) in cdfs.iter().enumerate() {
-        let colour = variant_colour(i);
+    for i in styles.order() {
+        let (cdf, colour) = (&cdfs[i], styles.colour(i));
         let Some((p50, p99)) = quantile(cdf, 50.0).zip(quantile(cdf, 99.0)) else { continue };
         // A step line: the share jumps at each recorded value.
         let mut steps = Vec::with_capacity(cdf.len() * 2);
@@ -86,7 +86,10 @@ where
             steps.push((x, y));
             previous = y;
         }
-        chart.draw_series(LineSeries::new(steps, colour.stroke_width(2)))?;
+        chart.draw_series(LineSeries::new(steps, colour.stroke_width(styles.width(i, 2))))?;
+        if !styles.led(i) {
+            continue;
+        }
         chart.draw_series([
             Circle::new((p50, 50.0), 7, colour.filled()).into_dyn(),
             Circle::new((p50, 50.0), 7, BLACK.stroke_width(1)).into_dyn(),
@@ -96,15 +99,14 @@ where
     Ok(())
 }
 
-/// The legend entry of variant `i`: its p50, p99 and share of successes.
-fn key_item(i: usize, v: &crate::report::data::VariantData, cdf: &[(f64, f64)]) -> KeyItem {
-    let colour = variant_colour(i);
+/// The legend label of a variant: its p50, p99 and share of successes.
+fn key_label(v: &crate::report::data::VariantData, cdf: &[(f64, f64)]) -> String {
     let Some((p50, p99)) = quantile(cdf, 50.0).zip(quantile(cdf, 99.0)) else {
-        return (Swatch::Line(colour.mix(0.4)), format!("{}: no request succeeded", v.label()));
+        return format!("{}: no request succeeded", v.label());
     };
     let succeeded =
         v.mean(Metric::SuccessRatio).map(|r| format!(", {}% succeeded", fmt_num(r * 100.0))).unwrap_or_default();
-    (Swatch::Line(colour.mix(1.0)), format!("{}: p50 {}, p99 {}{succeeded}", v.label(), fmt_secs(p50), fmt_secs(p99)))
+    format!("{}: p50 {}, p99 {}{succeeded}", v.label(), fmt_secs(p50), fmt_secs(p99))
 }
 
 #[cfg(test)]

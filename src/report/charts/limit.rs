@@ -1,9 +1,9 @@
 //! The admission limit over time (issue 16): the `admission_limit` series of each hop that has a
 //! concurrency, AIMD or gradient limit, every variant with such a limit on one axis.
 
-use super::key::{with_key, Swatch};
+use super::key::with_key;
 use super::load::{draw_time_mesh, fault_key, shade_faults, spike_key, time_axis, POINTS_MAX};
-use super::{downsample, variant_colour, DrawResult, FONT};
+use super::{downsample, DrawResult, Lines, FONT};
 use crate::report::data::ReportData;
 use crate::runner::SERIES_COLUMNS;
 use plotters::coord::Shift;
@@ -33,15 +33,14 @@ where
     let limited =
         |v: &crate::report::data::VariantData| hops.iter().any(|&h| v.hop_series[h].rows.iter().any(|r| r[col] > 0.0));
     // Only the variants that have a limit are drawn; the key says which have none.
-    let mut key: Vec<_> = data
-        .variants
-        .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            let label = if limited(v) { v.label() } else { format!("{} — no limit", v.name) };
-            (Swatch::Line(variant_colour(i).mix(1.0)), label)
-        })
-        .collect();
+    let mut key = Lines::of(data).key(|i| {
+        let v = &data.variants[i];
+        if limited(v) {
+            v.label()
+        } else {
+            format!("{} — no limit", v.name)
+        }
+    });
     key.extend(fault_key(data, None));
     key.extend(spike_key(data));
     let root = with_key(&root, &key)?;
@@ -72,8 +71,13 @@ where
             .build_cartesian_2d(0.0..t_max, 0.0..y_max)?;
         draw_time_mesh(&mut chart, (unit.desc, "attempts admitted at once"), false)?;
         shade_faults(&mut chart, first, Some(&first.hop_series[h].name), (t_max, 0.0, y_max), unit)?;
-        for (i, line) in lines.iter().enumerate() {
-            chart.draw_series(LineSeries::new(line.iter().copied(), variant_colour(i).stroke_width(2)))?;
+        let styles = crate::report::charts::Lines::of(data);
+        for i in styles.order() {
+            let line = &lines[i];
+            chart.draw_series(LineSeries::new(
+                line.iter().copied(),
+                styles.colour(i).stroke_width(styles.width(i, 2)),
+            ))?;
         }
     }
     Ok(())

@@ -3,7 +3,7 @@
 
 use super::axes::{log_bound, LogAxis};
 use super::key::{with_key, KeyItem, Swatch};
-use super::{downsample, variant_colour, DrawResult, FAULT_FILL, FONT};
+use super::{downsample, variant_colour, DrawResult, Lines, FAULT_FILL, FONT};
 use crate::metrics::catalogue::Metric;
 use crate::report::data::{ReportData, VariantData};
 use crate::report::format::{fmt_num, fmt_tick};
@@ -214,20 +214,20 @@ where
         .collect();
     let columns = grid[0].len();
     let (t_max, unit) = time_axis(data);
-    // One y scale per column so the variants' loads compare at a glance.
-    let y_max: Vec<f64> = (0..columns)
+    // One y scale per column so the variants' loads compare at a glance: linear, or logarithmic
+    // when the loads span decades (one variant's spike would flatten the others' walls).
+    let y_scales: Vec<YScale> = (0..columns)
         .map(|c| {
-            let peak = grid
+            let peaks: Vec<f64> = grid
                 .iter()
-                .flat_map(|row| rate(&row[c].0, ATTEMPTS, data.bucket_s, unit))
-                .map(|p| p.1)
-                .fold(0.0, f64::max);
+                .map(|row| rate(&row[c].0, ATTEMPTS, data.bucket_s, unit).iter().map(|p| p.1).fold(0.0, f64::max))
+                .collect();
+            let peak = peaks.iter().copied().fold(0.0, f64::max);
             let capacity = if scope == Scope::Hops { data.variants[0].capacity_per_s(c) } else { None };
-            // Show capacity when it is within reach of the load; a far-away line would squash it.
-            let reach = capacity.filter(|&cap| cap <= peak * 3.0).unwrap_or(0.0);
-            (peak.max(reach) * 1.12).max(1.0)
+            YScale::for_column(peak, &peaks, capacity)
         })
         .collect();
+    let y_max: Vec<f64> = y_scales.iter().map(|y| y.max).collect();
     let capacity_drawn = scope == Scope::Hops
         && data.variants.iter().any(|v| (0..columns).any(|c| v.capacity_per_s(c).is_some_and(|cap| cap <= y_max[c])));
     let mut key = vec![
@@ -248,7 +248,7 @@ where
         for (c, column) in grid[i].iter().enumerate() {
             let panel = &panels[i * columns + c];
             let bottom_row = i + 1 == data.variants.len();
-            draw_panel(panel, data, v, i, scope, (c, column), (t_max, y_max[c]), bottom_row)?;
+            draw_panel(panel, data, v, i, scope, (c, column), (t_max, y_scales[c]), bottom_row)?;
         }
     }
     Ok(())
@@ -262,14 +262,14 @@ fn draw_panel<DB: DrawingBackend>(
     index: usize,
     scope: Scope,
     (column, (series, scoped)): (usize, &tenants::Column),
-    (t_max, y_max): (f64, f64),
+    (t_max, y): (f64, YScale),
     bottom_row: bool,
 ) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
     let (_, unit) = time_axis(data);
-    let colour = variant_colour(index);
+    let colour = variant_colour(data, index);
     let mean_of = |metric: Metric| scoped.and_then(|row| row.mean(metric));
     let capacity = if scope == Scope::Hops { v.capacity_per_s(column) } else { None };
     let mut caption = match scope {
@@ -288,26 +288,98 @@ where
     if let Some(after) = mean_of(Metric::PeakAfterOverCapacity).filter(|&r| r >= 0.01) {
         caption.push_str(&format!(" · after the trigger {}×", fmt_num(after)));
     }
-    let mut chart = ChartBuilder::on(panel)
+    let mut builder = ChartBuilder::on(panel);
+    builder
         .caption(caption, (FONT, 17).into_font().color(&colour.mix(1.0)))
         .margin(8)
         .margin_right(20)
         .x_label_area_size(if bottom_row { 42 } else { 26 })
-        .y_label_area_size(78)
-        .build_cartesian_2d(0.0..t_max, 0.0..y_max)?;
-    draw_time_mesh(&mut chart, (if bottom_row { unit.desc } else { "" }, "attempts/s"), true)?;
+        .y_label_area_size(78);
     let hop = (scope == Scope::Hops).then_some(series.name.as_str());
-    shade_faults(&mut chart, v, hop, (t_max, 0.0, y_max), unit)?;
-    let total = rate(series, ATTEMPTS, data.bucket_s, unit);
-    let first = rate(series, FIRST_ATTEMPTS, data.bucket_s, unit);
-    // Retries are stacked on the first attempts: the light band between the two curves.
-    chart.draw_series(AreaSeries::new(total.iter().copied(), 0.0, colour.mix(0.3).filled()).border_style(colour))?;
-    chart.draw_series(AreaSeries::new(first.iter().copied(), 0.0, colour.mix(0.9).filled()))?;
-    if let Some(cap) = capacity.filter(|&cap| cap <= y_max) {
-        // The label sits just above the dashed line, not on it.
-        draw_capacity(&mut chart, cap, t_max, cap + y_max * 0.02)?;
+    let x_desc = if bottom_row { unit.desc } else { "" };
+    let stack = Stack { data, v, hop, series, colour, capacity, t_max, unit };
+    match y.log_floor {
+        Some(floor) => {
+            let mut chart = builder.build_cartesian_2d(0.0..t_max, LogAxis::new(floor, y.max))?;
+            draw_time_mesh(&mut chart, (x_desc, "attempts/s (log scale)"), true)?;
+            stack.draw(&mut chart, (floor, y.max), |cap| cap * (y.max / floor).powf(0.02))
+        }
+        None => {
+            let mut chart = builder.build_cartesian_2d(0.0..t_max, 0.0..y.max)?;
+            draw_time_mesh(&mut chart, (x_desc, "attempts/s"), true)?;
+            stack.draw(&mut chart, (0.0, y.max), |cap| cap + y.max * 0.02)
+        }
     }
-    Ok(())
+}
+
+/// The y axis of a column of load panels.
+#[derive(Clone, Copy, Debug)]
+struct YScale {
+    /// Top of the axis.
+    max: f64,
+    /// Bottom of a logarithmic axis; None: linear from 0.
+    log_floor: Option<f64>,
+}
+
+/// A column's loads span decades when its highest peak is at least this many times the
+/// smaller of capacity and the lowest variant's peak.
+const LOG_SPAN: f64 = 30.0;
+
+impl YScale {
+    /// The scale of a column whose variants peak at `peaks` (highest `peak`) against `capacity`.
+    fn for_column(peak: f64, peaks: &[f64], capacity: Option<f64>) -> YScale {
+        let lowest = peaks.iter().copied().filter(|&p| p > 0.0).fold(f64::INFINITY, f64::min);
+        let reference = capacity.map_or(lowest, |c| c.min(lowest));
+        if peak > 0.0 && reference.is_finite() && reference > 0.0 && peak / reference >= LOG_SPAN {
+            let floor = log_floor(peak, Some(reference));
+            return YScale { max: log_bound(peak.max(capacity.unwrap_or(0.0)), 1.3, true), log_floor: Some(floor) };
+        }
+        // Show capacity when it is within reach of the load; a far-away line would squash it.
+        let reach = capacity.filter(|&cap| cap <= peak * 3.0).unwrap_or(0.0);
+        YScale { max: (peak.max(reach) * 1.12).max(1.0), log_floor: None }
+    }
+}
+
+/// What one load panel stacks: first attempts and retries of one series, with capacity and faults.
+struct Stack<'a> {
+    data: &'a ReportData,
+    v: &'a VariantData,
+    hop: Option<&'a str>,
+    series: &'a MeanSeries,
+    colour: RGBColor,
+    capacity: Option<f64>,
+    t_max: f64,
+    unit: TimeUnit,
+}
+
+impl Stack<'_> {
+    /// Draws onto `chart` whose y axis spans `(low, high)`; `label_y` places the capacity label.
+    fn draw<DB, Y>(
+        &self,
+        chart: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, Y>>,
+        (low, high): (f64, f64),
+        label_y: impl Fn(f64) -> f64,
+    ) -> DrawResult
+    where
+        DB: DrawingBackend,
+        DB::ErrorType: 'static,
+        Y: Ranged<ValueType = f64>,
+    {
+        shade_faults(chart, self.v, self.hop, (self.t_max, low, high), self.unit)?;
+        let floor =
+            |pts: Vec<(f64, f64)>| -> Vec<(f64, f64)> { pts.into_iter().map(|(t, y)| (t, y.max(low))).collect() };
+        let total = floor(rate(self.series, ATTEMPTS, self.data.bucket_s, self.unit));
+        let first = floor(rate(self.series, FIRST_ATTEMPTS, self.data.bucket_s, self.unit));
+        let colour = self.colour;
+        // Retries are stacked on the first attempts: the light band between the two curves.
+        chart.draw_series(AreaSeries::new(total, low, colour.mix(0.3).filled()).border_style(colour))?;
+        chart.draw_series(AreaSeries::new(first, low, colour.filled()))?;
+        if let Some(cap) = self.capacity.filter(|&cap| cap <= high && cap >= low) {
+            // The label sits just above the dashed line, not on it.
+            draw_capacity(chart, cap, self.t_max, label_y(cap))?;
+        }
+        Ok(())
+    }
 }
 
 /// Smallest y of the log axis: two decades under the lower of capacity and peak, so the
@@ -372,13 +444,18 @@ where
             data.variants.iter().map(|v| rate(&v.hop_series[h], ATTEMPTS, data.bucket_s, unit)).collect();
         let (panel, zoom) = match after {
             Some(_) => {
-                let (left, right) = row.split_horizontally(row.dim_in_pixel().0 * 58 / 100);
-                (left, Some(right))
+                // The list of figures gets a column of its own, right of the zoom, never on it.
+                let list_px = after_list_px(data);
+                let charts_px = row.dim_in_pixel().0.saturating_sub(list_px);
+                let (charts, list) = row.split_horizontally(charts_px);
+                let (left, right) = charts.split_horizontally(charts_px * 58 / 100);
+                (left, Some((right, list)))
             }
             None => (row.clone(), None),
         };
-        if let (Some(zoom), Some(from)) = (&zoom, after) {
+        if let (Some((zoom, list)), Some(from)) = (&zoom, after) {
             draw_after_panel(zoom, data, h, &lines, (from, t_max), unit)?;
+            draw_after_list(list, data, h)?;
         }
         let panel = &panel;
         let peak = lines.iter().flatten().map(|p| p.1).fold(0.0, f64::max).max(1.0);
@@ -397,10 +474,11 @@ where
         if let Some(cap) = capacity.filter(|&cap| cap < y_max) {
             draw_capacity(&mut chart, cap, t_max, cap * (y_max / y_min).powf(0.015))?;
         }
-        for (i, line) in lines.iter().enumerate() {
-            let colour = variant_colour(i);
-            let segments = visible_segments(line, y_min);
-            let paths = segments.into_iter().map(|seg| PathElement::new(seg, colour.stroke_width(2)));
+        let styles = Lines::of(data);
+        for i in styles.order() {
+            let style = styles.colour(i).stroke_width(styles.width(i, 2));
+            let segments = visible_segments(&lines[i], y_min);
+            let paths = segments.into_iter().map(|seg| PathElement::new(seg, style));
             chart.draw_series(paths)?;
         }
     }
@@ -432,9 +510,7 @@ where
     let capacity = first.capacity_per_s(h);
     // Capacity far above the load would flatten the lines the zoom is for; its ratio is written.
     let reach = capacity.filter(|&cap| cap <= peak * 3.0).unwrap_or(0.0);
-    // Headroom above the lines for the per-variant figures written at the top right.
-    let text_share = (0.075 * (data.variants.len() + 1) as f64 + 0.04).min(0.6);
-    let y_max = (peak.max(reach) / (1.0 - text_share)).max(1.0);
+    let y_max = (peak.max(reach) * 1.12).max(1.0);
     let mut chart = ChartBuilder::on(panel)
         .caption(format!("after the trigger ends ({} {}), linear scale", fmt_tick(from), unit.short()), (FONT, 18))
         .margin(10)
@@ -446,27 +522,70 @@ where
     if let Some(cap) = capacity.filter(|&cap| cap <= y_max) {
         chart.draw_series(DashedLineSeries::new(vec![(from, cap), (t_max, cap)], 8, 5, BLACK.stroke_width(2)))?;
     }
-    for (i, line) in after.iter().enumerate() {
-        chart.draw_series(LineSeries::new(line.iter().copied(), variant_colour(i).stroke_width(2)))?;
-    }
-    // Each variant's mean peak after the trigger, over capacity when there is one.
-    let metric = if capacity.is_some() { Metric::PeakAfterOverCapacity } else { Metric::PeakAfterPerS };
-    let (x, mut y) = (from + (t_max - from) * 0.97, y_max * 0.97);
-    let step = y_max * 0.075;
-    let heading = if capacity.is_some() { "peak after ÷ capacity" } else { "peak after, attempts/s" };
-    let style = |c: RGBColor| (FONT, 14).into_font().color(&c).pos(Pos::new(HPos::Right, VPos::Top));
-    chart.draw_series(std::iter::once(Text::new(heading.to_string(), (x, y), style(BLACK))))?;
-    for (i, v) in data.variants.iter().enumerate() {
-        let Some(value) = v.hops.get(h).and_then(|row| row.1.mean(metric)) else { continue };
-        y -= step;
-        let unit_sign = if capacity.is_some() { "×" } else { "/s" };
-        let text = format!("{} {}{unit_sign}", v.name, fmt_num(value));
-        chart.draw_series(std::iter::once(Text::new(text, (x, y), style(variant_colour(i)))))?;
+    let styles = Lines::of(data);
+    for i in styles.order() {
+        let line = &after[i];
+        chart.draw_series(LineSeries::new(line.iter().copied(), styles.colour(i).stroke_width(styles.width(i, 2))))?;
     }
     Ok(())
 }
 
-/// One line swatch per variant, in its colour; a variant whose every hop series equals a later
+/// Font size and line height (px) of the list of figures right of the zoom.
+const LIST_FONT_PX: u32 = 14;
+const LIST_LINE_PX: i32 = 20;
+
+/// The lines of the list beside hop `h`'s zoom: a heading, each coloured variant's mean peak
+/// after the trigger (over capacity when there is one), then one grey line for the others.
+fn after_list(data: &ReportData, h: usize) -> Vec<(String, RGBColor)> {
+    let capacity = data.variants[0].capacity_per_s(h);
+    let metric = if capacity.is_some() { Metric::PeakAfterOverCapacity } else { Metric::PeakAfterPerS };
+    let unit_sign = if capacity.is_some() { "×" } else { "/s" };
+    let heading = if capacity.is_some() { "peak after ÷ capacity" } else { "peak after, attempts/s" };
+    let value = |i: usize| data.variants[i].hops.get(h).and_then(|row| row.1.mean(metric));
+    let styles = Lines::of(data);
+    let mut out = vec![(heading.to_string(), BLACK)];
+    let n = data.variants.len();
+    for i in (0..n).filter(|&i| styles.led(i)) {
+        if let Some(x) = value(i) {
+            out.push((format!("{} {}{unit_sign}", data.variants[i].name, fmt_num(x)), styles.colour(i)));
+        }
+    }
+    let rest: Vec<f64> = (0..n).filter(|&i| !styles.led(i)).filter_map(value).collect();
+    if !rest.is_empty() {
+        let (lo, hi) = rest.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+        out.push((
+            format!("{} others (grey) {}–{}{unit_sign}", rest.len(), fmt_num(lo), fmt_num(hi)),
+            super::palette::REST_GREY,
+        ));
+    }
+    out
+}
+
+/// Width in pixels of the list column of `load_compare` (0 without a trigger to zoom after):
+/// its longest line at a generous 0.62 em per character, plus margins.
+pub(super) fn after_list_px(data: &ReportData) -> u32 {
+    if trigger_end(data).is_none() {
+        return 0;
+    }
+    let hops = data.variants[0].hop_series.len();
+    let chars = (0..hops).flat_map(|h| after_list(data, h)).map(|(t, _)| t.chars().count()).max().unwrap_or(0);
+    (chars as f64 * f64::from(LIST_FONT_PX) * 0.62).ceil() as u32 + 24
+}
+
+/// The list of figures beside the zoom, one per line from the top of its column.
+fn draw_after_list<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, data: &ReportData, h: usize) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let style = |c: RGBColor| (FONT, LIST_FONT_PX).into_font().color(&c).pos(Pos::new(HPos::Left, VPos::Top));
+    for (k, (text, colour)) in after_list(data, h).into_iter().enumerate() {
+        area.draw(&Text::new(text, (4, 46 + k as i32 * LIST_LINE_PX), style(colour)))?;
+    }
+    Ok(())
+}
+
+/// One line swatch per variant drawn in colour (past [`super::palette::LEADERS_MAX`] variants, the
+/// leaders, then one grey entry for the rest); a variant whose every hop series equals a later
 /// one's is drawn under it, so its entry says so.
 pub(super) fn variant_lines_key(data: &ReportData) -> Vec<KeyItem> {
     let same = |a: &VariantData, b: &VariantData| {
@@ -474,16 +593,13 @@ pub(super) fn variant_lines_key(data: &ReportData) -> Vec<KeyItem> {
             && a.hop_series.iter().zip(&b.hop_series).all(|(x, y)| x.rows == y.rows)
     };
     let vs = &data.variants;
-    vs.iter()
-        .enumerate()
-        .map(|(i, v)| {
-            let label = match vs[i + 1..].iter().rev().find(|w| same(v, w)) {
-                Some(w) => format!("{} — identical to {}, hidden under it", v.label(), w.name),
-                None => v.label(),
-            };
-            (Swatch::Line(variant_colour(i).mix(1.0)), label)
-        })
-        .collect()
+    Lines::of(data).key(|i| {
+        let v = &vs[i];
+        match vs[i + 1..].iter().rev().find(|w| same(v, w)) {
+            Some(w) => format!("{} — identical to {}, hidden under it", v.label(), w.name),
+            None => v.label(),
+        }
+    })
 }
 
 /// Column of successes (a rate once divided by the bucket) and of the backlog level.
@@ -537,8 +653,13 @@ where
             .build_cartesian_2d(0.0..t_max, 0.0..y_max)?;
         draw_time_mesh(&mut chart, (unit.desc, if backlog { "attempts" } else { "successes/s" }), false)?;
         shade_faults(&mut chart, first, Some(&first.hop_series[h].name), (t_max, 0.0, y_max), unit)?;
-        for (i, line) in lines.iter().enumerate() {
-            chart.draw_series(LineSeries::new(line.iter().copied(), variant_colour(i).stroke_width(2)))?;
+        let styles = Lines::of(data);
+        for i in styles.order() {
+            let line = &lines[i];
+            chart.draw_series(LineSeries::new(
+                line.iter().copied(),
+                styles.colour(i).stroke_width(styles.width(i, 2)),
+            ))?;
         }
     }
     Ok(())

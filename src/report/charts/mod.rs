@@ -1,7 +1,7 @@
 //! Charts (plotters), each rendered as SVG and PNG, drawn from [`ReportData`] only.
 //!
-//! One colour per variant across every chart (its index in the run, in the Okabe–Ito palette);
-//! black and grey are kept for reference marks (capacity, caps, fault windows).
+//! One colour per variant name across every chart and report (`palette`); black and grey are
+//! kept for reference marks (capacity, caps, fault windows).
 
 pub(crate) mod axes;
 pub(crate) mod bars;
@@ -14,6 +14,7 @@ pub(crate) mod key;
 pub(crate) mod latency;
 pub(crate) mod limit;
 pub(crate) mod load;
+pub(crate) mod palette;
 pub(crate) mod replicas;
 pub(crate) mod sweep;
 
@@ -23,52 +24,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
-/// Okabe–Ito first: a palette that stays distinguishable with the common colour-vision
-/// deficiencies (black, used for reference lines, and yellow, too faint on white, come last of
-/// the eight). Then 16 further colours, each well apart from the others and from the first eight
-/// (greedy farthest-point choice; every pair ≥ 67 apart in RGB), so that up to 24 variants — the
-/// most a chart draws — each keep their own colour.
-pub const PALETTE: [RGBColor; 24] = [
-    RGBColor(0, 114, 178),
-    RGBColor(213, 94, 0),
-    RGBColor(0, 158, 115),
-    RGBColor(204, 121, 167),
-    RGBColor(230, 159, 0),
-    RGBColor(86, 180, 233),
-    RGBColor(0, 0, 0),
-    RGBColor(240, 228, 66),
-    RGBColor(75, 0, 130),
-    RGBColor(0, 0, 255),
-    RGBColor(128, 0, 0),
-    RGBColor(200, 0, 140),
-    RGBColor(152, 223, 138),
-    RGBColor(140, 86, 75),
-    RGBColor(0, 100, 0),
-    RGBColor(50, 205, 50),
-    RGBColor(174, 199, 232),
-    RGBColor(0, 191, 255),
-    RGBColor(128, 128, 0),
-    RGBColor(112, 128, 144),
-    RGBColor(60, 60, 60),
-    RGBColor(206, 162, 98),
-    RGBColor(0, 0, 128),
-    RGBColor(193, 0, 32),
-];
-
-/// The colour of variant `i` in every chart and in the report's swatches: the palette, then
-/// (index 24 on, beyond what one chart draws) a darker, then a lighter shade of colour `i mod 24`.
-pub fn variant_colour(i: usize) -> RGBColor {
-    let RGBColor(r, g, b) = PALETTE[i % PALETTE.len()];
-    let shade = |c: u8, round: usize| -> u8 {
-        match round % 3 {
-            0 => c,
-            1 => (f64::from(c) * 0.55).round() as u8,
-            _ => (f64::from(c) + (255.0 - f64::from(c)) * 0.55).round() as u8,
-        }
-    };
-    let round = i / PALETTE.len();
-    RGBColor(shade(r, round), shade(g, round), shade(b, round))
-}
+pub use palette::{variant_colour, variant_colours, Lines};
 
 /// Grey of fault windows.
 pub const FAULT_FILL: RGBColor = RGBColor(120, 120, 120);
@@ -196,13 +152,16 @@ impl Chart {
         match self {
             Chart::Load => (wide(hops), 70 + 240 * variants),
             Chart::TenantLoad => (wide(tenants.min(load::TENANT_COLUMNS_MAX as u32)), 70 + 240 * variants),
-            Chart::LoadCompare => (1100, 70 + 400 * hops),
+            Chart::LoadCompare => (1100 + load::after_list_px(data), 70 + 400 * hops),
             Chart::GoodputBacklog => (1400, 90 + 330 * hops),
             Chart::Replicas => (1100, 90 + 240 * variants),
             Chart::Capacity => (1200, 120 + 380 * capacity::scaled_hops(data).len() as u32),
             Chart::AdmissionLimit => (1100, 90 + 360 * limit::limited_hops(data).len() as u32),
             Chart::Budget => (1400, 90 + 330 * budget::budget_tenants(data).len().max(1) as u32),
-            Chart::Metrics => (1200, 140 + 2 * (90 + 34 * variants)),
+            Chart::Metrics => {
+                let names: Vec<&str> = data.variants.iter().map(|v| v.name.as_str()).collect();
+                (bars::three_panels_px(&names), 140 + 2 * (90 + 34 * variants))
+            }
             Chart::TenantMetrics => (1200, 140 + 2 * (90 + 18 * tenants * (variants + 1))),
             Chart::HopMetrics => (1200, 140 + 2 * (90 + 18 * hops * (variants + 1))),
             Chart::Latency if data.variants.iter().all(|v| v.latency_us.is_empty()) => {
@@ -380,27 +339,4 @@ pub fn downsample(points: &[(f64, f64)], limit: usize) -> Vec<(f64, f64)> {
     }
     let group = points.len().div_ceil(limit);
     points.chunks(group).map(|c| (c[0].0, c.iter().map(|p| p.1).sum::<f64>() / c.len() as f64)).collect()
-}
-
-#[cfg(test)]
-mod palette_tests {
-    use super::*;
-
-    #[test]
-    fn the_24_variant_colours_are_far_apart() {
-        // Euclidean RGB distance ≥ 60 between any two of the first 24 (the most a chart draws).
-        let colours: Vec<RGBColor> = (0..24).map(variant_colour).collect();
-        for (i, a) in colours.iter().enumerate() {
-            for (j, b) in colours.iter().enumerate().skip(i + 1) {
-                let d = [(a.0, b.0), (a.1, b.1), (a.2, b.2)]
-                    .iter()
-                    .map(|&(x, y)| (f64::from(x) - f64::from(y)).powi(2))
-                    .sum::<f64>()
-                    .sqrt();
-                assert!(d >= 60.0, "colours {i} {a:?} and {j} {b:?} are {d:.0} apart");
-            }
-        }
-        assert_eq!(variant_colour(0), PALETTE[0]);
-        assert_ne!(variant_colour(24), variant_colour(0));
-    }
 }

@@ -4,7 +4,7 @@
 
 use super::key::{with_key, KeyItem, Swatch};
 use super::load::{draw_time_mesh, fault_key, shade_faults, time_axis};
-use super::{downsample, DrawResult, FONT, PALETTE};
+use super::{downsample, palette, DrawResult, FONT};
 use crate::report::data::ReportData;
 use crate::runner::{column_index, REPLICA_COLUMNS};
 use plotters::coord::Shift;
@@ -25,7 +25,7 @@ where
     let first = &data.variants[0];
     let names: Vec<&str> = first.replica_series.iter().take(LINES_MAX).map(|s| s.name.as_str()).collect();
     let mut key: Vec<KeyItem> =
-        names.iter().enumerate().map(|(i, n)| (Swatch::Line(PALETTE[i].to_rgba()), n.to_string())).collect();
+        names.iter().enumerate().map(|(i, n)| (Swatch::Line(palette::PALETTE[i].to_rgba()), n.to_string())).collect();
     if first.replica_series.len() > LINES_MAX {
         key.push((
             Swatch::Line(BLACK.mix(0.0)),
@@ -67,7 +67,7 @@ where
         draw_time_mesh(&mut chart, (unit.desc, "attempts/s"), true)?;
         shade_faults(&mut chart, v, None, (t_max, 0.0, y_max), unit)?;
         for (i, s) in v.replica_series.iter().take(LINES_MAX).enumerate() {
-            let colour = PALETTE[i];
+            let colour = palette::PALETTE[i];
             chart.draw_series(LineSeries::new(lines[i].iter().copied(), colour.stroke_width(2)))?;
             let (top, bottom) = (-strip * (i as f64 + 0.2), -strip * (i as f64 + 1.0));
             let bars = s.rows.iter().enumerate().filter(|(_, r)| r[OUT] > 0.0).map(|(b, r)| {

@@ -1,9 +1,9 @@
 //! Sweep charts, drawn from `sweep.json`: a metric against the varied parameter with 95% CI
 //! bands (one varied parameter), or heatmaps per variant (two varied parameters).
 
-use super::axes::{CategoryAxis, LogAxis};
+use super::axes::{log_bound, CategoryAxis, LogAxis};
 use super::key::{with_key, KeyItem, Swatch};
-use super::{variant_colour, DrawResult, FONT};
+use super::{palette, DrawResult, FONT};
 use crate::metrics::catalogue::Metric;
 use crate::report::data::{SweepAxis, SweepData};
 use crate::report::format::fmt_value;
@@ -59,6 +59,12 @@ fn log_like(lo: f64, hi: f64) -> bool {
     lo > 0.0 && hi / lo >= 20.0
 }
 
+/// The colour of the sweep's variant `v`: the palette's colour for its name.
+fn sweep_colour(data: &SweepData, v: usize) -> RGBColor {
+    let names: Vec<&str> = data.variants.iter().map(String::as_str).collect();
+    palette::colours_of(&names)[v]
+}
+
 /// One panel per headline metric: the metric against the varied parameter, a line per variant
 /// with its 95% CI as a band.
 pub fn draw_lines<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &SweepData) -> DrawResult
@@ -71,8 +77,12 @@ where
         data.scenario, axis.path, data.replications
     );
     let root = root.titled(&title, (FONT, 22))?;
-    let key: Vec<KeyItem> =
-        data.variants.iter().enumerate().map(|(i, v)| (Swatch::Line(variant_colour(i).mix(1.0)), v.clone())).collect();
+    let key: Vec<KeyItem> = data
+        .variants
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (Swatch::Line(sweep_colour(data, i).mix(1.0)), v.clone()))
+        .collect();
     let root = with_key(&root, &key)?;
     let (xs, log) = x_positions(axis);
     let panels = root.split_evenly((2, 3));
@@ -117,54 +127,80 @@ where
                 .collect()
         })
         .collect();
-    let y_max = series.iter().flatten().map(|p| p.3).fold(0.0, f64::max);
-    let y_max = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
-    let labels = &axis.labels;
-    let mut chart = ChartBuilder::on(panel)
-        .caption(m.title, (FONT, 17))
-        .margin(10)
-        .margin_right(20)
-        .x_label_area_size(46)
-        .y_label_area_size(70)
-        .build_cartesian_2d(x_axis, 0.0..y_max)?;
-    chart
-        .configure_mesh()
-        .x_desc(axis.path.as_str())
-        .x_label_formatter(&|x| {
-            xs.iter()
-                .position(|p| (p - x).abs() <= 1e-9 * p.abs().max(1.0))
-                .map(|i| labels[i].clone())
-                .unwrap_or_default()
-        })
-        .y_label_formatter(&|y| crate::report::format::fmt_tick(*y))
-        .light_line_style(WHITE.mix(0.0))
-        .bold_line_style(BLACK.mix(0.08))
-        .label_style((FONT, 13))
-        .axis_desc_style((FONT, 14))
-        .draw()?;
     if series.iter().flatten().all(|p| p.3 == 0.0) {
+        // Nothing to plot: the panel's title and one line of text, not an empty axis.
         let note = if series.iter().all(Vec::is_empty) {
             "no value in any variant or cell"
         } else {
             "0 in every variant and cell"
         };
-        let (x0, x1) = (xs.first().copied().unwrap_or(0.0), xs.last().copied().unwrap_or(1.0));
-        let middle = if log_like(x0, x1) { (x0 * x1).sqrt() } else { (x0 + x1) / 2.0 };
-        let style = TextStyle::from((FONT, 15).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
-        chart.draw_series(std::iter::once(Text::new(note, (middle, 0.5), style)))?;
+        let (_, h) = panel.dim_in_pixel();
+        let style = TextStyle::from((FONT, 15).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+        panel.draw(&Text::new(format!("{}: {note}", m.title), (16, h as i32 / 2), style))?;
+        return Ok(());
     }
-    for (v, points) in series.iter().enumerate() {
-        let colour = variant_colour(v);
-        if points.len() > 1 {
-            let mut band: Vec<(f64, f64)> = points.iter().map(|p| (p.0, p.3)).collect();
-            band.extend(points.iter().rev().map(|p| (p.0, p.2)));
-            chart.draw_series(std::iter::once(Polygon::new(band, colour.mix(0.15).filled())))?;
-        }
-        chart.draw_series(LineSeries::new(points.iter().map(|p| (p.0, p.1)), colour.stroke_width(2)))?;
-        chart.draw_series(points.iter().map(|p| Circle::new((p.0, p.1), 4, colour.filled())))?;
+    let y_max = series.iter().flatten().map(|p| p.3).fold(0.0, f64::max) * 1.1;
+    // Values that span decades (all positive) read on a log axis, where linear growth against a
+    // log x axis is not mistaken for an explosion.
+    let y_min = series.iter().flatten().map(|p| p.2.min(p.1)).fold(f64::INFINITY, f64::min);
+    let y_log = y_min > 0.0 && y_max / y_min >= Y_LOG_SPAN;
+    let labels = &axis.labels;
+    let x_desc = if log_like(xs.iter().copied().fold(f64::INFINITY, f64::min), xs.iter().copied().fold(0.0, f64::max))
+        && axis.numbers.is_some()
+    {
+        format!("{} (log scale)", axis.path)
+    } else {
+        axis.path.clone()
+    };
+    // A number typed in the --vary list is shown with thousands separators (1,000, not 1000).
+    let x_label = |x: &f64| {
+        xs.iter()
+            .position(|p| (p - x).abs() <= 1e-9 * p.abs().max(1.0))
+            .map(|i| match labels[i].parse::<f64>() {
+                Ok(n) if axis.numbers.is_some() => crate::report::format::fmt_tick(n),
+                _ => labels[i].clone(),
+            })
+            .unwrap_or_default()
+    };
+    let mut builder = ChartBuilder::on(panel);
+    builder.caption(m.title, (FONT, 17)).margin(10).margin_right(20).x_label_area_size(46).y_label_area_size(70);
+    macro_rules! finish {
+        ($chart:expr, $y_desc:expr) => {{
+            let mut chart = $chart;
+            chart
+                .configure_mesh()
+                .x_desc(x_desc.as_str())
+                .y_desc($y_desc)
+                .x_label_formatter(&x_label)
+                .y_label_formatter(&|y| crate::report::format::fmt_tick(*y))
+                .light_line_style(WHITE.mix(0.0))
+                .bold_line_style(BLACK.mix(0.08))
+                .label_style((FONT, 13))
+                .axis_desc_style((FONT, 14))
+                .draw()?;
+            for (v, points) in series.iter().enumerate() {
+                let colour = sweep_colour(data, v);
+                if points.len() > 1 {
+                    let mut band: Vec<(f64, f64)> = points.iter().map(|p| (p.0, p.3)).collect();
+                    band.extend(points.iter().rev().map(|p| (p.0, p.2)));
+                    chart.draw_series(std::iter::once(Polygon::new(band, colour.mix(0.15).filled())))?;
+                }
+                chart.draw_series(LineSeries::new(points.iter().map(|p| (p.0, p.1)), colour.stroke_width(2)))?;
+                chart.draw_series(points.iter().map(|p| Circle::new((p.0, p.1), 4, colour.filled())))?;
+            }
+        }};
+    }
+    if y_log {
+        let y_axis = LogAxis::new(log_bound(y_min, 1.2, false), log_bound(y_max, 1.0, true));
+        finish!(builder.build_cartesian_2d(x_axis, y_axis)?, "log scale");
+    } else {
+        finish!(builder.build_cartesian_2d(x_axis, 0.0..y_max)?, "");
     }
     Ok(())
 }
+
+/// A sweep panel's y axis is logarithmic when its positive values span this factor or more.
+const Y_LOG_SPAN: f64 = 30.0;
 
 /// Viridis (perceptually uniform, readable with colour-vision deficiencies and in greyscale) at
 /// `t` in [0, 1], interpolated between nine of its published colours.
@@ -221,7 +257,7 @@ where
         let tick = |n: usize| (0..n).map(|i| i as f64).collect::<Vec<_>>();
         let x_axis = CategoryAxis { range: -0.5..cols.labels.len() as f64 - 0.5, ticks: tick(cols.labels.len()) };
         let y_axis = CategoryAxis { range: -0.5..rows.labels.len() as f64 - 0.5, ticks: tick(rows.labels.len()) };
-        let colour = variant_colour(v);
+        let colour = sweep_colour(data, v);
         let mut chart = ChartBuilder::on(panel)
             .caption(&data.variants[v], (FONT, 18).into_font().color(&colour.mix(1.0)))
             .margin(12)

@@ -4,8 +4,8 @@
 //! shaded.
 
 use super::{
-    downsample, draw_time_mesh, fault_key, rate, shade_faults, spike_key, time_axis, variant_colour, variant_lines_key,
-    with_key, DrawResult, ATTEMPTS, FONT, POINTS_MAX,
+    downsample, draw_time_mesh, fault_key, rate, shade_faults, spike_key, time_axis, variant_lines_key, with_key,
+    DrawResult, ATTEMPTS, FONT, POINTS_MAX,
 };
 use crate::report::data::ReportData;
 use crate::runner::SERIES_COLUMNS;
@@ -77,8 +77,13 @@ where
             .build_cartesian_2d(0.0..t_max, 0.0..y_max)?;
         draw_time_mesh(&mut chart, (unit.desc, y_desc), false)?;
         shade_faults(&mut chart, first, None, (t_max, 0.0, y_max), unit)?;
-        for (i, line) in lines.iter().enumerate() {
-            chart.draw_series(LineSeries::new(line.iter().copied(), variant_colour(i).stroke_width(2)))?;
+        let styles = crate::report::charts::Lines::of(data);
+        for i in styles.order() {
+            let line = &lines[i];
+            chart.draw_series(LineSeries::new(
+                line.iter().copied(),
+                styles.colour(i).stroke_width(styles.width(i, 2)),
+            ))?;
         }
     }
     Ok(())
