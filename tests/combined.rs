@@ -115,6 +115,7 @@ fn the_generator_covers_every_feature() {
 /// - `hedge-cancel-pool-hang.toml`, `hedge-twice-pool-hang.toml`: the same with a pool of one
 ///   connection and a hang fault, and with a client-side hedge too (a connection released
 ///   twice; a request let go twice in the effect history).
+///
 /// Found by the generator:
 /// - `cache-coalesced-miss-cancelled.toml`: a cache miss cancelled by its client while its
 ///   backend call ran left the misses coalesced on it waiting for ever.

@@ -76,6 +76,9 @@ fn bundled_scenarios_are_byte_identical_across_runs_and_threads_and_match_their_
         }
         firsts.push((stem, outs[0].clone()));
     }
+    for (stem, dir) in &firsts {
+        capacity_is_one_figure_and_no_served_rate_exceeds_it(stem, dir);
+    }
     let actual = digest_lines(&firsts);
     if std::env::var_os("RETRYSTORM_BLESS").is_some() {
         std::fs::create_dir_all(golden_path().parent().unwrap()).expect("tests/golden");
@@ -101,4 +104,41 @@ fn bundled_scenarios_are_byte_identical_across_runs_and_threads_and_match_their_
          if the change is deliberate, run RETRYSTORM_BLESS=1 cargo test --release --test determinism and \
          say why in CHANGELOG.md"
     );
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("written")).expect("valid JSON")
+}
+
+/// Every hop's capacity in scenario.json (the report's hop table and the charts' capacity lines)
+/// is summary.json's `capacity_per_s` (one definition), and no hop's served rate
+/// (`throughput_per_s`, services completed over the hop's serving span) exceeds it by more than
+/// counting noise: the completions in a span are a renewal count of sd ≈ cv·√N with N ≥
+/// capacity × horizon services, so 4 sd with cv ≤ 1 (constant, exponential and the bundled
+/// measured distributions) is a relative excess of 4 ÷ √(capacity × horizon).
+fn capacity_is_one_figure_and_no_served_rate_exceeds_it(stem: &str, dir: &Path) {
+    let summary = json(&dir.join("summary.json"));
+    let setup = json(&dir.join("scenario.json"));
+    let variants = summary["variants"].as_array().expect("variants");
+    for (v, s) in variants.iter().zip(setup["variants"].as_array().expect("variants")) {
+        let horizon = s["horizon_s"].as_f64().expect("horizon_s");
+        for (hop, info) in v["hops"].as_array().expect("hops").iter().zip(s["hops"].as_array().expect("hops")) {
+            let at = format!("{stem} · {} · hop {}", v["name"], info["name"]);
+            let reported = info["capacity_per_s"].as_f64();
+            let metric = hop["metrics"]["capacity_per_s"]["mean"].as_f64();
+            assert_eq!(reported, metric, "{at}: the report's capacity is not summary.json's");
+            let Some(cap) = reported else { continue };
+            let tolerance = 4.0 / (cap * horizon).sqrt();
+            for rate in hop["metrics"]["throughput_per_s"]["values"].as_array().expect("values").iter() {
+                let rate = rate.as_f64().unwrap_or(0.0);
+                assert!(rate <= cap * (1.0 + tolerance), "{at}: served {rate}/s on a capacity of {cap}/s");
+            }
+        }
+    }
+    if stem == "stability-gc-death-spiral" {
+        // 10 workers at 8 ms × e^(4u): the most completions per second are with 3 busy,
+        // 3 ÷ (8 ms × e^1.2) = 112.9/s (all 10 busy: 22.9/s; the bare service time: 1,250/s).
+        let cap = setup["variants"][0]["hops"][0]["capacity_per_s"].as_f64().expect("bounded");
+        assert!((cap - 3.0 / (0.008 * 1.2f64.exp())).abs() < 1e-9, "gc-death-spiral capacity {cap}");
+    }
 }

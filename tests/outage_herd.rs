@@ -45,3 +45,26 @@ fn every_strategy_conserves_requests() {
     assert_eq!(metric(none, "dlq").mean, Some(2000.0));
     assert_eq!(metric(none, "attempts").mean, Some(20_000.0));
 }
+
+#[test]
+fn a_run_cut_off_at_its_drain_limit_has_not_recovered() {
+    // One worker at 1 h per request: nothing completes before the 240 s drain limit, retries die
+    // down once every client waits on its first-served attempt (no timeout), so arrivals look
+    // calm; but the backlog never drains and the run is cut off: recovery is not observable.
+    let cut = study("outage-herd", &["hop.api.service.mean=1h", "tenant.main.clients=2000", "replications=2"]);
+    let v = &cut.variants[0];
+    for r in 0..2 {
+        let get = |m: &str| metric(v, m).values[r];
+        assert_eq!(get("truncated"), Some(1.0), "replication {r} runs into the drain limit");
+        assert_eq!(get("success_ratio"), Some(0.0));
+        assert_eq!(get("recovered"), Some(0.0), "replication {r}: a cut-off run did not recover");
+        assert_eq!(get("recovery_time_s"), None);
+        assert_eq!(get("recovery_unobservable"), Some(1.0));
+        assert_eq!(get("recovery_cut_off"), Some(1.0));
+        assert_eq!(get("metastable"), Some(0.0));
+    }
+    // The healthy scenario still recovers, and is not cut off.
+    let healthy = study("outage-herd", &["tenant.main.clients=2000", "replications=2"]);
+    assert_eq!(metric(&healthy.variants[0], "recovered").values, vec![Some(1.0), Some(1.0)]);
+    assert_eq!(metric(&healthy.variants[0], "recovery_cut_off").values, vec![Some(0.0), Some(0.0)]);
+}

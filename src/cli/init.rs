@@ -76,6 +76,13 @@ pub fn run(args: InitArgs) -> Result<(), CliError> {
     for w in &scenario.warnings {
         eprintln!("warning: {w}");
     }
+    let (lines, warnings) = super::load_check::load_check(&scenario.base);
+    for line in lines {
+        println!("{line}");
+    }
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
     println!("wrote {name}; run it with: retrystorm compare {name}");
     Ok(())
 }
@@ -190,7 +197,17 @@ fn scenario_text(args: &InitArgs, sources: &[Source]) -> Result<String, CliError
         Some(c) => return Err(bad(format!("--capacity {c}: give a positive number of requests per second"))),
         None => 2.0 * offered,
     };
-    let workers = (capacity * service_s).ceil().max(1.0) as u64;
+    if offered > capacity && args.capacity.is_some() && args.rate.is_some() {
+        return Err(bad(format!(
+            "--rate {offered} exceeds --capacity {capacity}: every hop would be overloaded before any fault (its backlog grows from t = 0 and every variant looks metastable); give --capacity above --rate, e.g. --capacity {}",
+            (2.0 * offered).ceil()
+        )));
+    }
+    // A hop's worker stays held while it waits on the next hop's reply, so hop i of n is busy
+    // (n − i) service times per request: it gets the workers for C requests/s of that, and the
+    // stated capacity holds at every hop (the one definition, `SimSpec::capacity_per_s`).
+    let hops = args.hops.len();
+    let workers_at = |i: usize| (capacity * service_s * (hops - i) as f64).ceil().max(1.0) as u64;
     let outage_from = 30.0;
     let horizon = trace.map_or(120.0, |t| t.2).max(outage.map_or(0.0, |o| outage_from + o as f64 / 1e9 + 60.0));
     let name = args.file.file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
@@ -268,10 +285,17 @@ fn scenario_text(args: &InitArgs, sources: &[Source]) -> Result<String, CliError
     }
     for (i, hop) in args.hops.iter().enumerate() {
         let _ = writeln!(w, "\n[[hop]]\nname = {}", toml_str(hop));
+        let workers = workers_at(i);
+        let busy = service_s * (hops - i) as f64;
+        let held = if i + 1 < hops {
+            format!(" (its service + {} held on the hops it calls)", hops - i - 1)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             w,
-            "workers = {workers}            # {workers} × 1/{service_s:.4} s ≈ {:.0} requests/s",
-            workers as f64 / service_s
+            "workers = {workers}            # {workers} ÷ {busy:.4} s busy per request{held} ≈ {:.0} requests/s",
+            workers as f64 / busy
         );
         match histogram {
             Some((path, mean, unit)) => {
@@ -320,4 +344,54 @@ fn describe(args: &InitArgs, trace: bool, offered: f64, capacity: f64, outage: O
 
 fn toml_str(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::{main_with_args, CliError};
+    use crate::scenario::Scenario;
+
+    fn init(args: &[&str]) -> Result<(), CliError> {
+        main_with_args(["retrystorm", "init"].iter().chain(args).map(std::ffi::OsString::from))
+    }
+
+    #[test]
+    fn init_sizes_workers_so_the_stated_capacity_holds_at_every_hop() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("checkout.toml");
+        let path = file.to_str().expect("utf-8");
+        init(&[path, "--rate", "800", "--capacity", "1000", "--outage", "20s", "--hops", "api,db"]).expect("written");
+        let scenario = Scenario::load(path, &[]).expect("valid");
+        let spec = &scenario.base;
+        // api holds its worker for its own 10 ms and db's 10 ms: 20 workers for 1,000/s.
+        for h in 0..2 {
+            let cap = spec.capacity_per_s(h).expect("bounded");
+            assert!((1000.0..1100.0).contains(&cap), "hop {h}: capacity {cap}");
+        }
+        let (_, warnings) = crate::cli::load_check::load_check(spec);
+        assert!(warnings.is_empty(), "800/s on 1,000/s is not overloaded: {warnings:?}");
+        // More load than capacity is refused, naming both flags.
+        let over = dir.path().join("over.toml");
+        let Err(CliError::BadInput(m)) =
+            init(&[over.to_str().unwrap(), "--rate", "1200", "--capacity", "1000", "--hops", "api,db"])
+        else {
+            panic!("rate above capacity is bad input")
+        };
+        assert!(m.contains("--rate 1200") && m.contains("--capacity"), "{m}");
+        assert!(!over.exists());
+    }
+
+    #[test]
+    fn the_load_check_warns_of_a_hop_overloaded_before_any_fault() {
+        // The old sizing: api's 10 workers for 1,000/s of its own 10 ms, but held 10 ms more on
+        // db: 10 ÷ 20 ms = 500/s against 800/s offered.
+        let text = "name = \"x\"\nhorizon = \"60s\"\n[[tenant]]\nname = \"c\"\nclients = 10\narrival = { kind = \"poisson\", rate_per_s = 800.0 }\npolicy = \"p\"\n[policy.p]\njitter = \"full\"\n[policy.inner]\njitter = \"full\"\n[[hop]]\nname = \"api\"\nworkers = 10\nservice = { dist = \"constant\", mean = \"10ms\" }\ndownstream_policy = \"inner\"\n[[hop]]\nname = \"db\"\nworkers = 10\nservice = { dist = \"constant\", mean = \"10ms\" }\n";
+        let scenario = Scenario::from_source("x.toml", text, &[]).expect("valid");
+        assert_eq!(scenario.base.capacity_per_s(0), Some(500.0));
+        assert_eq!(scenario.base.capacity_per_s(1), Some(1000.0));
+        let (lines, warnings) = crate::cli::load_check::load_check(&scenario.base);
+        assert!(lines[0].contains("800/s") && lines[0].contains("500/s"), "{lines:?}");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("hop api is overloaded before any fault"), "{warnings:?}");
+    }
 }

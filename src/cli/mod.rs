@@ -175,10 +175,38 @@ pub fn check_threads(threads: Option<usize>) -> Result<(), CliError> {
 /// Default jitter strategies of `compare`.
 pub const DEFAULT_JITTERS: [&str; 5] = ["none", "exponential", "full", "equal", "decorrelated"];
 
+/// The message for required arguments left out: each named, with an example command that gives
+/// them (clap lists them on lines of their own, which the one-line message would drop).
+fn missing_arguments(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let missing: Vec<String> = match e.get(ContextKind::InvalidArg) {
+        Some(ContextValue::Strings(names)) => names.clone(),
+        Some(ContextValue::String(name)) => vec![name.clone()],
+        _ => Vec::new(),
+    };
+    let example = |name: &str| -> Option<&'static str> {
+        match name.split([' ', '=']).next().unwrap_or(name) {
+            "--vary" => Some("retrystorm plan scenarios/outage-herd.toml --vary hop.api.workers=1..64"),
+            "<SCENARIO>" => Some("retrystorm run scenarios/outage-herd.toml"),
+            "<FILE>" => Some("retrystorm init checkout.toml --rate 800 --capacity 1000"),
+            _ => None,
+        }
+    };
+    let examples: Vec<&str> = missing.iter().filter_map(|m| example(m)).collect();
+    let names = if missing.is_empty() { "a required argument".to_string() } else { missing.join(", ") };
+    match examples.first() {
+        Some(eg) => format!("missing {names}; for example: {eg} (see --help)"),
+        None => format!("missing {names} (see --help)"),
+    }
+}
+
 /// Parses `std::env::args` and runs the command.
 pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<(), CliError> {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
+        Err(e) if e.kind() == clap::error::ErrorKind::MissingRequiredArgument => {
+            return Err(CliError::BadInput(missing_arguments(&e)));
+        }
         Err(e) if e.use_stderr() => {
             // clap's message starts with its own "error: " and adds usage lines: keep one line.
             let text = e.to_string();
@@ -292,7 +320,10 @@ pub fn check_memory(estimate: &memory::Estimate, args: &RunArgs) -> Result<(), C
     let limit = args.max_memory.unwrap_or_else(default_memory_limit);
     memory::check(estimate, limit).map_err(CliError::BadInput)?;
     if !args.quiet && estimate.events > 1e9 {
-        eprintln!("note: about {:.1e} events to simulate; this may take a while (Ctrl-C stops it)", estimate.events);
+        eprintln!(
+            "note: at least {:.1e} events to simulate (more if retries multiply them); this may take a while (Ctrl-C stops it)",
+            estimate.events
+        );
     }
     Ok(())
 }
@@ -365,13 +396,33 @@ fn validate(path: &str, set: &[String]) -> Result<(), CliError> {
     for line in scenario.policy_report() {
         println!("{line}");
     }
+    let (lines, warnings) = load_check::load_check(s);
+    for line in lines {
+        println!("{line}");
+    }
+    for w in warnings {
+        println!("warning: {w}");
+    }
     Ok(())
 }
 
 pub(crate) mod budget_args;
 pub(crate) mod differs;
 pub(crate) mod init;
+pub(crate) mod load_check;
 pub(crate) mod plan;
 pub(crate) mod plot;
 pub(crate) mod replicas;
 pub(crate) mod sweep;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_required_argument_is_named_with_an_example() {
+        let args = ["retrystorm", "plan", "scenarios/outage-herd.toml"].map(std::ffi::OsString::from);
+        let Err(CliError::BadInput(message)) = main_with_args(args) else { panic!("plan without --vary is bad input") };
+        assert!(message.contains("--vary") && message.contains("for example: retrystorm plan"), "{message}");
+    }
+}

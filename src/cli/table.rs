@@ -40,8 +40,16 @@ fn precision_note(study: &Study) -> String {
     if study.replications < 2 {
         "1 replication: values without ± (a 95% confidence interval needs at least 2 replications)".into()
     } else {
+        let few = if (study.replications as usize) < crate::metrics::stats::USEFUL_REPLICATIONS_MIN {
+            format!(
+                "; too few for a useful interval: with {} replications each interval spans over four standard errors each side (use --replications 10)",
+                study.replications
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "{} replications: mean ±95% CI half-width (in pp for percentages; \"exact\": all agree)",
+            "{} replications: mean ±95% CI half-width (in pp for percentages; \"exact\": all agree; [low–high] where the interval is kept within the metric's range){few}",
             study.replications
         )
     }

@@ -66,27 +66,22 @@ pub fn after_trigger(series: &[HopBucket], spec: &RunShape, h: usize, capacity: 
             .map(|cap| after.iter().map(|b| rate(b) / bucket_capacity(cap, b, workers)).fold(0.0, f64::max)),
         time_over_capacity_after_s: over,
         backlog_peak,
-        backlog_cleared_s: cleared_ns(series, spec, h, trigger_end).map(ns_to_secs),
+        backlog_cleared_s: backlog_cleared_ns(series, spec, h, trigger_end).map(ns_to_secs),
     }
 }
 
 /// The capacity (attempts/s) during bucket `b` of a hop whose capacity is `cap` with its
 /// starting `workers`: autoscaling moves the workers (over the replicas serving) at the bucket's
-/// end, which the capacity follows in proportion. A bucket with no workers recorded (a record
-/// built by hand) keeps `cap`.
+/// end, which the capacity follows in proportion ([`super::capacity::capacity_with_workers`]).
 fn bucket_capacity(cap: f64, b: &HopBucket, workers: u32) -> f64 {
-    if b.workers == 0 || b.workers == workers {
-        cap
-    } else {
-        cap * f64::from(b.workers) / f64::from(workers)
-    }
+    super::capacity::capacity_with_workers(cap, f64::from(b.workers), f64::from(workers))
 }
 
 /// Nanoseconds from `trigger_end` to the first bucket boundary at or after it where the backlog
 /// is at most its normal level (the largest boundary level before the first trigger, and at
 /// least the hop's workers: requests in service are not a backlog) and pending retries are at
 /// most their pre-trigger largest level. `None` when that never happens before the run ends.
-fn cleared_ns(series: &[HopBucket], spec: &RunShape, h: usize, trigger_end: u64) -> Option<u64> {
+pub fn backlog_cleared_ns(series: &[HopBucket], spec: &RunShape, h: usize, trigger_end: u64) -> Option<u64> {
     let backlog = backlog_levels(series);
     let pending = pending_retry_levels(series);
     let start = spec.first_trigger_start.unwrap_or(0);
@@ -129,7 +124,7 @@ mod tests {
             recovery_hold: 1_000_000_000,
             trigger_end: Some(1_000_000_000),
             first_trigger_start: Some(0),
-            hops: vec![super::super::HopShape { workers: 4, service_mean_ns: 4e7, service_mean_alone_ns: 4e7 }],
+            hops: vec![super::super::HopShape { workers: 4, capacity_per_s: Some(100.0), service_mean_alone_ns: 4e7 }],
             tenants: 1,
         };
         let bucket =

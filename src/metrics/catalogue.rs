@@ -223,8 +223,8 @@ catalogue! {
     CacheHitRatio: "cache_hit_ratio", "cache hit ratio", "hit ratio", "cache hit ratio (hits ÷ lookups)", Share, Higher, H, "not a cache";
     Hedges: "hedges", "hedges", "hedges", "hedge attempts sent (also in attempts)", Count, Neither, GH, "no value";
     Cancelled: "cancelled", "cancelled", "cancel", "attempts cancelled because their caller gave up", Count, Neither, H, "no value";
-    ThroughputPerS: "throughput_per_s", "throughput/s", "thru/s", "services completed per second of the horizon", PerSecond, Neither, H, "no value";
-    TimelyGoodputPerS: "timely_goodput_per_s", "goodput/s", "good/s", "success replies that reached a waiting caller, per second of the horizon", PerSecond, Higher, H, "no value";
+    ThroughputPerS: "throughput_per_s", "throughput/s", "thru/s", "services completed per second of the hop's serving span (the horizon, or to its last completion when it drained after it)", PerSecond, Neither, H, "no value";
+    TimelyGoodputPerS: "timely_goodput_per_s", "goodput/s", "good/s", "success replies that reached a waiting caller, per second of the hop's serving span", PerSecond, Higher, H, "no value";
     GoodputRatio: "goodput_ratio", "goodput ÷ throughput", "good/thru", "share of completed services whose success reached a waiting caller", Share, Higher, GH, "nothing served";
     WastedTimedOutS: "wasted_timed_out_s", "wasted: timed out (s)", "w tmo s", "service run to the end for a caller that had timed out", Seconds, Lower, GH, "no value";
     WastedHedgeS: "wasted_hedge_s", "wasted: hedge loser (s)", "w hedge s", "service of the slower copy of a hedged attempt", Seconds, Lower, GH, "no value";
@@ -238,7 +238,8 @@ catalogue! {
     RecoveryTimeS: "recovery_time_s", "recovery (s)", "recovery s", "recovery time after the last fault or spike", Seconds, Lower, G, "not recovered";
     Recovered: "recovered", "recovered", "recov.", "share of runs that recovered", Flag, Higher, G, "no value";
     Metastable: "metastable", "metastable", "metast.", "share of runs that never recovered", Flag, Lower, G, "no value";
-    RecoveryUnobservable: "recovery_unobservable", "recovery not observable", "unobs.", "share of runs whose recovery could not be observed (no fault or load spike, a trigger until the horizon, or nothing succeeded or was attempted after it)", Flag, Neither, G, "no value";
+    RecoveryUnobservable: "recovery_unobservable", "recovery not observable", "unobs.", "share of runs whose recovery could not be observed (no fault or load spike, a trigger until the horizon, nothing succeeded or was attempted after it, or the run was cut off before its backlog drained)", Flag, Neither, G, "no value";
+    RecoveryCutOff: "recovery_cut_off", "recovery cut off", "cut off", "share of runs whose recovery could not be observed because a limit cut the run before its backlog drained", Flag, Neither, G, "no value";
     Events: "events", "events", "events", "events simulated", Count, Neither, G, "no value";
     Truncated: "truncated", "truncated", "trunc.", "share of runs cut short by a limit", Flag, Lower, G, "no value";
     FailedReplies: "failed_replies", "failed replies", "failed", "failure replies sent (5xx, 429, 4xx, overflow)", Count, Lower, R, "no value";
@@ -256,6 +257,18 @@ impl Metric {
     /// The metric named `name`, if catalogued.
     pub fn from_name(name: &str) -> Option<Metric> {
         Metric::ALL.iter().copied().find(|m| m.name() == name)
+    }
+
+    /// The 95% interval its mean gets ([`super::stats::Interval`]): every catalogued metric is
+    /// a value of its own that cannot be negative, so its unit decides (paired differences
+    /// between variants, which can be negative, use the Student interval in `runner::compare`).
+    pub const fn interval(self) -> super::stats::Interval {
+        use super::stats::Interval;
+        match self.def().unit {
+            Unit::Count | Unit::Times | Unit::Seconds | Unit::PerSecond => Interval::Positive,
+            Unit::Share => Interval::Share,
+            Unit::Flag => Interval::Flag,
+        }
     }
 
     /// The metrics measured per replica, in catalogue order.

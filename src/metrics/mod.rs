@@ -3,6 +3,7 @@
 
 pub mod after;
 pub mod balance;
+pub mod capacity;
 pub mod catalogue;
 pub mod goodput;
 pub mod objective;
@@ -333,10 +334,11 @@ pub struct RunShape {
 /// A hop's capacity inputs.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct HopShape {
-    /// Workers.
+    /// Workers (over the replicas serving at the start).
     pub workers: u32,
-    /// Mean service time with every worker busy, in nanoseconds.
-    pub service_mean_ns: f64,
+    /// The hop's capacity in attempts per second ([`capacity::capacity_per_s`]: the one
+    /// definition every output reads); `None` when unbounded (no worker limit, no service time).
+    pub capacity_per_s: Option<f64>,
     /// Mean service time of a lone request, in nanoseconds (the recovery baseline's floor).
     pub service_mean_alone_ns: f64,
 }

@@ -15,9 +15,14 @@ pub enum RecoveryOutcome {
     /// own), the trigger lasts until the horizon, or no request succeeded or was even attempted
     /// after it ended (every request was lost during it).
     NotObservable,
+    /// Recovery cannot be judged because a limit (`max_events`, the drain limit) cut the run
+    /// before the hop's backlog drained: the run did not finish, so it has not recovered.
+    CutOff,
 }
 
-/// Classifies a run's recovery (see [`RecoveryOutcome`] and [`recovery_time_ns`]).
+/// Classifies a run's recovery (see [`RecoveryOutcome`] and [`recovery_time_ns`]): recovered
+/// only when a calm window starts before the horizon **and** hop 0's backlog cleared
+/// ([`super::after::backlog_cleared_ns`]) before the run ended.
 pub fn recovery_outcome(record: &RunRecord, spec: &RunShape) -> RecoveryOutcome {
     let Some(trigger_end) = spec.trigger_end else { return RecoveryOutcome::NotObservable };
     if trigger_end >= spec.horizon {
@@ -33,7 +38,17 @@ pub fn recovery_outcome(record: &RunRecord, spec: &RunShape) -> RecoveryOutcome 
     if after(|b| b.successes) == 0 && after(|b| b.attempts) == 0 {
         return RecoveryOutcome::NotObservable;
     }
-    recovery_time_ns(record, spec).map_or(RecoveryOutcome::Metastable, RecoveryOutcome::Recovered)
+    // Recovery needs the backlog drained: calm arrivals at a hop whose backlog never clears
+    // (requests held for ever in service) are no recovery. A run cut off before it drained
+    // cannot show one at all.
+    let drained = super::after::backlog_cleared_ns(&record.hop_series[0], spec, 0, trigger_end).is_some();
+    if !drained && record.truncated.is_some() {
+        return RecoveryOutcome::CutOff;
+    }
+    match recovery_time_ns(record, spec) {
+        Some(ns) if drained => RecoveryOutcome::Recovered(ns),
+        _ => RecoveryOutcome::Metastable,
+    }
 }
 
 /// Share of arriving attempts that may be retries in a calm bucket.

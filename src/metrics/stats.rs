@@ -1,4 +1,7 @@
-//! Statistics across replications: mean, sd and the Student-t 95% confidence interval.
+//! Statistics across replications: mean, sd and the 95% confidence interval suited to the metric
+//! ([`Interval`], chosen by the catalogue from the metric's unit): Student t where a value may be
+//! negative (paired differences), Cox's log-scale interval for positive quantities, Student t
+//! kept within [0, 1] for shares, Wilson's score interval for per-run flags.
 
 use super::catalogue::Metric;
 use serde::{Deserialize, Serialize};
@@ -18,18 +21,91 @@ pub struct Stat {
     pub values: Vec<Option<f64>>,
 }
 
+/// Which 95% interval a metric's mean gets (the catalogue's [`super::catalogue::Metric::interval`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interval {
+    /// Any real value (paired differences): mean ± t · sd/√n.
+    Student,
+    /// A quantity that cannot be negative (counts, durations, rates, multiples). All values
+    /// positive: Cox's interval for the mean of a log-normal quantity, exp(ȳ + s²/2 ± t ·
+    /// √(s²/n + s⁴/(2(n − 1)))) with ȳ, s² the mean and variance of the logs — never below 0,
+    /// and wider above than below as skewed positive data are. Some value 0: the Student
+    /// interval with its lower bound raised to 0 (a true mean is never below 0, so coverage is
+    /// kept).
+    Positive,
+    /// A share in [0, 1] (a ratio per run): the Student interval kept within [0, 1] (coverage is
+    /// kept: the true mean lies in [0, 1]).
+    Share,
+    /// A 0/1 per run, whose mean is the share of runs: Wilson's score interval for k of n.
+    Flag,
+}
+
 impl Stat {
-    /// Summarises per-replication values.
+    /// Summarises per-replication values with the Student-t interval (values of any sign, e.g.
+    /// paired differences).
     pub fn from_values(values: Vec<Option<f64>>) -> Stat {
+        Stat::with_interval(values, Interval::Student)
+    }
+
+    /// Summarises per-replication values with the interval `kind`.
+    pub fn with_interval(values: Vec<Option<f64>>, kind: Interval) -> Stat {
         let present: Vec<f64> = values.iter().flatten().copied().collect();
         if present.is_empty() {
             return Stat { mean: None, sd: None, ci95: None, values };
         }
         let (mean, sd) = mean_sd(&present);
-        let half = ci_half_width(sd, present.len(), 0.95);
-        Stat { mean: Some(mean), sd: Some(sd), ci95: Some([mean - half, mean + half]), values }
+        Stat { mean: Some(mean), sd: Some(sd), ci95: Some(interval(&present, kind, 0.95)), values }
     }
 }
+
+/// The two-sided `level` interval of the mean of `xs` (non-empty) of kind `kind`; with one value
+/// or none of spread, the mean itself.
+pub fn interval(xs: &[f64], kind: Interval, level: f64) -> [f64; 2] {
+    let (mean, sd) = mean_sd(xs);
+    let n = xs.len();
+    if n < 2 || sd == 0.0 {
+        return [mean, mean];
+    }
+    let half = ci_half_width(sd, n, level);
+    let student = [mean - half, mean + half];
+    match kind {
+        Interval::Student => student,
+        Interval::Positive if xs.iter().all(|&x| x > 0.0) => cox_interval(xs, level),
+        Interval::Positive => [student[0].max(0.0), student[1]],
+        Interval::Share => [student[0].max(0.0), student[1].min(1.0)],
+        Interval::Flag => {
+            let ones = xs.iter().filter(|&&x| x > 0.0).count();
+            wilson(ones, n, level)
+        }
+    }
+}
+
+/// Cox's interval for the mean of a log-normal quantity from positive `xs` (n ≥ 2).
+fn cox_interval(xs: &[f64], level: f64) -> [f64; 2] {
+    let logs: Vec<f64> = xs.iter().map(|x| x.ln()).collect();
+    let (m, s) = mean_sd(&logs);
+    let n = xs.len() as f64;
+    let s2 = s * s;
+    let t = StudentsT::new(0.0, 1.0, n - 1.0).expect("n ≥ 2 gives valid freedom").inverse_cdf(0.5 + level / 2.0);
+    let half = t * (s2 / n + s2 * s2 / (2.0 * (n - 1.0))).sqrt();
+    let centre = m + s2 / 2.0;
+    [(centre - half).exp(), (centre + half).exp()]
+}
+
+/// Wilson's score interval for a share of `ones` successes in `n` trials.
+pub fn wilson(ones: usize, n: usize, level: f64) -> [f64; 2] {
+    let z = statrs::distribution::Normal::new(0.0, 1.0).expect("standard normal").inverse_cdf(0.5 + level / 2.0);
+    let (k, n) = (ones as f64, n as f64);
+    let p = k / n;
+    let denom = 1.0 + z * z / n;
+    let centre = (p + z * z / (2.0 * n)) / denom;
+    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denom;
+    [(centre - half).max(0.0), (centre + half).min(1.0)]
+}
+
+/// Fewest replications for an interval worth reading: with fewer, t(0.975, n − 1) ≥ 4.3 makes
+/// every interval wider than four standard errors each side.
+pub const USEFUL_REPLICATIONS_MIN: usize = 4;
 
 /// The statistics of one scope's metrics, in the order the run produced them; serialised as a
 /// JSON object keyed by metric name.
@@ -86,6 +162,30 @@ pub fn ci_half_width(sd: f64, n: usize, level: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn intervals_respect_each_metrics_range() {
+        // Positive: a 2-replication recovery time never gets a negative lower bound.
+        let [lo, hi] = interval(&[0.05, 0.7], Interval::Positive, 0.95);
+        assert!(lo > 0.0 && hi > 0.7, "[{lo}, {hi}]");
+        // Cox by hand: logs of 1 and e are 0 and 1 (mean 0.5, variance 0.5); t(0.975, 1) = 12.706.
+        let [lo, hi] = interval(&[1.0, std::f64::consts::E], Interval::Positive, 0.95);
+        let half = 12.706_2 * (0.5f64 / 2.0 + 0.25 / 2.0).sqrt();
+        assert!((lo - (0.75 - half).exp()).abs() < 1e-3 && (hi / (0.75 + half).exp() - 1.0).abs() < 1e-3);
+        // With a zero among the values: the t interval floored at 0.
+        let [lo, _] = interval(&[0.0, 0.1, 3.0], Interval::Positive, 0.95);
+        assert_eq!(lo, 0.0);
+        // Shares stay in [0, 1].
+        let [lo, hi] = interval(&[0.999, 0.2, 1.0], Interval::Share, 0.95);
+        assert!(lo >= 0.0 && hi <= 1.0);
+        // Wilson for 3 of 10 at 95% (z = 1.96): [0.1078, 0.6032] (standard tables).
+        let [lo, hi] = wilson(3, 10, 0.95);
+        assert!((lo - 0.1078).abs() < 1e-3 && (hi - 0.6032).abs() < 1e-3, "[{lo}, {hi}]");
+        let [lo, hi] = interval(&[1.0, 1.0, 0.0, 1.0], Interval::Flag, 0.95);
+        assert!(lo > 0.0 && hi <= 1.0);
+        // Differences keep the plain t interval, negative bounds and all.
+        assert!(interval(&[-1.0, 0.5, 2.0], Interval::Student, 0.95)[0] < 0.0);
+    }
 
     #[test]
     fn t_interval_matches_tables() {

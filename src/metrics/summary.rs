@@ -96,7 +96,11 @@ pub fn scalars(record: &RunRecord, spec: &RunShape) -> Scalars {
         (Metric::RecoveryTimeS, if let RecoveryOutcome::Recovered(ns) = outcome { Some(ns_to_secs(ns)) } else { None }),
         (Metric::Recovered, flag(matches!(outcome, RecoveryOutcome::Recovered(_)))),
         (Metric::Metastable, flag(outcome == RecoveryOutcome::Metastable)),
-        (Metric::RecoveryUnobservable, flag(outcome == RecoveryOutcome::NotObservable)),
+        (
+            Metric::RecoveryUnobservable,
+            flag(matches!(outcome, RecoveryOutcome::NotObservable | RecoveryOutcome::CutOff)),
+        ),
+        (Metric::RecoveryCutOff, flag(outcome == RecoveryOutcome::CutOff)),
         (Metric::Events, Some(record.events as f64)),
         (Metric::Truncated, Some(if record.truncated.is_some() { 1.0 } else { 0.0 })),
     ]);
@@ -134,8 +138,7 @@ fn hop_row(record: &RunRecord, spec: &RunShape, h: usize, requests: u64) -> Metr
     let c = &record.hops[h];
     let hop = &spec.hops[h];
     let peak = peak_per_s(&record.hop_series[h], spec.bucket);
-    let service_mean_s = ns_f64_to_secs(hop.service_mean_ns);
-    let capacity = ratio(f64::from(hop.workers), service_mean_s);
+    let capacity = hop.capacity_per_s;
     let after = after_trigger(&record.hop_series[h], spec, h, capacity);
     let mut row: MetricRow = vec![
         (Metric::Attempts, Some(c.attempts as f64)),
@@ -176,7 +179,7 @@ fn hop_row(record: &RunRecord, spec: &RunShape, h: usize, requests: u64) -> Metr
         row.extend(super::pool::pool_rows(pool));
     }
     row.extend(super::balance::balance_rows(&record.replicas, h));
-    row.extend(super::goodput::hop_rows(c, spec));
+    row.extend(super::goodput::hop_rows(c, &record.hop_series[h], spec));
     row
 }
 

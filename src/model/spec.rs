@@ -5,6 +5,7 @@ use super::fault::{Fault, FaultKind};
 use super::overload::OverloadSpec;
 use super::policy::RetryPolicy;
 use crate::engine::Nanos;
+use crate::metrics::capacity::{capacity_per_s, CapacityInputs};
 use crate::metrics::{HopShape, RunShape};
 
 /// How a tenant's clients generate logical requests.
@@ -248,22 +249,97 @@ impl SimSpec {
             recovery_hold: self.recovery_hold,
             trigger_end: self.trigger_end(),
             first_trigger_start: self.first_trigger_start(),
-            hops: self
-                .hops
-                .iter()
-                .map(|h| {
-                    // Load-dependent latency: the mean with every worker busy (u = 1) sets the
-                    // capacity; a lone request (u = 1/workers) sets the recovery baseline's floor.
-                    let (full, alone) =
-                        h.load_latency.map_or((1.0, 1.0), |l| (l.factor(1.0), l.factor_at(1, h.workers)));
+            hops: (0..self.hops.len())
+                .map(|i| {
+                    let h = &self.hops[i];
+                    // Load-dependent latency: a lone request (u = 1/workers) sets the recovery
+                    // baseline's floor.
+                    let alone = h.load_latency.map_or(1.0, |l| l.factor_at(1, h.workers));
                     HopShape {
-                        workers: h.workers * h.replicas_at_start(),
-                        service_mean_ns: h.service.mean_ns(h.workers) * full,
+                        workers: h.workers.saturating_mul(h.replicas_at_start()),
+                        capacity_per_s: self.capacity_per_s(i),
                         service_mean_alone_ns: h.service.mean_ns(1) * alone,
                     }
                 })
                 .collect(),
             tenants: self.tenants.len(),
         }
+    }
+
+    /// Hop `hop`'s capacity in attempts per second, by the one definition
+    /// ([`crate::metrics::capacity::capacity_per_s`]): its workers, service time (load-dependent
+    /// latency applied), the time its workers are held waiting on downstream calls, and its
+    /// replicas serving at the start. `None` for a cache (no worker limit) or a hop that takes no
+    /// time.
+    pub fn capacity_per_s(&self, hop: usize) -> Option<f64> {
+        let h = &self.hops[hop];
+        let inputs = CapacityInputs {
+            workers: h.cache.is_none().then_some(h.workers),
+            replicas: h.replicas_at_start(),
+            service_ns: |k: u32| h.service.mean_ns(k) * h.load_latency.map_or(1.0, |l| l.factor_at(k, h.workers)),
+            constant_service: h.load_latency.is_none() && !matches!(h.service, super::dist::Dist::Load { .. }),
+            held_ns: self.held_downstream_ns(hop),
+        };
+        capacity_per_s(&inputs)
+    }
+
+    /// Mean time (ns) a worker of hop `hop` stays held waiting on its downstream calls when they
+    /// answer at once: per stage, the longest of its calls' (probability × response time), summed
+    /// over stages. A call's response time is the callee's network delay there and back, its
+    /// service time alone (a cache: its lookup time) and its own downstream hold.
+    pub fn held_downstream_ns(&self, hop: usize) -> f64 {
+        let h = &self.hops[hop];
+        let mut total = 0.0;
+        let mut stage: Option<(u32, f64)> = None;
+        for e in &h.calls {
+            let response = e.probability * self.response_ns(e.hop);
+            stage = match stage {
+                Some((s, longest)) if s == e.stage => Some((s, longest.max(response))),
+                Some((_, longest)) => {
+                    total += longest;
+                    Some((e.stage, response))
+                }
+                None => Some((e.stage, response)),
+            };
+        }
+        total + stage.map_or(0.0, |(_, longest)| longest)
+    }
+
+    /// First attempts per second each hop is offered before any fault or load spike, from the
+    /// tenants' open-loop rates (Poisson, a profile's first step, a ramp's final rate, a trace's
+    /// mean) carried down the calls by their probabilities; `None` when some tenant's rate is not
+    /// set by its arrivals (herd, closed loop). Retries are not counted: this is the load of a
+    /// healthy system.
+    pub fn offered_per_s(&self) -> Option<Vec<f64>> {
+        let mut entry = 0.0;
+        for t in &self.tenants {
+            entry += match &t.arrival {
+                Arrival::Poisson { rate_per_s } | Arrival::Ramp { rate_per_s, .. } => *rate_per_s,
+                Arrival::Profile { steps } => steps[0].1,
+                Arrival::Trace(trace) => trace.mean_rate_per_s(),
+                Arrival::Herd { .. } | Arrival::Closed { .. } => return None,
+            };
+        }
+        // The calls form no cycle (validated): as many passes as hops settle every rate.
+        let mut rates = vec![0.0; self.hops.len()];
+        for _ in 0..self.hops.len() {
+            let mut next = vec![0.0; self.hops.len()];
+            next[0] = entry;
+            for (i, h) in self.hops.iter().enumerate() {
+                for e in &h.calls {
+                    next[e.hop] += rates[i] * e.probability;
+                }
+            }
+            rates = next;
+        }
+        Some(rates)
+    }
+
+    /// Mean time (ns) from sending an attempt to hop `hop` to its reply when nothing queues.
+    fn response_ns(&self, hop: usize) -> f64 {
+        let h = &self.hops[hop];
+        let alone = h.load_latency.map_or(1.0, |l| l.factor_at(1, h.workers));
+        let service = h.service.mean_ns(1) * if h.cache.is_some() { 1.0 } else { alone };
+        2.0 * h.network.mean_ns(0) + service + if h.cache.is_some() { 0.0 } else { self.held_downstream_ns(hop) }
     }
 }

@@ -5,7 +5,7 @@
 //! ([`crate::report::readback`]) and renders from that. So `retrystorm plot DIR` reproduces the
 //! same charts byte for byte, and the write path tests the read path on every run.
 
-use crate::engine::time::{duration_words, ns_f64_to_secs, ns_to_secs};
+use crate::engine::time::{duration_words, ns_to_secs};
 use crate::engine::Nanos;
 use crate::metrics::catalogue::Metric;
 use crate::metrics::stats::Stat;
@@ -146,7 +146,8 @@ pub struct HopInfo {
     pub queue_limit: u32,
     /// Service-time distribution in words.
     pub service: String,
-    /// workers ÷ mean service time (None when the service time is 0).
+    /// The hop's capacity, attempts/s (`SimSpec::capacity_per_s`, the one definition; None when
+    /// unbounded: a cache, or no service time).
     pub capacity_per_s: Option<f64>,
     /// Policy used to call the next hop.
     pub downstream_policy: Option<String>,
@@ -452,20 +453,17 @@ pub fn setup_of(spec: &SimSpec) -> Setup {
         hops: spec
             .hops
             .iter()
-            .map(|h| {
-                let service_s = ns_f64_to_secs(h.service.mean_ns(h.workers));
-                let workers = h.workers * h.replicas_at_start();
-                HopInfo {
-                    name: h.name.clone(),
-                    workers: h.workers,
-                    queue_limit: h.queue_limit,
-                    service: dist_words(&h.service),
-                    capacity_per_s: (service_s > 0.0 && h.cache.is_none()).then(|| f64::from(workers) / service_s),
-                    downstream_policy: calls_words(spec, h).or_else(|| h.downstream_policy.map(policy_name)),
-                    idempotency_ttl_s: h.idempotency.as_ref().map(|i| ns_to_secs(i.ttl)),
-                    replicas: replica_words(h),
-                    cache: h.cache.as_ref().map(cache_words),
-                }
+            .enumerate()
+            .map(|(i, h)| HopInfo {
+                name: h.name.clone(),
+                workers: h.workers,
+                queue_limit: h.queue_limit,
+                service: dist_words(&h.service),
+                capacity_per_s: spec.capacity_per_s(i),
+                downstream_policy: calls_words(spec, h).or_else(|| h.downstream_policy.map(policy_name)),
+                idempotency_ttl_s: h.idempotency.as_ref().map(|i| ns_to_secs(i.ttl)),
+                replicas: replica_words(h),
+                cache: h.cache.as_ref().map(cache_words),
             })
             .collect(),
         policies: spec.policies.iter().map(policy_info).collect(),

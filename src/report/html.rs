@@ -262,8 +262,10 @@ fn summary_table(h: &mut String, data: &ReportData) {
 pub fn outcome_counts(metrics: &crate::metrics::stats::StatRow) -> String {
     let count = |m: Metric| metrics.get(m).map_or(0, |s| s.values.iter().filter(|v| **v == Some(1.0)).count());
     let runs = metrics.get(Metric::Recovered).map_or(0, |s| s.values.len());
+    let cut = count(Metric::RecoveryCutOff);
+    let cut = if cut > 0 { format!(" ({cut} run cut off)") } else { String::new() };
     format!(
-        "{} recovered · {} metastable · {} not observable, of {runs}",
+        "{} recovered · {} metastable · {} not observable{cut}, of {runs}",
         count(Metric::Recovered),
         count(Metric::Metastable),
         count(Metric::RecoveryUnobservable)

@@ -278,7 +278,10 @@ fn recovery_finding(data: &ReportData) -> Option<String> {
             metastable.push(format!("{} never recovered (metastable) in {stuck} of {n} replications", v.name));
         }
         if let Some((unseen, n)) = ones(Metric::RecoveryUnobservable).filter(|(k, _)| *k > 0) {
-            let why = if v.setup.trigger_end_s.is_none() {
+            let cut = ones(Metric::RecoveryCutOff).map_or(0, |(k, _)| k);
+            let why = if cut == unseen {
+                "the run was cut off at a limit before its backlog drained"
+            } else if v.setup.trigger_end_s.is_none() {
                 "it has no fault or load spike to recover from"
             } else {
                 "nothing succeeded or was attempted after the trigger, or it lasted to the end"

@@ -88,7 +88,7 @@ pub fn plain(metric: Metric, x: f64) -> String {
 }
 
 /// A metric's mean with its 95% CI half-width at the precision the CI supports: `12.7 s ±0.31`,
-/// `92.6% ±0.4 pp`, `10,000 (exact)` when every replication agrees, the bare value with one
+/// `92.6% ±0.4 pp`, or its bounds when the interval is not symmetric (`0.375 s [0.0123–11.4]`), `10,000 (exact)` when every replication agrees, the bare value with one
 /// replication, `—` without a value, and for flags the count of replications (`3 of 10`).
 pub fn value(metric: Metric, stat: Option<&Stat>) -> String {
     let Some(stat) = stat else { return "—".into() };
@@ -114,6 +114,14 @@ pub fn value(metric: Metric, stat: Option<&Stat>) -> String {
         return format!("{body}{suffix} (exact){null_note}");
     }
     let d = decimals_for(half);
+    // An interval kept within the metric's range (log scale, floored at 0, a share within
+    // [0, 1]) is not symmetric about the mean: its bounds are written, not a ±.
+    if let Some([lo, hi]) = stat.ci95.map(|[lo, hi]| [lo / div, hi / div]) {
+        if ((hi - m) - (m - lo)).abs() > 0.05 * (hi - lo) {
+            let unit_mark = if unit == Unit::Share { "%" } else { "" };
+            return format!("{}{suffix} [{}–{}{unit_mark}]{null_note}", grouped(m, d), grouped(lo, d), grouped(hi, d));
+        }
+    }
     let ci_suffix = if unit == Unit::Share { " pp" } else { "" };
     format!("{}{suffix} ±{}{ci_suffix}{null_note}", grouped(m, d), grouped(half, d))
 }
@@ -143,6 +151,10 @@ mod tests {
         // Equal replications whose mean picks up rounding noise still read as exact.
         let noisy = Stat::from_values(vec![Some(12.7), Some(12.7 + 1e-14), Some(12.7)]);
         assert_eq!(value(Metric::RecoveryTimeS, Some(&noisy)), "12.7 s (exact)");
+        // An interval kept within the range is written by its bounds.
+        let skewed = Stat::with_interval(vec![Some(0.05), Some(0.7)], Metric::RecoveryTimeS.interval());
+        let text = value(Metric::RecoveryTimeS, Some(&skewed));
+        assert!(text.starts_with("375 ms [") && !text.contains('-') && !text.contains('±'), "{text}");
         assert_eq!(decimals_for(0.031), 3);
         assert_eq!(decimals_for(12.0), 0);
     }

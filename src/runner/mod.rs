@@ -274,7 +274,9 @@ fn stat_row(rows: &[&MetricRow]) -> StatRow {
         rows[0]
             .iter()
             .enumerate()
-            .map(|(i, (metric, _))| (*metric, Stat::from_values(rows.iter().map(|r| r[i].1).collect())))
+            .map(|(i, (metric, _))| {
+                (*metric, Stat::with_interval(rows.iter().map(|r| r[i].1).collect(), metric.interval()))
+            })
             .collect(),
     )
 }

@@ -4,10 +4,11 @@
 use super::axes::{log_bound, LogAxis};
 use super::key::{with_key, KeyItem, Swatch};
 use super::{downsample, variant_colour, DrawResult, Lines, FAULT_FILL, FONT};
+use crate::metrics::capacity::capacity_with_workers;
 use crate::metrics::catalogue::Metric;
 use crate::report::data::{ReportData, VariantData};
 use crate::report::format::{fmt_num, fmt_tick};
-use crate::runner::{column_index, MeanSeries, SERIES_COLUMNS};
+use crate::runner::{column_index, MeanSeries, SERIES_COLUMNS, WORKERS_COLUMN};
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
@@ -140,22 +141,55 @@ pub(super) fn fault_key(data: &ReportData, hop: Option<&str>) -> Option<KeyItem>
     (!kinds.is_empty()).then(|| (Swatch::Fill(FAULT_FILL.mix(0.3)), format!("fault window: {}", kinds.join("; "))))
 }
 
-/// A capacity line with its value written just above it at the left.
+/// A capacity line with its value written just above it at the right end: `points` (time in the
+/// chart's unit, attempts/s) are a step line when capacity moves over time (autoscaling), two
+/// points otherwise. `lift` maps a capacity to the label's height.
 fn draw_capacity<DB: DrawingBackend, CT>(
     chart: &mut ChartContext<'_, DB, CT>,
-    cap: f64,
+    points: Vec<(f64, f64)>,
     t_max: f64,
-    label_y: f64,
+    lift: impl Fn(f64) -> f64,
 ) -> DrawResult
 where
     DB::ErrorType: 'static,
     CT: plotters::coord::CoordTranslate<From = (f64, f64)>,
 {
-    chart.draw_series(DashedLineSeries::new(vec![(0.0, cap), (t_max, cap)], 8, 5, BLACK.stroke_width(2)))?;
+    let Some(&(_, last)) = points.last() else { return Ok(()) };
+    let moves = points.iter().any(|p| p.1 != last);
+    chart.draw_series(DashedLineSeries::new(points, 8, 5, BLACK.stroke_width(2)))?;
     let style = TextStyle::from((FONT, 13).into_font()).pos(Pos::new(HPos::Right, VPos::Bottom));
-    let text = Text::new(format!("capacity {}/s ", fmt_tick(cap)), (t_max, label_y), style);
+    let words = if moves { "capacity now" } else { "capacity" };
+    let text = Text::new(format!("{words} {}/s ", fmt_tick(last)), (t_max, lift(last)), style);
     chart.draw_series(std::iter::once(text))?;
     Ok(())
+}
+
+/// Hop `h`'s capacity over time in variant `v` as (time in `unit`, attempts/s): a step line
+/// following its workers (autoscaling) where they move, else a flat line over `[from, t_max]`.
+fn capacity_points(
+    v: &VariantData,
+    h: usize,
+    cap: f64,
+    (from, t_max): (f64, f64),
+    unit: TimeUnit,
+    bucket_s: f64,
+) -> Vec<(f64, f64)> {
+    let rows = v.hop_series.get(h).map_or(&[][..], |s| &s.rows[..]);
+    let start = rows.first().map_or(0.0, |r| r[WORKERS_COLUMN]);
+    if rows.iter().all(|r| r[WORKERS_COLUMN] == start) {
+        return vec![(from, cap), (t_max, cap)];
+    }
+    let mut points = Vec::with_capacity(2 * rows.len());
+    for (b, r) in rows.iter().enumerate() {
+        let level = capacity_with_workers(cap, r[WORKERS_COLUMN], start);
+        let (t0, t1) = (b as f64 * bucket_s / unit.secs, (b + 1) as f64 * bucket_s / unit.secs);
+        if t1 < from || t0 > t_max {
+            continue;
+        }
+        points.push((t0.max(from), level));
+        points.push((t1.min(t_max), level));
+    }
+    points
 }
 
 /// Grid, tick labels and axis descriptions of a time chart, in the style every load chart shares;
@@ -235,7 +269,7 @@ where
         (Swatch::Fill(BLACK.mix(0.2)), "retries, stacked on top (light tint)".to_string()),
     ];
     if capacity_drawn {
-        key.push((Swatch::Dashed(BLACK.mix(1.0)), "capacity (workers ÷ mean service time)".to_string()));
+        key.push((Swatch::Dashed(BLACK.mix(1.0)), "capacity (attempts/s the workers can complete)".to_string()));
     }
     if let Some(g) = &grouping {
         key.push((Swatch::Fill(WHITE.mix(0.0)), tenants::others_key(data, g)));
@@ -297,7 +331,7 @@ where
         .y_label_area_size(78);
     let hop = (scope == Scope::Hops).then_some(series.name.as_str());
     let x_desc = if bottom_row { unit.desc } else { "" };
-    let stack = Stack { data, v, hop, series, colour, capacity, t_max, unit };
+    let stack = Stack { data, v, column, hop, series, colour, capacity, t_max, unit };
     match y.log_floor {
         Some(floor) => {
             let mut chart = builder.build_cartesian_2d(0.0..t_max, LogAxis::new(floor, y.max))?;
@@ -344,6 +378,8 @@ impl YScale {
 struct Stack<'a> {
     data: &'a ReportData,
     v: &'a VariantData,
+    /// The series' index among the variant's hops (for its capacity over time).
+    column: usize,
     hop: Option<&'a str>,
     series: &'a MeanSeries,
     colour: RGBColor,
@@ -376,7 +412,11 @@ impl Stack<'_> {
         chart.draw_series(AreaSeries::new(first, low, colour.filled()))?;
         if let Some(cap) = self.capacity.filter(|&cap| cap <= high && cap >= low) {
             // The label sits just above the dashed line, not on it.
-            draw_capacity(chart, cap, self.t_max, label_y(cap))?;
+            let points = capacity_points(self.v, self.column, cap, (0.0, self.t_max), self.unit, self.data.bucket_s)
+                .into_iter()
+                .map(|(t, c)| (t, c.clamp(low, high)))
+                .collect();
+            draw_capacity(chart, points, self.t_max, label_y)?;
         }
         Ok(())
     }
@@ -472,7 +512,8 @@ where
         draw_time_mesh(&mut chart, (unit.desc, "attempts/s (log scale)"), false)?;
         shade_faults(&mut chart, first, Some(&first.hop_series[h].name), (t_max, y_min, y_max), unit)?;
         if let Some(cap) = capacity.filter(|&cap| cap < y_max) {
-            draw_capacity(&mut chart, cap, t_max, cap * (y_max / y_min).powf(0.015))?;
+            let points = capacity_points(first, h, cap, (0.0, t_max), unit, data.bucket_s);
+            draw_capacity(&mut chart, points, t_max, |c| c * (y_max / y_min).powf(0.015))?;
         }
         let styles = Lines::of(data);
         for i in styles.order() {
@@ -520,7 +561,8 @@ where
         .build_cartesian_2d(from..t_max, 0.0..y_max)?;
     draw_time_mesh(&mut chart, (unit.desc, "attempts/s"), false)?;
     if let Some(cap) = capacity.filter(|&cap| cap <= y_max) {
-        chart.draw_series(DashedLineSeries::new(vec![(from, cap), (t_max, cap)], 8, 5, BLACK.stroke_width(2)))?;
+        let points = capacity_points(first, h, cap, (from, t_max), unit, data.bucket_s);
+        chart.draw_series(DashedLineSeries::new(points, 8, 5, BLACK.stroke_width(2)))?;
     }
     let styles = Lines::of(data);
     for i in styles.order() {
