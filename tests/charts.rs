@@ -340,7 +340,8 @@ fn plot_draws_a_sweep_as_lines_for_one_parameter_and_heatmaps_for_two() {
     };
     let one = tmp.path().join("one");
     sweep(&one, &["tenant.main.clients=500,1000,2000"]);
-    check_chart(&one, "sweep_metrics", &["exponential", "full", "tenant.main.clients", "2000"]);
+    // Tick labels carry thousands separators (the log axis of clients: 500, 1,000, 2,000).
+    check_chart(&one, "sweep_metrics", &["exponential", "full", "tenant.main.clients", "2,000"]);
     let first = std::fs::read(one.join("sweep_metrics.svg")).unwrap();
     let html = std::fs::read_to_string(one.join("report.html")).unwrap();
     assert_eq!(html.matches("<svg ").count(), 1, "the sweep report inlines its chart");

@@ -288,10 +288,9 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
     study.provenance.command = result_command(std::env::args());
     study.provenance.overrides = args.set.clone();
     study.set_baseline(baseline);
-    for v in &study.variants {
-        for t in &v.truncated {
-            eprintln!("warning: variant `{}` {t}: its results are partial", v.name);
-        }
+    let runs = study.variants.iter().map(|v| (format!("`{}`", v.name), v.truncated.as_slice()));
+    for w in truncation_warnings(runs, scenario.replications as usize) {
+        eprintln!("{w}");
     }
     // The directory was checked before simulating: a failure now is an I/O failure, not bad input.
     let written = report::write_study(&claim, &study).map_err(|e| CliError::Failure(e.to_string()))?;
@@ -305,6 +304,51 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
 }
 
 /// The default limit: half the machine's memory (`MemTotal` of /proc/meminfo), else 4 GiB.
+/// One warning per reason runs stopped early ([`crate::runner::truncations`]) instead of one
+/// line per run: how many of all the runs, then each group (a variant or a sweep cell's variant)
+/// with how many of its `runs_each` runs, wrapped to 100 columns.
+pub fn truncation_warnings<'a>(
+    groups: impl IntoIterator<Item = (String, &'a [String])>,
+    runs_each: usize,
+) -> Vec<String> {
+    crate::runner::truncations(groups, runs_each)
+        .into_iter()
+        .map(|t| {
+            let header = format!(
+                "warning: {} of {} runs stopped early ({}); their results are partial:",
+                t.stopped, t.total, t.why
+            );
+            let mut units: Vec<String> = header.split(' ').map(str::to_string).collect();
+            let last = t.groups.len().saturating_sub(1);
+            let first_group = units.len();
+            units.extend(
+                t.groups
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (g, n))| format!("{g} {n} of {runs_each}{}", if i < last { "," } else { "" })),
+            );
+            // Words of the header, then whole groups, wrapped at 100 columns; the groups start
+            // on a line of their own.
+            let mut text = String::new();
+            let mut line = String::new();
+            for (i, unit) in units.iter().enumerate() {
+                let fits = line.chars().count() + 1 + unit.chars().count() <= 100;
+                if !line.is_empty() && (!fits || i == first_group) {
+                    text.push_str(&line);
+                    text.push('\n');
+                    line = String::from(" ");
+                }
+                if !line.is_empty() {
+                    line.push(' ');
+                }
+                line.push_str(unit);
+            }
+            text.push_str(&line);
+            text
+        })
+        .collect()
+}
+
 pub fn default_memory_limit() -> u64 {
     let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|text| {
         let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
@@ -424,5 +468,37 @@ mod tests {
         let args = ["retrystorm", "plan", "scenarios/outage-herd.toml"].map(std::ffi::OsString::from);
         let Err(CliError::BadInput(message)) = main_with_args(args) else { panic!("plan without --vary is bad input") };
         assert!(message.contains("--vary") && message.contains("for example: retrystorm plan"), "{message}");
+    }
+
+    #[test]
+    fn runs_stopped_early_are_one_warning_per_reason() {
+        let drain = "drain limit reached at 70.000 s with requests still in flight";
+        let a = vec![format!("replication 0: {drain}"), format!("replication 2: {drain}")];
+        let b = vec![format!("replication 1: {drain}"), "replication 2: max_events = 10 reached".to_string()];
+        let none: Vec<String> = Vec::new();
+        let groups = [
+            ("`a`".to_string(), a.as_slice()),
+            ("`b`".to_string(), b.as_slice()),
+            ("`c`".to_string(), none.as_slice()),
+        ];
+        let warnings = truncation_warnings(groups, 3);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].lines().all(|l| l.chars().count() <= 100), "{}", warnings[0]);
+        assert_eq!(warnings[0].lines().last(), Some("  `a` 2 of 3, `b` 1 of 3"));
+        assert_eq!(
+            warnings[0].replace("\n  ", " "),
+            format!("warning: 3 of 9 runs stopped early ({drain}); their results are partial: `a` 2 of 3, `b` 1 of 3")
+        );
+        assert_eq!(
+            warnings[1],
+            "warning: 1 of 9 runs stopped early (max_events = 10 reached); their results are partial:\n  `b` 1 of 3"
+        );
+        // Many groups wrap at 100 columns.
+        let names: Vec<(String, Vec<String>)> =
+            (0..30).map(|i| (format!("`variant-{i}`"), vec![format!("replication 0: {drain}")])).collect();
+        let warnings = truncation_warnings(names.iter().map(|(n, t)| (n.clone(), t.as_slice())), 1);
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].lines().count() > 3 && warnings[0].lines().skip(1).all(|l| l.chars().count() <= 100));
+        assert!(warnings[0].contains("`variant-29` 1 of 1") && warnings[0].starts_with("warning: 30 of 30 runs"));
     }
 }

@@ -145,10 +145,26 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
         eprintln!("warning: {w}");
     }
     let result = run_cells(&cells, baseline, args.run.threads, !args.run.quiet);
-    for c in &result.cells {
-        for t in &c.truncated {
-            eprintln!("warning: {} variant {t}: its results are partial", cell_name(&header.grid, c.index));
-        }
+    // One group per cell and variant: the cell's entries read `variant: replication N: reason`.
+    let grid = &header.grid;
+    let groups: Vec<(String, Vec<String>)> = result
+        .cells
+        .iter()
+        .flat_map(|c| {
+            c.variants.iter().map(move |(name, _)| {
+                let runs = c
+                    .truncated
+                    .iter()
+                    .filter_map(|t| t.strip_prefix(name.as_str()).and_then(|r| r.strip_prefix(": ")))
+                    .map(str::to_string)
+                    .collect();
+                (format!("{} `{name}`", cell_name(grid, c.index)), runs)
+            })
+        })
+        .collect();
+    let replications = cells.first().map_or(0, |c| c.scenario.replications as usize);
+    for w in super::truncation_warnings(groups.iter().map(|(g, t)| (g.clone(), t.as_slice())), replications) {
+        eprintln!("{w}");
     }
     let (json, csv) = sweep_files::sweep_files(&header, shard, &result.cells);
     let perf = perf_json(&header, &result);

@@ -143,4 +143,79 @@ mod tests {
         assert_eq!(after.time_over_capacity_after_s, Some(3.0));
         assert_eq!(after.backlog_cleared_s, None, "8 > 4 workers at every boundary after the trigger");
     }
+
+    fn shape(bucket: u64, trigger_end: Option<u64>) -> RunShape {
+        RunShape {
+            bucket,
+            horizon: 10 * bucket,
+            recovery_hold: bucket,
+            trigger_end,
+            first_trigger_start: trigger_end.map(|_| 0),
+            hops: vec![super::super::HopShape { workers: 4, capacity_per_s: Some(100.0), service_mean_alone_ns: 4e7 }],
+            tenants: 1,
+        }
+    }
+
+    fn load(attempts: u32, workers: u32) -> HopBucket {
+        HopBucket { attempts, workers, ..HopBucket::default() }
+    }
+
+    #[test]
+    fn time_over_capacity_counts_seconds_of_100ms_buckets() {
+        // 100 ms buckets (most bundled scenarios), trigger over [0, 100 ms), 100/s capacity:
+        // 15 attempts in a bucket are 150/s. Three buckets over capacity after the trigger are
+        // 0.3 s (count × bucket width), not 30 (count ÷ width); the peak is 150/s, 1.5×.
+        let spec = shape(100_000_000, Some(100_000_000));
+        let series = [load(0, 4), load(15, 4), load(15, 4), load(5, 4), load(15, 4)];
+        let after = after_trigger(&series, &spec, 0, Some(100.0));
+        assert!((after.time_over_capacity_after_s.unwrap() - 0.3).abs() < 1e-12, "{after:?}");
+        assert!((after.peak_after_per_s.unwrap() - 150.0).abs() < 1e-9);
+        assert!((after.peak_after_over_capacity.unwrap() - 1.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn exactly_at_capacity_is_not_over_it() {
+        // 10 attempts in a 100 ms bucket are exactly the 100/s capacity: not over it.
+        let spec = shape(100_000_000, Some(100_000_000));
+        let series = [load(0, 4), load(10, 4), load(11, 4)];
+        let after = after_trigger(&series, &spec, 0, Some(100.0));
+        assert!((after.time_over_capacity_after_s.unwrap() - 0.1).abs() < 1e-12, "{after:?}");
+    }
+
+    #[test]
+    fn a_zero_capacity_has_no_ratio() {
+        // A capacity of 0 (a hop that serves nothing) gives no peak ÷ capacity, not ∞ or NaN.
+        let spec = shape(1_000_000_000, Some(1_000_000_000));
+        let after = after_trigger(&[load(0, 4), load(5, 4)], &spec, 0, Some(0.0));
+        assert_eq!(after.peak_after_over_capacity, None);
+        assert_eq!(after.time_over_capacity_after_s, Some(1.0), "5/s is over a capacity of 0");
+    }
+
+    #[test]
+    fn the_peak_backlog_is_read_without_a_trigger() {
+        // No fault or spike: no after-trigger metrics, but the largest backlog is still the run's.
+        let spec = shape(1_000_000_000, None);
+        let series = [
+            HopBucket { in_flight_max: 7, ..HopBucket::default() },
+            HopBucket { in_flight_max: 3, ..HopBucket::default() },
+        ];
+        let after = after_trigger(&series, &spec, 0, Some(100.0));
+        assert_eq!(after.backlog_peak, 7.0);
+        assert_eq!(after.time_over_capacity_after_s, None);
+    }
+
+    #[test]
+    fn a_scaled_down_hop_is_over_its_smaller_capacity() {
+        // 4 workers give 100/s; autoscaling down to 2 gives 50/s (100 × 2 ÷ 4): 60/s is over it
+        // (a product, 100 × 2 × 4 = 800/s, would hide it), and 1.2× it. Buckets with the workers
+        // unrecorded (0) keep the starting 100/s.
+        let spec = shape(1_000_000_000, Some(1_000_000_000));
+        let series = [load(0, 4), load(60, 2), load(60, 0)];
+        let after = after_trigger(&series, &spec, 0, Some(100.0));
+        assert_eq!(after.time_over_capacity_after_s, Some(1.0), "{after:?}");
+        assert!((after.peak_after_over_capacity.unwrap() - 1.2).abs() < 1e-12);
+        assert_eq!(super::super::capacity::capacity_with_workers(100.0, 0.0, 4.0), 100.0);
+        assert_eq!(super::super::capacity::capacity_with_workers(100.0, 2.0, 0.0), 100.0);
+        assert_eq!(super::super::capacity::capacity_with_workers(100.0, 6.0, 4.0), 150.0);
+    }
 }

@@ -259,11 +259,10 @@ impl Metric {
         Metric::ALL.iter().copied().find(|m| m.name() == name)
     }
 
-    /// The 95% interval its mean gets ([`super::stats::Interval`]): every catalogued metric is
+    /// The 95% interval its mean gets ([`Interval`]): every catalogued metric is
     /// a value of its own that cannot be negative, so its unit decides (paired differences
     /// between variants, which can be negative, use the Student interval in `runner::compare`).
-    pub const fn interval(self) -> super::stats::Interval {
-        use super::stats::Interval;
+    pub const fn interval(self) -> Interval {
         match self.def().unit {
             Unit::Count | Unit::Times | Unit::Seconds | Unit::PerSecond => Interval::Positive,
             Unit::Share => Interval::Share,
@@ -342,6 +341,25 @@ pub mod as_map {
 
 /// One scope's metrics as produced by a run, in catalogue terms (`metrics::summary` builds them).
 pub type MetricRow = Vec<(Metric, Option<f64>)>;
+
+/// Which 95% interval a metric's mean gets ([`Metric::interval`]; computed by the statistics' `interval`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interval {
+    /// Any real value (paired differences): mean ± t · sd/√n.
+    Student,
+    /// A quantity that cannot be negative (counts, durations, rates, multiples). All values
+    /// positive: Cox's interval for the mean of a log-normal quantity, exp(ȳ + s²/2 ± t ·
+    /// √(s²/n + s⁴/(2(n − 1)))) with ȳ, s² the mean and variance of the logs — never below 0,
+    /// and wider above than below as skewed positive data are. Some value 0, or the logs spread
+    /// by more than 1 sd: the Student interval with its lower bound raised to 0 (a true mean is
+    /// never below 0, so coverage is kept).
+    Positive,
+    /// A share in [0, 1] (a ratio per run): the Student interval kept within [0, 1] (coverage is
+    /// kept: the true mean lies in [0, 1]).
+    Share,
+    /// A 0/1 per run, whose mean is the share of runs: Wilson's score interval for k of n.
+    Flag,
+}
 
 #[cfg(test)]
 mod tests {

@@ -42,11 +42,15 @@ pub fn recovery_outcome(record: &RunRecord, spec: &RunShape) -> RecoveryOutcome 
     // (requests held for ever in service) are no recovery. A run cut off before it drained
     // cannot show one at all.
     let drained = super::after::backlog_cleared_ns(&record.hop_series[0], spec, 0, trigger_end).is_some();
-    if !drained && record.truncated.is_some() {
-        return RecoveryOutcome::CutOff;
-    }
+    let cut = record.truncated.is_some();
     match recovery_time_ns(record, spec) {
         Some(ns) if drained => RecoveryOutcome::Recovered(ns),
+        // Calm arrivals, but the cut came before the backlog drained: whether it would have is
+        // not known (e.g. every request held in a one-hour service).
+        Some(_) if cut => RecoveryOutcome::CutOff,
+        // No calm window before the horizon: the run showed it stayed in the bad state while
+        // requests arrived — unless a limit stopped it before the horizon.
+        None if cut && record.completion_time_ns < spec.horizon => RecoveryOutcome::CutOff,
         _ => RecoveryOutcome::Metastable,
     }
 }

@@ -21,24 +21,7 @@ pub struct Stat {
     pub values: Vec<Option<f64>>,
 }
 
-/// Which 95% interval a metric's mean gets (the catalogue's [`super::catalogue::Metric::interval`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Interval {
-    /// Any real value (paired differences): mean ± t · sd/√n.
-    Student,
-    /// A quantity that cannot be negative (counts, durations, rates, multiples). All values
-    /// positive: Cox's interval for the mean of a log-normal quantity, exp(ȳ + s²/2 ± t ·
-    /// √(s²/n + s⁴/(2(n − 1)))) with ȳ, s² the mean and variance of the logs — never below 0,
-    /// and wider above than below as skewed positive data are. Some value 0: the Student
-    /// interval with its lower bound raised to 0 (a true mean is never below 0, so coverage is
-    /// kept).
-    Positive,
-    /// A share in [0, 1] (a ratio per run): the Student interval kept within [0, 1] (coverage is
-    /// kept: the true mean lies in [0, 1]).
-    Share,
-    /// A 0/1 per run, whose mean is the share of runs: Wilson's score interval for k of n.
-    Flag,
-}
+pub use super::catalogue::Interval;
 
 impl Stat {
     /// Summarises per-replication values with the Student-t interval (values of any sign, e.g.
@@ -70,7 +53,7 @@ pub fn interval(xs: &[f64], kind: Interval, level: f64) -> [f64; 2] {
     let student = [mean - half, mean + half];
     match kind {
         Interval::Student => student,
-        Interval::Positive if xs.iter().all(|&x| x > 0.0) => cox_interval(xs, level),
+        Interval::Positive if xs.iter().all(|&x| x > 0.0) && log_sd(xs) <= COX_LOG_SD_MAX => cox_interval(xs, level),
         Interval::Positive => [student[0].max(0.0), student[1]],
         Interval::Share => [student[0].max(0.0), student[1].min(1.0)],
         Interval::Flag => {
@@ -78,6 +61,20 @@ pub fn interval(xs: &[f64], kind: Interval, level: f64) -> [f64; 2] {
             wilson(ones, n, level)
         }
     }
+}
+
+/// Largest spread of the logs (their sd) for which a positive metric gets Cox's interval. Past it
+/// the values span more than e² between typical runs (e.g. dead letters of 3 in one run and
+/// 40,000 in another), Cox's s⁴ term dominates and the upper bound explodes (about 1e190 for those
+/// two runs): such values are not log-normal enough for the formula to mean
+/// anything, and the Student interval raised to 0 is used instead (its coverage holds for any
+/// distribution with a finite variance as n grows).
+const COX_LOG_SD_MAX: f64 = 1.0;
+
+/// The sample sd of the logs of positive `xs`.
+fn log_sd(xs: &[f64]) -> f64 {
+    let logs: Vec<f64> = xs.iter().map(|x| x.ln()).collect();
+    mean_sd(&logs).1
 }
 
 /// Cox's interval for the mean of a log-normal quantity from positive `xs` (n ≥ 2).
@@ -167,7 +164,12 @@ mod tests {
     fn intervals_respect_each_metrics_range() {
         // Positive: a 2-replication recovery time never gets a negative lower bound.
         let [lo, hi] = interval(&[0.05, 0.7], Interval::Positive, 0.95);
-        assert!(lo > 0.0 && hi > 0.7, "[{lo}, {hi}]");
+        assert!(lo >= 0.0 && hi > 0.7, "[{lo}, {hi}]");
+        // Values spread over decades (dead letters 3 and 40,000): not Cox's e^438 ≈ 1e190
+        // but the Student interval raised to 0: 20,001.5 ± 12.706 · 28,282.4/√2 ≈ [0, 274,100].
+        let [lo, hi] = interval(&[3.0, 40_000.0], Interval::Positive, 0.95);
+        assert_eq!(lo, 0.0);
+        assert!((hi - (20_001.5 + 12.706_2 * 28_282.39 / 2f64.sqrt())).abs() < 50.0, "{hi}");
         // Cox by hand: logs of 1 and e are 0 and 1 (mean 0.5, variance 0.5); t(0.975, 1) = 12.706.
         let [lo, hi] = interval(&[1.0, std::f64::consts::E], Interval::Positive, 0.95);
         let half = 12.706_2 * (0.5f64 / 2.0 + 0.25 / 2.0).sqrt();

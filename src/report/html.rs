@@ -174,8 +174,9 @@ pub fn sweep_html(data: &SweepData, charts: &[RenderedChart]) -> String {
     }
     let _ = write!(
         h,
-        "<h2 id=\"summary\">Summary</h2>\n<p>Mean over {} replications, ± the half-width of the 95% confidence interval. \
-         Every metric, with paired differences against the baseline: <code>sweep.csv</code>.</p>\n<table>\n<tr><th>cell</th><th>variant</th>",
+        "<h2 id=\"summary\">Summary</h2>\n<p>Mean over {} replications with its 95% confidence interval: ± its half-width where the \
+         interval is symmetric (Student t), [low–high] where it is kept within the metric's range (log scale for \
+         positive quantities, clipped for shares, Wilson for per-run flags; docs/MODEL.md). Every metric, with paired differences against the baseline: <code>sweep.csv</code>.</p>\n<table>\n<tr><th>cell</th><th>variant</th>",
         data.replications
     );
     headings(&mut h, &SWEEP_COLUMNS);
@@ -207,10 +208,14 @@ pub fn sweep_html(data: &SweepData, charts: &[RenderedChart]) -> String {
 }
 
 fn warnings(h: &mut String, data: &ReportData) {
-    let truncated: Vec<String> = data
-        .variants
-        .iter()
-        .flat_map(|v| v.truncated.iter().map(move |t| format!("variant {}: {t}", v.name)))
+    let groups = data.variants.iter().map(|v| (v.name.clone(), v.truncated.as_slice()));
+    let truncated: Vec<String> = crate::runner::truncations(groups, data.replications as usize)
+        .into_iter()
+        .map(|t| {
+            let groups: Vec<String> =
+                t.groups.iter().map(|(g, n)| format!("{g} {n} of {}", data.replications)).collect();
+            format!("{} of {} runs stopped early ({}): {}", t.stopped, t.total, t.why, groups.join(", "))
+        })
         .collect();
     if data.warnings.is_empty() && truncated.is_empty() {
         h.push_str("<h2>Warnings</h2>\n<p>None: the scenario passed every invariant check.</p>\n");
@@ -221,7 +226,7 @@ fn warnings(h: &mut String, data: &ReportData) {
         let _ = writeln!(h, "<li>{}</li>", escape(w));
     }
     for t in &truncated {
-        let _ = writeln!(h, "<li>{} (results of this replication are partial)</li>", escape(t));
+        let _ = writeln!(h, "<li>{} — their results are partial</li>", escape(t));
     }
     h.push_str("</ul></div>\n");
 }
@@ -234,8 +239,9 @@ pub fn swatch(c: RGBColor) -> String {
 fn summary_table(h: &mut String, data: &ReportData) {
     let _ = write!(
         h,
-        "<h2 id=\"summary\">Summary</h2>\n<p>Mean over {} replications, ± the half-width of the 95% confidence interval \
-         (Student t). Whole system; the first hop for load figures.</p>\n<table>\n<tr><th>variant</th>",
+        "<h2 id=\"summary\">Summary</h2>\n<p>Mean over {} replications with its 95% confidence interval: ± its half-width where the \
+         interval is symmetric (Student t), [low–high] where it is kept within the metric's range (log scale for \
+         positive quantities, clipped for shares, Wilson for per-run flags; docs/MODEL.md). Whole system; the first hop for load figures.</p>\n<table>\n<tr><th>variant</th>",
         data.replications
     );
     headings(h, &SUMMARY_COLUMNS);

@@ -208,6 +208,50 @@ impl Study {
     }
 }
 
+/// Runs that stopped early for one reason, over a study's (or a sweep's) groups of runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Truncation {
+    /// Why they stopped (e.g. the drain limit was reached).
+    pub why: String,
+    /// How many runs stopped for it.
+    pub stopped: usize,
+    /// How many runs there were in all.
+    pub total: usize,
+    /// Each group (a variant, a sweep cell's variant) with runs stopped for it, and how many.
+    pub groups: Vec<(String, usize)>,
+}
+
+/// Groups the runs that stopped early by reason, in the order the reasons are first met; each
+/// group's list holds `replication N: reason` entries ([`VariantResult::truncated`]) and every
+/// group has `runs_each` runs. The one reading the table, the report and the sweep share.
+pub fn truncations<'a>(groups: impl IntoIterator<Item = (String, &'a [String])>, runs_each: usize) -> Vec<Truncation> {
+    let mut total = 0;
+    let mut out: Vec<Truncation> = Vec::new();
+    for (name, truncated) in groups {
+        total += runs_each;
+        for entry in truncated {
+            let why = entry.split_once(": ").map_or(entry.as_str(), |(_, why)| why);
+            let at = match out.iter().position(|t| t.why == why) {
+                Some(at) => at,
+                None => {
+                    out.push(Truncation { why: why.to_string(), stopped: 0, total: 0, groups: Vec::new() });
+                    out.len() - 1
+                }
+            };
+            let t = &mut out[at];
+            t.stopped += 1;
+            match t.groups.iter_mut().find(|(g, _)| *g == name) {
+                Some((_, n)) => *n += 1,
+                None => t.groups.push((name.clone(), 1)),
+            }
+        }
+    }
+    for t in &mut out {
+        t.total = total;
+    }
+    out
+}
+
 /// Simulates `variants` of `scenario` for its replications.
 pub fn run_study(scenario: &Scenario, variants: &[Variant], options: &RunOptions) -> Study {
     let pool = thread_pool(options.threads);
