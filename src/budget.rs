@@ -241,8 +241,31 @@ pub struct Span {
 
 impl Span {
     fn from_ns(ns: u64) -> Self {
-        let (seconds, human) = (ns as f64 / 1e9, human(&ns).to_string());
+        let (seconds, human) = (ns as f64 / 1e9, two_units(ns));
         Self { seconds, human }
+    }
+}
+
+/// A duration in its largest unit and the next one, the rest cut off (`2 days 23 h` for 2 days
+/// 23 h 43 min: never more than the duration, so a schedule shown within its window is), or
+/// below a minute as `2.5 s`, `316 ms`: the precision a planner reads; the exact seconds stay in
+/// the JSON's `seconds`.
+pub fn two_units(ns: u64) -> String {
+    const UNITS: [(&str, &str, u64); 4] =
+        [("day", "days", 86_400), ("h", "h", 3_600), ("min", "min", 60), ("s", "s", 1)];
+    let secs = ns as f64 / 1e9;
+    if secs < 60.0 {
+        return crate::report::format::fmt_secs(secs);
+    }
+    let name = |i: usize, n: u64| if n == 1 { UNITS[i].0 } else { UNITS[i].1 };
+    let first = UNITS.iter().position(|u| secs >= u.2 as f64).expect("at least a minute");
+    let step = UNITS[first + 1].2;
+    let total = (secs / step as f64).floor() as u64 * step;
+    let (major, minor) = (total / UNITS[first].2, total % UNITS[first].2 / step);
+    if minor == 0 {
+        format!("{major} {}", name(first, major))
+    } else {
+        format!("{major} {} {minor} {}", name(first, major), name(first + 1, minor))
     }
 }
 
@@ -378,51 +401,28 @@ pub fn compute(cfg: &BudgetConfig) -> BudgetResult<BudgetReport> {
 }
 
 impl BudgetReport {
-    /// A human-readable summary and tables, for stdout.
-    pub fn to_text(&self) -> String {
+    /// A human-readable report for stdout: the answer first (the attempts to configure, the TTL,
+    /// the invariant), then a chain's hop table, then why that count; with `details`, the seed's
+    /// schedule and the distribution of attempts fitted over seeds.
+    pub fn to_text(&self, details: bool) -> String {
         let (i, b, d) = (&self.inputs, &self.budget, &self.distribution);
-        let (window, base, cap) = (human(&i.window_ns), human(&i.base_ns), human(&i.cap_ns));
-        let (timeout, margin) = (human(&i.attempt_timeout_ns), human(&i.margin_ns));
+        let (base, cap) = (two_units(i.base_ns), two_units(i.cap_ns));
+        let (timeout, margin) = (two_units(i.attempt_timeout_ns), two_units(i.margin_ns));
         let (seed, jitter) = (i.seed, jitter_label(&i.jitter));
         let verdict = match (self.invariant_holds, i.margin_ns) {
             (true, _) => "holds".to_string(),
             (false, 0) => "VIOLATED: the TTL equals the window; give --margin > 0".to_string(),
             (false, _) => "VIOLATED".to_string(),
         };
-        let line = |name: &str, s: &Span| format!("  {name:26} {:13.3} s {}\n", s.seconds, s.human);
-        let mut out = format!("budget: window {window}, base {base} x{}, cap {cap}", i.multiplier);
-        out += &format!(", attempt timeout {timeout}, jitter {jitter}, seed {seed}\n");
-        out += &line("window", &b.window);
-        out += &format!("  {:<26} {:>13}\n", "attempts fitted", b.attempts_fitted);
-        out += &line("scheduled", &b.scheduled);
-        let fitted = format!("worst case of {} attempts", b.attempts_fitted);
-        out += &line(&fitted, &b.fitted_worst_case);
-        if !b.fitted_count_fits {
-            out += &format!(
-                "  ! with fresh jitter {} attempts can run past the window: do not configure them\n",
-                b.attempts_fitted
-            );
-        }
-        let worst = format!("always fits: {} attempts", b.worst_case_attempts);
-        out += &line(&worst, &b.worst_case_scheduled);
-        out += &line(&format!("idempotency TTL (+{margin})"), &b.idempotency_ttl);
-        out += &format!("  max_attempts to configure  {:>13}\n", self.max_attempts);
-        out += &format!("  horizon <= window < TTL    {verdict}\n\nschedule (seed {seed})\n");
-        out += match self.schedule.len() {
-            0 => "  no attempt fits: the first delay plus one attempt timeout exceed the window\n",
-            _ => "  attempt      delay_s      start_s\n",
-        };
-        for row in &self.schedule {
-            let (attempt, delay_s, start_s) = (row.attempt, row.delay_s, row.start_s);
-            out += &format!("  {attempt:>7} {delay_s:>12.3} {start_s:>12.3}\n");
-        }
-        let (seeds, mean) = (i.seeds_for_distribution, d.attempts_mean);
-        out += &format!("\nattempts fitted over {seeds} seeds from {seed}: ");
-        out += &format!("min {}, max {}, mean {mean:.2}\n", d.attempts_min, d.attempts_max);
-        out += "  attempts  seeds\n";
-        for (attempts, count) in &d.histogram {
-            out += &format!("  {attempts:>8} {count:>6}\n");
-        }
+        let mut out = format!("budget: window {}, base {base} x{}, cap {cap}", b.window.human, i.multiplier);
+        out += &format!(", attempt timeout {timeout}, jitter {jitter}\n");
+        out += &format!(
+            "  max_attempts to configure  {}   (worst case {}, within the window of {})\n",
+            self.max_attempts, b.worst_case_scheduled.human, b.window.human
+        );
+        out +=
+            &format!("  idempotency TTL            {}   (the window + a {margin} margin)\n", b.idempotency_ttl.human);
+        out += &format!("  horizon <= window < TTL    {verdict}\n");
         if !self.hops.is_empty() {
             out += &format!("\nhops (hop i gets window / {}^i)\n", i.shrink);
             out += "  hop     window_s  attempts  scheduled_s  always fits        ttl_s  smaller\n";
@@ -433,6 +433,42 @@ impl BudgetReport {
             let smaller = h.window_strictly_smaller.map_or("-", |s| ["NO", "yes"][usize::from(s)]);
             out += &format!("  {hop:>3} {window_s:>12.3} {attempts:>9} {scheduled_s:>12.3} ");
             out += &format!("{:12} {ttl_s:12.3}  {smaller}\n", h.worst_case_attempts);
+        }
+        out += &format!(
+            "\nwhy {}: the most attempts whose worst case (every delay at its largest) fits the window.\n",
+            self.max_attempts
+        );
+        out += &format!(
+            "  seed {seed}'s draws fit {} attempts in {}; their worst case is {}",
+            b.attempts_fitted, b.scheduled.human, b.fitted_worst_case.human
+        );
+        out += if b.fitted_count_fits {
+            ".\n"
+        } else {
+            ":\n  ! with fresh jitter that many can run past the window: do not configure them.\n"
+        };
+        let (seeds, mean) = (i.seeds_for_distribution, d.attempts_mean);
+        out += &format!("  attempts fitted over {seeds} seeds from {seed}: ");
+        out += &format!("min {}, max {}, mean {mean:.1}\n", d.attempts_min, d.attempts_max);
+        if !details {
+            out += &format!(
+                "  seed {seed}'s schedule ({} attempts) and the histogram over seeds: add --details\n",
+                self.schedule.len()
+            );
+            return out;
+        }
+        out += &format!("\nschedule (seed {seed})\n");
+        out += match self.schedule.len() {
+            0 => "  no attempt fits: the first delay plus one attempt timeout exceed the window\n",
+            _ => "  attempt      delay_s      start_s\n",
+        };
+        for row in &self.schedule {
+            let (attempt, delay_s, start_s) = (row.attempt, row.delay_s, row.start_s);
+            out += &format!("  {attempt:>7} {delay_s:>12.3} {start_s:>12.3}\n");
+        }
+        out += &format!("\nattempts fitted over {seeds} seeds from {seed}\n  attempts  seeds\n");
+        for (attempts, count) in &d.histogram {
+            out += &format!("  {attempts:>8} {count:>6}\n");
         }
         out
     }
@@ -499,7 +535,7 @@ mod tests {
         // --margin 0s: TTL = window, which the guide forbids (the TTL must outlast the window).
         let report = compute(&config(|c| c.margin_ns = 0)).unwrap();
         assert!(!report.invariant_holds);
-        assert!(report.to_text().contains("VIOLATED: the TTL equals the window"), "{}", report.to_text());
+        assert!(report.to_text(true).contains("VIOLATED: the TTL equals the window"), "{}", report.to_text(true));
         // Full jitter fits far more attempts than the un-jittered worst case allows: configured as
         // max_attempts, that count can run far past the window with fresh draws.
         let report = compute(&config(|_| ())).unwrap();
@@ -508,7 +544,7 @@ mod tests {
         let expected_worst_s = 4094 + (u64::from(b.attempts_fitted) - 11) * 3600 + u64::from(b.attempts_fitted) * 30;
         assert_eq!(b.fitted_worst_case.seconds, expected_worst_s as f64);
         assert!(b.fitted_worst_case.seconds > 2.0 * b.window.seconds && !b.fitted_count_fits);
-        assert!(report.to_text().contains("do not configure them"));
+        assert!(report.to_text(true).contains("do not configure them"));
         assert_eq!((report.max_attempts, b.worst_case_attempts), (81, 81));
         assert_eq!(b.worst_case_scheduled.seconds, 258_524.0);
         assert!(report.invariant_holds);
@@ -542,7 +578,7 @@ mod tests {
         let b = &report.budget;
         assert_eq!((b.attempts_fitted, b.scheduled.seconds), (81, 258_524.0));
         assert_eq!((b.worst_case_attempts, b.worst_case_scheduled.seconds), (81, 258_524.0));
-        assert_eq!(b.idempotency_ttl.human, "3days 6h"); // 78 h, never jittered: window + margin.
+        assert_eq!(b.idempotency_ttl.human, "3 days 6 h"); // 78 h, never jittered: window + margin.
         assert!(b.idempotency_ttl.seconds > b.window.seconds && report.invariant_holds);
         assert!(b.fitted_count_fits && report.max_attempts == 81);
         assert_eq!(report.schedule[2].start_s, 2.0 + 4.0 + 8.0 + 2.0 * 30.0);
@@ -583,7 +619,7 @@ mod tests {
             let report = compute(&BudgetConfig::guide_defaults(window_ns)).unwrap();
             let (b, d) = (&report.budget, &report.distribution);
             assert_eq!((b.attempts_fitted, b.worst_case_attempts, d.attempts_max), (0, 0, 0));
-            assert!(report.to_text().contains("no attempt fits"));
+            assert!(report.to_text(true).contains("no attempt fits"));
         }
     }
 
@@ -592,5 +628,19 @@ mod tests {
         // A change here means the portable RNG rule (or rand/rand_chacha) changed: results move.
         let delays_ns = schedule(&config(|_| ()), 72 * H, 7);
         assert_eq!(delays_ns[..3], [315_592_194, 671_957_451, 5_634_209_024]);
+    }
+
+    #[test]
+    fn durations_read_in_one_or_two_units() {
+        assert_eq!(two_units(258_201_654_248_446), "2 days 23 h", "2 days 23 h 43 min 21.65 s, cut to the hour");
+        assert_eq!(two_units(534_404 * S), "6 days 4 h");
+        assert_eq!(two_units(280_800 * S), "3 days 6 h");
+        assert_eq!(two_units(72 * H), "3 days");
+        assert_eq!(two_units(86_400 * S), "1 day");
+        assert_eq!(two_units(6 * H), "6 h");
+        assert_eq!(two_units(3599 * S + S / 2), "59 min 59 s", "never rounded up");
+        assert_eq!(two_units(65 * S), "1 min 5 s");
+        assert_eq!(two_units(30 * S), "30 s");
+        assert_eq!(two_units(S / 4), "250 ms");
     }
 }

@@ -120,7 +120,7 @@ fn the_invariant_check_fails_when_the_ttl_does_not_outlast_the_window() {
     assert_eq!(report["invariant_holds"], true);
 }
 
-/// Rule: the text report of a chain (`--hops` > 1) ends with its hop table, one row per hop
+/// Rule: the text report of a chain (`--hops` > 1) has its hop table right after the answer, one row per hop
 /// holding the same values as the JSON report (window, attempts fitted, scheduled time, the
 /// count that always fits, TTL, whether the window is strictly smaller than its caller's); a
 /// single hop's report has no hop table. Kills the mutant that deletes `!` in
@@ -138,8 +138,12 @@ fn the_budget_report_of_a_chain_prints_its_hop_table_with_its_values_and_one_hop
         text.split("\nhops (hop i gets window / 4^i)\n").nth(1).unwrap_or_else(|| panic!("no hop table: {text}"));
     let lines: Vec<&str> = table.lines().collect();
     assert_eq!(lines[0], "  hop     window_s  attempts  scheduled_s  always fits        ttl_s  smaller");
-    assert_eq!(lines.len(), 1 + hops.len(), "one row per hop, nothing after: {table}");
-    for (line, hop) in lines[1..].iter().zip(hops) {
+    assert_eq!(lines.get(1 + hops.len()), Some(&""), "one row per hop, then a blank line: {table}");
+    // The answer and the hop table come before the reasons (issue 36: the table was last).
+    assert!(
+        text.find("max_attempts to configure") < text.find("\nhops (") && text.find("\nhops (") < text.find("\nwhy ")
+    );
+    for (line, hop) in lines[1..=hops.len()].iter().zip(hops) {
         let smaller = match hop["window_strictly_smaller"].as_bool() {
             None => "-",
             Some(true) => "yes",
@@ -164,4 +168,25 @@ fn the_budget_report_of_a_chain_prints_its_hop_table_with_its_values_and_one_hop
     assert_eq!(code, Some(0));
     assert!(!single.contains("\nhops (") && !single.contains("window_s"), "{single}");
     assert_eq!(json(&["--window", "72h", "--seeds", "1"])["hops"], Value::Array(Vec::new()));
+}
+
+/// Issue 36: the answer leads (line 2 of the text, not line 9 of 208), durations read in one or
+/// two units, and the seed's schedule and histogram come only with `--details`.
+#[test]
+fn the_budget_answers_first_and_details_on_request() {
+    let (code, text, stderr) = budget(&["--window", "72h", "--seeds", "20"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[1] == "  max_attempts to configure  81   (worst case 2 days 23 h, within the window of 3 days)",
+        "{text}"
+    );
+    assert!(lines[2].starts_with("  idempotency TTL            3 days 6 h"), "{text}");
+    assert!(lines.len() < 15 && !text.contains("delay_s"), "no schedule without --details: {text}");
+    assert!(!text.contains("ms ") && !text.contains("us") && !text.contains("ns"), "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+    let (code, details, _) = budget(&["--window", "72h", "--seeds", "20", "--details"]);
+    assert_eq!(code, Some(0));
+    assert!(details.starts_with(&text[..text.find("  seed 7's schedule").expect("the hint")]), "{details}");
+    assert!(details.contains("  attempt      delay_s      start_s\n") && details.lines().count() > 150);
 }

@@ -607,9 +607,9 @@ fn the_budget_report_names_its_jitter_with_its_parameters() {
         let report = compute(&cfg).expect("valid");
         let json = serde_json::to_value(&report).expect("serializes");
         assert_eq!(json["inputs"]["jitter"], label);
-        let text = report.to_text();
+        let text = report.to_text(true);
         let first = text.lines().next().expect("a first line");
-        assert!(first.ends_with(&format!(", attempt timeout 30s, jitter {label}, seed 7")), "{first}");
+        assert!(first.ends_with(&format!(", attempt timeout 30 s, jitter {label}")), "{first}");
     }
 }
 
@@ -630,6 +630,6 @@ fn a_ttl_one_nanosecond_past_the_window_holds_the_budget_invariant() {
     let report = compute(&cfg).expect("valid");
     // Exponential delays 2, 4, …, 1024 s and 30 s timeouts: 10 attempts end at 2,346 s ≤ 1 h.
     assert_eq!((report.max_attempts, report.budget.worst_case_scheduled.seconds), (10, 2346.0));
-    assert_eq!(report.budget.idempotency_ttl.human, "1h 1ns");
+    assert!(report.budget.idempotency_ttl.seconds > 3600.0, "1 h + 1 ns, not 1 h × 1");
     assert!(report.invariant_holds, "a TTL 1 ns longer than the window outlasts it");
 }

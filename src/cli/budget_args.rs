@@ -52,6 +52,9 @@ pub struct BudgetArgs {
     /// Print JSON instead of the table.
     #[arg(long)]
     json: bool,
+    /// Also print the seed's whole schedule and the histogram of attempts fitted over seeds.
+    #[arg(long)]
+    details: bool,
 }
 
 fn duration(flag: &str, text: &str) -> Result<u64, CliError> {
@@ -97,7 +100,7 @@ pub fn run(args: BudgetArgs) -> Result<(), CliError> {
         let text = serde_json::to_string_pretty(&report).expect("report serialises");
         println!("{text}");
     } else {
-        print!("{}", report.to_text());
+        print!("{}", report.to_text(args.details));
     }
     Ok(())
 }
