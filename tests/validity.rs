@@ -229,3 +229,198 @@ discipline = "codel"
     );
     assert!(m2 > 0.005, "the probe drops something: {m2}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// The hedge throttle (gRFC A6) and the one token arithmetic
+
+/// One tenant sending one request at each of `times_ms` (a timestamp trace), policy `policy`
+/// (TOML lines of `[policy.p]`), one hop of `workers` with constant `service`; `extra` is
+/// appended (faults).
+fn trace_probe(
+    dir: &std::path::Path,
+    times_ms: &[u64],
+    policy: &str,
+    workers: u32,
+    service: &str,
+    extra: &str,
+) -> Scenario {
+    let trace: String =
+        std::iter::once("t".to_string()).chain(times_ms.iter().map(|t| t.to_string())).collect::<Vec<_>>().join("\n");
+    std::fs::write(dir.join("times.csv"), trace + "\n").expect("write trace");
+    let horizon = times_ms.last().expect("arrivals") + 2_000;
+    let text = format!(
+        r#"name = "probe"
+horizon = "{horizon}ms"
+replications = 1
+
+[[tenant]]
+name = "t"
+clients = 1
+arrival = {{ kind = "trace", file = "times.csv", unit = "ms" }}
+policy = "p"
+
+[policy.p]
+{policy}
+
+[[hop]]
+name = "server"
+workers = {workers}
+service = {service}
+{extra}
+"#
+    );
+    inline(dir, &text, &[])
+}
+
+/// `clients` herd clients with one request each spread over `spread_s` seconds, policy lines
+/// `policy`, 1,000 workers of Exp(10 ms) (no queueing at 200/s: 2 busy on average).
+fn low_load_hedging(clients: u32, spread_s: u32, policy: &str) -> Scenario {
+    let text = format!(
+        r#"name = "hedge-probe"
+seed = 6
+horizon = "{}s"
+replications = 1
+
+[[tenant]]
+name = "t"
+clients = {clients}
+arrival = {{ kind = "herd", start = "0s", spread = "{spread_s}s", requests_per_client = 1 }}
+policy = "p"
+
+[policy.p]
+{policy}
+
+[[hop]]
+name = "server"
+workers = 1000
+service = {{ dist = "exponential", mean = "10ms" }}
+"#,
+        spread_s + 10
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    inline(dir.path(), &text, &[])
+}
+
+/// d = 10 ms × ln 10: P(S > d) = 0.1 exactly for S ~ Exp(10 ms), the p90 of the service.
+const P90_OF_EXP_10MS_NS: u64 = 23_025_851;
+
+#[test]
+fn a_p90_hedge_without_failures_hedges_ten_percent_as_grpc_does() {
+    // gRFC A6 ("Throttling Retry Attempts and Hedged RPCs"): "Every failed RPC will decrement
+    // the token_count by 1. Every successful RPC will increment the token_count by tokenRatio."
+    // With no failure the bucket stays full and never stops a hedge, so a hedge after the p90 of
+    // the service is sent for P(S > d) = 10% of attempts (1,000 workers: no queueing). Charging
+    // an attempt still unanswered at its hedge delay (the old rule) drained the bucket to its
+    // threshold and let through only ~5.2%. Tolerance: 4σ of a binomial share over the attempts.
+    let policy = format!(
+        "jitter = \"none\"\nmax_attempts = 1\nhedge = {{ after = \"{P90_OF_EXP_10MS_NS}ns\", max_share = 1.0, throttle = {{ max_tokens = 10, token_ratio = 0.1 }} }}"
+    );
+    let s = low_load_hedging(20_000, 100, &policy);
+    let r = run(&s.base, s.seed, 0);
+    let h = &r.hops[0];
+    let n = h.first_attempts as f64;
+    let share = h.hedges as f64 / n;
+    let tol = 4.0 * (0.1 * 0.9 / n).sqrt();
+    assert!((share - 0.1).abs() < tol, "hedged share {share} vs gRPC's 0.1 ± {tol}");
+    assert_eq!(r.tenants[0].succeeded, 20_000, "no failures in the probe");
+}
+
+/// The old rule (`charge_unanswered = true`), from first principles: attempts at the given
+/// times with services `s1` (and a hedge's `s2`), hedge delay `d`; a token bucket of 10 (full),
+/// an unanswered attempt at d takes one token (the hedge goes if more than 5 were left before),
+/// the call's success (at min(s1, d + s2) when hedged) gives back 0.1. Events in time order.
+/// Returns the hedges sent.
+fn reference_charge_unanswered(starts: &[f64], s1: &[f64], s2: &[f64], d: f64) -> u64 {
+    // (time, kind, attempt): kind 0 = hedge delay passes, 1 = success.
+    let mut events: Vec<(f64, u8, usize)> = Vec::new();
+    for (i, &t) in starts.iter().enumerate() {
+        if s1[i] > d {
+            events.push((t + d, 0, i));
+        } else {
+            events.push((t + s1[i], 1, i));
+        }
+    }
+    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut heap: BinaryHeap<Reverse<(u64, u8, usize)>> =
+        events.into_iter().map(|(t, k, i)| Reverse(((t * 1e9) as u64, k, i))).collect();
+    let (mut tokens, mut hedges) = (10.0_f64, 0);
+    while let Some(Reverse((t, kind, i))) = heap.pop() {
+        if kind == 1 {
+            tokens = (tokens + 0.1).min(10.0);
+            continue;
+        }
+        let allowed = tokens > 5.0 + 1e-9;
+        tokens = (tokens - 1.0).max(0.0);
+        let end = if allowed {
+            hedges += 1;
+            s1[i].min(d + s2[i])
+        } else {
+            s1[i]
+        };
+        heap.push(Reverse((t + ((end - d) * 1e9) as u64, 1, i)));
+    }
+    hedges
+}
+
+#[test]
+fn charge_unanswered_is_the_old_rule_and_hedges_about_half_as_often() {
+    // The opt-in `charge_unanswered = true` is the rule this simulator used before (not A6):
+    // the same probe as above, against the token chain simulated independently (its own
+    // arrivals and exponentials). Both shares must agree within 4σ of the difference of two
+    // binomial shares, and lie well below A6's 10%.
+    let policy = format!(
+        "jitter = \"none\"\nmax_attempts = 1\nhedge = {{ after = \"{P90_OF_EXP_10MS_NS}ns\", max_share = 1.0, throttle = {{ max_tokens = 10, token_ratio = 0.1, charge_unanswered = true }} }}"
+    );
+    let n = 20_000;
+    let s = low_load_hedging(n, 100, &policy);
+    let r = run(&s.base, s.seed, 0);
+    let share = r.hops[0].hedges as f64 / r.hops[0].first_attempts as f64;
+    let mut uniform = ChaCha8Rng::seed_from_u64(35);
+    let starts: Vec<f64> = (0..n).map(|_| uniform.random::<f64>() * 100.0).collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(34);
+    let mut exp = |mean: f64| -(1.0 - rng.random::<f64>()).ln() * mean;
+    let s1: Vec<f64> = (0..n).map(|_| exp(0.010)).collect();
+    let s2: Vec<f64> = (0..n).map(|_| exp(0.010)).collect();
+    let reference =
+        reference_charge_unanswered(&starts, &s1, &s2, P90_OF_EXP_10MS_NS as f64 / 1e9) as f64 / f64::from(n);
+    let p = (share + reference) / 2.0;
+    let tol = 4.0 * (2.0 * p * (1.0 - p) / f64::from(n)).sqrt();
+    assert!(
+        (share - reference).abs() < tol,
+        "charge_unanswered: simulated {share} vs the token chain {reference} (± {tol})"
+    );
+    assert!(reference < 0.07, "the old rule hedges well below 10%: {reference}");
+}
+
+#[test]
+fn hedges_and_retries_share_the_policys_grpc_bucket() {
+    // gRFC A6 keeps one token bucket per server name for retries and hedges. A policy with a
+    // `grpc_throttle` budget (10 tokens, 0.1 per success) and a hedge after 50 ms on a constant
+    // 100 ms service (every attempt wants a hedge; the share cap of 1 never binds): ten calls
+    // fail during an outage and empty the bucket, then each success gives back 0.1. A hedge goes
+    // only while more than 5 tokens are left, so after the outage the first 51 calls (5.1
+    // tokens) are not hedged and every later one is: 100 − 51 = 49 hedges. One call at a time
+    // (1 s apart), so the count is exact.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let times: Vec<u64> = (0..110).map(|k| 500 + 1_000 * k).collect();
+    let policy = "jitter = \"none\"\nmax_attempts = 1\nbudget = { kind = \"grpc_throttle\", scope = \"global\" }\nhedge = { after = \"50ms\", max_share = 1.0 }";
+    let outage = "[[fault]]\nhop = \"server\"\nkind = \"outage\"\nfrom = \"0s\"\nto = \"10s\"";
+    let s = trace_probe(dir.path(), &times, policy, 4, r#"{ dist = "constant", mean = "100ms" }"#, outage);
+    let r = run(&s.base, s.seed, 0);
+    assert_eq!(r.tenants[0].succeeded, 100, "the ten calls in the outage fail, the rest succeed");
+    assert_eq!(r.hops[0].hedges, 100 - 51, "hedges once the shared bucket holds more than half");
+}
+
+#[test]
+fn ten_deposits_of_a_tenth_pay_for_a_hedge() {
+    // The hedge cap is a token bucket: each attempt earns max_share = 0.1, a hedge costs 1.
+    // Twenty sequential calls (1 s apart) of 100 ms, a hedge after 50 ms: the 10th and the 20th
+    // attempts find one whole token (ten tenths, within the one token tolerance) and are hedged.
+    // Binary floating point alone makes ten tenths 0.9999999999999999 and hedged only the 11th.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let times: Vec<u64> = (0..20).map(|k| 1_000 * k).collect();
+    let policy = "jitter = \"none\"\nmax_attempts = 1\nhedge = { after = \"50ms\", max_share = 0.1 }";
+    let s = trace_probe(dir.path(), &times, policy, 4, r#"{ dist = "constant", mean = "100ms" }"#, "");
+    let r = run(&s.base, s.seed, 0);
+    assert_eq!(r.hops[0].hedges, 2, "attempts 10 and 20 are hedged");
+}
