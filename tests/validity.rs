@@ -424,3 +424,151 @@ fn ten_deposits_of_a_tenth_pay_for_a_hedge() {
     let r = run(&s.base, s.seed, 0);
     assert_eq!(r.hops[0].hedges, 2, "attempts 10 and 20 are hedged");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Balancer ties
+
+/// Four single-worker FIFO replicas fed by `arrivals` (s, sorted) with `services` (s), routed by
+/// least connections (in flight = queued + in service) with ties broken by `tie` (the tied
+/// replicas in index order and the pick number → the chosen one): each replica's share.
+/// Written from the rule, not from the simulator: a replica's in-flight attempts are its
+/// departure times still ahead (FIFO, one worker: departure = max(arrival, last departure) + S).
+fn reference_least_connections(
+    arrivals: &[f64],
+    services: &[f64],
+    mut tie: impl FnMut(&[usize], &mut usize) -> usize,
+) -> [f64; 4] {
+    let mut departures: [VecDeque<f64>; 4] = Default::default();
+    let mut counts = [0u64; 4];
+    let mut cursor = 0usize;
+    for (&t, &s) in arrivals.iter().zip(services) {
+        for d in departures.iter_mut() {
+            while d.front().is_some_and(|&x| x <= t) {
+                d.pop_front();
+            }
+        }
+        let least = departures.iter().map(VecDeque::len).min().expect("4 replicas");
+        let tied: Vec<usize> = (0..4).filter(|&r| departures[r].len() == least).collect();
+        let r = tie(&tied, &mut cursor);
+        let start = departures[r].back().map_or(t, |&last| last.max(t));
+        departures[r].push_back(start + s);
+        counts[r] += 1;
+    }
+    let n = arrivals.len() as f64;
+    counts.map(|c| c as f64 / n)
+}
+
+/// Per replication, replica 0's share and the largest share, simulated (4 replicas of M/M/1,
+/// Exp(1 ms), Poisson 400/s: ρ = 0.1) under `balancer`.
+fn balanced_shares(balancer: &str, reps: u32) -> (Vec<f64>, Vec<f64>) {
+    let text = format!(
+        r#"name = "ties"
+seed = 34
+horizon = "50s"
+replications = {reps}
+
+[[tenant]]
+name = "t"
+clients = 1
+arrival = {{ kind = "poisson", rate_per_s = 400.0 }}
+policy = "once"
+
+[policy.once]
+jitter = "none"
+max_attempts = 1
+
+[[hop]]
+name = "server"
+replicas = 4
+balancer = "{balancer}"
+workers = 1
+service = {{ dist = "exponential", mean = "1ms" }}
+"#
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let s = inline(dir.path(), &text, &[]);
+    let study = retrystorm::runner::run_study(
+        &s,
+        &s.run_variants(),
+        &retrystorm::runner::RunOptions { threads: Some(2), progress: false },
+    );
+    let v = &study.variants[0];
+    let stat = |rows: &retrystorm::metrics::stats::StatRow, name: &str| -> Vec<f64> {
+        let m = retrystorm::metrics::catalogue::Metric::from_name(name).expect("catalogued");
+        rows.get(m).unwrap_or_else(|| panic!("no {name}")).values.iter().map(|v| v.expect("a value")).collect()
+    };
+    let replica0 = &v.replicas.iter().find(|(n, _)| n == "server[0]").expect("replica 0").1;
+    let hop = &v.hops.iter().find(|(n, _)| n == "server").expect("hop").1;
+    (stat(replica0, "traffic_share"), stat(hop, "replica_share_max"))
+}
+
+/// The reference's replica-0 share over `reps` replications of 50 s (its own arrivals and
+/// services), ties broken by `tie`.
+fn reference_shares(reps: u64, mut tie: impl FnMut(&[usize], &mut usize, &mut ChaCha8Rng) -> usize) -> Vec<f64> {
+    (0..reps)
+        .map(|r| {
+            let mut rng = ChaCha8Rng::seed_from_u64(3400 + r);
+            let mut t = 0.0;
+            let (mut arrivals, mut services) = (Vec::new(), Vec::new());
+            loop {
+                t += -(1.0 - rng.random::<f64>()).ln() / 400.0;
+                if t >= 50.0 {
+                    break;
+                }
+                arrivals.push(t);
+                services.push(-(1.0 - rng.random::<f64>()).ln() * 0.001);
+            }
+            let mut tie_rng = ChaCha8Rng::seed_from_u64(9_000 + r);
+            reference_least_connections(&arrivals, &services, |tied, cursor| tie(tied, cursor, &mut tie_rng))[0]
+        })
+        .collect()
+}
+
+/// The two means agree within 99.9% (two-sample Student t on independent replications).
+fn agree(sim: &[f64], reference: &[f64], what: &str) {
+    let (m1, s1) = retrystorm::metrics::stats::mean_sd(sim);
+    let (m2, s2) = retrystorm::metrics::stats::mean_sd(reference);
+    let se = (s1 * s1 / sim.len() as f64 + s2 * s2 / reference.len() as f64).sqrt();
+    let t999 = 4.14; // Student t, 0.9995 quantile, 14 degrees of freedom
+    assert!((m1 - m2).abs() <= t999 * se, "{what}: simulated {m1:.4} vs reference {m2:.4} (se {se:.4})");
+}
+
+#[test]
+fn least_connections_round_robins_its_ties_and_spreads_traffic_evenly() {
+    // 4 replicas of M/M/1 at ρ = 0.1: most arrivals find several replicas idle (a tie at 0).
+    // HAProxy `leastconn` ("round-robin is performed within groups of servers of the same
+    // load") and NGINX `least_conn` (tied servers "are tried in turn") spread ties in turn, so
+    // each replica's share is 1/4 by symmetry; giving every tie to the lowest index sent replica
+    // 0 ~71.5%. Checked against the reference (the same rule written above) and against 1/4:
+    // the largest share (`replica_share_max`) of every replication within 4.4 binomial standard
+    // deviations of 1/4 (taking ties in turn splits at least as evenly as independent uniform
+    // picks, whose counts are binomial).
+    let reps = 8;
+    let (share0, share_max) = balanced_shares("least_connections", reps);
+    let reference = reference_shares(u64::from(reps), |tied, cursor, _| {
+        let r = *tied.iter().min_by_key(|&&r| (r + 4 - *cursor % 4) % 4).expect("a tie");
+        *cursor = (r + 1) % 4;
+        r
+    });
+    agree(&share0, &reference, "least_connections, replica 0's share");
+    let sd = (0.25 * 0.75 / 20_000.0_f64).sqrt();
+    for m in &share_max {
+        assert!(*m < 0.25 + 4.4 * sd, "replica_share_max {m} vs 1/4 + {}", 4.4 * sd);
+    }
+}
+
+#[test]
+fn the_tie_rules_of_least_connections_random_and_first_match_their_references() {
+    // `least_connections_random`: a uniformly random replica among the tied ones (even shares);
+    // `least_connections_first`: the lowest index (Stability Sim's rule): replica 0 takes most
+    // of the traffic at low load. Each against the reference with the same tie rule.
+    let reps = 8;
+    let (random0, random_max) = balanced_shares("least_connections_random", reps);
+    let reference = reference_shares(u64::from(reps), |tied, _, rng| tied[rng.random_range(0..tied.len())]);
+    agree(&random0, &reference, "least_connections_random, replica 0's share");
+    assert!(random_max.iter().all(|&m| m < 0.27), "{random_max:?}");
+    let (first0, _) = balanced_shares("least_connections_first", reps);
+    let reference = reference_shares(u64::from(reps), |tied, _, _| tied[0]);
+    agree(&first0, &reference, "least_connections_first, replica 0's share");
+    assert!(first0.iter().all(|&s| s > 0.6), "the lowest index takes most: {first0:?}");
+}
