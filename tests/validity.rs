@@ -572,3 +572,84 @@ fn the_tie_rules_of_least_connections_random_and_first_match_their_references() 
     agree(&first0, &reference, "least_connections_first, replica 0's share");
     assert!(first0.iter().all(|&s| s > 0.6), "the lowest index takes most: {first0:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// A crash drops what was in service
+
+/// Two requests at t = 0 on one worker of 100 ms (the second queued), max 1 attempt with a
+/// 300 ms timeout, and the server crashing at 50 ms for a second with `in_service` = `mode`.
+fn crash_probe(mode: &str) -> retrystorm::metrics::RunRecord {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let policy = "jitter = \"none\"\nmax_attempts = 1\nattempt_timeout = \"300ms\"";
+    let outage = format!(
+        "[[fault]]\nhop = \"server\"\nkind = \"outage\"\nin_service = \"{mode}\"\nfrom = \"50ms\"\nto = \"1s\""
+    );
+    let s = trace_probe(dir.path(), &[0, 0], policy, 1, r#"{ dist = "constant", mean = "100ms" }"#, &outage);
+    run(&s.base, s.seed, 0)
+}
+
+#[test]
+fn a_crash_resets_loses_or_completes_the_work_in_service_as_the_fault_says() {
+    // From the rule, by hand: request 1 is served from 0; request 2 waits. At 50 ms the server
+    // crashes. `reset` (the default): request 1's connection is reset — it fails at 50 ms after
+    // 50 ms of work — and the crashed server serves nothing, so request 2, which its freed
+    // worker would take, fails at once too: 0 succeed, 50 ms busy, 2 stopped. `lost`: the same
+    // work, but no reply; both callers time out at 300 ms. `complete` (the old rule): request 1
+    // finishes at 100 ms and request 2 is served 100–200 ms, during the outage: both succeed,
+    // 200 ms busy.
+    let reset = crash_probe("reset");
+    assert_eq!(
+        (reset.tenants[0].succeeded, reset.hops[0].busy_ns, reset.hops[0].crashed_in_service),
+        (0, 50_000_000, 2)
+    );
+    assert_eq!(reset.hops[0].served, 0);
+    assert_eq!(reset.completion_time_ns, 50_000_000, "reset: both callers hear of it at the crash");
+    let lost = crash_probe("lost");
+    assert_eq!((lost.tenants[0].succeeded, lost.hops[0].busy_ns, lost.hops[0].crashed_in_service), (0, 50_000_000, 2));
+    assert_eq!(lost.completion_time_ns, 300_000_000, "lost: both callers wait for their timeout");
+    let complete = crash_probe("complete");
+    assert_eq!(
+        (complete.tenants[0].succeeded, complete.hops[0].busy_ns, complete.hops[0].crashed_in_service),
+        (2, 200_000_000, 0)
+    );
+}
+
+#[test]
+fn a_crash_reset_ejects_the_replica_at_once_instead_of_after_the_work_in_service() {
+    // Two replicas behind round robin, 20 workers each (never full), constant 1.05 s service,
+    // one request every 100 ms (at 13 ms past each tenth), Envoy-style ejection after 5
+    // consecutive errors for 30 s. Replica 0 crashes at 5.05 s (to 8 s). By the rule: replica 0
+    // takes the even arrivals; the ones it was serving at the crash (arrived after 4.0 s) are
+    // reset at 5.05 s, ≥ 5 errors in a row, so it is ejected then and gets nothing after. Before
+    // (`complete`), that work finished successfully during the outage and reset the error count
+    // between the refusals, so the ejection came only after it and replica 0 took more traffic.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let times: Vec<u64> = (0..100).map(|k| 13 + 100 * k).collect();
+    let crash = 5_050.0;
+    let service = 1_050.0;
+    let policy = "jitter = \"none\"\nmax_attempts = 1\nattempt_timeout = \"5s\"";
+    let hop_extra = "replicas = 2\nbalancer = \"round_robin\"\noutlier_detection = { consecutive_errors = 5, base_ejection_time = \"30s\" }\n\n[[fault]]\nhop = \"server\"\nreplica = 0\nkind = \"outage\"\nfrom = \"5050ms\"\nto = \"8s\"";
+    let probe = |extra: &str| {
+        let s = trace_probe(dir.path(), &times, policy, 20, r#"{ dist = "constant", mean = "1050ms" }"#, extra);
+        run(&s.base, s.seed, 0)
+    };
+    let r = probe(hop_extra);
+    let to_replica0: Vec<f64> = times.iter().step_by(2).map(|&t| t as f64).filter(|&t| t < crash).collect();
+    let ok = to_replica0.iter().filter(|&&t| t + service < crash).count() as u64;
+    let in_service = to_replica0.len() as u64 - ok;
+    assert!(in_service >= 5, "the probe has enough work in service to eject: {in_service}");
+    let rec = r.replicas.iter().find(|x| x.replica == 0).expect("replica 0");
+    assert_eq!(
+        (rec.attempts, rec.ok_replies, rec.failed_replies, rec.ejections),
+        (to_replica0.len() as u64, ok, in_service, 1),
+        "replica 0: attempts, successes, failures, ejections"
+    );
+    let old = probe(&hop_extra.replace("kind = \"outage\"", "kind = \"outage\"\nin_service = \"complete\""));
+    let rec_old = old.replicas.iter().find(|x| x.replica == 0).expect("replica 0");
+    assert!(
+        rec_old.attempts > rec.attempts,
+        "complete: later ejection, more traffic ({} vs {})",
+        rec_old.attempts,
+        rec.attempts
+    );
+}

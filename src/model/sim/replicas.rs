@@ -275,8 +275,9 @@ impl Simulation<'_> {
         let spec = self.spec;
         let check = spec.hops[hop].replicas.health_check.expect("only hops with health checks are probed");
         for replica in 0..self.lbs[hop].count {
-            let crashed =
-                spec.active_faults_on(hop, replica, now).any(|k| matches!(k, FaultKind::Outage | FaultKind::Hang));
+            let crashed = spec
+                .active_faults_on(hop, replica, now)
+                .any(|k| matches!(k, FaultKind::Outage { .. } | FaultKind::Hang));
             let h = &mut self.lbs[hop].health[replica as usize];
             if crashed {
                 h.probes_failed += 1;
