@@ -653,3 +653,45 @@ fn a_crash_reset_ejects_the_replica_at_once_instead_of_after_the_work_in_service
         rec.attempts
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Documented numbers
+
+#[test]
+fn the_plan_example_on_mm1_answers_what_the_model_doc_says() {
+    // docs/MODEL.md ("plan"): `retrystorm plan scenarios/mm1.toml --vary
+    // tenant.customers.arrival.rate_per_s=100.0..1000.0 --find largest --require
+    // 'latency_s_p99 <= 0.05'` answers N/s. The number is read from the doc, the command run,
+    // and the answer must be N; it must also lie just below M/M/1's 907.9/s (the p99 of the time
+    // in system, ln 100 / (μ − λ) with μ = 1,000/s, is 50 ms there), as judged on a 95% bound.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/MODEL.md")).expect("docs/MODEL.md");
+    let at = doc.find("--find largest --require 'latency_s_p99 <= 0.05'` answers ").expect("the plan example");
+    let rest = &doc[at..];
+    let number = rest.split("answers ").nth(1).and_then(|r| r.split("/s").next()).expect("answers N/s");
+    let documented: f64 = number.replace(',', "").parse().unwrap_or_else(|_| panic!("a number: {number}"));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("plan");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .current_dir(root)
+        .args(["plan", "scenarios/mm1.toml", "--vary", "tenant.customers.arrival.rate_per_s=100.0..1000.0"])
+        .args(["--find", "largest", "--require", "latency_s_p99 <= 0.05", "--quiet", "--threads", "2"])
+        .args(["--out", out.to_str().expect("utf-8 path")])
+        .status()
+        .expect("retrystorm runs");
+    assert!(status.success(), "plan failed");
+    let csv = std::fs::read_to_string(out.join("plan.csv")).expect("plan.csv");
+    let header: Vec<&str> = csv.lines().next().expect("header").split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no column {name}"));
+    let chosen = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .find(|f| f[col("chosen")] == "true")
+        .expect("a chosen value");
+    let answer: f64 = chosen[col("value")].parse().expect("a number");
+    assert_eq!(answer, documented, "plan answers {answer}/s; docs/MODEL.md says {documented}/s");
+    let theory = 1000.0 - 20.0 * 100.0_f64.ln();
+    assert!((theory - 907.9).abs() < 0.05, "{theory}");
+    assert!(answer <= theory && answer > 0.99 * theory, "{answer}/s vs M/M/1's {theory:.1}/s");
+}
