@@ -138,11 +138,21 @@ impl Simulation<'_> {
                 let base = *base as usize;
                 let load = |r: u32| self.hops[base + r as usize].in_flight;
                 let at = |i: u32| if restricted { candidates[i as usize] } else { i };
-                let least = (0..k).map(|i| load(at(i))).min().expect("at least one replica");
-                let tied = || (0..k).map(at).filter(|&r| load(r) == least);
                 match balancer {
-                    Balancer::LeastConnectionsFirst => tied().next().expect("the least is somebody's"),
-                    Balancer::LeastConnectionsRandom => {
+                    // One pass each: the least load, and among it the lowest index (`min_by_key`
+                    // keeps the first minimum) or the first at or after the cursor.
+                    Balancer::LeastConnectionsFirst => (0..k).map(at).min_by_key(|&r| load(r)).expect("a replica"),
+                    Balancer::LeastConnections => {
+                        // The first tied replica at or after the cursor, cyclically; the cursor
+                        // then moves past it.
+                        let from = *next % n;
+                        let r = (0..k).map(at).min_by_key(|&r| (load(r), (r + n - from) % n)).expect("a replica");
+                        *next = (r + 1) % n;
+                        r
+                    }
+                    _ => {
+                        let least = (0..k).map(|i| load(at(i))).min().expect("at least one replica");
+                        let tied = || (0..k).map(at).filter(|&r| load(r) == least);
                         let ties = tied().count() as u32;
                         let j = if ties == 1 {
                             0
@@ -150,14 +160,6 @@ impl Simulation<'_> {
                             rng.as_mut().expect("random balancers have a stream").random_range(0..ties)
                         };
                         tied().nth(j as usize).expect("j < ties")
-                    }
-                    _ => {
-                        // The first tied replica at or after the cursor, cyclically; the cursor
-                        // then moves past it.
-                        let from = *next % n;
-                        let r = tied().min_by_key(|&r| (r + n - from) % n).expect("the least is somebody's");
-                        *next = (r + 1) % n;
-                        r
                     }
                 }
             }
