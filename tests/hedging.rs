@@ -247,7 +247,8 @@ fn a_quantile_hedge_waits_for_its_warm_up_and_then_hedges_near_the_tail_share() 
 fn a_throttled_hedge_does_not_make_the_knife_edge_storm_worse_a_share_capped_one_does() {
     // hedging.toml at ρ = 1.0 for 3 s: the same 20 replications (common random numbers) with no
     // hedge, a p95 hedge capped at 5% of attempts, and the same hedge under the throttle (gRFC
-    // A6's bucket; an attempt still unanswered at its hedge delay counts as a failure). Paired
+    // A6's bucket with `charge_unanswered`: an attempt still unanswered at its hedge delay counts
+    // as a failure). Paired
     // per replication, the share-capped hedge loses success ratio (the 95% interval of the
     // difference lies below 0) and tips more replications into the storm; the throttled hedge's
     // difference interval reaches above -0.02 (2 pp, the non-inferiority margin) and it tips no

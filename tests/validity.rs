@@ -229,3 +229,469 @@ discipline = "codel"
     );
     assert!(m2 > 0.005, "the probe drops something: {m2}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// The hedge throttle (gRFC A6) and the one token arithmetic
+
+/// One tenant sending one request at each of `times_ms` (a timestamp trace), policy `policy`
+/// (TOML lines of `[policy.p]`), one hop of `workers` with constant `service`; `extra` is
+/// appended (faults).
+fn trace_probe(
+    dir: &std::path::Path,
+    times_ms: &[u64],
+    policy: &str,
+    workers: u32,
+    service: &str,
+    extra: &str,
+) -> Scenario {
+    let trace: String =
+        std::iter::once("t".to_string()).chain(times_ms.iter().map(|t| t.to_string())).collect::<Vec<_>>().join("\n");
+    std::fs::write(dir.join("times.csv"), trace + "\n").expect("write trace");
+    let horizon = times_ms.last().expect("arrivals") + 2_000;
+    let text = format!(
+        r#"name = "probe"
+horizon = "{horizon}ms"
+replications = 1
+
+[[tenant]]
+name = "t"
+clients = 1
+arrival = {{ kind = "trace", file = "times.csv", unit = "ms" }}
+policy = "p"
+
+[policy.p]
+{policy}
+
+[[hop]]
+name = "server"
+workers = {workers}
+service = {service}
+{extra}
+"#
+    );
+    inline(dir, &text, &[])
+}
+
+/// `clients` herd clients with one request each spread over `spread_s` seconds, policy lines
+/// `policy`, 1,000 workers of Exp(10 ms) (no queueing at 200/s: 2 busy on average).
+fn low_load_hedging(clients: u32, spread_s: u32, policy: &str) -> Scenario {
+    let text = format!(
+        r#"name = "hedge-probe"
+seed = 6
+horizon = "{}s"
+replications = 1
+
+[[tenant]]
+name = "t"
+clients = {clients}
+arrival = {{ kind = "herd", start = "0s", spread = "{spread_s}s", requests_per_client = 1 }}
+policy = "p"
+
+[policy.p]
+{policy}
+
+[[hop]]
+name = "server"
+workers = 1000
+service = {{ dist = "exponential", mean = "10ms" }}
+"#,
+        spread_s + 10
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    inline(dir.path(), &text, &[])
+}
+
+/// d = 10 ms × ln 10: P(S > d) = 0.1 exactly for S ~ Exp(10 ms), the p90 of the service.
+const P90_OF_EXP_10MS_NS: u64 = 23_025_851;
+
+#[test]
+fn a_p90_hedge_without_failures_hedges_ten_percent_as_grpc_does() {
+    // gRFC A6 ("Throttling Retry Attempts and Hedged RPCs"): "Every failed RPC will decrement
+    // the token_count by 1. Every successful RPC will increment the token_count by tokenRatio."
+    // With no failure the bucket stays full and never stops a hedge, so a hedge after the p90 of
+    // the service is sent for P(S > d) = 10% of attempts (1,000 workers: no queueing). Charging
+    // an attempt still unanswered at its hedge delay (the old rule) drained the bucket to its
+    // threshold and let through only ~5.2%. Tolerance: 4σ of a binomial share over the attempts.
+    let policy = format!(
+        "jitter = \"none\"\nmax_attempts = 1\nhedge = {{ after = \"{P90_OF_EXP_10MS_NS}ns\", max_share = 1.0, throttle = {{ max_tokens = 10, token_ratio = 0.1 }} }}"
+    );
+    let s = low_load_hedging(20_000, 100, &policy);
+    let r = run(&s.base, s.seed, 0);
+    let h = &r.hops[0];
+    let n = h.first_attempts as f64;
+    let share = h.hedges as f64 / n;
+    let tol = 4.0 * (0.1 * 0.9 / n).sqrt();
+    assert!((share - 0.1).abs() < tol, "hedged share {share} vs gRPC's 0.1 ± {tol}");
+    assert_eq!(r.tenants[0].succeeded, 20_000, "no failures in the probe");
+}
+
+/// The old rule (`charge_unanswered = true`), from first principles: attempts at the given
+/// times with services `s1` (and a hedge's `s2`), hedge delay `d`; a token bucket of 10 (full),
+/// an unanswered attempt at d takes one token (the hedge goes if more than 5 were left before),
+/// the call's success (at min(s1, d + s2) when hedged) gives back 0.1. Events in time order.
+/// Returns the hedges sent.
+fn reference_charge_unanswered(starts: &[f64], s1: &[f64], s2: &[f64], d: f64) -> u64 {
+    // (time, kind, attempt): kind 0 = hedge delay passes, 1 = success.
+    let mut events: Vec<(f64, u8, usize)> = Vec::new();
+    for (i, &t) in starts.iter().enumerate() {
+        if s1[i] > d {
+            events.push((t + d, 0, i));
+        } else {
+            events.push((t + s1[i], 1, i));
+        }
+    }
+    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut heap: BinaryHeap<Reverse<(u64, u8, usize)>> =
+        events.into_iter().map(|(t, k, i)| Reverse(((t * 1e9) as u64, k, i))).collect();
+    let (mut tokens, mut hedges) = (10.0_f64, 0);
+    while let Some(Reverse((t, kind, i))) = heap.pop() {
+        if kind == 1 {
+            tokens = (tokens + 0.1).min(10.0);
+            continue;
+        }
+        let allowed = tokens > 5.0 + 1e-9;
+        tokens = (tokens - 1.0).max(0.0);
+        let end = if allowed {
+            hedges += 1;
+            s1[i].min(d + s2[i])
+        } else {
+            s1[i]
+        };
+        heap.push(Reverse((t + ((end - d) * 1e9) as u64, 1, i)));
+    }
+    hedges
+}
+
+#[test]
+fn charge_unanswered_is_the_old_rule_and_hedges_about_half_as_often() {
+    // The opt-in `charge_unanswered = true` is the rule this simulator used before (not A6):
+    // the same probe as above, against the token chain simulated independently (its own
+    // arrivals and exponentials). Both shares must agree within 4σ of the difference of two
+    // binomial shares, and lie well below A6's 10%.
+    let policy = format!(
+        "jitter = \"none\"\nmax_attempts = 1\nhedge = {{ after = \"{P90_OF_EXP_10MS_NS}ns\", max_share = 1.0, throttle = {{ max_tokens = 10, token_ratio = 0.1, charge_unanswered = true }} }}"
+    );
+    let n = 20_000;
+    let s = low_load_hedging(n, 100, &policy);
+    let r = run(&s.base, s.seed, 0);
+    let share = r.hops[0].hedges as f64 / r.hops[0].first_attempts as f64;
+    let mut uniform = ChaCha8Rng::seed_from_u64(35);
+    let starts: Vec<f64> = (0..n).map(|_| uniform.random::<f64>() * 100.0).collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(34);
+    let mut exp = |mean: f64| -(1.0 - rng.random::<f64>()).ln() * mean;
+    let s1: Vec<f64> = (0..n).map(|_| exp(0.010)).collect();
+    let s2: Vec<f64> = (0..n).map(|_| exp(0.010)).collect();
+    let reference =
+        reference_charge_unanswered(&starts, &s1, &s2, P90_OF_EXP_10MS_NS as f64 / 1e9) as f64 / f64::from(n);
+    let p = (share + reference) / 2.0;
+    let tol = 4.0 * (2.0 * p * (1.0 - p) / f64::from(n)).sqrt();
+    assert!(
+        (share - reference).abs() < tol,
+        "charge_unanswered: simulated {share} vs the token chain {reference} (± {tol})"
+    );
+    assert!(reference < 0.07, "the old rule hedges well below 10%: {reference}");
+}
+
+#[test]
+fn hedges_and_retries_share_the_policys_grpc_bucket() {
+    // gRFC A6 keeps one token bucket per server name for retries and hedges. A policy with a
+    // `grpc_throttle` budget (10 tokens, 0.1 per success) and a hedge after 50 ms on a constant
+    // 100 ms service (every attempt wants a hedge; the share cap of 1 never binds): ten calls
+    // fail during an outage and empty the bucket, then each success gives back 0.1. A hedge goes
+    // only while more than 5 tokens are left, so after the outage the first 51 calls (5.1
+    // tokens) are not hedged and every later one is: 100 − 51 = 49 hedges. One call at a time
+    // (1 s apart), so the count is exact.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let times: Vec<u64> = (0..110).map(|k| 500 + 1_000 * k).collect();
+    let policy = "jitter = \"none\"\nmax_attempts = 1\nbudget = { kind = \"grpc_throttle\", scope = \"global\" }\nhedge = { after = \"50ms\", max_share = 1.0 }";
+    let outage = "[[fault]]\nhop = \"server\"\nkind = \"outage\"\nfrom = \"0s\"\nto = \"10s\"";
+    let s = trace_probe(dir.path(), &times, policy, 4, r#"{ dist = "constant", mean = "100ms" }"#, outage);
+    let r = run(&s.base, s.seed, 0);
+    assert_eq!(r.tenants[0].succeeded, 100, "the ten calls in the outage fail, the rest succeed");
+    assert_eq!(r.hops[0].hedges, 100 - 51, "hedges once the shared bucket holds more than half");
+}
+
+#[test]
+fn ten_deposits_of_a_tenth_pay_for_a_hedge() {
+    // The hedge cap is a token bucket: each attempt earns max_share = 0.1, a hedge costs 1.
+    // Twenty sequential calls (1 s apart) of 100 ms, a hedge after 50 ms: the 10th and the 20th
+    // attempts find one whole token (ten tenths, within the one token tolerance) and are hedged.
+    // Binary floating point alone makes ten tenths 0.9999999999999999 and hedged only the 11th.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let times: Vec<u64> = (0..20).map(|k| 1_000 * k).collect();
+    let policy = "jitter = \"none\"\nmax_attempts = 1\nhedge = { after = \"50ms\", max_share = 0.1 }";
+    let s = trace_probe(dir.path(), &times, policy, 4, r#"{ dist = "constant", mean = "100ms" }"#, "");
+    let r = run(&s.base, s.seed, 0);
+    assert_eq!(r.hops[0].hedges, 2, "attempts 10 and 20 are hedged");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Balancer ties
+
+/// Four single-worker FIFO replicas fed by `arrivals` (s, sorted) with `services` (s), routed by
+/// least connections (in flight = queued + in service) with ties broken by `tie` (the tied
+/// replicas in index order and the pick number → the chosen one): each replica's share.
+/// Written from the rule, not from the simulator: a replica's in-flight attempts are its
+/// departure times still ahead (FIFO, one worker: departure = max(arrival, last departure) + S).
+fn reference_least_connections(
+    arrivals: &[f64],
+    services: &[f64],
+    mut tie: impl FnMut(&[usize], &mut usize) -> usize,
+) -> [f64; 4] {
+    let mut departures: [VecDeque<f64>; 4] = Default::default();
+    let mut counts = [0u64; 4];
+    let mut cursor = 0usize;
+    for (&t, &s) in arrivals.iter().zip(services) {
+        for d in departures.iter_mut() {
+            while d.front().is_some_and(|&x| x <= t) {
+                d.pop_front();
+            }
+        }
+        let least = departures.iter().map(VecDeque::len).min().expect("4 replicas");
+        let tied: Vec<usize> = (0..4).filter(|&r| departures[r].len() == least).collect();
+        let r = tie(&tied, &mut cursor);
+        let start = departures[r].back().map_or(t, |&last| last.max(t));
+        departures[r].push_back(start + s);
+        counts[r] += 1;
+    }
+    let n = arrivals.len() as f64;
+    counts.map(|c| c as f64 / n)
+}
+
+/// Per replication, replica 0's share and the largest share, simulated (4 replicas of M/M/1,
+/// Exp(1 ms), Poisson 400/s: ρ = 0.1) under `balancer`.
+fn balanced_shares(balancer: &str, reps: u32) -> (Vec<f64>, Vec<f64>) {
+    let text = format!(
+        r#"name = "ties"
+seed = 34
+horizon = "50s"
+replications = {reps}
+
+[[tenant]]
+name = "t"
+clients = 1
+arrival = {{ kind = "poisson", rate_per_s = 400.0 }}
+policy = "once"
+
+[policy.once]
+jitter = "none"
+max_attempts = 1
+
+[[hop]]
+name = "server"
+replicas = 4
+balancer = "{balancer}"
+workers = 1
+service = {{ dist = "exponential", mean = "1ms" }}
+"#
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let s = inline(dir.path(), &text, &[]);
+    let study = retrystorm::runner::run_study(
+        &s,
+        &s.run_variants(),
+        &retrystorm::runner::RunOptions { threads: Some(2), progress: false },
+    );
+    let v = &study.variants[0];
+    let stat = |rows: &retrystorm::metrics::stats::StatRow, name: &str| -> Vec<f64> {
+        let m = retrystorm::metrics::catalogue::Metric::from_name(name).expect("catalogued");
+        rows.get(m).unwrap_or_else(|| panic!("no {name}")).values.iter().map(|v| v.expect("a value")).collect()
+    };
+    let replica0 = &v.replicas.iter().find(|(n, _)| n == "server[0]").expect("replica 0").1;
+    let hop = &v.hops.iter().find(|(n, _)| n == "server").expect("hop").1;
+    (stat(replica0, "traffic_share"), stat(hop, "replica_share_max"))
+}
+
+/// The reference's replica-0 share over `reps` replications of 50 s (its own arrivals and
+/// services), ties broken by `tie`.
+fn reference_shares(reps: u64, mut tie: impl FnMut(&[usize], &mut usize, &mut ChaCha8Rng) -> usize) -> Vec<f64> {
+    (0..reps)
+        .map(|r| {
+            let mut rng = ChaCha8Rng::seed_from_u64(3400 + r);
+            let mut t = 0.0;
+            let (mut arrivals, mut services) = (Vec::new(), Vec::new());
+            loop {
+                t += -(1.0 - rng.random::<f64>()).ln() / 400.0;
+                if t >= 50.0 {
+                    break;
+                }
+                arrivals.push(t);
+                services.push(-(1.0 - rng.random::<f64>()).ln() * 0.001);
+            }
+            let mut tie_rng = ChaCha8Rng::seed_from_u64(9_000 + r);
+            reference_least_connections(&arrivals, &services, |tied, cursor| tie(tied, cursor, &mut tie_rng))[0]
+        })
+        .collect()
+}
+
+/// The two means agree within 99.9% (two-sample Student t on independent replications).
+fn agree(sim: &[f64], reference: &[f64], what: &str) {
+    let (m1, s1) = retrystorm::metrics::stats::mean_sd(sim);
+    let (m2, s2) = retrystorm::metrics::stats::mean_sd(reference);
+    let se = (s1 * s1 / sim.len() as f64 + s2 * s2 / reference.len() as f64).sqrt();
+    let t999 = 4.14; // Student t, 0.9995 quantile, 14 degrees of freedom
+    assert!((m1 - m2).abs() <= t999 * se, "{what}: simulated {m1:.4} vs reference {m2:.4} (se {se:.4})");
+}
+
+#[test]
+fn least_connections_round_robins_its_ties_and_spreads_traffic_evenly() {
+    // 4 replicas of M/M/1 at ρ = 0.1: most arrivals find several replicas idle (a tie at 0).
+    // HAProxy `leastconn` ("round-robin is performed within groups of servers of the same
+    // load") and NGINX `least_conn` (tied servers "are tried in turn") spread ties in turn, so
+    // each replica's share is 1/4 by symmetry; giving every tie to the lowest index sent replica
+    // 0 ~71.5%. Checked against the reference (the same rule written above) and against 1/4:
+    // the largest share (`replica_share_max`) of every replication within 4.4 binomial standard
+    // deviations of 1/4 (taking ties in turn splits at least as evenly as independent uniform
+    // picks, whose counts are binomial).
+    let reps = 8;
+    let (share0, share_max) = balanced_shares("least_connections", reps);
+    let reference = reference_shares(u64::from(reps), |tied, cursor, _| {
+        let r = *tied.iter().min_by_key(|&&r| (r + 4 - *cursor % 4) % 4).expect("a tie");
+        *cursor = (r + 1) % 4;
+        r
+    });
+    agree(&share0, &reference, "least_connections, replica 0's share");
+    let sd = (0.25 * 0.75 / 20_000.0_f64).sqrt();
+    for m in &share_max {
+        assert!(*m < 0.25 + 4.4 * sd, "replica_share_max {m} vs 1/4 + {}", 4.4 * sd);
+    }
+}
+
+#[test]
+fn the_tie_rules_of_least_connections_random_and_first_match_their_references() {
+    // `least_connections_random`: a uniformly random replica among the tied ones (even shares);
+    // `least_connections_first`: the lowest index (Stability Sim's rule): replica 0 takes most
+    // of the traffic at low load. Each against the reference with the same tie rule.
+    let reps = 8;
+    let (random0, random_max) = balanced_shares("least_connections_random", reps);
+    let reference = reference_shares(u64::from(reps), |tied, _, rng| tied[rng.random_range(0..tied.len())]);
+    agree(&random0, &reference, "least_connections_random, replica 0's share");
+    assert!(random_max.iter().all(|&m| m < 0.27), "{random_max:?}");
+    let (first0, _) = balanced_shares("least_connections_first", reps);
+    let reference = reference_shares(u64::from(reps), |tied, _, _| tied[0]);
+    agree(&first0, &reference, "least_connections_first, replica 0's share");
+    assert!(first0.iter().all(|&s| s > 0.6), "the lowest index takes most: {first0:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A crash drops what was in service
+
+/// Two requests at t = 0 on one worker of 100 ms (the second queued), max 1 attempt with a
+/// 300 ms timeout, and the server crashing at 50 ms for a second with `in_service` = `mode`.
+fn crash_probe(mode: &str) -> retrystorm::metrics::RunRecord {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let policy = "jitter = \"none\"\nmax_attempts = 1\nattempt_timeout = \"300ms\"";
+    let outage = format!(
+        "[[fault]]\nhop = \"server\"\nkind = \"outage\"\nin_service = \"{mode}\"\nfrom = \"50ms\"\nto = \"1s\""
+    );
+    let s = trace_probe(dir.path(), &[0, 0], policy, 1, r#"{ dist = "constant", mean = "100ms" }"#, &outage);
+    run(&s.base, s.seed, 0)
+}
+
+#[test]
+fn a_crash_resets_loses_or_completes_the_work_in_service_as_the_fault_says() {
+    // From the rule, by hand: request 1 is served from 0; request 2 waits. At 50 ms the server
+    // crashes. `reset` (the default): request 1's connection is reset — it fails at 50 ms after
+    // 50 ms of work — and the crashed server serves nothing, so request 2, which its freed
+    // worker would take, fails at once too: 0 succeed, 50 ms busy, 2 stopped. `lost`: the same
+    // work, but no reply; both callers time out at 300 ms. `complete` (the old rule): request 1
+    // finishes at 100 ms and request 2 is served 100–200 ms, during the outage: both succeed,
+    // 200 ms busy.
+    let reset = crash_probe("reset");
+    assert_eq!(
+        (reset.tenants[0].succeeded, reset.hops[0].busy_ns, reset.hops[0].crashed_in_service),
+        (0, 50_000_000, 2)
+    );
+    assert_eq!(reset.hops[0].served, 0);
+    assert_eq!(reset.completion_time_ns, 50_000_000, "reset: both callers hear of it at the crash");
+    let lost = crash_probe("lost");
+    assert_eq!((lost.tenants[0].succeeded, lost.hops[0].busy_ns, lost.hops[0].crashed_in_service), (0, 50_000_000, 2));
+    assert_eq!(lost.completion_time_ns, 300_000_000, "lost: both callers wait for their timeout");
+    let complete = crash_probe("complete");
+    assert_eq!(
+        (complete.tenants[0].succeeded, complete.hops[0].busy_ns, complete.hops[0].crashed_in_service),
+        (2, 200_000_000, 0)
+    );
+}
+
+#[test]
+fn a_crash_reset_ejects_the_replica_at_once_instead_of_after_the_work_in_service() {
+    // Two replicas behind round robin, 20 workers each (never full), constant 1.05 s service,
+    // one request every 100 ms (at 13 ms past each tenth), Envoy-style ejection after 5
+    // consecutive errors for 30 s. Replica 0 crashes at 5.05 s (to 8 s). By the rule: replica 0
+    // takes the even arrivals; the ones it was serving at the crash (arrived after 4.0 s) are
+    // reset at 5.05 s, ≥ 5 errors in a row, so it is ejected then and gets nothing after. Before
+    // (`complete`), that work finished successfully during the outage and reset the error count
+    // between the refusals, so the ejection came only after it and replica 0 took more traffic.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let times: Vec<u64> = (0..100).map(|k| 13 + 100 * k).collect();
+    let crash = 5_050.0;
+    let service = 1_050.0;
+    let policy = "jitter = \"none\"\nmax_attempts = 1\nattempt_timeout = \"5s\"";
+    let hop_extra = "replicas = 2\nbalancer = \"round_robin\"\noutlier_detection = { consecutive_errors = 5, base_ejection_time = \"30s\" }\n\n[[fault]]\nhop = \"server\"\nreplica = 0\nkind = \"outage\"\nfrom = \"5050ms\"\nto = \"8s\"";
+    let probe = |extra: &str| {
+        let s = trace_probe(dir.path(), &times, policy, 20, r#"{ dist = "constant", mean = "1050ms" }"#, extra);
+        run(&s.base, s.seed, 0)
+    };
+    let r = probe(hop_extra);
+    let to_replica0: Vec<f64> = times.iter().step_by(2).map(|&t| t as f64).filter(|&t| t < crash).collect();
+    let ok = to_replica0.iter().filter(|&&t| t + service < crash).count() as u64;
+    let in_service = to_replica0.len() as u64 - ok;
+    assert!(in_service >= 5, "the probe has enough work in service to eject: {in_service}");
+    let rec = r.replicas.iter().find(|x| x.replica == 0).expect("replica 0");
+    assert_eq!(
+        (rec.attempts, rec.ok_replies, rec.failed_replies, rec.ejections),
+        (to_replica0.len() as u64, ok, in_service, 1),
+        "replica 0: attempts, successes, failures, ejections"
+    );
+    let old = probe(&hop_extra.replace("kind = \"outage\"", "kind = \"outage\"\nin_service = \"complete\""));
+    let rec_old = old.replicas.iter().find(|x| x.replica == 0).expect("replica 0");
+    assert!(
+        rec_old.attempts > rec.attempts,
+        "complete: later ejection, more traffic ({} vs {})",
+        rec_old.attempts,
+        rec.attempts
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Documented numbers
+
+#[test]
+fn the_plan_example_on_mm1_answers_what_the_model_doc_says() {
+    // docs/MODEL.md ("plan"): `retrystorm plan scenarios/mm1.toml --vary
+    // tenant.customers.arrival.rate_per_s=100.0..1000.0 --find largest --require
+    // 'latency_s_p99 <= 0.05'` answers N/s. The number is read from the doc, the command run,
+    // and the answer must be N; it must also lie just below M/M/1's 907.9/s (the p99 of the time
+    // in system, ln 100 / (μ − λ) with μ = 1,000/s, is 50 ms there), as judged on a 95% bound.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/MODEL.md")).expect("docs/MODEL.md");
+    let at = doc.find("--find largest --require 'latency_s_p99 <= 0.05'` answers ").expect("the plan example");
+    let rest = &doc[at..];
+    let number = rest.split("answers ").nth(1).and_then(|r| r.split("/s").next()).expect("answers N/s");
+    let documented: f64 = number.replace(',', "").parse().unwrap_or_else(|_| panic!("a number: {number}"));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("plan");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .current_dir(root)
+        .args(["plan", "scenarios/mm1.toml", "--vary", "tenant.customers.arrival.rate_per_s=100.0..1000.0"])
+        .args(["--find", "largest", "--require", "latency_s_p99 <= 0.05", "--quiet", "--threads", "2"])
+        .args(["--out", out.to_str().expect("utf-8 path")])
+        .status()
+        .expect("retrystorm runs");
+    assert!(status.success(), "plan failed");
+    let csv = std::fs::read_to_string(out.join("plan.csv")).expect("plan.csv");
+    let header: Vec<&str> = csv.lines().next().expect("header").split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no column {name}"));
+    let chosen = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .find(|f| f[col("chosen")] == "true")
+        .expect("a chosen value");
+    let answer: f64 = chosen[col("value")].parse().expect("a number");
+    assert_eq!(answer, documented, "plan answers {answer}/s; docs/MODEL.md says {documented}/s");
+    let theory = 1000.0 - 20.0 * 100.0_f64.ln();
+    assert!((theory - 907.9).abs() < 0.05, "{theory}");
+    assert!(answer <= theory && answer > 0.99 * theory, "{answer}/s vs M/M/1's {theory:.1}/s");
+}

@@ -106,6 +106,7 @@ fn policy(c: &mut Choices, index: usize) -> String {
     if c.one_in(2) {
         t += "cancel_on_timeout = true\n";
     }
+    let (mut hedge, mut throttle) = (String::new(), None);
     if c.one_in(2) {
         let after = match c.below(3) {
             0 => "\"1ns\"".to_string(),
@@ -113,14 +114,31 @@ fn policy(c: &mut Choices, index: usize) -> String {
             _ => format!("\"p{}\"", c.range(50, 99)),
         };
         let share = f64::from(c.range(1, 10)) / 10.0;
-        t += &format!("hedge = {{ after = {after}, max_share = {share}");
+        hedge = format!("hedge = {{ after = {after}, max_share = {share}");
         if c.one_in(3) {
-            t += &format!(", throttle = {{ max_tokens = {}, token_ratio = 0.1 }}", c.range(1, 20));
+            throttle = Some((c.range(1, 20), c.one_in(2)));
         }
+    }
+    let budget = c.one_in(3).then(|| (c.pick(&BUDGETS), c.pick(&SCOPES)));
+    if !hedge.is_empty() {
+        // A `grpc_throttle` budget is the hedges' throttle too (gRFC A6: one bucket); only
+        // `charge_unanswered` may then be written in `hedge.throttle`.
+        match (throttle, budget) {
+            (Some((_, charge)), Some(("grpc_throttle", _))) => {
+                hedge += &format!(", throttle = {{ charge_unanswered = {charge} }}");
+            }
+            (Some((tokens, charge)), _) => {
+                hedge += &format!(
+                    ", throttle = {{ max_tokens = {tokens}, token_ratio = 0.1, charge_unanswered = {charge} }}"
+                );
+            }
+            (None, _) => {}
+        }
+        t += &hedge;
         t += " }\n";
     }
-    if c.one_in(3) {
-        t += &format!("budget = {{ kind = \"{}\", scope = \"{}\" }}\n", c.pick(&BUDGETS), c.pick(&SCOPES));
+    if let Some((kind, scope)) = budget {
+        t += &format!("budget = {{ kind = \"{kind}\", scope = \"{scope}\" }}\n");
     }
     if c.one_in(3) {
         t += &format!(
@@ -135,7 +153,14 @@ fn policy(c: &mut Choices, index: usize) -> String {
 }
 
 const DISCIPLINES: [&str; 5] = ["fifo", "lifo", "adaptive_lifo", "codel", "deadline_drop"];
-const BALANCERS: [&str; 4] = ["round_robin", "random", "least_connections", "power_of_two"];
+const BALANCERS: [&str; 6] = [
+    "round_robin",
+    "random",
+    "least_connections",
+    "power_of_two",
+    "least_connections_random",
+    "least_connections_first",
+];
 
 /// The shape of hop `h` decided before its text (its faults need to know it).
 #[derive(Clone, Copy)]
@@ -384,7 +409,7 @@ pub fn scenario_text(c: &mut Choices) -> String {
             }
         } else {
             match c.below(8) {
-                0 => "kind = \"outage\"".to_string(),
+                0 => format!("kind = \"outage\"\nin_service = \"{}\"", c.pick(&["reset", "lost", "complete"])),
                 1 => "kind = \"hang\"".to_string(),
                 2 => format!("kind = \"throttle\"\nretry_after = {}", ms(c.range(1, 200))),
                 3 => format!("kind = \"error_rate\"\np = {}", f64::from(c.range(0, 10)) / 10.0),

@@ -57,6 +57,8 @@ pub struct HopCounters {
     pub busy_ns: u64,
     /// Replies lost on the way back (`lost_reply` faults).
     pub lost_replies: u64,
+    /// Attempts whose service a crash stopped (`outage` with `in_service` = `reset` or `lost`).
+    pub crashed_in_service: u64,
     /// Services started (for the mean queue wait).
     pub services_started: u64,
     /// Sum of queue waits of started services.

@@ -3,6 +3,7 @@
 
 use crate::engine::time::de_nanos;
 use crate::engine::Nanos;
+use crate::model::tokens::TokenBucket;
 
 /// Who shares one budget or breaker state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -148,19 +149,21 @@ pub struct GrpcTokens {
 }
 
 impl GrpcTokens {
-    /// More than half the bucket left: a retry (or hedge) may go.
+    /// More than half the bucket left (beyond the token tolerance): a retry (or hedge) may go.
     pub fn allows(&self, tokens: f64) -> bool {
-        tokens > self.max_tokens / 2.0
+        TokenBucket::above(tokens, self.max_tokens / 2.0)
     }
 
     /// The bucket after a failed attempt.
-    pub fn after_failure(tokens: f64) -> f64 {
-        (tokens - 1.0).max(0.0)
+    pub fn after_failure(mut tokens: f64) -> f64 {
+        TokenBucket::withdraw(&mut tokens, 1.0);
+        tokens
     }
 
     /// The bucket after a success.
-    pub fn after_success(&self, tokens: f64) -> f64 {
-        (tokens + self.token_ratio).min(self.max_tokens)
+    pub fn after_success(&self, mut tokens: f64) -> f64 {
+        TokenBucket::new(self.max_tokens).deposit(&mut tokens, self.token_ratio);
+        tokens
     }
 }
 
@@ -191,10 +194,6 @@ pub struct BreakerSpec {
     /// Only retries are stopped while open (Brooker's retry breaker); first tries always go.
     pub retries_only: bool,
 }
-
-/// Tolerance for token arithmetic: ten deposits of 0.1 make one whole token, as in the sources,
-/// despite binary floating point.
-const EPS: f64 = 1e-9;
 
 /// Slots of a sliding window: counts older than one window fall out slot by slot.
 const SLOTS: usize = 10;
@@ -307,7 +306,7 @@ impl BudgetKind {
         match self {
             BudgetKind::Finagle { .. } | BudgetKind::Ratio { .. } => state.window().add(now, REQUESTS, 1.0),
             BudgetKind::TokenBucket { capacity, per_request } => {
-                state.tokens = (state.tokens + per_request).min(*capacity)
+                TokenBucket::new(*capacity).deposit(&mut state.tokens, *per_request)
             }
             BudgetKind::AwsQuota { .. } | BudgetKind::GrpcThrottle { .. } | BudgetKind::AdaptiveThrottle { .. } => {}
         }
@@ -342,10 +341,7 @@ impl BudgetKind {
                     FailureKind::Timeout => *timeout_cost,
                     FailureKind::Throttling => *throttling_cost,
                 };
-                (*tokens >= cost - EPS).then(|| {
-                    *tokens = (*tokens - cost).max(0.0);
-                    cost
-                })
+                TokenBucket::try_take(tokens, cost).then_some(cost)
             }
             &BudgetKind::GrpcThrottle { max_tokens, token_ratio } => {
                 GrpcTokens { max_tokens, token_ratio }.allows(*tokens).then_some(0.0)
@@ -354,18 +350,15 @@ impl BudgetKind {
                 let reserve = min_retries_per_s * crate::engine::time::ns_to_secs(*ttl);
                 let w = counts(window);
                 let credit = percent * w.sum(now, REQUESTS) + reserve - w.sum(now, RETRIES_PAID);
-                (credit >= 1.0 - EPS).then(|| w.add(now, RETRIES_PAID, 1.0)).map(|_| 0.0)
+                TokenBucket::covers(credit, 1.0).then(|| w.add(now, RETRIES_PAID, 1.0)).map(|_| 0.0)
             }
             BudgetKind::Ratio { ratio, min_retries, .. } => {
                 let w = counts(window);
                 let allowed = (ratio * w.sum(now, REQUESTS)).max(*min_retries) - w.sum(now, RETRIES_PAID);
-                (allowed >= 1.0 - EPS).then(|| w.add(now, RETRIES_PAID, 1.0)).map(|_| 0.0)
+                TokenBucket::covers(allowed, 1.0).then(|| w.add(now, RETRIES_PAID, 1.0)).map(|_| 0.0)
             }
             BudgetKind::AdaptiveThrottle { .. } => Some(0.0),
-            BudgetKind::TokenBucket { .. } => (*tokens >= 1.0 - EPS).then(|| {
-                *tokens = (*tokens - 1.0).max(0.0);
-                1.0
-            }),
+            BudgetKind::TokenBucket { .. } => TokenBucket::try_take(tokens, 1.0).then_some(1.0),
         }
     }
 
@@ -373,7 +366,7 @@ impl BudgetKind {
     pub fn on_success(&self, state: &mut BudgetState, now: Nanos, last_cost: Option<f64>) {
         match self {
             BudgetKind::AwsQuota { capacity, no_retry_increment, .. } => {
-                state.tokens = (state.tokens + last_cost.unwrap_or(*no_retry_increment)).min(*capacity);
+                TokenBucket::new(*capacity).deposit(&mut state.tokens, last_cost.unwrap_or(*no_retry_increment));
             }
             &BudgetKind::GrpcThrottle { max_tokens, token_ratio } => {
                 state.tokens = GrpcTokens { max_tokens, token_ratio }.after_success(state.tokens);

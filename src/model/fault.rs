@@ -9,8 +9,14 @@ use crate::engine::Nanos;
 #[derive(Clone, Debug, PartialEq, serde::Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum FaultKind {
-    /// Fail fast with 503.
-    Outage,
+    /// A crash: fail fast with 503 (a refused connection), and the attempts the replica was
+    /// serving when it went down end as `in_service` says.
+    Outage {
+        /// What happens to the attempts in service when the outage starts (and to queued ones
+        /// a worker would take during it): `reset` by default.
+        #[serde(default)]
+        in_service: InService,
+    },
     /// Never answer: the caller's attempt timeout fires.
     Hang,
     /// Answer 429 with a Retry-After.
@@ -49,7 +55,7 @@ impl FaultKind {
     /// The scenario-file name of this fault kind.
     pub fn name(&self) -> &'static str {
         match self {
-            FaultKind::Outage => "outage",
+            FaultKind::Outage { .. } => "outage",
             FaultKind::Hang => "hang",
             FaultKind::Throttle { .. } => "throttle",
             FaultKind::ErrorRate { .. } => "error_rate",
@@ -57,6 +63,44 @@ impl FaultKind {
             FaultKind::Slow { .. } => "slow",
             FaultKind::Capacity { .. } => "capacity",
             FaultKind::CacheFlush => "cache_flush",
+        }
+    }
+}
+
+/// What a crash (`outage`) does to the attempts a replica was serving when it went down.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum InService {
+    /// The connection is reset: each fails at the crash instant with a 503 the caller sees.
+    #[default]
+    Reset,
+    /// No reply ever comes: the caller waits for its attempt timeout (as `hang`).
+    Lost,
+    /// They finish and succeed as if nothing happened (the rule before issue 34).
+    Complete,
+}
+
+impl<'de> serde::Deserialize<'de> for InService {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        [InService::Reset, InService::Lost, InService::Complete].into_iter().find(|m| m.name() == name).ok_or_else(
+            || {
+                serde::de::Error::custom(format!(
+                    "is \"{name}\"; write \"reset\" (the default: the caller sees a connection reset at the crash), \
+                 \"lost\" (no reply: the caller's attempt timeout fires) or \"complete\" (the work finishes as if \
+                 nothing happened)"
+                ))
+            },
+        )
+    }
+}
+
+impl InService {
+    /// The scenario-file name.
+    pub fn name(self) -> &'static str {
+        match self {
+            InService::Reset => "reset",
+            InService::Lost => "lost",
+            InService::Complete => "complete",
         }
     }
 }
@@ -90,7 +134,7 @@ mod tests {
     #[test]
     fn every_kind_is_listed_once_under_its_name() {
         let all = [
-            FaultKind::Outage,
+            FaultKind::Outage { in_service: InService::Reset },
             FaultKind::Hang,
             FaultKind::Throttle { retry_after: 1 },
             FaultKind::ErrorRate { p: 0.1 },

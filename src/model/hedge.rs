@@ -19,18 +19,30 @@ pub enum HedgeAfter {
 pub struct HedgeSpec {
     /// When the hedge is sent.
     pub after: HedgeAfter,
-    /// At most this share of attempts is hedged (token bucket; 1 = no cap).
+    /// At most this share of attempts is hedged (a token bucket: each attempt sent earns
+    /// `max_share`, a hedge costs one; 1 = no cap).
     pub max_share: f64,
-    /// gRPC's retry throttling applied to hedges (gRFC A6), if any.
+    /// gRPC's retry throttling applied to hedges (gRFC A6): given as `hedge.throttle`, or the
+    /// policy's own `grpc_throttle` budget.
     pub throttle: Option<HedgeThrottle>,
 }
 
-/// `throttle = { max_tokens = 10, token_ratio = 0.1 }` (gRFC A6 "retryThrottling"): a bucket
-/// per (policy, hop), full at the start, that loses one token per failed or timed-out attempt
-/// and gains `token_ratio` per success (at most `max_tokens`); while it holds no more than
-/// half of `max_tokens`, no hedge is sent.
-/// (The arithmetic is the budget kind `grpc_throttle`'s: [`GrpcTokens`].)
-pub type HedgeThrottle = GrpcTokens;
+/// gRPC's retry throttling applied to hedges (gRFC A6, "Throttling Retry Attempts and Hedged
+/// RPCs"): a bucket full at the start that loses one token per failed or timed-out attempt and
+/// gains `token_ratio` per success (at most `max_tokens`); while it holds no more than half of
+/// `max_tokens`, no hedge is sent. (The arithmetic is the budget kind `grpc_throttle`'s:
+/// [`GrpcTokens`].)
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HedgeThrottle {
+    /// The bucket's size and refill.
+    pub tokens: GrpcTokens,
+    /// The bucket is the policy's own `grpc_throttle` retry budget (A6 keeps one bucket per
+    /// server name for retries and hedges); otherwise one bucket per (policy, called hop).
+    pub shared: bool,
+    /// `throttle.charge_unanswered = true` (not A6; off by default): an attempt still unanswered
+    /// at its hedge delay also takes a token, whether or not a hedge is then sent.
+    pub charge_unanswered: bool,
+}
 
 /// Latency samples a quantile hedge waits for before its first hedge.
 pub const HEDGE_WARMUP_SAMPLES: u64 = 100;

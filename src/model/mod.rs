@@ -15,6 +15,7 @@ pub mod policy;
 pub mod replicas;
 pub mod sim;
 pub mod spec;
+pub mod tokens;
 pub mod trace;
 
 pub use autoscale::{AutoscaleSpec, ScaleMetric, ScaleUnit};

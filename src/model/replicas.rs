@@ -12,19 +12,29 @@ pub enum Balancer {
     /// A uniformly random replica.
     Random,
     /// The replica with the fewest attempts inside it (queued, in service or waiting on a
-    /// downstream call); ties go to the lowest index.
+    /// downstream call); ties are taken in turn: the first tied replica at or after a cursor
+    /// that moves past each pick (HAProxy `leastconn` round-robins among servers of equal load,
+    /// NGINX `least_conn` tries tied servers in weighted round robin).
     LeastConnections,
+    /// The fewest attempts inside; a uniformly random replica among the tied ones (the
+    /// balancer's stream).
+    LeastConnectionsRandom,
+    /// The fewest attempts inside; ties go to the lowest index (Stability Sim's rule, and this
+    /// simulator's `least_connections` before issue 34).
+    LeastConnectionsFirst,
     /// Two distinct replicas drawn at random; the one with fewer attempts inside wins (ties: the
     /// first drawn). Mitzenmacher's "power of two choices"; Envoy's `LEAST_REQUEST`.
     PowerOfTwo,
 }
 
 /// Every balancer once, by its scenario-file name.
-pub const BALANCERS: [(&str, Balancer); 4] = [
+pub const BALANCERS: [(&str, Balancer); 6] = [
     ("round_robin", Balancer::RoundRobin),
     ("random", Balancer::Random),
     ("least_connections", Balancer::LeastConnections),
     ("power_of_two", Balancer::PowerOfTwo),
+    ("least_connections_random", Balancer::LeastConnectionsRandom),
+    ("least_connections_first", Balancer::LeastConnectionsFirst),
 ];
 
 impl Balancer {

@@ -1,7 +1,7 @@
 //! The validated description of one simulation: what `scenario` produces and `sim` consumes.
 
 use super::dist::Dist;
-use super::fault::{Fault, FaultKind};
+use super::fault::{Fault, FaultKind, InService};
 use super::overload::OverloadSpec;
 use super::policy::RetryPolicy;
 use crate::engine::Nanos;
@@ -194,6 +194,29 @@ impl SimSpec {
             .iter()
             .filter(move |f| f.hop == hop && f.replica.is_none_or(|r| r == replica) && f.active_at(now))
             .map(|f| &f.kind)
+    }
+
+    /// A service on replica `replica` of hop `hop` from `start` to `end`: the instant a crash
+    /// (`outage` with `in_service` other than `complete`) stops it and what it does, if one does:
+    /// `start` when one is down already (a crashed replica serves nothing), else the first one
+    /// starting in (start, end].
+    pub fn crash_during(&self, hop: usize, replica: u32, start: Nanos, end: Nanos) -> Option<(Nanos, InService)> {
+        self.faults
+            .iter()
+            .filter(|f| f.hop == hop && f.replica.is_none_or(|r| r == replica))
+            .filter_map(|f| match f.kind {
+                FaultKind::Outage { in_service } if in_service != InService::Complete => {
+                    if f.active_at(start) {
+                        Some((start, in_service))
+                    } else if start < f.from && f.from <= end {
+                        Some((f.from, in_service))
+                    } else {
+                        None
+                    }
+                }
+                _ => None,
+            })
+            .min_by_key(|&(at, _)| at)
     }
 
     /// End of the last fault window (0 without faults).

@@ -397,7 +397,7 @@ fn fault_summary(kind: &FaultKind) -> String {
         FaultKind::LostReply { p } => format!("lost replies (p = {p})"),
         FaultKind::Slow { factor } => format!("slow (service time ×{factor})"),
         FaultKind::Capacity { workers } => format!("capacity ({workers} workers)"),
-        FaultKind::Outage => "outage (503)".to_string(),
+        FaultKind::Outage { .. } => "outage (503)".to_string(),
         FaultKind::Hang => "hang (no answer)".to_string(),
         FaultKind::CacheFlush => "cache flush (emptied; stores nothing until the window ends)".to_string(),
     }

@@ -49,6 +49,8 @@ pub fn policy(name: &str, written: &RawPolicy) -> V<RetryPolicy> {
         Some(Dur(0)) => Err(Invalid::at(&at(field), "is 0; use a positive duration or leave it out")),
         other => Ok(other.map(|d| d.0)),
     };
+    let budget = raw.budget.as_ref().map(|b| budget(b, &at("budget"))).transpose()?;
+    let hedge = raw.hedge.as_ref().map(|h| super::hedge::hedge(h, budget.as_ref(), &at)).transpose()?;
     Ok(RetryPolicy {
         name: name.to_string(),
         jitter,
@@ -61,11 +63,11 @@ pub fn policy(name: &str, written: &RawPolicy) -> V<RetryPolicy> {
         deadline_mode: deadline_mode(raw.deadline_mode.as_deref(), &at("deadline_mode"))?,
         retry_after: retry_after(raw.honor_retry_after.as_ref(), &at("honor_retry_after"))?,
         throttle_base: nonzero(raw.throttle_base, "throttle_base")?,
-        budget: raw.budget.as_ref().map(|b| budget(b, &at("budget"))).transpose()?,
+        budget,
         breaker: raw.breaker.as_ref().map(|b| breaker(b, &at("breaker"))).transpose()?,
         preset: raw.preset.clone(),
         retry_on: retry_on(raw.retry_on.as_deref(), &at("retry_on"))?,
-        hedge: raw.hedge.as_ref().map(|h| super::hedge::hedge(h, &at)).transpose()?,
+        hedge,
         cancel_on_timeout: raw.cancel_on_timeout.unwrap_or(false),
     })
 }

@@ -159,12 +159,14 @@ pub struct RawHedge {
     pub throttle: Option<RawHedgeThrottle>,
 }
 
-/// `throttle = { max_tokens = 10, token_ratio = 0.1 }` inside `hedge` (gRFC A6).
+/// `throttle = { max_tokens = 10, token_ratio = 0.1, charge_unanswered = false }` inside `hedge`
+/// (gRFC A6).
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawHedgeThrottle {
     pub max_tokens: Option<f64>,
     pub token_ratio: Option<f64>,
+    pub charge_unanswered: Option<bool>,
 }
 
 /// `honor_retry_after = true | false | "at_least" | "exact" | "aws"`.

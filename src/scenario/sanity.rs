@@ -66,7 +66,7 @@ pub fn warnings(spec: &SimSpec) -> Vec<String> {
             f.hop == h
                 && f.from == 0
                 && f.to >= spec.drain_limit
-                && matches!(f.kind, FaultKind::Outage | FaultKind::Hang | FaultKind::ErrorRate { p: 1.0 })
+                && matches!(f.kind, FaultKind::Outage { .. } | FaultKind::Hang | FaultKind::ErrorRate { p: 1.0 })
         })
     };
     let all_invalid = spec.tenants.iter().all(|t| t.invalid_fraction + t.poison_fraction >= 1.0);

@@ -658,7 +658,7 @@ fn faults(raw: &[RawFault], hops: &[HopSpec]) -> V<Vec<Fault>> {
             _ => e,
         })?;
         match kind {
-            FaultKind::Outage | FaultKind::Hang | FaultKind::Throttle { .. } => {}
+            FaultKind::Outage { .. } | FaultKind::Hang | FaultKind::Throttle { .. } => {}
             FaultKind::ErrorRate { p } | FaultKind::LostReply { p } => {
                 probability(Some(p), &at("p"))?;
             }

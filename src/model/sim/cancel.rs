@@ -92,8 +92,8 @@ impl Simulation<'_> {
     /// connection was released twice, a request was let go twice in the effect history.
     pub(super) fn gave_up(&mut self, attempt: Handle, call: Handle) -> bool {
         let policy = self.calls.get(call).expect("a timed-out attempt's call is live").policy;
-        self.hedge_throttle_outcome(call, super::Reply::Timeout);
         let awaited = self.copy_awaited(call, attempt);
+        self.hedge_throttle_outcome(call, super::Reply::Timeout, !awaited);
         if self.spec.policies[policy as usize].cancel_on_timeout {
             self.send_cancel(attempt);
         }

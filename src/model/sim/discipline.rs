@@ -8,6 +8,7 @@
 
 use super::{Reply, Simulation};
 use crate::engine::{Handle, Nanos, NS_PER_S};
+use crate::model::tokens::TokenBucket;
 use crate::model::{Admission, OverloadSpec, RejectReply};
 
 /// The mutable side of a hop's overload control.
@@ -100,13 +101,9 @@ impl Simulation<'_> {
             Admission::TokenBucket { rate_per_s, burst } => {
                 let o = &mut state.overload;
                 let refill = (now - o.refilled_at) as f64 * rate_per_s / NS_PER_S as f64;
-                o.tokens = (o.tokens + refill).min(burst);
+                TokenBucket::new(burst).deposit(&mut o.tokens, refill);
                 o.refilled_at = now;
-                let admitted = o.tokens >= 1.0;
-                if admitted {
-                    o.tokens -= 1.0;
-                }
-                admitted
+                TokenBucket::try_take(&mut o.tokens, 1.0)
             }
         };
         if spec.admission.is_concurrency_limit() {

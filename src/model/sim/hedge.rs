@@ -8,9 +8,13 @@
 //! the call sees the outcome of the last copy. Hedges are attempts (amplification) but not
 //! retries: they bypass retry budgets, breakers and throttles.
 //!
-//! The cap is a token bucket per (policy, called hop): each attempt sent earns `max_share`
-//! tokens (at most [`HEDGE_TOKENS_MAX`] saved), each hedge costs one, so at most `max_share` of
-//! attempts (plus the ten saved) are hedged. `after = "pNN"` uses the NN-th percentile of the
+//! The cap is a token bucket per (policy, called hop): each attempt sent (not a hedge) earns
+//! `max_share` tokens (at most [`HEDGE_TOKENS_MAX`] saved), each hedge costs one, so at most
+//! `max_share` of attempts (plus the ten saved) are hedged. The throttle (gRFC A6) is the
+//! policy's `grpc_throttle` budget when it has one (one bucket for retries and hedges), else a
+//! bucket per (policy, called hop); failed and timed-out attempts take a token, successes give
+//! back `token_ratio`, and only with `charge_unanswered` does an attempt still unanswered at its
+//! hedge delay take one too. `after = "pNN"` uses the NN-th percentile of the
 //! latencies (the original attempt's send → the reply at the caller, whichever copy answered) of the
 //! successful replies this (policy, hop) received
 //! while its caller waited, recomputed every [`HEDGE_QUANTILE_REFRESH`] samples; no hedge is sent
@@ -21,7 +25,8 @@ use crate::engine::{Handle, Nanos};
 use crate::metrics::new_latency_histogram;
 use crate::model::budget::GrpcTokens;
 use crate::model::hedge::{HEDGE_QUANTILE_REFRESH, HEDGE_TOKENS_MAX, HEDGE_WARMUP_SAMPLES};
-use crate::model::HedgeAfter;
+use crate::model::tokens::TokenBucket;
+use crate::model::{HedgeAfter, HedgeThrottle};
 use hdrhistogram::Histogram;
 use std::collections::HashMap;
 
@@ -31,7 +36,8 @@ const HEDGE_KEY: u64 = 0x4845_4447_4500_0000;
 /// Hedge state of one (policy, called hop).
 struct HedgeState {
     tokens: f64,
-    /// `throttle`: the gRFC A6 bucket's tokens (`None` until first used: full).
+    /// `throttle` of its own (not the budget's): the gRFC A6 bucket's tokens (`None` until first
+    /// used: full).
     throttle_tokens: Option<f64>,
     latency_us: Histogram<u64>,
     samples: u64,
@@ -68,7 +74,7 @@ impl Simulation<'_> {
         let (policy, hop) = (c.policy, c.hop);
         let Some(spec) = self.spec.policies[policy as usize].hedge else { return };
         let state = self.hedging.get(policy, hop);
-        state.tokens = (state.tokens + spec.max_share).min(HEDGE_TOKENS_MAX);
+        TokenBucket::new(HEDGE_TOKENS_MAX).deposit(&mut state.tokens, spec.max_share);
         let delay = match spec.after {
             HedgeAfter::Fixed(d) => Some(d),
             HedgeAfter::Quantile(_) => state.quantile_delay,
@@ -83,23 +89,26 @@ impl Simulation<'_> {
     pub(super) fn on_hedge_fire(&mut self, handle: Handle) {
         let now = self.now;
         let Some(a) = self.attempts.get(handle).filter(|a| a.caller_waiting) else { return };
-        let c = self.calls.get(a.call).expect("an awaited attempt's call is live");
-        let throttle = self.spec.policies[c.policy as usize].hedge.and_then(|h| h.throttle);
-        let state = self.hedging.get(c.policy, c.hop);
-        if let Some(t) = throttle {
-            // Still unanswered at the hedge delay: slow, a failure for the throttle (our addition
-            // to gRFC A6, which counts failed attempts only: at saturation attempts are slow
-            // well before they time out).
-            let tokens = state.throttle_tokens.unwrap_or(t.max_tokens);
-            state.throttle_tokens = Some(GrpcTokens::after_failure(tokens));
-            if !t.allows(tokens) {
+        let call = a.call;
+        let c = self.calls.get(call).expect("an awaited attempt's call is live");
+        let (policy, hop) = (c.policy, c.hop);
+        if let Some(t) = self.spec.policies[policy as usize].hedge.and_then(|h| h.throttle) {
+            let tokens = self.throttle_level(call, t);
+            let allowed = t.tokens.allows(*tokens);
+            if t.charge_unanswered {
+                // Still unanswered at the hedge delay: slow, a failure for the throttle (not gRFC
+                // A6, which counts failed attempts only; at saturation attempts are slow well
+                // before they time out).
+                *tokens = GrpcTokens::after_failure(*tokens);
+            }
+            if !allowed {
                 return;
             }
         }
-        if state.tokens < 1.0 {
+        let a = self.attempts.get(handle).expect("checked above");
+        if !TokenBucket::try_take(&mut self.hedging.get(policy, hop).tokens, 1.0) {
             return;
         }
-        state.tokens -= 1.0;
         let copy = Attempt {
             draw_key: super::mix64(a.draw_key ^ HEDGE_KEY),
             arrived_at: now,
@@ -133,20 +142,37 @@ impl Simulation<'_> {
         }
     }
 
-    /// The caller of `call` saw `reply` on one attempt (or its timeout): feed the hedge throttle
-    /// (gRFC A6: a failure or timeout takes a token, a success gives back `token_ratio`; a
-    /// non-retryable rejection neither).
-    pub(super) fn hedge_throttle_outcome(&mut self, call: Handle, reply: Reply) {
+    /// The level of the hedge throttle `t` of `call`'s policy: the policy's `grpc_throttle`
+    /// budget (the instance of the call's scope) when shared, else the (policy, hop) bucket.
+    fn throttle_level(&mut self, call: Handle, t: HedgeThrottle) -> &mut f64 {
         let c = self.calls.get(call).expect("a waiting caller's call is live");
         let (policy, hop) = (c.policy, c.hop);
-        let Some(t) = self.spec.policies[policy as usize].hedge.and_then(|h| h.throttle) else { return };
+        if t.shared {
+            let (Some(key), _) = self.scope_keys(c) else { unreachable!("a shared throttle is the policy's budget") };
+            let kind = &self.spec.policies[policy as usize].budget.as_ref().expect("a shared throttle's budget").kind;
+            return &mut self.states.budget(key, || kind.new_state()).tokens;
+        }
         let state = self.hedging.get(policy, hop);
-        let tokens = state.throttle_tokens.unwrap_or(t.max_tokens);
-        state.throttle_tokens = Some(match reply {
-            Reply::Ok => t.after_success(tokens),
-            Reply::Rejected => tokens,
-            _ => GrpcTokens::after_failure(tokens),
-        });
+        state.throttle_tokens.get_or_insert(t.tokens.max_tokens)
+    }
+
+    /// `reply` (or a timeout) reached the caller of `call` on one attempt: feed the hedge
+    /// throttle (gRFC A6: a failure or timeout takes a token, a success gives back
+    /// `token_ratio`; a non-retryable rejection neither). `caller_sees` says the call sees this
+    /// outcome (no other copy is awaited): a shared bucket is then fed by the budget's own hooks,
+    /// so only the outcomes of copies the call does not see are counted here.
+    pub(super) fn hedge_throttle_outcome(&mut self, call: Handle, reply: Reply, caller_sees: bool) {
+        let policy = self.calls.get(call).expect("a waiting caller's call is live").policy;
+        let Some(t) = self.spec.policies[policy as usize].hedge.and_then(|h| h.throttle) else { return };
+        if t.shared && caller_sees {
+            return;
+        }
+        let tokens = self.throttle_level(call, t);
+        *tokens = match reply {
+            Reply::Ok => t.tokens.after_success(*tokens),
+            Reply::Rejected => *tokens,
+            _ => GrpcTokens::after_failure(*tokens),
+        };
     }
 
     /// A reply reached a caller still waiting on `a` (already removed): feed the quantile, and
@@ -155,7 +181,8 @@ impl Simulation<'_> {
     pub(super) fn hedge_reply(&mut self, handle: Handle, a: &Attempt) -> bool {
         let call = self.calls.get(a.call).expect("a waiting caller's call is live");
         let (policy, hop) = (call.policy, call.hop);
-        self.hedge_throttle_outcome(a.call, a.reply);
+        let awaited = self.copy_awaited(a.call, handle);
+        self.hedge_throttle_outcome(a.call, a.reply, !awaited || a.reply == Reply::Ok);
         let spec = &self.spec.policies[policy as usize];
         if let (Some(hedge), Reply::Ok) = (spec.hedge, a.reply) {
             if let HedgeAfter::Quantile(q) = hedge.after {
@@ -168,7 +195,7 @@ impl Simulation<'_> {
                 }
             }
         }
-        if !self.copy_awaited(a.call, handle) {
+        if !awaited {
             return false;
         }
         if a.reply != Reply::Ok {

@@ -25,7 +25,7 @@ pub(super) struct Lb {
     pub active: u32,
     /// Attempts inside the hop over all its replicas.
     pub in_flight: u32,
-    /// Round robin: the replica the next pick starts from.
+    /// Round robin, and `least_connections` among ties: the replica the next pick starts from.
     next: u32,
     /// Random choices (`random`, `power_of_two`): the hop's own balancer stream.
     rng: Option<ChaCha8Rng>,
@@ -62,7 +62,9 @@ pub fn replica_state_bytes() -> u64 {
 
 impl Lb {
     pub(super) fn new(spec: &ReplicaSpec, active: u32, base: u32, seed: u64, replication: u64, hop: usize) -> Lb {
-        let random = matches!(spec.balancer, Balancer::Random | Balancer::PowerOfTwo) && spec.count > 1;
+        let random =
+            matches!(spec.balancer, Balancer::Random | Balancer::PowerOfTwo | Balancer::LeastConnectionsRandom)
+                && spec.count > 1;
         Lb {
             base,
             count: spec.count,
@@ -131,16 +133,35 @@ impl Simulation<'_> {
                 let i = lb.rng.as_mut().expect("random balancers have a stream").random_range(0..k);
                 at(lb, i)
             }
-            Balancer::LeastConnections => {
-                let base = lb.base as usize;
-                let mut best = at(lb, 0);
-                for i in 1..k {
-                    let r = at(lb, i);
-                    if self.hops[base + r as usize].in_flight < self.hops[base + best as usize].in_flight {
-                        best = r;
+            Balancer::LeastConnections | Balancer::LeastConnectionsRandom | Balancer::LeastConnectionsFirst => {
+                let Lb { base, next, rng, candidates, .. } = lb;
+                let base = *base as usize;
+                let load = |r: u32| self.hops[base + r as usize].in_flight;
+                let at = |i: u32| if restricted { candidates[i as usize] } else { i };
+                match balancer {
+                    // One pass each: the least load, and among it the lowest index (`min_by_key`
+                    // keeps the first minimum) or the first at or after the cursor.
+                    Balancer::LeastConnectionsFirst => (0..k).map(at).min_by_key(|&r| load(r)).expect("a replica"),
+                    Balancer::LeastConnections => {
+                        // The first tied replica at or after the cursor, cyclically; the cursor
+                        // then moves past it.
+                        let from = *next % n;
+                        let r = (0..k).map(at).min_by_key(|&r| (load(r), (r + n - from) % n)).expect("a replica");
+                        *next = (r + 1) % n;
+                        r
+                    }
+                    _ => {
+                        let least = (0..k).map(|i| load(at(i))).min().expect("at least one replica");
+                        let tied = || (0..k).map(at).filter(|&r| load(r) == least);
+                        let ties = tied().count() as u32;
+                        let j = if ties == 1 {
+                            0
+                        } else {
+                            rng.as_mut().expect("random balancers have a stream").random_range(0..ties)
+                        };
+                        tied().nth(j as usize).expect("j < ties")
                     }
                 }
-                best
             }
             Balancer::PowerOfTwo => {
                 if k == 1 {
@@ -256,8 +277,9 @@ impl Simulation<'_> {
         let spec = self.spec;
         let check = spec.hops[hop].replicas.health_check.expect("only hops with health checks are probed");
         for replica in 0..self.lbs[hop].count {
-            let crashed =
-                spec.active_faults_on(hop, replica, now).any(|k| matches!(k, FaultKind::Outage | FaultKind::Hang));
+            let crashed = spec
+                .active_faults_on(hop, replica, now)
+                .any(|k| matches!(k, FaultKind::Outage { .. } | FaultKind::Hang));
             let h = &mut self.lbs[hop].health[replica as usize];
             if crashed {
                 h.probes_failed += 1;

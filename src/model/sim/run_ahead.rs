@@ -116,7 +116,7 @@ impl SimSpec {
         let (mut covered_until, mut spoiled_from) = (None::<Nanos>, Nanos::MAX);
         for f in on_hop.filter(|f| from < f.to) {
             match f.kind {
-                FaultKind::Outage | FaultKind::Throttle { .. } if f.from <= from => {
+                FaultKind::Outage { .. } | FaultKind::Throttle { .. } if f.from <= from => {
                     covered_until = covered_until.max(Some(f.to));
                 }
                 FaultKind::Hang | FaultKind::ErrorRate { .. } => spoiled_from = spoiled_from.min(f.from),
@@ -351,7 +351,7 @@ mod tests {
     /// not) on hops 0 and 1 (replica 0, 1 or all), starting before 100 and lasting 1 to 59.
     fn random_faults(rng: &mut KeyedDraws, most: usize) -> Vec<Fault> {
         let kinds = [
-            FaultKind::Outage,
+            FaultKind::Outage { in_service: crate::model::fault::InService::Reset },
             FaultKind::Throttle { retry_after: 5 },
             FaultKind::Hang,
             FaultKind::ErrorRate { p: 0.5 },
@@ -387,7 +387,9 @@ mod tests {
                 for to in from..170 {
                     let on_hop = spec.faults.iter().filter(|f| f.hop == hop && f.replica.is_none_or(|r| r == replica));
                     let spans = on_hop.clone().any(|f| {
-                        matches!(f.kind, FaultKind::Outage | FaultKind::Throttle { .. }) && f.from <= from && to < f.to
+                        matches!(f.kind, FaultKind::Outage { .. } | FaultKind::Throttle { .. })
+                            && f.from <= from
+                            && to < f.to
                     });
                     let touched = on_hop.clone().any(|f| {
                         matches!(f.kind, FaultKind::Hang | FaultKind::ErrorRate { .. }) && f.from <= to && from < f.to

@@ -3,6 +3,7 @@
 use super::{Event, Payload, Phase, Reply, Simulation};
 use crate::engine::{Handle, Nanos};
 use crate::metrics::{HopBucket, HopCounters};
+use crate::model::fault::InService;
 use crate::model::{FaultKind, InProgress};
 use rand::RngExt;
 
@@ -82,7 +83,7 @@ impl Simulation<'_> {
         let (hop, replica) = (self.hops[srv].hop as usize, self.hops[srv].replica);
         for kind in spec.active_faults_on(hop, replica, self.now) {
             match *kind {
-                FaultKind::Outage => return Some(Some(Reply::Failed)),
+                FaultKind::Outage { .. } => return Some(Some(Reply::Failed)),
                 FaultKind::Hang => return Some(None),
                 FaultKind::Throttle { retry_after } => return Some(Some(Reply::Throttled(retry_after))),
                 FaultKind::ErrorRate { p } => {
@@ -164,7 +165,12 @@ impl Simulation<'_> {
         if let Some(load) = self.spec.hops[hop].load_latency {
             factor *= load.factor_at(busy, self.effective_workers(srv));
         }
-        let service = if factor == 1.0 { base } else { (base as f64 * factor).min(u64::MAX as f64) as Nanos };
+        let mut service = if factor == 1.0 { base } else { (base as f64 * factor).min(u64::MAX as f64) as Nanos };
+        if let Some((at, _)) = self.crash_during(hop, srv, now, now.saturating_add(service)) {
+            // The replica crashes before this service ends (or is down already): the work stops
+            // there, and `on_service_done` ends the attempt as the outage's `in_service` says.
+            service = at - now;
+        }
         let a = self.attempts.get_mut(handle).expect("live");
         a.service_ns = service;
         a.service_start = now;
@@ -172,9 +178,24 @@ impl Simulation<'_> {
         self.queue.push(now.saturating_add(service), Event::ServiceDone { attempt: handle });
     }
 
+    /// A crash (`outage` whose `in_service` is not `complete`) of replica `srv` of hop `hop`
+    /// that stops a service from `start` to `end` (see [`crate::model::SimSpec::crash_during`]).
+    /// A cache or register hop is one store and is not crashed this way.
+    fn crash_during(&self, hop: usize, srv: usize, start: Nanos, end: Nanos) -> Option<(Nanos, InService)> {
+        let spec = &self.spec.hops[hop];
+        if self.spec.faults.is_empty() || spec.cache.is_some() || spec.occ {
+            return None;
+        }
+        self.spec.crash_during(hop, self.hops[srv].replica, start, end)
+    }
+
     pub(super) fn on_service_done(&mut self, handle: Handle) {
         let a = self.attempts.get(handle).expect("finishing attempt is live");
         let (hop, payload) = (a.hop as usize, a.payload);
+        let (srv, start, end) = (a.server as usize, a.service_start, a.service_start.saturating_add(a.service_ns));
+        if let Some((_, in_service)) = self.crash_during(hop, srv, start, end).filter(|&(at, _)| at == self.now) {
+            return self.crashed_in_service(handle, hop, srv, in_service);
+        }
         let b = self.bucket();
         self.record.hops[hop].served += 1;
         self.record.hop_series[hop][b].served += 1;
@@ -194,6 +215,26 @@ impl Simulation<'_> {
             self.commit_without_store(handle);
         }
         self.run_handler(handle);
+    }
+
+    /// The replica crashed while serving `handle` (its service stopped at the crash instant):
+    /// `reset`, the connection is reset and the caller gets a 503 now; `lost`, no reply ever
+    /// comes (the caller's timeout fires). Either way its worker is free, and not `served`.
+    fn crashed_in_service(&mut self, handle: Handle, hop: usize, srv: usize, in_service: InService) {
+        self.record.hops[hop].crashed_in_service += 1;
+        match in_service {
+            InService::Reset => self.finish_job(handle, Reply::Failed),
+            InService::Lost => {
+                let (seed, replication) = (self.seed, self.replication);
+                let state = &mut self.hops[srv];
+                state.busy = state.busy.checked_sub(1).unwrap_or_else(|| {
+                    panic!("hop {hop}: a crashed job had no busy worker (seed {seed}, replication {replication})")
+                });
+                self.drop_unanswered(handle);
+                self.serve_queue(hop, srv);
+            }
+            InService::Complete => unreachable!("a crash that lets work complete stops nothing"),
+        }
     }
 
     /// The handler past the store: poison fails, otherwise the downstream call (if any) runs
