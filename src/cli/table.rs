@@ -146,16 +146,10 @@ pub fn summary_table(study: &Study) -> String {
     out
 }
 
-/// The verdict lines that end stdout.
+/// The verdict lines that end stdout (the answer first).
 pub fn verdict_text(study: &Study) -> String {
-    let verdict = study.verdict();
-    let candidates: Vec<crate::runner::verdict::Candidate> = study
-        .variants
-        .iter()
-        .map(|v| crate::runner::verdict::Candidate::new(&v.name, &v.metrics, &v.hops, &v.tenants))
-        .collect();
     let mut out = String::new();
-    for line in crate::report::verdict_text::verdict_lines(&verdict, &candidates) {
+    for line in crate::report::verdict_text::for_study(study).1 {
         let _ = writeln!(out, "{line}");
     }
     out

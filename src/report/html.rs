@@ -135,13 +135,14 @@ pub fn report_html(data: &ReportData, charts: &[RenderedChart]) -> String {
 
 /// The verdict: variants ranked under the objective, requirements met or not.
 fn verdict_section(h: &mut String, data: &ReportData) {
-    use crate::runner::verdict::{verdict, Candidate};
-    let candidates: Vec<Candidate> =
-        data.variants.iter().map(|v| Candidate::new(&v.name, &v.metrics, &v.hops, &v.tenants)).collect();
-    let v = verdict(&data.objective, &candidates);
-    let lines = super::verdict_text::verdict_lines(&v, &candidates);
-    let _ = writeln!(h, "<h2 id=\"verdict\">Verdict</h2>\n<p>{}</p>\n<ul class=\"verdict\">", escape(&lines[0]));
-    for line in &lines[1..] {
+    let (_, lines) = super::verdict_text::for_data(data);
+    let _ = writeln!(
+        h,
+        "<h2 id=\"verdict\">Verdict</h2>\n<p class=\"answer\"><strong>{}</strong></p>\n<p>{}</p>\n<ul class=\"verdict\">",
+        escape(&lines[0]),
+        escape(&lines[1])
+    );
+    for line in &lines[2..] {
         let _ = writeln!(h, "<li>{}</li>", escape(line.trim()));
     }
     h.push_str("</ul>\n");
