@@ -231,3 +231,24 @@ fn variants_that_share_their_conditions_are_ranked_as_before() {
     assert!(v.ranking.iter().all(|r| r.condition.is_none()));
     assert_eq!(lines[0], v.answer);
 }
+
+#[test]
+fn an_init_scenario_ties_strategies_a_hundredth_of_a_point_apart_and_a_lone_variant_is_not_recommended() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("checkout.toml");
+    let f = file.to_str().unwrap();
+    let o = retrystorm(&["init", f, "--rate", "800", "--capacity", "1000", "--outage", "20s", "--hops", "api,db"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = dir.path().join("compare");
+    let o = retrystorm(&["compare", f, "--replications", "5", "--threads", "2", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let answer = summary(&out)["verdict"]["answer"].as_str().unwrap().to_string();
+    // decorrelated and exponential differ by hundredths of a point of success: a tie, not a win.
+    assert!(answer.starts_with("Recommended: any of "), "{answer}");
+    assert!(answer.contains("decorrelated") && answer.contains("exponential — no jitter"), "{answer}");
+    let out = dir.path().join("run");
+    let o = retrystorm(&["run", f, "--replications", "2", "--threads", "2", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let answer = summary(&out)["verdict"]["answer"].as_str().unwrap().to_string();
+    assert!(answer.starts_with("One variant (baseline), so nothing is ranked"), "{answer}");
+}

@@ -262,15 +262,26 @@ fn answer(verdict: &Verdict, candidates: &[Candidate], ctx: &Context, firsts: &[
         return text;
     }
     let first = &ranking[0];
-    let peers: Vec<String> =
-        ranking.iter().skip(1).take_while(|r| r.rank == first.rank).map(|r| label_of(candidates, &r.variant)).collect();
-    let peers = if peers.is_empty() {
-        String::new()
-    } else {
-        format!(" (tied with {}: indistinguishable under the tie thresholds)", peers.join(", "))
-    };
     let values = candidate(candidates, &first.variant).map(|c| values_of(&verdict.objective, &c.metrics));
     let values = values.map(|v| format!(": {v}")).unwrap_or_default();
+    if ranking.len() == 1 && first.meets_all != Some(false) {
+        let meets = if first.meets_all == Some(true) { " It meets every requirement." } else { "" };
+        return format!(
+            "One variant ({}), so nothing is ranked{values}.{meets} Compare retry strategies with `retrystorm compare`.",
+            label_of(candidates, &first.variant)
+        );
+    }
+    let tied: Vec<String> =
+        ranking.iter().take_while(|r| r.rank == first.rank).map(|r| label_of(candidates, &r.variant)).collect();
+    let recommended = if tied.len() > 1 {
+        format!(
+            "any of {} (indistinguishable under the tie thresholds; {} shown)",
+            tied.join(", "),
+            label_of(candidates, &first.variant)
+        )
+    } else {
+        label_of(candidates, &first.variant)
+    };
     match first.meets_all {
         Some(false) => {
             let n = verdict.objective.require.len();
@@ -299,10 +310,8 @@ fn answer(verdict: &Verdict, candidates: &[Candidate], ctx: &Context, firsts: &[
                 missed.join(", ")
             )
         }
-        Some(true) => {
-            format!("Recommended: {}{peers} — meets every requirement{values}", label_of(candidates, &first.variant))
-        }
-        None => format!("Recommended: {}{peers}{values}", label_of(candidates, &first.variant)),
+        Some(true) => format!("Recommended: {recommended} — meets every requirement{values}"),
+        None => format!("Recommended: {recommended}{values}"),
     }
 }
 
