@@ -352,7 +352,7 @@ fn plot_draws_a_sweep_as_lines_for_one_parameter_and_heatmaps_for_two() {
 
     let two = tmp.path().join("two");
     sweep(&two, &["tenant.main.clients=500,1000", "policy.client.base=50ms,100ms,200ms"]);
-    for stem in ["sweep_heatmap_peak_over_capacity", "sweep_heatmap_success_ratio"] {
+    for stem in ["sweep_heatmap_peak_after_over_capacity", "sweep_heatmap_success_ratio"] {
         check_chart(&two, stem, &["exponential", "full", "policy.client.base", "200ms"]);
     }
 }

@@ -252,3 +252,73 @@ fn an_init_scenario_ties_strategies_a_hundredth_of_a_point_apart_and_a_lone_vari
     let answer = summary(&out)["verdict"]["answer"].as_str().unwrap().to_string();
     assert!(answer.starts_with("One variant (baseline), so nothing is ranked"), "{answer}");
 }
+
+/// The `<li>` texts of report.html's first findings list.
+fn findings(html: &str) -> Vec<String> {
+    let start = html.find("<ul class=\"findings\">").expect("key results");
+    let end = start + html[start..].find("</ul>").unwrap();
+    html[start..end].split("<li>").skip(1).map(|l| l.trim_end().trim_end_matches("</li>").to_string()).collect()
+}
+
+#[test]
+fn the_report_leads_with_success_and_the_load_after_recovery() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let o = retrystorm(&[
+        "compare",
+        "scenarios/outage-herd.toml",
+        "--replications",
+        "3",
+        "--threads",
+        "2",
+        "--set",
+        "tenant.main.clients=5000",
+        "--quiet",
+        "--out",
+        out,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    let table = &html[html.find("<h2 id=\"summary\">").unwrap()..];
+    let headings: Vec<&str> = table.split("<th>").skip(1).take(4).map(|h| h.split("</th>").next().unwrap()).collect();
+    assert_eq!(headings, ["variant", "succeeded", "peak after recovery ÷ capacity", "time over capacity after"]);
+    assert!(table.contains("<th>peak during the trigger ÷ capacity</th>"), "the in-outage peak stays, labelled");
+    let f = findings(&html);
+    assert!(f[0].starts_with("Success: "), "{f:#?}");
+    assert!(f[1].starts_with("What hit the first hop after the trigger ended"), "{f:#?}");
+    // decorrelated has the lowest post-recovery peak and dead-letters more: said in the same line.
+    let praise =
+        f.iter().find(|l| l.starts_with("decorrelated cut the post-recovery peak")).unwrap_or_else(|| panic!("{f:#?}"));
+    assert!(praise.contains("but it dead-lettered"), "{praise}");
+}
+
+#[test]
+fn the_sweep_reads_the_post_recovery_peak_and_says_who_dead_letters_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let o = retrystorm(&[
+        "sweep",
+        "scenarios/outage-herd.toml",
+        "--vary",
+        "tenant.main.clients=2000,5000",
+        "--replications",
+        "2",
+        "--threads",
+        "2",
+        "--out",
+        out,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = stdout(&o);
+    let header = text.lines().find(|l| l.starts_with("cell")).expect("a table");
+    let after = header.find("after/cap").expect("post-recovery column");
+    assert!(after < header.find("trigger peak/cap").expect("trigger peak column"), "{header}");
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    let f = findings(&html);
+    assert!(f[0].starts_with("Peak load after the trigger ÷ capacity"), "{f:#?}");
+    // `none` has the lowest post-recovery load by dead-lettering everything: said so.
+    assert!(f[0].contains("none in 2, dead-lettering more than another variant in each"), "{}", f[0]);
+    let svg = std::fs::read_to_string(dir.path().join("sweep_metrics.svg")).unwrap();
+    assert!(svg.contains("Peak load after recovery ÷ capacity"), "the chart's first panel");
+    assert!(html.contains("<th>peak during the trigger ÷ capacity</th>"));
+}

@@ -211,8 +211,17 @@ fn perf_json(header: &SweepHeader, result: &SweepResult) -> Vec<u8> {
 }
 
 /// Metrics of the stdout table: the headline ones, readable at a glance.
-const TABLE_METRICS: [Metric; 4] =
-    [Metric::Attempts, Metric::PeakOverCapacity, Metric::SuccessRatio, Metric::CompletionTimeS];
+const TABLE_METRICS: [Metric; 5] =
+    [Metric::SuccessRatio, Metric::PeakAfterOverCapacity, Metric::Dlq, Metric::PeakOverCapacity, Metric::Attempts];
+
+/// A column heading: the whole-run peak is the one during the trigger (the post-recovery peak
+/// has its own column).
+fn table_heading(m: Metric) -> String {
+    match m {
+        Metric::PeakOverCapacity => "trigger peak/cap".into(),
+        _ => m.def().short.trim_end_matches(" s").to_string(),
+    }
+}
 
 /// One line per cell × variant: the varied values, headline metrics and Δattempts vs baseline.
 fn sweep_table(header: &SweepHeader, shard: Option<Shard>, cells: &[CellResult]) -> String {
@@ -220,7 +229,7 @@ fn sweep_table(header: &SweepHeader, shard: Option<Shard>, cells: &[CellResult])
     head.extend(header.grid.axes.iter().map(|a| a.path.rsplit('.').next().unwrap_or(&a.path).to_string()));
     head.push("variant".into());
     // Cells carry their unit (`19.3 s`), so the heading does not repeat it.
-    head.extend(TABLE_METRICS.iter().map(|m| m.def().short.trim_end_matches(" s").to_string()));
+    head.extend(TABLE_METRICS.iter().map(|&m| table_heading(m)));
     head.push(format!("Δ{}", table::DIFF_METRIC));
     let mut rows = vec![head];
     for c in cells {
