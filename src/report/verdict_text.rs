@@ -239,8 +239,14 @@ fn answer(verdict: &Verdict, candidates: &[Candidate], ctx: &Context, firsts: &[
     if verdict.compares_conditions {
         let aspects: Vec<&str> = differing_aspects(candidates);
         let mut text = format!(
-            "These variants compare conditions, not policies: they differ in {} — no condition is ranked above another (a faulty system is not a choice over a healthy one)",
-            aspects.join(" and ")
+            "These variants compare conditions, not policies: they differ in {} — no condition is ranked above another ({} is not something to choose)",
+            aspects.join(" and "),
+            match aspects.as_slice() {
+                ["faults"] => "a fault",
+                ["load"] => "a load",
+                ["hops"] => "a topology",
+                _ => "a condition",
+            }
         );
         let best: Vec<String> = firsts
             .iter()
@@ -255,7 +261,7 @@ fn answer(verdict: &Verdict, candidates: &[Candidate], ctx: &Context, firsts: &[
             })
             .collect();
         if best.is_empty() {
-            text.push_str("; each condition has one variant, so there is nothing to choose.");
+            text.push_str("; each condition has one variant, so nothing is ranked.");
         } else {
             text.push_str(&format!("; best within each condition: {}.", best.join("; ")));
         }
@@ -336,7 +342,7 @@ pub fn verdict_lines(verdict: &Verdict, candidates: &[Candidate]) -> Vec<String>
     let mut lines = vec![
         verdict.answer.clone(),
         format!(
-            "Verdict: ranked by {}; paired 95% intervals on the same seeds, a difference within its tie threshold is a tie and the next metric decides, a shared rank means indistinguishable{}",
+            "Verdict: ranked by {}; a difference within its tie threshold or whose paired 95% interval (same seeds) includes 0 is a tie and the next metric decides; a shared rank means indistinguishable{}",
             criteria.join(", then "),
             if verdict.single_replication { " (one replication: no confidence, ranked on single values)" } else { "" }
         ),
