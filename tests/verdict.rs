@@ -313,6 +313,8 @@ fn the_sweep_reads_the_post_recovery_peak_and_says_who_dead_letters_more() {
     let header = text.lines().find(|l| l.starts_with("cell")).expect("a table");
     let after = header.find("after/cap").expect("post-recovery column");
     assert!(after < header.find("trigger peak/cap").expect("trigger peak column"), "{header}");
+    assert!(text.contains("Δ: paired vs none — immediate retry"), "{text}");
+    assert!(text.lines().any(|l| l.contains(" none — immediate retry ") && l.contains("baseline")), "{text}");
     let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
     let f = findings(&html);
     assert!(f[0].starts_with("Peak load after the trigger ÷ capacity"), "{f:#?}");

@@ -157,7 +157,12 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
     let written = write_sweep(&claim, &[("sweep.json", &json), ("sweep.csv", &csv), ("perf.json", &perf)], charts)?;
     let charts = written - 3;
     if !args.run.quiet {
-        print!("{}", sweep_table(&header, shard, &result.cells));
+        // Variants as people read them (`none — immediate retry`), from cell 0's configurations.
+        let labels: Vec<(String, String)> = probe
+            .iter()
+            .map(|v| (v.name.clone(), crate::report::data::label_of(&v.name, &crate::report::data::setup_of(&v.spec))))
+            .collect();
+        print!("{}", sweep_table(&header, shard, &result.cells, &labels));
         println!("wrote sweep.json, sweep.csv, perf.json and {charts} chart/report files to {}", out.display());
     }
     Ok(())
@@ -224,7 +229,13 @@ fn table_heading(m: Metric) -> String {
 }
 
 /// One line per cell × variant: the varied values, headline metrics and Δattempts vs baseline.
-fn sweep_table(header: &SweepHeader, shard: Option<Shard>, cells: &[CellResult]) -> String {
+fn sweep_table(
+    header: &SweepHeader,
+    shard: Option<Shard>,
+    cells: &[CellResult],
+    labels: &[(String, String)],
+) -> String {
+    let label = |name: &str| labels.iter().find(|(n, _)| n == name).map_or(name.to_string(), |(_, l)| l.clone());
     let mut head: Vec<String> = vec!["cell".into()];
     head.extend(header.grid.axes.iter().map(|a| a.path.rsplit('.').next().unwrap_or(&a.path).to_string()));
     head.push("variant".into());
@@ -237,7 +248,7 @@ fn sweep_table(header: &SweepHeader, shard: Option<Shard>, cells: &[CellResult])
         for (variant, metrics) in &c.variants {
             let mut row = vec![c.index.to_string()];
             row.extend(params.iter().cloned());
-            row.push(variant.clone());
+            row.push(label(variant));
             row.extend(TABLE_METRICS.iter().map(|&m| values::value(m, metrics.get(m))));
             let diff = c.comparisons.iter().find(|x| &x.variant == variant);
             let paired =
@@ -258,7 +269,7 @@ fn sweep_table(header: &SweepHeader, shard: Option<Shard>, cells: &[CellResult])
         header.grid.cells(),
         header.replications,
         header.seed,
-        header.baseline
+        label(&header.baseline)
     );
     for row in rows {
         let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:>w$}")).collect();
