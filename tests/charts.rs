@@ -299,7 +299,7 @@ fn the_reading_of_the_peak_matches_the_paired_ratio_in_summary_json() {
     let ratio = Stat::from_values(ratios);
     let [lo, hi] = ratio.ci95.unwrap();
     let expected = format!(
-        "{} cut the peak by {}× vs {} [95% CI {}–{}×, paired over 4 replications].",
+        "{} cut the peak during the trigger by {}× vs {} [95% CI {}–{}×, paired over 4 replications].",
         best["name"].as_str().unwrap(),
         fmt_num(ratio.mean.unwrap()),
         worst["name"].as_str().unwrap(),

@@ -251,6 +251,11 @@ fn an_init_scenario_ties_strategies_a_hundredth_of_a_point_apart_and_a_lone_vari
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let answer = summary(&out)["verdict"]["answer"].as_str().unwrap().to_string();
     assert!(answer.starts_with("One variant (baseline), so nothing is ranked"), "{answer}");
+    // A lone variant's key results lead with success and the load after recovery too.
+    let f = findings(&std::fs::read_to_string(out.join("report.html")).unwrap());
+    assert!(f[0].contains("of requests succeeded"), "{f:#?}");
+    assert!(f[1].starts_with("Peak load after recovery at the first hop"), "{f:#?}");
+    assert!(f[2].starts_with("Peak during the trigger at the first hop"), "{f:#?}");
 }
 
 /// The `<li>` texts of report.html's first findings list.

@@ -190,7 +190,11 @@ pub fn sweep_html(data: &SweepData, charts: &[RenderedChart]) -> String {
          Every metric, with paired differences against the baseline: <code>sweep.csv</code>.</p>\n<table>\n<tr><th>cell</th><th>variant</th>",
         data.replications
     );
-    headings(&mut h, &SWEEP_COLUMNS, true);
+    let trigger = (0..cells).any(|c| {
+        (0..data.variants.len())
+            .any(|v| data.stat(c, v, Metric::PeakAfterOverCapacity).is_some_and(|s| s.mean.is_some()))
+    });
+    headings(&mut h, &SWEEP_COLUMNS, trigger);
     h.push_str("</tr>\n");
     let names: Vec<&str> = data.variants.iter().map(String::as_str).collect();
     let colours = palette::colours_of(&names);

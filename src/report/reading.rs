@@ -347,20 +347,30 @@ fn latency_finding(data: &ReportData) -> Option<String> {
 fn single_variant(v: &VariantData) -> Vec<String> {
     let get = |metric: Metric| v.metrics.get(metric);
     let mut out = Vec::new();
-    if let Some(peak) = get(Metric::PeakAttemptsPerS) {
-        let capacity =
-            v.mean(Metric::PeakOverCapacity).map(|r| format!(", {}× capacity", fmt_num(r))).unwrap_or_default();
-        out.push(format!(
-            "Peak load at the first hop: {} attempts/s{capacity}.",
-            mean_ci(peak, Metric::PeakAttemptsPerS)
-        ));
-    }
-    if let Some(a) = get(Metric::Amplification) {
-        out.push(format!("Amplification: {} attempts per logical request.", mean_ci(a, Metric::Amplification)));
-    }
+    // Success and what happens after the trigger lead; the peak during the trigger follows.
     if let Some(s) = get(Metric::SuccessRatio) {
         let dlq = v.mean(Metric::Dlq).map(|d| format!("; {} dead-lettered per run", fmt_num(d))).unwrap_or_default();
         out.push(format!("{} of requests succeeded{dlq}.", mean_ci(s, Metric::SuccessRatio)));
+    }
+    let trigger = v.setup.trigger_end_s.is_some();
+    if let Some(after) = get(Metric::PeakAfterOverCapacity).filter(|s| trigger && s.mean.is_some()) {
+        let over = get(Metric::TimeOverCapacityAfterS)
+            .and_then(|s| s.mean)
+            .map(|t| format!(", above capacity for {} after the trigger ended", fmt_secs(t)))
+            .unwrap_or_default();
+        out.push(format!(
+            "Peak load after recovery at the first hop: {} capacity{over}.",
+            mean_ci(after, Metric::PeakAfterOverCapacity)
+        ));
+    }
+    if let Some(peak) = get(Metric::PeakAttemptsPerS) {
+        let capacity =
+            v.mean(Metric::PeakOverCapacity).map(|r| format!(", {}× capacity", fmt_num(r))).unwrap_or_default();
+        let which = if trigger { "Peak during the trigger at the first hop" } else { "Peak load at the first hop" };
+        out.push(format!("{which}: {} attempts/s{capacity}.", mean_ci(peak, Metric::PeakAttemptsPerS)));
+    }
+    if let Some(a) = get(Metric::Amplification) {
+        out.push(format!("Amplification: {} attempts per logical request.", mean_ci(a, Metric::Amplification)));
     }
     if let Some(d) = get(Metric::Duplicates).filter(|d| d.mean.is_some_and(|m| m > 0.0)) {
         out.push(format!("Duplicated side effects: {} per run.", mean_ci(d, Metric::Duplicates)));
