@@ -422,3 +422,46 @@ pub fn verdict_lines(verdict: &Verdict, candidates: &[Candidate]) -> Vec<String>
     }
     lines
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::catalogue::Metric;
+    use crate::metrics::stats::{Stat, StatRow};
+
+    #[test]
+    fn the_plan_command_varies_the_hop_a_missed_requirement_names_and_repeats_the_run() {
+        let objective = Objective::parse(&[], &["hop.db.peak_over_capacity <= 1".into()]).unwrap();
+        let db = StatRow(vec![(Metric::PeakOverCapacity, Stat::from_values(vec![Some(2.0), Some(2.2)]))]);
+        let hops = vec![("db".to_string(), db)];
+        let global = StatRow(Vec::new());
+        let candidates = [Candidate::new("a", &global, &hops, &[])];
+        let v = crate::runner::verdict::verdict(&objective, &candidates);
+        let hop = |name: &str, workers: u32| HopInfo {
+            name: name.into(),
+            workers,
+            queue_limit: 10,
+            service: String::new(),
+            capacity_per_s: Some(1.0),
+            downstream_policy: None,
+            idempotency_ttl_s: None,
+            replicas: None,
+            cache: None,
+        };
+        let hops_info = [hop("api", 8), hop("db", 4)];
+        let provenance = Provenance {
+            command: ["retrystorm", "run", "my file.toml", "--seed", "7", "--set", "a=b c", "--replications=3"]
+                .map(String::from)
+                .to_vec(),
+            overrides: vec!["a=b c".into()],
+            scenario_file: "my file.toml".into(),
+            scenario_hash: String::new(),
+        };
+        let ctx = Context { provenance: &provenance, hops: &hops_info, jitters: None };
+        assert_eq!(
+            plan_command(&v, &v.ranking[0], &ctx).unwrap(),
+            "retrystorm plan 'my file.toml' --vary hop.db.workers=4..128 --set 'a=b c' --seed 7 --replications 3"
+        );
+        assert_eq!(shell("it's"), "'it'\\''s'");
+    }
+}
