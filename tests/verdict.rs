@@ -193,6 +193,8 @@ fn no_variant_meeting_the_requirements_answers_with_the_closest_and_the_plan_com
         "{}",
         v[0]
     );
+    // The table's in-outage peak is labelled as such; the post-recovery peak is the verdict's.
+    assert!(stdout(&o).contains("system · peak during the trigger ÷ capacity ↓"), "{}", stdout(&o));
     // `none` is the immediate-retry strategy, and "no variant" is said in words.
     let text = v.join("\n");
     assert!(text.contains("none — immediate retry"), "{text}");
