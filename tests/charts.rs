@@ -299,7 +299,7 @@ fn the_reading_of_the_peak_matches_the_paired_ratio_in_summary_json() {
     let ratio = Stat::from_values(ratios);
     let [lo, hi] = ratio.ci95.unwrap();
     let expected = format!(
-        "{} cut the peak by {}× vs {} [95% CI {}–{}×, paired over 4 replications].",
+        "{} cut the peak during the trigger by {}× vs {} [95% CI {}–{}×, paired over 4 replications].",
         best["name"].as_str().unwrap(),
         fmt_num(ratio.mean.unwrap()),
         worst["name"].as_str().unwrap(),
@@ -353,7 +353,7 @@ fn plot_draws_a_sweep_as_lines_for_one_parameter_and_heatmaps_for_two() {
 
     let two = tmp.path().join("two");
     sweep(&two, &["tenant.main.clients=500,1000", "policy.client.base=50ms,100ms,200ms"]);
-    for stem in ["sweep_heatmap_peak_over_capacity", "sweep_heatmap_success_ratio"] {
+    for stem in ["sweep_heatmap_peak_after_over_capacity", "sweep_heatmap_success_ratio"] {
         check_chart(&two, stem, &["exponential", "full", "policy.client.base", "200ms"]);
     }
 }

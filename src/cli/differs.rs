@@ -161,6 +161,7 @@ pub fn differing(study: &Study) -> Differs {
         return out;
     }
     let scopes = scopes(study);
+    let trigger = study.variants.iter().any(|v| v.spec.trigger_end().is_some());
     let several = |scope: Scope| scopes.iter().filter(|s| s.scope == scope).count() > 1;
     let objective: Vec<(Scope, String, Metric)> = study
         .objective
@@ -208,8 +209,14 @@ pub fn differing(study: &Study) -> Differs {
                 continue;
             }
             let position = objective.iter().position(|(s, n, m)| *s == scope.scope && *m == metric && *n == scope.name);
+            // With a trigger the run's peak is the one during it (the post-recovery peak has its row).
+            let words = match metric {
+                Metric::PeakOverCapacity if trigger => "peak during the trigger ÷ capacity",
+                Metric::PeakAttemptsPerS if trigger => "peak attempts/s during the trigger",
+                _ => metric_label(metric),
+            };
             let row = Row {
-                label: format!("{} · {}{}", scope.label, metric_label(metric), arrow(metric)),
+                label: format!("{} · {words}{}", scope.label, arrow(metric)),
                 cells: all.iter().map(|s| crate::report::values::value(metric, Some(s))).collect(),
                 objective: position.is_some(),
                 metric,

@@ -173,7 +173,12 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
     let written = write_sweep(&claim, &[("sweep.json", &json), ("sweep.csv", &csv), ("perf.json", &perf)], charts)?;
     let charts = written - 3;
     if !args.run.quiet {
-        print!("{}", sweep_table(&header, shard, &result.cells));
+        // Variants as people read them (`none — immediate retry`), from cell 0's configurations.
+        let labels: Vec<(String, String)> = probe
+            .iter()
+            .map(|v| (v.name.clone(), crate::report::data::label_of(&v.name, &crate::report::data::setup_of(&v.spec))))
+            .collect();
+        print!("{}", sweep_table(&header, shard, &result.cells, &labels));
         println!("wrote sweep.json, sweep.csv, perf.json and {charts} chart/report files to {}", out.display());
     }
     Ok(())
@@ -227,16 +232,31 @@ fn perf_json(header: &SweepHeader, result: &SweepResult) -> Vec<u8> {
 }
 
 /// Metrics of the stdout table: the headline ones, readable at a glance.
-const TABLE_METRICS: [Metric; 4] =
-    [Metric::Attempts, Metric::PeakOverCapacity, Metric::SuccessRatio, Metric::CompletionTimeS];
+const TABLE_METRICS: [Metric; 5] =
+    [Metric::SuccessRatio, Metric::PeakAfterOverCapacity, Metric::Dlq, Metric::PeakOverCapacity, Metric::Attempts];
+
+/// A column heading: the whole-run peak is the one during the trigger (the post-recovery peak
+/// has its own column).
+fn table_heading(m: Metric) -> String {
+    match m {
+        Metric::PeakOverCapacity => "trigger peak/cap".into(),
+        _ => m.def().short.trim_end_matches(" s").to_string(),
+    }
+}
 
 /// One line per cell × variant: the varied values, headline metrics and Δattempts vs baseline.
-fn sweep_table(header: &SweepHeader, shard: Option<Shard>, cells: &[CellResult]) -> String {
+fn sweep_table(
+    header: &SweepHeader,
+    shard: Option<Shard>,
+    cells: &[CellResult],
+    labels: &[(String, String)],
+) -> String {
+    let label = |name: &str| labels.iter().find(|(n, _)| n == name).map_or(name.to_string(), |(_, l)| l.clone());
     let mut head: Vec<String> = vec!["cell".into()];
     head.extend(header.grid.axes.iter().map(|a| a.path.rsplit('.').next().unwrap_or(&a.path).to_string()));
     head.push("variant".into());
     // Cells carry their unit (`19.3 s`), so the heading does not repeat it.
-    head.extend(TABLE_METRICS.iter().map(|m| m.def().short.trim_end_matches(" s").to_string()));
+    head.extend(TABLE_METRICS.iter().map(|&m| table_heading(m)));
     head.push(format!("Δ{}", table::DIFF_METRIC));
     let mut rows = vec![head];
     for c in cells {
@@ -244,7 +264,7 @@ fn sweep_table(header: &SweepHeader, shard: Option<Shard>, cells: &[CellResult])
         for (variant, metrics) in &c.variants {
             let mut row = vec![c.index.to_string()];
             row.extend(params.iter().cloned());
-            row.push(variant.clone());
+            row.push(label(variant));
             row.extend(TABLE_METRICS.iter().map(|&m| values::value(m, metrics.get(m))));
             let diff = c.comparisons.iter().find(|x| &x.variant == variant);
             let paired =
@@ -265,7 +285,7 @@ fn sweep_table(header: &SweepHeader, shard: Option<Shard>, cells: &[CellResult])
         header.grid.cells(),
         header.replications,
         header.seed,
-        header.baseline
+        label(&header.baseline)
     );
     for row in rows {
         let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:>w$}")).collect();

@@ -90,14 +90,21 @@ fn render(out: &mut String, names: &[String], rows: &[(String, Vec<String>)]) {
 /// The table as text.
 pub fn summary_table(study: &Study) -> String {
     let mut out = String::new();
-    let names: Vec<String> = study.variants.iter().map(|v| v.name.clone()).collect();
+    // Column headings as people read them: `none — immediate retry`, not `none`.
+    let names: Vec<String> = study
+        .variants
+        .iter()
+        .map(|v| crate::report::data::label_of(&v.name, &crate::report::data::setup_of(&v.spec)))
+        .collect();
     let _ =
         writeln!(out, "{}: {} variant(s), seed {}; {}", study.scenario, names.len(), study.seed, precision_note(study));
     if names.len() < 2 {
         render(&mut out, &names, &plain_rows(&study.variants[0]));
         return out;
     }
-    let baseline = study.comparisons.first().map_or(names[0].as_str(), |c| c.baseline.as_str());
+    let baseline = study.comparisons.first().map_or(names[0].as_str(), |c| {
+        study.variants.iter().position(|v| v.name == c.baseline).map_or(c.baseline.as_str(), |i| names[i].as_str())
+    });
     let differs = differing(study);
     let rule = if study.replications < 2 {
         "single paired difference vs".to_string()
@@ -146,16 +153,10 @@ pub fn summary_table(study: &Study) -> String {
     out
 }
 
-/// The verdict lines that end stdout.
+/// The verdict lines that end stdout (the answer first).
 pub fn verdict_text(study: &Study) -> String {
-    let verdict = study.verdict();
-    let candidates: Vec<crate::runner::verdict::Candidate> = study
-        .variants
-        .iter()
-        .map(|v| crate::runner::verdict::Candidate::new(&v.name, &v.metrics, &v.hops, &v.tenants))
-        .collect();
     let mut out = String::new();
-    for line in crate::report::verdict_text::verdict_lines(&verdict, &candidates) {
+    for line in crate::report::verdict_text::for_study(study).1 {
         let _ = writeln!(out, "{line}");
     }
     out

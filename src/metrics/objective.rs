@@ -298,13 +298,104 @@ impl Criterion {
     }
 }
 
-/// The ranking criteria (in order) and the requirements.
+/// A practical threshold of a ranked metric: a difference no larger is a tie, and the next
+/// criterion decides (`[objective] tie`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Tie {
+    /// Percentage points of a share (`"0.5pp"`): |a − b| × 100 ≤ this.
+    Points(f64),
+    /// Relative (`"10%"`, stored as 0.1): the larger is at most this much above the smaller.
+    Relative(f64),
+    /// In the metric's own unit (`0.1`): |a − b| ≤ this.
+    Absolute(f64),
+}
+
+impl fmt::Display for Tie {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Tie::Points(p) => write!(f, "{p}pp"),
+            Tie::Relative(r) => write!(f, "{}%", r * 100.0),
+            Tie::Absolute(a) => write!(f, "{a}"),
+        }
+    }
+}
+
+impl Serialize for Tie {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Tie {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Tie::parse_text(&text, None).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Tie {
+    /// The fix every refused threshold names.
+    pub const FIX: &'static str = "write \"0.5pp\" (percentage points, for a share such as success_ratio), \"10%\" (relative to the smaller value) or a number ≥ 0 in the metric's own unit (0.1)";
+
+    /// Parses `"0.5pp"`, `"10%"` or `"0.1"`; `metric` (when known) refuses points on a metric
+    /// that is not a share.
+    pub fn parse_text(text: &str, metric: Option<Metric>) -> Result<Tie, String> {
+        let t = text.trim();
+        let number =
+            |digits: &str| -> Option<f64> { digits.trim().parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0) };
+        let bad = || format!("`{text}` is not a tie threshold; {}", Tie::FIX);
+        if let Some(d) = t.strip_suffix("pp") {
+            let v = number(d).ok_or_else(bad)?;
+            if let Some(m) = metric.filter(|m| m.def().unit != super::catalogue::Unit::Share) {
+                return Err(format!(
+                    "`{text}`: percentage points are for shares, and `{m}` is not one; write \"10%\" (relative) or a number in its own unit"
+                ));
+            }
+            Ok(Tie::Points(v))
+        } else if let Some(d) = t.strip_suffix('%') {
+            Ok(Tie::Relative(number(d).ok_or_else(bad)? / 100.0))
+        } else {
+            Ok(Tie::Absolute(number(t).ok_or_else(bad)?))
+        }
+    }
+
+    /// The default threshold of `metric` (see docs/MODEL.md, "Ties"): 2 pp of success ratio,
+    /// 0.1× capacity of the post-recovery peak, 10% of a latency; none (any significant
+    /// difference counts) for every other metric.
+    pub fn default_for(metric: Metric) -> Tie {
+        match metric {
+            Metric::SuccessRatio => Tie::Points(2.0),
+            Metric::PeakAfterOverCapacity => Tie::Absolute(0.1),
+            m if m.name().starts_with("latency_s_") => Tie::Relative(0.1),
+            _ => Tie::Absolute(0.0),
+        }
+    }
+
+    /// True when means `a` and `b` of a metric differ by no more than the threshold.
+    pub fn ties(self, a: f64, b: f64) -> bool {
+        // A threshold written in decimal (0.1) ties a difference that is the same decimal apart
+        // (1.1 − 1.0 = 0.10000000000000009): compare with a little room for rounding.
+        let d = (a - b).abs();
+        let room = 1e-9 * a.abs().max(b.abs()).max(1.0);
+        match self {
+            Tie::Points(p) => d * 100.0 <= p + 100.0 * room,
+            Tie::Relative(r) => d <= r * a.abs().min(b.abs()) + room,
+            Tie::Absolute(x) => d <= x + room,
+        }
+    }
+}
+
+/// The ranking criteria (in order), their tie thresholds and the requirements.
 #[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct Objective {
     /// Criteria, most important first.
     pub rank: Vec<Criterion>,
     /// Requirements every acceptable variant meets.
     pub require: Vec<Requirement>,
+    /// Per ranked criterion (keyed by its metric reference): the difference under which two
+    /// variants tie on it. Every criterion has an entry (its default when not written).
+    #[serde(default)]
+    pub tie: std::collections::BTreeMap<String, Tie>,
 }
 
 impl Default for Objective {
@@ -313,12 +404,18 @@ impl Default for Objective {
         let rank = ["success_ratio", "peak_after_over_capacity", "latency_s_p99"]
             .map(|m| Criterion::parse(m).expect("catalogued"))
             .to_vec();
-        Objective { rank, require: Vec::new() }
+        Objective::with_default_ties(rank, Vec::new())
     }
 }
 
 impl Objective {
-    /// Parses `rank` (empty: the default criteria) and `require`.
+    /// An objective whose criteria all have their default tie thresholds.
+    pub fn with_default_ties(rank: Vec<Criterion>, require: Vec<Requirement>) -> Objective {
+        let tie = rank.iter().map(|c| (c.metric.to_string(), Tie::default_for(c.metric.metric))).collect();
+        Objective { rank, require, tie }
+    }
+
+    /// Parses `rank` (empty: the default criteria) and `require`; default tie thresholds.
     pub fn parse(rank: &[String], require: &[String]) -> Result<Objective, String> {
         let rank = if rank.is_empty() {
             Objective::default().rank
@@ -326,7 +423,32 @@ impl Objective {
             rank.iter().map(|r| Criterion::parse(r)).collect::<Result<_, _>>()?
         };
         let require = require.iter().map(|r| Requirement::parse(r)).collect::<Result<_, _>>()?;
-        Ok(Objective { rank, require })
+        Ok(Objective::with_default_ties(rank, require))
+    }
+
+    /// Sets the tie threshold of ranked metric `reference` from its text (`"0.5pp"`, `"10%"`,
+    /// `0.1`); refuses a metric that is not ranked.
+    pub fn set_tie(&mut self, reference: &str, text: &str) -> Result<(), String> {
+        let metric = MetricRef::parse(reference)?;
+        let key = metric.to_string();
+        if !self.rank.iter().any(|c| c.metric == metric) {
+            let ranked: Vec<String> = self.rank.iter().map(|c| c.metric.to_string()).collect();
+            return Err(format!(
+                "`{key}` is not ranked, so it has no tie; tie applies to the rank entries ({})",
+                ranked.join(", ")
+            ));
+        }
+        let tie = Tie::parse_text(text, Some(metric.metric)).map_err(|e| format!("{key} = {e}"))?;
+        self.tie.insert(key, tie);
+        Ok(())
+    }
+
+    /// The tie threshold of `criterion` (its default when the objective has none).
+    pub fn tie_of(&self, criterion: &Criterion) -> Tie {
+        self.tie
+            .get(&criterion.metric.to_string())
+            .copied()
+            .unwrap_or_else(|| Tie::default_for(criterion.metric.metric))
     }
 
     /// Every metric reference the objective uses.
@@ -379,5 +501,30 @@ mod tests {
         assert_eq!(Criterion::parse("success_ratio").unwrap().better, Better::Higher);
         assert_eq!(Criterion::parse("max hop.api.attempts").unwrap().better, Better::Higher);
         assert!(Criterion::parse("requests").unwrap_err().contains("no better direction"));
+    }
+
+    #[test]
+    fn tie_thresholds_parse_and_apply() {
+        assert_eq!(Tie::parse_text("0.5pp", Some(Metric::SuccessRatio)), Ok(Tie::Points(0.5)));
+        assert_eq!(Tie::parse_text("10%", None), Ok(Tie::Relative(0.1)));
+        assert_eq!(Tie::parse_text("0.1", None), Ok(Tie::Absolute(0.1)));
+        assert!(Tie::parse_text("-1", None).unwrap_err().contains("\"0.5pp\""));
+        assert!(Tie::parse_text("1pp", Some(Metric::LatencySP99)).unwrap_err().contains("percentage points"));
+        // 0.4 pp within 0.5 pp; 0.6 pp not.
+        assert!(Tie::Points(0.5).ties(0.971, 0.967));
+        assert!(!Tie::Points(0.5).ties(0.973, 0.967));
+        // 10% relative to the smaller: 66 ms ties 60 ms, 67 ms does not.
+        assert!(Tie::Relative(0.1).ties(0.060, 0.066));
+        assert!(!Tie::Relative(0.1).ties(0.060, 0.067));
+        assert!(Tie::Absolute(0.1).ties(1.0, 1.1) && !Tie::Absolute(0.1).ties(1.0, 1.2));
+        // Round trip through text (summary.json).
+        for t in [Tie::Points(2.0), Tie::Relative(0.1), Tie::Absolute(0.1)] {
+            assert_eq!(Tie::parse_text(&t.to_string(), None), Ok(t));
+        }
+        let mut o = Objective::default();
+        assert_eq!(o.tie_of(&o.rank[0].clone()), Tie::Points(2.0));
+        assert!(o.set_tie("latency_s_p50", "10%").unwrap_err().contains("not ranked"));
+        o.set_tie("success_ratio", "0.5pp").unwrap();
+        assert_eq!(o.tie["success_ratio"], Tie::Points(0.5));
     }
 }

@@ -433,6 +433,55 @@ fn replica_words(h: &crate::model::HopSpec) -> Option<String> {
     Some(words)
 }
 
+/// The name as legends, tables and the verdict show it: a variant named after its clients'
+/// strategy says what that strategy means when the name alone misleads (`none — immediate
+/// retry`).
+pub fn label_of(name: &str, setup: &Setup) -> String {
+    match strategy_gloss(name).filter(|_| named_after_strategy(name, setup)) {
+        Some(gloss) => format!("{name} — {gloss}"),
+        None => name.to_string(),
+    }
+}
+
+/// True when every client of the variant uses the jitter strategy the variant is named after.
+pub fn named_after_strategy(name: &str, setup: &Setup) -> bool {
+    let mut policies: Vec<&PolicyInfo> = Vec::new();
+    for t in &setup.tenants {
+        if let Some(p) = setup.policies.iter().find(|p| p.name == t.policy) {
+            policies.push(p);
+        }
+    }
+    !policies.is_empty() && policies.iter().all(|p| p.jitter == name)
+}
+
+/// What a variant runs under besides its choices (policies, capacity, overload control): its
+/// faults, its load (tenants' clients and arrivals) and its topology (the hops). Variants whose
+/// conditions differ compare conditions, not policies.
+pub fn condition_of(setup: &Setup) -> Vec<(String, String)> {
+    let faults = if setup.faults.is_empty() {
+        "none".to_string()
+    } else {
+        let parts: Vec<String> = setup
+            .faults
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} at {} {}–{}",
+                    f.summary,
+                    f.hop,
+                    super::format::fmt_secs(f.from_s),
+                    super::format::fmt_secs(f.to_s)
+                )
+            })
+            .collect();
+        parts.join(", ")
+    };
+    let load: Vec<String> =
+        setup.tenants.iter().map(|t| format!("{} {} clients, {}", t.name, t.clients, t.arrival)).collect();
+    let hops: Vec<&str> = setup.hops.iter().map(|h| h.name.as_str()).collect();
+    vec![("faults".into(), faults), ("load".into(), load.join("; ")), ("hops".into(), hops.join(", "))]
+}
+
 /// Describes a simulated configuration for `scenario.json`.
 pub fn setup_of(spec: &SimSpec) -> Setup {
     let policy_name = |i: usize| spec.policies[i].name.clone();
@@ -624,15 +673,15 @@ impl VariantData {
         self.setup.hops.get(h).and_then(|hop| hop.capacity_per_s)
     }
 
-    /// The name as legends and tables show it: a variant named after its clients' strategy says
-    /// what that strategy means when the name alone misleads (`none — immediate retry`).
+    /// The name as legends and tables show it (see [`label_of`]).
     pub fn label(&self) -> String {
-        let policies = self.client_policies();
-        let named_after = !policies.is_empty() && policies.iter().all(|p| p.jitter == self.name);
-        match strategy_gloss(&self.name).filter(|_| named_after) {
-            Some(gloss) => format!("{} — {gloss}", self.name),
-            None => self.name.clone(),
-        }
+        label_of(&self.name, &self.setup)
+    }
+
+    /// The variant as the verdict reads it.
+    pub fn candidate(&self) -> crate::runner::verdict::Candidate<'_> {
+        crate::runner::verdict::Candidate::new(&self.name, &self.metrics, &self.hops, &self.tenants)
+            .with_setup(self.label(), condition_of(&self.setup))
     }
 
     /// Policies the clients use (distinct, in tenant order).

@@ -43,21 +43,32 @@ pub fn escape(text: &str) -> String {
 }
 
 /// Columns of the summary table (headings, scales and units from the catalogue).
-const SUMMARY_COLUMNS: [Metric; 10] = [
-    Metric::Attempts,
-    Metric::Amplification,
-    Metric::PeakAttemptsPerS,
-    Metric::PeakOverCapacity,
+const SUMMARY_COLUMNS: [Metric; 11] = [
     Metric::SuccessRatio,
-    Metric::Dlq,
-    Metric::Duplicates,
-    Metric::LatencySP50,
-    Metric::LatencySP99,
+    Metric::PeakAfterOverCapacity,
+    Metric::TimeOverCapacityAfterS,
     Metric::RecoveryTimeS,
+    Metric::Dlq,
+    Metric::LatencySP99,
+    Metric::LatencySP50,
+    Metric::Amplification,
+    Metric::Attempts,
+    Metric::PeakOverCapacity,
+    Metric::Duplicates,
 ];
 
-/// Columns of the sweep's summary table.
-const SWEEP_COLUMNS: [Metric; 4] = [Metric::PeakOverCapacity, Metric::Amplification, Metric::SuccessRatio, Metric::Dlq];
+/// The sweep table's columns: the headline after recovery first, the dead letters beside it.
+const SWEEP_COLUMNS: [Metric; 5] =
+    [Metric::SuccessRatio, Metric::PeakAfterOverCapacity, Metric::Dlq, Metric::Amplification, Metric::PeakOverCapacity];
+
+/// A column heading: the whole-run peak is the peak during the trigger when there is one (the
+/// post-recovery peak has its own column).
+fn heading(m: Metric, trigger: bool) -> &'static str {
+    match m {
+        Metric::PeakOverCapacity if trigger => "peak during the trigger ÷ capacity",
+        _ => m.def().label.trim_end_matches(" (s)"),
+    }
+}
 
 /// The page head: title and style.
 pub fn head(title: &str) -> String {
@@ -135,13 +146,14 @@ pub fn report_html(data: &ReportData, charts: &[RenderedChart]) -> String {
 
 /// The verdict: variants ranked under the objective, requirements met or not.
 fn verdict_section(h: &mut String, data: &ReportData) {
-    use crate::runner::verdict::{verdict, Candidate};
-    let candidates: Vec<Candidate> =
-        data.variants.iter().map(|v| Candidate::new(&v.name, &v.metrics, &v.hops, &v.tenants)).collect();
-    let v = verdict(&data.objective, &candidates);
-    let lines = super::verdict_text::verdict_lines(&v, &candidates);
-    let _ = writeln!(h, "<h2 id=\"verdict\">Verdict</h2>\n<p>{}</p>\n<ul class=\"verdict\">", escape(&lines[0]));
-    for line in &lines[1..] {
+    let (_, lines) = super::verdict_text::for_data(data);
+    let _ = writeln!(
+        h,
+        "<h2 id=\"verdict\">Verdict</h2>\n<p class=\"answer\"><strong>{}</strong></p>\n<p>{}</p>\n<ul class=\"verdict\">",
+        escape(&lines[0]),
+        escape(&lines[1])
+    );
+    for line in &lines[2..] {
         let _ = writeln!(h, "<li>{}</li>", escape(line.trim()));
     }
     h.push_str("</ul>\n");
@@ -179,7 +191,11 @@ pub fn sweep_html(data: &SweepData, charts: &[RenderedChart]) -> String {
          positive quantities, clipped for shares, Wilson for per-run flags; docs/MODEL.md). Every metric, with paired differences against the baseline: <code>sweep.csv</code>.</p>\n<table>\n<tr><th>cell</th><th>variant</th>",
         data.replications
     );
-    headings(&mut h, &SWEEP_COLUMNS);
+    let trigger = (0..cells).any(|c| {
+        (0..data.variants.len())
+            .any(|v| data.stat(c, v, Metric::PeakAfterOverCapacity).is_some_and(|s| s.mean.is_some()))
+    });
+    headings(&mut h, &SWEEP_COLUMNS, trigger);
     h.push_str("</tr>\n");
     let names: Vec<&str> = data.variants.iter().map(String::as_str).collect();
     let colours = palette::colours_of(&names);
@@ -244,7 +260,7 @@ fn summary_table(h: &mut String, data: &ReportData) {
          positive quantities, clipped for shares, Wilson for per-run flags; docs/MODEL.md). Whole system; the first hop for load figures.</p>\n<table>\n<tr><th>variant</th>",
         data.replications
     );
-    headings(h, &SUMMARY_COLUMNS);
+    headings(h, &SUMMARY_COLUMNS, data.variants.iter().any(|v| v.setup.trigger_end_s.is_some()));
     h.push_str("<th>recovery outcomes (runs)</th></tr>\n");
     let colours = variant_colours(data);
     for (i, v) in data.variants.iter().enumerate() {
@@ -278,9 +294,9 @@ pub fn outcome_counts(metrics: &crate::metrics::stats::StatRow) -> String {
     )
 }
 
-fn headings(h: &mut String, columns: &[Metric]) {
+fn headings(h: &mut String, columns: &[Metric], trigger: bool) {
     for m in columns {
-        let _ = write!(h, "<th>{}</th>", escape(m.def().label.trim_end_matches(" (s)")));
+        let _ = write!(h, "<th>{}</th>", escape(heading(*m, trigger)));
     }
 }
 

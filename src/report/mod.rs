@@ -11,7 +11,7 @@ pub(crate) mod reading;
 pub mod summary;
 pub(crate) mod sweep;
 pub mod values;
-pub(crate) mod verdict_text;
+pub mod verdict_text;
 
 pub use files::{Claim, ClaimError, OutputError};
 

@@ -80,11 +80,21 @@ pub fn key_findings(data: &ReportData) -> Vec<String> {
     if data.variants.len() == 1 {
         return single_variant(&data.variants[0]);
     }
+    // The headline is what happens after the trigger: success, the post-recovery peak and the
+    // time over capacity lead; the peak during the trigger comes after them.
+    let trigger = data.variants.iter().any(|v| v.setup.trigger_end_s.is_some());
     let mut out = Vec::new();
-    out.extend(peak_finding(data, PEAK_DURING));
-    out.extend(peak_finding(data, PEAK_AFTER));
-    out.extend(spread_finding(data, Metric::Amplification, "Retries multiplied traffic at the first hop"));
     out.extend(success_finding(data));
+    out.extend(peak_finding(data, PEAK_AFTER));
+    if trigger {
+        out.extend(spread_finding(
+            data,
+            Metric::TimeOverCapacityAfterS,
+            "Time the first hop spent above capacity after the trigger ended",
+        ));
+    }
+    out.extend(spread_finding(data, Metric::Amplification, "Retries multiplied traffic at the first hop"));
+    out.extend(peak_finding(data, if trigger { PEAK_TRIGGER } else { PEAK_DURING }));
     out.extend(tradeoff_finding(data));
     out.extend(duplicates_finding(data));
     out.extend(recovery_finding(data));
@@ -105,6 +115,13 @@ const PEAK_DURING: PeakKind = PeakKind {
     over: Metric::PeakOverCapacity,
     words: "Peak load at the first hop",
     short: "the peak",
+};
+
+const PEAK_TRIGGER: PeakKind = PeakKind {
+    peak: Metric::PeakAttemptsPerS,
+    over: Metric::PeakOverCapacity,
+    words: "Peak during the trigger at the first hop (the whole run's peak)",
+    short: "the peak during the trigger",
 };
 
 const PEAK_AFTER: PeakKind = PeakKind {
@@ -144,9 +161,21 @@ fn peak_finding(data: &ReportData, kind: PeakKind) -> Vec<String> {
     for (rival, rival_s) in rivals {
         let Some(ratio) = paired_ratio(rival_s, best_s) else { continue };
         let separated = ratio.ci95.is_none_or(|c| c[0] > 1.0);
+        // A lower load bought by dead-lettering more is said with the dead letters.
+        let dlq = match (best.mean(Metric::Dlq), rival.mean(Metric::Dlq)) {
+            (Some(b), Some(r)) if b > r => {
+                format!(
+                    ", but it dead-lettered {} requests per run against {}'s {}",
+                    fmt_num(b),
+                    rival.name,
+                    fmt_num(r)
+                )
+            }
+            _ => String::new(),
+        };
         out.push(if separated {
             format!(
-                "{} cut {} by {}× vs {} {}.",
+                "{} cut {} by {}× vs {} {}{dlq}.",
                 best.name,
                 kind.short,
                 fmt_num(ratio.mean),
@@ -318,20 +347,30 @@ fn latency_finding(data: &ReportData) -> Option<String> {
 fn single_variant(v: &VariantData) -> Vec<String> {
     let get = |metric: Metric| v.metrics.get(metric);
     let mut out = Vec::new();
-    if let Some(peak) = get(Metric::PeakAttemptsPerS) {
-        let capacity =
-            v.mean(Metric::PeakOverCapacity).map(|r| format!(", {}× capacity", fmt_num(r))).unwrap_or_default();
-        out.push(format!(
-            "Peak load at the first hop: {} attempts/s{capacity}.",
-            mean_ci(peak, Metric::PeakAttemptsPerS)
-        ));
-    }
-    if let Some(a) = get(Metric::Amplification) {
-        out.push(format!("Amplification: {} attempts per logical request.", mean_ci(a, Metric::Amplification)));
-    }
+    // Success and what happens after the trigger lead; the peak during the trigger follows.
     if let Some(s) = get(Metric::SuccessRatio) {
         let dlq = v.mean(Metric::Dlq).map(|d| format!("; {} dead-lettered per run", fmt_num(d))).unwrap_or_default();
         out.push(format!("{} of requests succeeded{dlq}.", mean_ci(s, Metric::SuccessRatio)));
+    }
+    let trigger = v.setup.trigger_end_s.is_some();
+    if let Some(after) = get(Metric::PeakAfterOverCapacity).filter(|s| trigger && s.mean.is_some()) {
+        let over = get(Metric::TimeOverCapacityAfterS)
+            .and_then(|s| s.mean)
+            .map(|t| format!(", above capacity for {} after the trigger ended", fmt_secs(t)))
+            .unwrap_or_default();
+        out.push(format!(
+            "Peak load after recovery at the first hop: {} capacity{over}.",
+            mean_ci(after, Metric::PeakAfterOverCapacity)
+        ));
+    }
+    if let Some(peak) = get(Metric::PeakAttemptsPerS) {
+        let capacity =
+            v.mean(Metric::PeakOverCapacity).map(|r| format!(", {}× capacity", fmt_num(r))).unwrap_or_default();
+        let which = if trigger { "Peak during the trigger at the first hop" } else { "Peak load at the first hop" };
+        out.push(format!("{which}: {} attempts/s{capacity}.", mean_ci(peak, Metric::PeakAttemptsPerS)));
+    }
+    if let Some(a) = get(Metric::Amplification) {
+        out.push(format!("Amplification: {} attempts per logical request.", mean_ci(a, Metric::Amplification)));
     }
     if let Some(d) = get(Metric::Duplicates).filter(|d| d.mean.is_some_and(|m| m > 0.0)) {
         out.push(format!("Duplicated side effects: {} per run.", mean_ci(d, Metric::Duplicates)));
@@ -358,10 +397,11 @@ pub fn cell_words(data: &SweepData, cell: usize) -> String {
 
 /// The metrics a sweep's findings rank, each with whether lower is better. Built at compile time:
 /// a metric without a better direction in the catalogue fails the build, not a run.
-const SWEEP_HEADLINES: [(Metric, bool); 3] = [
-    with_direction(Metric::PeakOverCapacity),
+const SWEEP_HEADLINES: [(Metric, bool); 4] = [
+    with_direction(Metric::PeakAfterOverCapacity),
     with_direction(Metric::SuccessRatio),
     with_direction(Metric::Amplification),
+    with_direction(Metric::PeakOverCapacity),
 ];
 
 /// `metric` with whether lower is better; evaluated in a `const`, so `Better::Neither` is a
@@ -381,7 +421,11 @@ pub fn sweep_findings(data: &SweepData) -> Vec<String> {
     let mut out = Vec::new();
     for (metric, lower_better) in SWEEP_HEADLINES {
         let def = metric.def();
-        let (words, scale, unit) = (def.words, def.unit.scale(), def.unit.suffix());
+        let words = match metric {
+            Metric::PeakOverCapacity => "peak load during the trigger ÷ capacity (the whole run's peak)",
+            _ => def.words,
+        };
+        let (scale, unit) = (def.unit.scale(), def.unit.suffix());
         let mut points: Vec<(usize, usize, f64)> = Vec::new();
         for cell in 0..cells {
             for v in 0..data.variants.len() {
@@ -404,6 +448,7 @@ pub fn sweep_findings(data: &SweepData) -> Vec<String> {
         );
         if data.variants.len() > 1 {
             let mut wins = vec![0usize; data.variants.len()];
+            let mut more_dlq = vec![0usize; data.variants.len()];
             let mut contested = 0;
             for cell in 0..cells {
                 let here: Vec<&(usize, usize, f64)> = points.iter().filter(|p| p.0 == cell).collect();
@@ -421,13 +466,27 @@ pub fn sweep_findings(data: &SweepData) -> Vec<String> {
                 if winners.len() == 1 {
                     wins[winners[0]] += 1;
                     contested += 1;
+                    // A lower load that comes from dead-lettering more is not praise: count it.
+                    let dlq = |v: usize| data.stat(cell, v, Metric::Dlq).and_then(|s| s.mean);
+                    let least = (0..data.variants.len()).filter_map(dlq).fold(f64::INFINITY, f64::min);
+                    if lower_better && dlq(winners[0]).is_some_and(|d| d > least) {
+                        more_dlq[winners[0]] += 1;
+                    }
                 }
             }
             let ranking: Vec<String> = wins
                 .iter()
                 .enumerate()
                 .filter(|(_, &w)| w > 0)
-                .map(|(v, w)| format!("{} in {w}", data.variants[v]))
+                .map(|(v, &w)| match more_dlq[v] {
+                    0 => format!("{} in {w}", data.variants[v]),
+                    m if m == w => {
+                        format!("{} in {w}, dead-lettering more than another variant in each", data.variants[v])
+                    }
+                    m => {
+                        format!("{} in {w}, dead-lettering more than another variant in {m} of them", data.variants[v])
+                    }
+                })
                 .collect();
             if !ranking.is_empty() {
                 let best = if lower_better { "lowest" } else { "highest" };

@@ -170,7 +170,7 @@ impl Summary {
                 .collect(),
             warnings: study.warnings.clone(),
             objective: study.objective.clone(),
-            verdict: Some(study.verdict()),
+            verdict: Some(super::verdict_text::for_study(study).0),
             provenance: study.provenance.clone(),
         }
     }

@@ -1,34 +1,364 @@
-//! The verdict in words: the last lines of stdout and the report's "Verdict" section.
+//! The verdict in words: the last lines of stdout, the report's "Verdict" section and
+//! `summary.json`'s `verdict.answer` / `trade_off`. The first line answers: the recommendation,
+//! "no variant meets every requirement; closest: …" with the `retrystorm plan` command that finds
+//! the capacity that would, or that the variants compare conditions rather than policies.
 
+use super::data::{HopInfo, ReportData};
 use super::values;
-use crate::metrics::objective::{Scoped, Verdict as Met};
-use crate::runner::verdict::{Candidate, Verdict};
+use crate::metrics::catalogue::{Scope, Unit};
+use crate::metrics::objective::{MetricRef, Objective, Scoped, Verdict as Met};
+use crate::runner::verdict::{separates_by, Candidate, Ranked, Verdict};
+use crate::runner::{Provenance, Study};
+use std::cmp::Ordering;
 
-/// The verdict as plain lines (no Markdown), given the candidates it was computed from.
-pub fn verdict_lines(verdict: &Verdict, candidates: &[Candidate]) -> Vec<String> {
-    let criteria: Vec<String> = verdict.objective.rank.iter().map(|c| c.to_string()).collect();
-    let mut lines = vec![format!(
-        "Verdict: ranked by {}; paired 95% intervals on the same seeds, a shared rank means indistinguishable{}",
-        criteria.join(", then "),
-        if verdict.single_replication { " (one replication: no confidence, ranked on single values)" } else { "" }
-    )];
-    let find = |name: &str| candidates.iter().find(|c| c.name == name).map(|c| &c.metrics);
-    for r in &verdict.ranking {
-        let Some(metrics) = find(&r.variant) else { continue };
-        let values: Vec<String> = verdict
-            .objective
-            .rank
+/// What the words need besides the ranking: where the run came from (for the `plan` command)
+/// and the hops (their names and workers).
+pub struct Context<'a> {
+    /// The scenario file, overrides and command line.
+    pub provenance: &'a Provenance,
+    /// The hops of the first variant.
+    pub hops: &'a [HopInfo],
+    /// The variants when they are jitter strategies (`compare` without `[[variant]]`s): `plan`
+    /// needs them as `--jitter`.
+    pub jitters: Option<String>,
+}
+
+/// The variants' names joined with commas when every variant is named after the strategy its
+/// clients use (the variants `compare` makes from `--jitter`).
+fn jitters<'a>(variants: impl Iterator<Item = (&'a str, &'a super::data::Setup)>) -> Option<String> {
+    let mut names = Vec::new();
+    for (name, setup) in variants {
+        if !super::data::named_after_strategy(name, setup) {
+            return None;
+        }
+        names.push(name);
+    }
+    (names.len() > 1).then(|| names.join(","))
+}
+
+/// The verdict of a study, with its answer and trade-offs in words, and its lines.
+pub fn for_study(study: &Study) -> (Verdict, Vec<String>) {
+    let setups: Vec<super::data::Setup> = study.variants.iter().map(|v| super::data::setup_of(&v.spec)).collect();
+    let candidates: Vec<Candidate> = study
+        .variants
+        .iter()
+        .zip(&setups)
+        .map(|(v, s)| {
+            Candidate::new(&v.name, &v.metrics, &v.hops, &v.tenants)
+                .with_setup(super::data::label_of(&v.name, s), super::data::condition_of(s))
+        })
+        .collect();
+    let hops = setups.first().map_or(&[][..], |s| &s.hops[..]);
+    let mut v = study.verdict_of(&candidates);
+    let jitters = jitters(study.variants.iter().zip(&setups).map(|(v, s)| (v.name.as_str(), s)));
+    explain(&mut v, &candidates, &Context { provenance: &study.provenance, hops, jitters });
+    let lines = verdict_lines(&v, &candidates);
+    (v, lines)
+}
+
+/// The verdict of a run's files (`plot`, `report.html`), as [`for_study`].
+pub fn for_data(data: &ReportData) -> (Verdict, Vec<String>) {
+    let candidates: Vec<Candidate> = data.variants.iter().map(|v| v.candidate()).collect();
+    let mut v = crate::runner::verdict::verdict(&data.objective, &candidates);
+    let hops = data.variants.first().map_or(&[][..], |v| &v.setup.hops[..]);
+    let jitters = jitters(data.variants.iter().map(|v| (v.name.as_str(), &v.setup)));
+    explain(&mut v, &candidates, &Context { provenance: &data.provenance, hops, jitters });
+    let lines = verdict_lines(&v, &candidates);
+    (v, lines)
+}
+
+fn candidate<'a, 'b>(candidates: &'b [Candidate<'a>], name: &str) -> Option<&'b Candidate<'a>> {
+    candidates.iter().find(|c| c.name == name)
+}
+
+fn label_of(candidates: &[Candidate], name: &str) -> String {
+    candidate(candidates, name).map_or_else(|| name.to_string(), |c| c.label.clone())
+}
+
+/// A criterion's metric in words (`succeeded`, `p99 latency at db`).
+fn label(metric: &MetricRef) -> String {
+    let words = metric.metric.def().label.trim_end_matches(" (s)");
+    match metric.scope {
+        Scope::Global => words.to_string(),
+        _ => format!("{} at {}", words, metric.name),
+    }
+}
+
+/// The ranked metrics' values of one variant (`succeeded 96.7% ±0.06 pp, …`).
+fn values_of(objective: &Objective, metrics: &Scoped) -> String {
+    let parts: Vec<String> = objective
+        .rank
+        .iter()
+        .map(|c| format!("{} {}", label(&c.metric), values::value(c.metric.metric, c.metric.stat(metrics))))
+        .collect();
+    parts.join(", ")
+}
+
+/// How `a`'s mean of criterion `i` compares with `b`'s: `+0.41 pp succeeded`, `1.8× the peak after
+/// recovery ÷ capacity`.
+fn difference_words(objective: &Objective, i: usize, a: &Candidate, b: &Candidate) -> String {
+    let c = &objective.rank[i];
+    let mean = |x: &Candidate| c.metric.stat(&x.metrics).and_then(|s| s.mean);
+    let name = label(&c.metric);
+    match (mean(a), mean(b)) {
+        (Some(ma), Some(mb)) if c.metric.metric.def().unit == Unit::Share => {
+            let pp = (ma - mb) * 100.0;
+            format!("{}{} pp {name}", if pp >= 0.0 { "+" } else { "−" }, sig2(pp.abs()))
+        }
+        (Some(ma), Some(mb)) if mb != 0.0 && ma / mb > 0.0 => {
+            format!("{}× the {name}", sig2(ma / mb))
+        }
+        (ma, mb) => format!(
+            "{name} {} against {}",
+            ma.map_or("–".into(), |x| values::plain(c.metric.metric, x)),
+            mb.map_or("–".into(), |x| values::plain(c.metric.metric, x))
+        ),
+    }
+}
+
+/// Two significant digits (at least the units: 254× not 250×).
+fn sig2(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return values::sig3(x);
+    }
+    let mag = x.abs().log10().floor() as i32;
+    values::grouped(x, (1 - mag).clamp(0, 6) as usize)
+}
+
+/// What `a` trades against `reference` on the ranked metrics, in words.
+fn trade_words(objective: &Objective, a: &Candidate, reference: &Candidate) -> String {
+    let mut gains = Vec::new();
+    let mut costs = Vec::new();
+    for i in 0..objective.rank.len() {
+        match separates_by(objective, i, a, reference, false) {
+            Some(Ordering::Less) => gains.push(difference_words(objective, i, a, reference)),
+            Some(Ordering::Greater) => costs.push(difference_words(objective, i, a, reference)),
+            _ => {}
+        }
+    }
+    match (gains.is_empty(), costs.is_empty()) {
+        (true, true) => "ties it on every ranked metric".into(),
+        (false, true) => format!("{} at no cost on the ranked metrics", gains.join(" and ")),
+        (true, false) => format!("{} for nothing in return", costs.join(" and ")),
+        (false, false) => format!("{} for {}", gains.join(" and "), costs.join(" and ")),
+    }
+}
+
+/// A shell word: quoted when it holds anything but plain characters.
+fn shell(word: &str) -> String {
+    if !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c)) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// The `retrystorm plan` command that finds the workers (capacity) that meet the requirements:
+/// on the hop a failed requirement names, else the first; from its workers to 32 times as many;
+/// with the run's `--set`, `--seed`, `--replications` and `--jitter`.
+pub fn plan_command(verdict: &Verdict, closest: &Ranked, ctx: &Context) -> Option<String> {
+    let failed_hop = closest
+        .requirements
+        .iter()
+        .zip(&verdict.objective.require)
+        .find(|(r, q)| r.verdict == Met::NotMet && q.metric.scope == Scope::Hop)
+        .map(|(_, q)| q.metric.name.as_str());
+    let hop = match failed_hop {
+        Some(name) => ctx.hops.iter().find(|h| h.name == name)?,
+        None => ctx.hops.first()?,
+    };
+    if hop.cache.is_some() {
+        return None;
+    }
+    let file = if ctx.provenance.scenario_file.is_empty() { "SCENARIO.toml" } else { &ctx.provenance.scenario_file };
+    let hi = (hop.workers.saturating_mul(32)).max(hop.workers + 1);
+    let mut words = vec![
+        "retrystorm".to_string(),
+        "plan".into(),
+        shell(file),
+        "--vary".into(),
+        shell(&format!("hop.{}.workers={}..{hi}", hop.name, hop.workers)),
+    ];
+    for o in &ctx.provenance.overrides {
+        words.push("--set".into());
+        words.push(shell(o));
+    }
+    let args = &ctx.provenance.command;
+    let given_jitter = args.iter().any(|a| a == "--jitter" || a.starts_with("--jitter="));
+    if let (Some(j), false) = (&ctx.jitters, given_jitter) {
+        words.push("--jitter".into());
+        words.push(shell(j));
+    }
+    for flag in ["--seed", "--replications", "--jitter"] {
+        for (i, a) in args.iter().enumerate() {
+            let value = if a == flag {
+                args.get(i + 1).cloned()
+            } else {
+                a.strip_prefix(&format!("{flag}=")).map(String::from)
+            };
+            if let Some(v) = value {
+                words.push(flag.into());
+                words.push(shell(&v));
+            }
+        }
+    }
+    Some(words.join(" "))
+}
+
+/// Fills `verdict.answer` and each non-dominated variant's `trade_off` against the
+/// recommendation.
+pub fn explain(verdict: &mut Verdict, candidates: &[Candidate], ctx: &Context) {
+    let objective = verdict.objective.clone();
+    // The recommendation of each condition (its first-ranked variant).
+    let mut firsts: Vec<usize> = Vec::new();
+    for (i, r) in verdict.ranking.iter().enumerate() {
+        if i == 0 || r.condition != verdict.ranking[i - 1].condition {
+            firsts.push(i);
+        }
+    }
+    for (g, &first) in firsts.iter().enumerate() {
+        let end = firsts.get(g + 1).copied().unwrap_or(verdict.ranking.len());
+        let Some(reference) = candidate(candidates, &verdict.ranking[first].variant) else { continue };
+        for k in first + 1..end {
+            if !verdict.ranking[k].pareto_front {
+                continue;
+            }
+            if let Some(c) = candidate(candidates, &verdict.ranking[k].variant) {
+                verdict.ranking[k].trade_off = Some(trade_words(&objective, c, reference));
+            }
+        }
+    }
+    verdict.answer = answer(verdict, candidates, ctx, &firsts);
+}
+
+fn answer(verdict: &Verdict, candidates: &[Candidate], ctx: &Context, firsts: &[usize]) -> String {
+    let ranking = &verdict.ranking;
+    if ranking.is_empty() {
+        return "No variant to judge.".into();
+    }
+    if verdict.compares_conditions {
+        let aspects: Vec<&str> = differing_aspects(candidates);
+        let mut text = format!(
+            "These variants compare conditions, not policies: they differ in {} — no condition is ranked above another ({} is not something to choose)",
+            aspects.join(" and "),
+            match aspects.as_slice() {
+                ["faults"] => "a fault",
+                ["load"] => "a load",
+                ["hops"] => "a topology",
+                _ => "a condition",
+            }
+        );
+        let best: Vec<String> = firsts
             .iter()
-            .map(|c| {
-                format!("{} {}", label(&c.metric, metrics), values::value(c.metric.metric, c.metric.stat(metrics)))
+            .enumerate()
+            .filter(|&(g, &f)| firsts.get(g + 1).copied().unwrap_or(ranking.len()) - f > 1)
+            .map(|(_, &f)| {
+                format!(
+                    "{} (under {})",
+                    label_of(candidates, &ranking[f].variant),
+                    ranking[f].condition.as_deref().unwrap_or("")
+                )
             })
             .collect();
+        if best.is_empty() {
+            text.push_str("; each condition has one variant, so nothing is ranked.");
+        } else {
+            text.push_str(&format!("; best within each condition: {}.", best.join("; ")));
+        }
+        return text;
+    }
+    let first = &ranking[0];
+    let values = candidate(candidates, &first.variant).map(|c| values_of(&verdict.objective, &c.metrics));
+    let values = values.map(|v| format!(": {v}")).unwrap_or_default();
+    if ranking.len() == 1 && first.meets_all != Some(false) {
+        let meets = if first.meets_all == Some(true) { " It meets every requirement." } else { "" };
+        return format!(
+            "One variant ({}), so nothing is ranked{values}.{meets} Compare retry strategies with `retrystorm compare`.",
+            label_of(candidates, &first.variant)
+        );
+    }
+    let tied: Vec<String> =
+        ranking.iter().take_while(|r| r.rank == first.rank).map(|r| label_of(candidates, &r.variant)).collect();
+    let recommended = if tied.len() > 1 {
+        format!(
+            "any of {} (indistinguishable under the tie thresholds; {} shown)",
+            tied.join(", "),
+            label_of(candidates, &first.variant)
+        )
+    } else {
+        label_of(candidates, &first.variant)
+    };
+    match first.meets_all {
+        Some(false) => {
+            let n = verdict.objective.require.len();
+            let met = |r: &Ranked| r.requirements.iter().filter(|x| x.verdict == Met::Met).count();
+            let best = ranking.iter().map(met).max().unwrap_or(0);
+            let closest = ranking.iter().find(|r| met(r) == best).unwrap_or(first);
+            let missed: Vec<String> = closest
+                .requirements
+                .iter()
+                .zip(&verdict.objective.require)
+                .filter(|(r, _)| r.verdict == Met::NotMet)
+                .map(|(r, q)| {
+                    let shown = r.bound.map_or("a replication without a value".to_string(), |b| {
+                        format!("95% bound {}", values::plain(q.metric.metric, b))
+                    });
+                    format!("{q} ({shown})")
+                })
+                .collect();
+            let plan = plan_command(verdict, closest, ctx)
+                .map(|c| format!("; to find the capacity that would meet them: {c}"))
+                .unwrap_or_default();
+            format!(
+                "No variant meets every requirement; closest: {} (meets {} of {n}; misses {}){plan}",
+                label_of(candidates, &closest.variant),
+                met(closest),
+                missed.join(", ")
+            )
+        }
+        Some(true) => format!("Recommended: {recommended} — meets every requirement{values}"),
+        None => format!("Recommended: {recommended}{values}"),
+    }
+}
+
+/// The aspects of the condition (faults, load, hops) that differ between candidates.
+fn differing_aspects<'a>(candidates: &'a [Candidate]) -> Vec<&'a str> {
+    let Some(first) = candidates.first() else { return Vec::new() };
+    first
+        .condition
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| candidates.iter().any(|c| c.condition.get(*i) != first.condition.get(*i)))
+        .map(|(_, (aspect, _))| aspect.as_str())
+        .collect()
+}
+
+/// The verdict as plain lines (no Markdown): the answer, how it ranks, one line per variant, the
+/// Pareto front's trade-offs and the requirements.
+pub fn verdict_lines(verdict: &Verdict, candidates: &[Candidate]) -> Vec<String> {
+    let objective = &verdict.objective;
+    let criteria: Vec<String> =
+        objective.rank.iter().map(|c| format!("{} (tie within {})", c, objective.tie_of(c))).collect();
+    let mut lines = vec![
+        verdict.answer.clone(),
+        format!(
+            "Verdict: ranked by {}; a difference within its tie threshold or whose paired 95% interval (same seeds) includes 0 is a tie and the next metric decides; a shared rank means indistinguishable{}",
+            criteria.join(", then "),
+            if verdict.single_replication { " (one replication: no confidence, ranked on single values)" } else { "" }
+        ),
+    ];
+    let mut condition: Option<&str> = None;
+    for r in &verdict.ranking {
+        let Some(c) = candidate(candidates, &r.variant) else { continue };
+        if verdict.compares_conditions && r.condition.as_deref() != condition {
+            condition = r.condition.as_deref();
+            lines.push(format!("  under {}:", condition.unwrap_or("")));
+        }
+        let shares = verdict.ranking.iter().filter(|o| o.rank == r.rank && o.condition == r.condition).count() > 1;
         let why = match &r.behind_on {
             Some(on) if on == "requirements" => " (behind: misses a requirement)".to_string(),
             Some(on) => format!(" (behind on {on})"),
-            None if verdict.ranking.iter().filter(|o| o.rank == r.rank).count() > 1 => {
-                format!(" (indistinguishable: shares rank {})", r.rank)
-            }
+            None if shares => format!(" (indistinguishable: shares rank {})", r.rank),
             None => String::new(),
         };
         let meets = match r.meets_all {
@@ -36,14 +366,40 @@ pub fn verdict_lines(verdict: &Verdict, candidates: &[Candidate]) -> Vec<String>
             Some(false) => "  ✗ misses a requirement",
             None => "",
         };
-        lines.push(format!("  {}. {}{why}: {}{meets}", r.rank, r.variant, values.join(", ")));
+        let alone = verdict.ranking.iter().filter(|o| o.condition == r.condition).count() == 1;
+        let front = if r.pareto_front && !alone { " ◆" } else { "" };
+        let place = if alone && verdict.compares_conditions { "·".to_string() } else { format!("{}.", r.rank) };
+        lines.push(format!("  {place} {}{front}{why}: {}{meets}", c.label, values_of(objective, &c.metrics)));
     }
-    for (i, req) in verdict.objective.require.iter().enumerate() {
-        let met: Vec<&str> = verdict
+    let front: Vec<&Ranked> = verdict
+        .ranking
+        .iter()
+        .filter(|r| r.pareto_front && verdict.ranking.iter().filter(|o| o.condition == r.condition).count() > 1)
+        .collect();
+    if !front.is_empty() {
+        let names: Vec<String> = front.iter().map(|r| label_of(candidates, &r.variant)).collect();
+        lines.push(format!(
+            "  ◆ Pareto front ({}): no other variant{} is at least as good on every ranked metric and better on one",
+            names.join(", "),
+            if verdict.compares_conditions { " of its condition" } else { "" }
+        ));
+        for r in &verdict.ranking {
+            if let Some(t) = &r.trade_off {
+                let reference = verdict
+                    .ranking
+                    .iter()
+                    .find(|o| o.condition == r.condition)
+                    .map_or(String::new(), |o| label_of(candidates, &o.variant));
+                lines.push(format!("    {} against {reference}: {t}", label_of(candidates, &r.variant)));
+            }
+        }
+    }
+    for (i, req) in objective.require.iter().enumerate() {
+        let met: Vec<String> = verdict
             .ranking
             .iter()
             .filter(|r| r.requirements.get(i).is_some_and(|x| x.verdict == Met::Met))
-            .map(|r| r.variant.as_str())
+            .map(|r| label_of(candidates, &r.variant))
             .collect();
         let missed: Vec<String> = verdict
             .ranking
@@ -54,22 +410,58 @@ pub fn verdict_lines(verdict: &Verdict, candidates: &[Candidate]) -> Vec<String>
                 let shown = x.bound.map_or("a replication without a value".to_string(), |b| {
                     format!("95% bound {}", values::plain(req.metric.metric, b))
                 });
-                format!("{} ({shown})", r.variant)
+                format!("{} ({shown})", label_of(candidates, &r.variant))
             })
             .collect();
-        lines.push(format!(
-            "  requirement {req}: met by {}; not met by {}",
-            if met.is_empty() { "none".into() } else { met.join(", ") },
-            if missed.is_empty() { "none".into() } else { missed.join(", ") }
-        ));
+        let text = match (met.is_empty(), missed.is_empty()) {
+            (true, _) => format!("met by no variant; not met by {}", missed.join(", ")),
+            (false, true) => format!("met by every variant ({})", met.join(", ")),
+            (false, false) => format!("met by {}; not met by {}", met.join(", "), missed.join(", ")),
+        };
+        lines.push(format!("  requirement {req}: {text}"));
     }
     lines
 }
 
-fn label(metric: &crate::metrics::objective::MetricRef, _metrics: &Scoped) -> String {
-    let words = metric.metric.def().label.trim_end_matches(" (s)");
-    match metric.scope {
-        crate::metrics::catalogue::Scope::Global => words.to_string(),
-        _ => format!("{} at {}", words, metric.name),
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::catalogue::Metric;
+    use crate::metrics::stats::{Stat, StatRow};
+
+    #[test]
+    fn the_plan_command_varies_the_hop_a_missed_requirement_names_and_repeats_the_run() {
+        let objective = Objective::parse(&[], &["hop.db.peak_over_capacity <= 1".into()]).unwrap();
+        let db = StatRow(vec![(Metric::PeakOverCapacity, Stat::from_values(vec![Some(2.0), Some(2.2)]))]);
+        let hops = vec![("db".to_string(), db)];
+        let global = StatRow(Vec::new());
+        let candidates = [Candidate::new("a", &global, &hops, &[])];
+        let v = crate::runner::verdict::verdict(&objective, &candidates);
+        let hop = |name: &str, workers: u32| HopInfo {
+            name: name.into(),
+            workers,
+            queue_limit: 10,
+            service: String::new(),
+            capacity_per_s: Some(1.0),
+            downstream_policy: None,
+            idempotency_ttl_s: None,
+            replicas: None,
+            cache: None,
+        };
+        let hops_info = [hop("api", 8), hop("db", 4)];
+        let provenance = Provenance {
+            command: ["retrystorm", "run", "my file.toml", "--seed", "7", "--set", "a=b c", "--replications=3"]
+                .map(String::from)
+                .to_vec(),
+            overrides: vec!["a=b c".into()],
+            scenario_file: "my file.toml".into(),
+            scenario_hash: String::new(),
+        };
+        let ctx = Context { provenance: &provenance, hops: &hops_info, jitters: None };
+        assert_eq!(
+            plan_command(&v, &v.ranking[0], &ctx).unwrap(),
+            "retrystorm plan 'my file.toml' --vary hop.db.workers=4..128 --set 'a=b c' --seed 7 --replications 3"
+        );
+        assert_eq!(shell("it's"), "'it'\\''s'");
     }
 }

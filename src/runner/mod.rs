@@ -202,6 +202,12 @@ impl Study {
         verdict::verdict(&self.objective, &candidates)
     }
 
+    /// The ranking of `candidates` (this study's variants, with their labels and conditions)
+    /// under the study's objective.
+    pub fn verdict_of(&self, candidates: &[verdict::Candidate]) -> verdict::Verdict {
+        verdict::verdict(&self.objective, candidates)
+    }
+
     /// Recomputes the comparisons against variant `baseline` (an index into `variants`).
     pub fn set_baseline(&mut self, baseline: usize) {
         self.comparisons = compare::comparisons(&self.variants, baseline);

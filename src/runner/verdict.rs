@@ -3,10 +3,14 @@
 //!
 //! Variant A beats B when, going through the criteria in order, the first criterion on which
 //! their paired difference (same seeds, replication by replication) has a 95% interval excluding
-//! zero favours A. A criterion on which they are indistinguishable (or that one of them lacks,
-//! e.g. p99 latency without a success) passes to the next. Variants are ordered by requirements
+//! zero and their means differ by more than the criterion's tie threshold favours A. A criterion
+//! on which they tie (not significant, within the threshold, or lacked by one of them, e.g. p99
+//! latency without a success) passes to the next. Variants are ordered by requirements
 //! met (all first), then by Copeland score (beaten minus beaten-by), then by their means on the
-//! criteria in order; a variant indistinguishable from the one above shares its rank.
+//! criteria in order; a variant indistinguishable from the one above shares its rank. The Pareto
+//! front is the variants no other one dominates (at least as good on every criterion under the
+//! same test, better on one). Variants run under different conditions (faults, load, topology)
+//! are ranked only within their condition.
 
 use super::compare::difference;
 use crate::metrics::catalogue::Better;
@@ -15,10 +19,19 @@ use crate::metrics::stats::StatRow;
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 
+/// A variant's condition: (aspect, words) pairs.
+pub type Condition = Vec<(String, String)>;
+
 /// One variant's metrics, as the verdict reads them.
 pub struct Candidate<'a> {
     /// Variant name.
     pub name: &'a str,
+    /// The name as people read it (`none — immediate retry`); the name when not set.
+    pub label: String,
+    /// What the variant runs under besides its policies: (aspect, words) such as
+    /// ("faults", "recs: outage 10 s–20 s"). Variants whose conditions differ are not ranked
+    /// against each other (empty: not known, one condition).
+    pub condition: Vec<(String, String)>,
     /// Its metrics.
     pub metrics: Scoped<'a>,
 }
@@ -31,7 +44,12 @@ impl<'a> Candidate<'a> {
         hops: &'a [(String, StatRow)],
         tenants: &'a [(String, StatRow)],
     ) -> Self {
-        Candidate { name, metrics: Scoped { global, hops, tenants } }
+        Candidate { name, label: name.to_string(), condition: Vec::new(), metrics: Scoped { global, hops, tenants } }
+    }
+
+    /// The same candidate with its display label and condition.
+    pub fn with_setup(self, label: String, condition: Vec<(String, String)>) -> Self {
+        Candidate { label, condition, ..self }
     }
 }
 
@@ -53,7 +71,8 @@ pub struct RequirementResult {
 pub struct Ranked {
     /// Variant name.
     pub variant: String,
-    /// 1-based rank; variants that share it are indistinguishable.
+    /// 1-based rank (within its condition when the variants compare conditions); variants that
+    /// share it are indistinguishable.
     pub rank: usize,
     /// True when every requirement is met (and there are requirements).
     pub meets_all: Option<bool>,
@@ -61,27 +80,62 @@ pub struct Ranked {
     pub requirements: Vec<RequirementResult>,
     /// The criterion that put it below the variant ranked just above (None for the first or a tie).
     pub behind_on: Option<String>,
+    /// True when no other variant (of its condition) is at least as good on every ranked metric
+    /// and better on one (paired 95% intervals; differences that are not significant count as
+    /// equal, tie thresholds do not apply).
+    #[serde(default)]
+    pub pareto_front: bool,
+    /// For a non-dominated variant other than the recommendation: what it trades against it,
+    /// in words ("+0.41 pp succeeded for 1.76× the peak after recovery ÷ capacity").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trade_off: Option<String>,
+    /// The condition it was ranked within, when the variants compare conditions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
 }
 
 /// The ranking under an objective.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
+    /// The answer in one line: the recommendation, or why there is none (filled by the report
+    /// layer, which words it; empty from [`verdict`]).
+    #[serde(default)]
+    pub answer: String,
     /// The objective.
     pub objective: Objective,
     /// True when the study has one replication: differences are judged on single values.
     pub single_replication: bool,
-    /// Variants, best first.
+    /// True when the variants differ by faults, load or topology, not only by policy: each
+    /// condition is ranked on its own and no condition is ranked above another.
+    #[serde(default)]
+    pub compares_conditions: bool,
+    /// Variants, best first (grouped by condition when `compares_conditions`).
     pub ranking: Vec<Ranked>,
 }
 
-/// Which of `a` and `b` is better on the first criterion that separates them with 95%
-/// confidence (paired), and that criterion's index; `None` when none does.
+/// Which of `a` and `b` is better on the first criterion that separates them (see
+/// [`separates`]), and that criterion's index; `None` when none does.
 pub fn compare_pair(objective: &Objective, a: &Candidate, b: &Candidate) -> Option<(Ordering, usize)> {
-    objective.rank.iter().enumerate().find_map(|(i, c)| separates(c, a, b).map(|o| (o, i)))
+    (0..objective.rank.len()).find_map(|i| separates(objective, i, a, b).map(|o| (o, i)))
 }
 
-/// `Less` when `a` is significantly better than `b` on `criterion`, `Greater` when worse.
-fn separates(criterion: &Criterion, a: &Candidate, b: &Candidate) -> Option<Ordering> {
+/// `Less` when `a` is better than `b` on criterion `index` of `objective`, `Greater` when
+/// worse, `None` when they tie: the paired 95% interval includes zero, or the means differ by
+/// no more than the criterion's tie threshold, or one of them lacks the metric.
+pub fn separates(objective: &Objective, index: usize, a: &Candidate, b: &Candidate) -> Option<Ordering> {
+    separates_by(objective, index, a, b, true)
+}
+
+/// As [`separates`], without the tie threshold when `practical` is false (any significant
+/// difference counts: what the Pareto front and the trade-offs read).
+pub fn separates_by(
+    objective: &Objective,
+    index: usize,
+    a: &Candidate,
+    b: &Candidate,
+    practical: bool,
+) -> Option<Ordering> {
+    let criterion = &objective.rank[index];
     let (sa, sb) = (criterion.metric.stat(&a.metrics)?, criterion.metric.stat(&b.metrics)?);
     if sa.values.len() != sb.values.len() {
         return None;
@@ -93,6 +147,11 @@ fn separates(criterion: &Criterion, a: &Candidate, b: &Candidate) -> Option<Orde
     if !significant {
         return None;
     }
+    if let (Some(ma), Some(mb), true) = (sa.mean, sb.mean, practical) {
+        if objective.tie_of(criterion).ties(ma, mb) {
+            return None;
+        }
+    }
     let a_higher = mean > 0.0;
     Some(match (criterion.better, a_higher) {
         (Better::Higher, true) | (Better::Lower, false) => Ordering::Less,
@@ -100,8 +159,51 @@ fn separates(criterion: &Criterion, a: &Candidate, b: &Candidate) -> Option<Orde
     })
 }
 
-/// Ranks `candidates` under `objective` (see the module documentation).
+/// True when `a` dominates `b`: significantly worse on no criterion and significantly better on
+/// one (tie thresholds aside: the front shows the trade-offs they settle).
+fn dominates(objective: &Objective, a: &Candidate, b: &Candidate) -> bool {
+    let sides: Vec<Option<Ordering>> =
+        (0..objective.rank.len()).map(|i| separates_by(objective, i, a, b, false)).collect();
+    !sides.contains(&Some(Ordering::Greater)) && sides.contains(&Some(Ordering::Less))
+}
+
+/// Ranks `candidates` under `objective` (see the module documentation). Candidates whose
+/// conditions differ are ranked within their condition, conditions in order of appearance.
 pub fn verdict(objective: &Objective, candidates: &[Candidate]) -> Verdict {
+    let mut groups: Vec<(&Condition, Vec<usize>)> = Vec::new();
+    for (i, c) in candidates.iter().enumerate() {
+        match groups.iter_mut().find(|(k, _)| **k == c.condition) {
+            Some((_, members)) => members.push(i),
+            None => groups.push((&c.condition, vec![i])),
+        }
+    }
+    let compares_conditions = groups.len() > 1;
+    // Name a condition by the aspects that differ between conditions (faults, say), not all.
+    let differs = |a: usize| groups.iter().any(|(k, _)| k.get(a) != groups[0].0.get(a));
+    let mut ranking = Vec::with_capacity(candidates.len());
+    for (condition, members) in &groups {
+        let subset: Vec<&Candidate> = members.iter().map(|&i| &candidates[i]).collect();
+        let words = compares_conditions.then(|| {
+            let parts: Vec<String> = condition
+                .iter()
+                .enumerate()
+                .filter(|&(a, _)| differs(a))
+                .map(|(_, (aspect, words))| format!("{aspect}: {words}"))
+                .collect();
+            parts.join("; ")
+        });
+        for mut r in rank_group(objective, &subset) {
+            r.condition.clone_from(&words);
+            ranking.push(r);
+        }
+    }
+    let single_replication =
+        candidates.iter().any(|c| c.metrics.global.iter().next().is_some_and(|(_, s)| s.values.len() < 2));
+    Verdict { answer: String::new(), objective: objective.clone(), single_replication, compares_conditions, ranking }
+}
+
+/// The ranking of candidates that share one condition.
+fn rank_group(objective: &Objective, candidates: &[&Candidate]) -> Vec<Ranked> {
     let n = candidates.len();
     let requirements: Vec<Vec<RequirementResult>> = candidates
         .iter()
@@ -123,13 +225,15 @@ pub fn verdict(objective: &Objective, candidates: &[Candidate]) -> Verdict {
     for i in 0..n {
         for j in 0..n {
             if i != j {
-                if let Some((Ordering::Less, _)) = compare_pair(objective, &candidates[i], &candidates[j]) {
+                if let Some((Ordering::Less, _)) = compare_pair(objective, candidates[i], candidates[j]) {
                     score[i] += 1;
                     score[j] -= 1;
                 }
             }
         }
     }
+    let front: Vec<bool> =
+        (0..n).map(|i| !(0..n).any(|j| j != i && dominates(objective, candidates[j], candidates[i]))).collect();
     let key = |i: usize, c: &Criterion| {
         let mean = c.metric.stat(&candidates[i].metrics).and_then(|s| s.mean);
         // Better first; missing values last.
@@ -156,7 +260,7 @@ pub fn verdict(objective: &Objective, candidates: &[Candidate]) -> Verdict {
         let (rank, behind_on) = match pos.checked_sub(1).map(|p| order[p]) {
             None => (1, None),
             Some(prev) => {
-                let sep = compare_pair(objective, &candidates[prev], &candidates[i]);
+                let sep = compare_pair(objective, candidates[prev], candidates[i]);
                 let same_requirements = meets[prev] == meets[i];
                 match sep {
                     _ if !same_requirements => (pos + 1, Some("requirements".to_string())),
@@ -171,11 +275,12 @@ pub fn verdict(objective: &Objective, candidates: &[Candidate]) -> Verdict {
             meets_all: meets[i],
             requirements: requirements[i].clone(),
             behind_on,
+            pareto_front: front[i],
+            trade_off: None,
+            condition: None,
         });
     }
-    let single_replication =
-        candidates.iter().any(|c| c.metrics.global.iter().next().is_some_and(|(_, s)| s.values.len() < 2));
-    Verdict { objective: objective.clone(), single_replication, ranking }
+    ranking
 }
 
 #[cfg(test)]
@@ -212,5 +317,60 @@ mod tests {
         assert_eq!(v.ranking[0].variant, "lossy");
         assert_eq!(v.ranking[0].meets_all, Some(true));
         assert_eq!(v.ranking[1].behind_on.as_deref(), Some("requirements"));
+    }
+
+    #[test]
+    fn a_small_significant_success_gain_is_a_tie_and_the_peak_decides() {
+        // "lifo": +0.4 pp success (significant: every replication higher) with 1.9× the load
+        // after recovery; "codel": 1.1×. Under the default 2 pp success tie codel ranks first;
+        // with a 0 pp tie the strict order puts lifo first.
+        let rows = [
+            ("lifo", row(&[0.971, 0.972, 0.970, 0.971], &[1.90, 1.95, 1.88, 1.92])),
+            ("codel", row(&[0.967, 0.968, 0.966, 0.967], &[1.10, 1.05, 1.12, 1.08])),
+            ("fifo", row(&[0.967, 0.968, 0.966, 0.967], &[2.50, 2.55, 2.48, 2.52])),
+        ];
+        let empty: Vec<(String, StatRow)> = Vec::new();
+        let c: Vec<Candidate> = rows.iter().map(|(n, r)| Candidate::new(n, r, &empty, &empty)).collect();
+        let v = verdict(&Objective::default(), &c);
+        let names: Vec<&str> = v.ranking.iter().map(|r| r.variant.as_str()).collect();
+        assert_eq!(names, ["codel", "lifo", "fifo"]);
+        assert_eq!(v.ranking[1].behind_on.as_deref(), Some("peak_after_over_capacity"));
+        // The front: lifo (best success) and codel (best peak); fifo is dominated by codel.
+        let front: Vec<bool> = v.ranking.iter().map(|r| r.pareto_front).collect();
+        assert_eq!(front, [true, true, false]);
+        let mut strict = Objective::default();
+        strict.set_tie("success_ratio", "0pp").unwrap();
+        let v = verdict(&strict, &c);
+        assert_eq!(v.ranking[0].variant, "lifo");
+    }
+
+    #[test]
+    fn variants_under_different_conditions_are_ranked_within_their_condition() {
+        let rows = [
+            ("healthy", row(&[1.0, 1.0, 1.0], &[0.5, 0.5, 0.5])),
+            ("db-down", row(&[0.6, 0.62, 0.61], &[0.2, 0.21, 0.2])),
+            ("db-down-jitter", row(&[0.7, 0.72, 0.71], &[0.2, 0.21, 0.2])),
+        ];
+        let empty: Vec<(String, StatRow)> = Vec::new();
+        let cond = |f: &str| vec![("faults".to_string(), f.to_string()), ("hops".to_string(), "api, db".to_string())];
+        let c: Vec<Candidate> = rows
+            .iter()
+            .map(|(n, r)| {
+                let f = if *n == "healthy" { "none" } else { "outage at db" };
+                Candidate::new(n, r, &empty, &empty).with_setup(n.to_string(), cond(f))
+            })
+            .collect();
+        let v = verdict(&Objective::default(), &c);
+        assert!(v.compares_conditions);
+        let got: Vec<(&str, usize, Option<&str>)> =
+            v.ranking.iter().map(|r| (r.variant.as_str(), r.rank, r.condition.as_deref())).collect();
+        assert_eq!(
+            got,
+            [
+                ("healthy", 1, Some("faults: none")),
+                ("db-down-jitter", 1, Some("faults: outage at db")),
+                ("db-down", 2, Some("faults: outage at db")),
+            ]
+        );
     }
 }

@@ -70,21 +70,29 @@ fn objective(raw: &RawScenario, spec: &SimSpec) -> Result<crate::metrics::object
     let Some(o) = &raw.objective else { return Ok(Objective::default()) };
     let hops: Vec<&str> = spec.hops.iter().map(|h| h.name.as_str()).collect();
     let tenants: Vec<&str> = spec.tenants.iter().map(|t| t.name.as_str()).collect();
-    let mut objective = Objective { rank: Objective::default().rank, require: Vec::new() };
-    if !o.rank.is_empty() {
-        objective.rank = Vec::new();
-    }
+    let mut rank = if o.rank.is_empty() { Objective::default().rank } else { Vec::new() };
     for (i, text) in o.rank.iter().enumerate() {
         let c = Criterion::parse(text)
             .and_then(|c| c.metric.check_names(&hops, &tenants).map(|()| c))
             .map_err(|e| Invalid::at(&format!("objective.rank.{i}"), e))?;
-        objective.rank.push(c);
+        rank.push(c);
     }
+    let mut require = Vec::new();
     for (i, text) in o.require.iter().enumerate() {
         let r = Requirement::parse(text)
             .and_then(|r| r.metric.check_names(&hops, &tenants).map(|()| r))
             .map_err(|e| Invalid::at(&format!("objective.require.{i}"), e))?;
-        objective.require.push(r);
+        require.push(r);
+    }
+    let mut objective = Objective::with_default_ties(rank, require);
+    for (key, value) in &o.tie {
+        let text = match value {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(n) => n.to_string(),
+            toml::Value::Float(x) => x.to_string(),
+            other => format!("{other}"),
+        };
+        objective.set_tie(key, &text).map_err(|e| Invalid::at(&format!("objective.tie.{key}"), e))?;
     }
     Ok(objective)
 }

@@ -69,6 +69,10 @@ pub struct RawObjective {
     pub rank: Vec<String>,
     #[serde(default)]
     pub require: Vec<String>,
+    /// Tie thresholds per ranked metric: `"0.5pp"`, `"10%"` or a number (kept as TOML values so
+    /// a bad one is refused with the field's name).
+    #[serde(default)]
+    pub tie: std::collections::BTreeMap<String, toml::Value>,
 }
 
 /// `[[tenant]]`.

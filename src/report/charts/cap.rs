@@ -29,8 +29,7 @@ pub fn capped(data: &ReportData) -> (std::borrow::Cow<'_, ReportData>, Option<St
     let mut out = data.clone();
     let mut notes = Vec::new();
     if variants > PANELS_MAX {
-        let candidates: Vec<Candidate> =
-            data.variants.iter().map(|v| Candidate::new(&v.name, &v.metrics, &v.hops, &v.tenants)).collect();
+        let candidates: Vec<Candidate> = data.variants.iter().map(|v| v.candidate()).collect();
         let ranking = verdict(&data.objective, &candidates).ranking;
         let mut keep: Vec<usize> = vec![0];
         for r in &ranking {

@@ -142,8 +142,7 @@ impl Lines {
         let n = data.variants.len();
         let mut led = vec![n <= LEADERS_MAX; n];
         if n > LEADERS_MAX {
-            let candidates: Vec<Candidate> =
-                data.variants.iter().map(|v| Candidate::new(&v.name, &v.metrics, &v.hops, &v.tenants)).collect();
+            let candidates: Vec<Candidate> = data.variants.iter().map(|v| v.candidate()).collect();
             led[0] = true;
             let mut count = 1;
             for r in verdict(&data.objective, &candidates).ranking {

@@ -31,7 +31,7 @@ impl SweepMetric {
     }
 }
 
-/// The metrics a sweep chart shows, in panel order.
+/// The metrics a sweep chart shows, in panel order (see [`sweep_metrics`] for the first).
 pub const SWEEP_METRICS: [SweepMetric; 6] = [
     SweepMetric { metric: Metric::PeakOverCapacity, title: "Peak load ÷ capacity (×)" },
     SweepMetric { metric: Metric::Amplification, title: "Attempts per request (×)" },
@@ -40,6 +40,23 @@ pub const SWEEP_METRICS: [SweepMetric; 6] = [
     SweepMetric { metric: Metric::Duplicates, title: "Duplicated side effects per run" },
     SweepMetric { metric: Metric::LatencySP99, title: "p99 latency of succeeded requests (s)" },
 ];
+
+/// The panels of `data`'s sweep chart: the headline is the load after recovery, so with a
+/// trigger (a post-recovery peak in some cell) the first panel is the peak after recovery; without
+/// one, the run's peak.
+pub fn sweep_metrics(data: &SweepData) -> [SweepMetric; 6] {
+    let mut metrics = SWEEP_METRICS;
+    let cells: usize = data.axes.iter().map(|a| a.labels.len()).product();
+    let after = (0..cells).any(|c| {
+        (0..data.variants.len())
+            .any(|v| data.stat(c, v, Metric::PeakAfterOverCapacity).is_some_and(|s| s.mean.is_some()))
+    });
+    if after {
+        metrics[0] =
+            SweepMetric { metric: Metric::PeakAfterOverCapacity, title: "Peak load after recovery ÷ capacity (×)" };
+    }
+    metrics
+}
 
 /// The horizontal axis of a one-parameter sweep: (low, high, log?) over the swept values'
 /// positions (numeric, or 0, 1, 2, … for names).
@@ -86,7 +103,7 @@ where
     let root = with_key(&root, &key)?;
     let (xs, log) = x_positions(axis);
     let panels = root.split_evenly((2, 3));
-    for (m, panel) in SWEEP_METRICS.iter().zip(panels.iter()) {
+    for (m, panel) in sweep_metrics(data).iter().zip(panels.iter()) {
         if log {
             let (lo, hi) = (xs.iter().copied().fold(f64::INFINITY, f64::min), xs.iter().copied().fold(0.0, f64::max));
             let x_axis = LogAxis::with_ticks(lo / 1.25, hi * 1.25, xs.clone());
@@ -346,7 +363,7 @@ impl super::Figure for SweepFigure<'_> {
     fn stem(&self) -> String {
         match self.chart {
             SweepChart::Lines => "sweep_metrics".into(),
-            SweepChart::Heatmap(i) => format!("sweep_heatmap_{}", SWEEP_METRICS[i].metric),
+            SweepChart::Heatmap(i) => format!("sweep_heatmap_{}", sweep_metrics(self.data)[i].metric),
         }
     }
 
@@ -357,7 +374,9 @@ impl super::Figure for SweepFigure<'_> {
             }
             SweepChart::Heatmap(i) => format!(
                 "{} for every combination of {} and {}, one panel per variant, one colour scale.",
-                SWEEP_METRICS[i].title, self.data.axes[0].path, self.data.axes[1].path
+                sweep_metrics(self.data)[i].title,
+                self.data.axes[0].path,
+                self.data.axes[1].path
             ),
         }
     }
@@ -379,7 +398,7 @@ impl super::Figure for SweepFigure<'_> {
     {
         match self.chart {
             SweepChart::Lines => draw_lines(root, self.data),
-            SweepChart::Heatmap(i) => draw_heatmaps(root, self.data, &SWEEP_METRICS[i]),
+            SweepChart::Heatmap(i) => draw_heatmaps(root, self.data, &sweep_metrics(self.data)[i]),
         }
     }
 }
