@@ -60,3 +60,30 @@ fn a_mistyped_flag_or_subcommand_gets_a_did_you_mean() {
         assert_eq!(err.lines().count(), 1, "one line: {err}");
     }
 }
+
+/// Issue 36: the main job's stdout (the README's first command, `compare` on outage-herd) and
+/// the 16-variant overload-shedding table fit a laptop's 100-column terminal — the table's
+/// variant columns continue in blocks, prose lines wrap — and `--wide` leaves them whole.
+#[test]
+fn stdout_fits_100_columns_and_wide_allows_more() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let widest = |args: &[&str]| -> (usize, String) {
+        let output = retrystorm(args);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let text = String::from_utf8(output.stdout).expect("UTF-8");
+        (text.lines().map(|l| l.chars().count()).max().unwrap_or(0), text)
+    };
+    let herd = format!("{root}/scenarios/outage-herd.toml");
+    let out = tmp.path().join("herd");
+    let (width, text) = widest(&["compare", &herd, "--replications", "2", "--out", out.to_str().unwrap()]);
+    assert!(width <= 100, "a line of {width} columns:\n{text}");
+    assert!(text.contains("decorrelated") && text.contains("Verdict"), "{text}");
+    let (wide, _) =
+        widest(&["compare", &herd, "--replications", "2", "--wide", "--out", out.to_str().unwrap(), "--force"]);
+    assert!(wide > 100, "--wide leaves long lines whole: {wide} columns");
+    let shedding = format!("{root}/scenarios/overload-shedding.toml");
+    let out = tmp.path().join("shedding");
+    let (width, text) = widest(&["run", &shedding, "--replications", "2", "--out", out.to_str().unwrap()]);
+    assert!(width <= 100, "a line of {width} columns:\n{text}");
+}

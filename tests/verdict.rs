@@ -7,10 +7,14 @@ use common::*;
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// Runs the binary; `run`, `compare` and `sweep` with `--wide`, so the verdict's lines are read
+/// whole (tests/cli.rs checks the 100-column default).
 fn retrystorm(args: &[&str]) -> Output {
+    let wide = matches!(args.first(), Some(&("run" | "compare" | "sweep")));
     Command::new(env!("CARGO_BIN_EXE_retrystorm"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args(args)
+        .args(wide.then_some("--wide"))
         .output()
         .expect("runs")
 }

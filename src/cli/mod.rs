@@ -67,6 +67,10 @@ pub struct RunArgs {
     /// No progress bar and no table on stdout.
     #[arg(long)]
     pub quiet: bool,
+    /// Wide stdout: table blocks up to 160 columns, prose lines unwrapped (default: every line
+    /// fits 100 columns, a laptop's terminal).
+    #[arg(long)]
+    pub wide: bool,
     /// Write into --out even if it holds files retrystorm did not write (they are left alone).
     #[arg(long)]
     pub force: bool,
@@ -295,9 +299,11 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
     // The directory was checked before simulating: a failure now is an I/O failure, not bad input.
     let written = report::write_study(&claim, &study).map_err(|e| CliError::Failure(e.to_string()))?;
     if !args.quiet {
-        print!("{}", table::summary_table(&study));
-        print!("{}", replicas::replicas_text(&study));
-        print!("{}", table::verdict_text(&study));
+        // `--wide`: table blocks up to 160 columns and prose lines whole.
+        let width = if args.wide { table::WIDE } else { table::WIDTH };
+        print!("{}", table::summary_table(&study, width));
+        print!("{}", table::fit(&replicas::replicas_text(&study), width));
+        print!("{}", table::verdict_text(&study, width));
         println!("wrote {} files to {}", written.len(), out.display());
     }
     Ok(())
@@ -393,7 +399,7 @@ pub fn claim(out: &std::path::Path, force: bool) -> Result<report::Claim, CliErr
 }
 
 /// The command line without what cannot change results (the binary's path, `--out`,
-/// `--threads`, `--quiet`), so that summary.json stays identical whatever those are.
+/// `--threads`, `--quiet`, `--wide`), so that summary.json stays identical whatever those are.
 pub fn result_command(args: impl Iterator<Item = String>) -> Vec<String> {
     let mut out = vec!["retrystorm".to_string()];
     let mut args = args.skip(1);
@@ -402,7 +408,7 @@ pub fn result_command(args: impl Iterator<Item = String>) -> Vec<String> {
             "--out" | "--threads" => {
                 args.next();
             }
-            "--quiet" => {}
+            "--quiet" | "--wide" => {}
             _ if a.starts_with("--out=") || a.starts_with("--threads=") => {}
             _ => out.push(a),
         }

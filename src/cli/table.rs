@@ -32,8 +32,48 @@ fn plain_rows(v: &crate::runner::VariantResult) -> Vec<(String, Vec<String>)> {
 /// The metric whose paired difference vs the baseline the sweep table shows.
 pub const DIFF_METRIC: Metric = Metric::Attempts;
 
-/// The widest a table line gets before the variant columns continue in another block.
-const WIDTH: usize = 160;
+/// The widest a line of stdout gets by default (a laptop's terminal): the table's variant
+/// columns continue in another block past it, and prose lines wrap ([`fit`]).
+pub const WIDTH: usize = 100;
+
+/// The table's width with `--wide`, which also leaves prose lines whole.
+pub const WIDE: usize = 160;
+
+/// `text` with every line longer than `width` (below [`WIDE`]) broken at spaces; the continuation lines are
+/// indented two more than the line's own indent. Table rows (fitted by [`render`]) are left as
+/// they are unless a single column with its label is wider than `width`.
+pub fn fit(text: &str, width: usize) -> String {
+    if width >= WIDE {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        if line.chars().count() <= width {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        let indent = line.chars().take_while(|c| *c == ' ').count();
+        let mut current = " ".repeat(indent);
+        let mut has_word = false;
+        for word in line[indent..].split(' ') {
+            if has_word && current.chars().count() + 1 + word.chars().count() > width {
+                out.push_str(current.trim_end());
+                out.push('\n');
+                current = " ".repeat(indent + 2);
+                has_word = false;
+            }
+            if has_word {
+                current.push(' ');
+            }
+            current.push_str(word);
+            has_word = true;
+        }
+        out.push_str(current.trim_end());
+        out.push('\n');
+    }
+    out
+}
 
 /// How the values read: means ±95% CI half-widths, or why there is no ±.
 fn precision_note(study: &Study) -> String {
@@ -55,8 +95,8 @@ fn precision_note(study: &Study) -> String {
     }
 }
 
-/// `rows` (label, cells) under `names`, the variant columns split into blocks that fit [`WIDTH`].
-fn render(out: &mut String, names: &[String], rows: &[(String, Vec<String>)]) {
+/// `rows` (label, cells) under `names`, the variant columns split into blocks that fit `width`.
+fn render(out: &mut String, names: &[String], rows: &[(String, Vec<String>)], width: usize) {
     let label_w = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
     let col_w: Vec<usize> = (0..names.len())
         .map(|c| rows.iter().map(|r| r.1[c].chars().count()).chain([names[c].chars().count()]).max().unwrap_or(0))
@@ -64,9 +104,9 @@ fn render(out: &mut String, names: &[String], rows: &[(String, Vec<String>)]) {
     let mut start = 0;
     while start < names.len() {
         let mut end = start + 1;
-        let mut width = label_w + 2 + col_w[start];
-        while end < names.len() && width + 2 + col_w[end] <= WIDTH {
-            width += 2 + col_w[end];
+        let mut line_w = 2 + label_w + 2 + col_w[start];
+        while end < names.len() && line_w + 2 + col_w[end] <= width {
+            line_w += 2 + col_w[end];
             end += 1;
         }
         let mut line = format!("  {:label_w$}", "");
@@ -87,8 +127,8 @@ fn render(out: &mut String, names: &[String], rows: &[(String, Vec<String>)]) {
     }
 }
 
-/// The table as text.
-pub fn summary_table(study: &Study) -> String {
+/// The table as text, its lines at most `width` columns wide where they can be.
+pub fn summary_table(study: &Study, width: usize) -> String {
     let mut out = String::new();
     // Column headings as people read them: `none — immediate retry`, not `none`.
     let names: Vec<String> = study
@@ -99,7 +139,7 @@ pub fn summary_table(study: &Study) -> String {
     let _ =
         writeln!(out, "{}: {} variant(s), seed {}; {}", study.scenario, names.len(), study.seed, precision_note(study));
     if names.len() < 2 {
-        render(&mut out, &names, &plain_rows(&study.variants[0]));
+        render(&mut out, &names, &plain_rows(&study.variants[0]), width);
         return out;
     }
     let baseline = study.comparisons.first().map_or(names[0].as_str(), |c| {
@@ -116,7 +156,7 @@ pub fn summary_table(study: &Study) -> String {
             out,
             "What differs: nothing (no metric's {rule} {baseline} excludes 0); the values, as {baseline} has them (non-zero system metrics):"
         );
-        render(&mut out, &names[..1], &plain_rows(&study.variants[0]));
+        render(&mut out, &names[..1], &plain_rows(&study.variants[0]), width);
     } else {
         let _ = writeln!(
             out,
@@ -128,7 +168,7 @@ pub fn summary_table(study: &Study) -> String {
             .iter()
             .map(|r| (format!("{}{}", if r.objective { "* " } else { "  " }, r.label), r.cells.clone()))
             .collect();
-        render(&mut out, &names, &rows);
+        render(&mut out, &names, &rows, width);
     }
     if !differs.implied.is_empty() {
         let _ = writeln!(
@@ -150,16 +190,16 @@ pub fn summary_table(study: &Study) -> String {
             if names.is_empty() { "—".into() } else { names.join(", ") }
         );
     }
-    out
+    fit(&out, width)
 }
 
 /// The verdict lines that end stdout (the answer first).
-pub fn verdict_text(study: &Study) -> String {
+pub fn verdict_text(study: &Study, width: usize) -> String {
     let mut out = String::new();
     for line in crate::report::verdict_text::for_study(study).1 {
         let _ = writeln!(out, "{line}");
     }
-    out
+    fit(&out, width)
 }
 
 #[cfg(test)]
@@ -190,7 +230,8 @@ mod tests {
     #[test]
     fn chain_amplification_leads_with_the_db_amplification() {
         let study = study("chain-amplification", &[]);
-        let text = summary_table(&study);
+        // `--wide`: these tests read the prose lines whole (tests/cli.rs checks the 100 columns).
+        let text = summary_table(&study, WIDE);
         let rows = rows(&text);
         // The verdict ranks by the db's amplification: 64× with retries at every layer, 4× at the top only.
         assert!(rows[0].starts_with("  * hop db · amplification ↓"), "{text}");
@@ -224,7 +265,7 @@ mod tests {
     #[test]
     fn one_replication_prints_no_interval_and_says_why() {
         let study = study("chain-amplification", &["replications=1"]);
-        let text = summary_table(&study);
+        let text = summary_table(&study, WIDE);
         assert!(text.contains("values without ± (a 95% confidence interval needs at least 2 replications)"), "{text}");
         assert!(!rows(&text).iter().any(|r| r.contains('±')), "{text}");
     }
@@ -232,9 +273,18 @@ mod tests {
     #[test]
     fn nothing_differs_collapses_and_shows_the_values_once() {
         let study = study("idempotency-in-flight", &[]);
-        let text = summary_table(&study);
+        let text = summary_table(&study, WIDE);
         assert!(text.contains("What differs: nothing"), "{text}");
         assert!(text.contains("system · keys released"), "{text}");
         assert!(text.lines().any(|l| l.starts_with("Equal in every variant: attempts")), "{text}");
+    }
+
+    #[test]
+    fn fit_wraps_long_lines_under_their_indent_and_leaves_short_ones() {
+        let text = "short line\n  a b c d e f g h\n";
+        assert_eq!(fit(text, 10), "short line\n  a b c d\n    e f g\n    h\n");
+        assert_eq!(fit(text, 100), text);
+        // A word longer than the width keeps a line of its own.
+        assert_eq!(fit("x abcdefghijkl y", 5), "x\n  abcdefghijkl\n  y\n");
     }
 }
