@@ -17,6 +17,18 @@ fn decimals_for(half: f64) -> usize {
     (HALF_DIGITS - 1 - mag).clamp(0, 12) as usize
 }
 
+/// Most significant digits a mean with an interval shows (a tighter interval does not add more).
+const MEAN_DIGITS: i32 = 4;
+
+/// Decimal places that keep [`MEAN_DIGITS`] significant digits of `m` (none for |m| ≥ 1,000).
+fn mean_decimals_max(m: f64) -> usize {
+    if m == 0.0 || !m.is_finite() {
+        return 12;
+    }
+    let mag = m.abs().log10().floor() as i32;
+    (MEAN_DIGITS - 1 - mag).clamp(0, 12) as usize
+}
+
 /// A number with thousands separators and `decimals` places.
 pub fn grouped(x: f64, decimals: usize) -> String {
     let text = format!("{:.*}", decimals, x.abs());
@@ -113,7 +125,16 @@ pub fn value(metric: Metric, stat: Option<&Stat>) -> String {
         let body = if m.fract() == 0.0 { grouped(m, 0) } else { sig3(m) };
         return format!("{body}{suffix} (exact){null_note}");
     }
-    let d = decimals_for(half);
+    // Precision follows the interval, up to MEAN_DIGITS significant digits of the mean: a
+    // half-width below one unit of that last digit is written `±<unit` (`22.70 s ±<0.01`, not
+    // `22.700076 s ±0.000061`).
+    let d_cap = mean_decimals_max(m);
+    let d = decimals_for(half).min(d_cap);
+    if decimals_for(half) > d_cap && half < 0.5 * 10f64.powi(-(d as i32)) {
+        let ci_suffix = if unit == Unit::Share { " pp" } else { "" };
+        let below = grouped(10f64.powi(-(d as i32)), d);
+        return format!("{}{suffix} ±<{below}{ci_suffix}{null_note}", grouped(m, d));
+    }
     // An interval kept within the metric's range (log scale, floored at 0, a share within
     // [0, 1]) is not symmetric about the mean: its bounds are written, not a ±.
     if let Some([lo, hi]) = stat.ci95.map(|[lo, hi]| [lo / div, hi / div]) {
@@ -155,6 +176,14 @@ mod tests {
         let skewed = Stat::with_interval(vec![Some(0.05), Some(0.7)], Metric::RecoveryTimeS.interval());
         let text = value(Metric::RecoveryTimeS, Some(&skewed));
         assert!(text.starts_with("375 ms [") && !text.contains('-') && !text.contains('±'), "{text}");
+        // A very tight interval does not add digits past four significant ones of the mean.
+        let tight = Stat::from_values(vec![Some(22.700_01), Some(22.700_08), Some(22.700_14)]);
+        assert_eq!(value(Metric::CompletionTimeS, Some(&tight)), "22.70 s ±<0.01");
+        let tight = Stat::from_values(vec![Some(9.241), Some(9.2457), Some(9.25)]);
+        assert_eq!(value(Metric::Amplification, Some(&tight)), "9.246× ±0.011");
+        let share = Stat::from_values(vec![Some(0.92941), Some(0.92942), Some(0.92943)]);
+        assert_eq!(value(Metric::SuccessRatio, Some(&share)), "92.94% ±<0.01 pp");
+        assert_eq!(value(Metric::Attempts, Some(&stat(&[92_457.0, 92_400.0, 92_520.0]))), "92,459 ±149");
         assert_eq!(decimals_for(0.031), 3);
         assert_eq!(decimals_for(12.0), 0);
     }
