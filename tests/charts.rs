@@ -412,9 +412,13 @@ fn the_report_table_counts_each_recovery_outcome_as_summary_json_does() {
         let (recovered, metastable, hidden) = (ones("recovered"), ones("metastable"), ones("recovery_unobservable"));
         assert_eq!(recovered + metastable + hidden, 8, "{}: every run has exactly one outcome", v["name"]);
         seen_metastable |= metastable > 0;
-        let cell = format!("{recovered} recovered · {metastable} metastable · {hidden} not observable, of 8");
-        assert!(html.contains(&cell), "report.html lacks `{cell}` for {}", v["name"]);
+        // The row's last cell, under "runs of 8: recovered · metastable · not observable".
+        let row_start = html.find(&format!("</span>{}</td>", v["name"].as_str().unwrap())).expect("the variant's row");
+        let row = &html[row_start..row_start + html[row_start..].find("</tr>").expect("row ends")];
+        let cell = format!("<td class=\"outcomes\">{recovered} · {metastable} · {hidden}</td>");
+        assert!(row.ends_with(&cell), "report.html's row for {} lacks `{cell}`: {row}", v["name"]);
     }
+    assert!(html.contains("<th>runs of 8: recovered · metastable · not observable</th>"));
     assert!(seen_metastable, "metastable-collapse's no-backoff gets stuck in most runs");
 }
 

@@ -41,14 +41,16 @@ pub const WIDE: usize = 160;
 
 /// `text` with every line longer than `width` (below [`WIDE`]) broken at spaces; the continuation lines are
 /// indented two more than the line's own indent. Table rows (fitted by [`render`]) are left as
-/// they are unless a single column with its label is wider than `width`.
+/// they are unless a single column with its label is wider than `width`; a line that is a
+/// `retrystorm …` command stays whole, to be copied.
 pub fn fit(text: &str, width: usize) -> String {
     if width >= WIDE {
         return text.to_string();
     }
     let mut out = String::with_capacity(text.len());
     for line in text.lines() {
-        if line.chars().count() <= width {
+        // A command line to copy stays whole.
+        if line.chars().count() <= width || line.trim_start().starts_with("retrystorm ") {
             out.push_str(line);
             out.push('\n');
             continue;
@@ -197,6 +199,8 @@ pub fn summary_table(study: &Study, width: usize) -> String {
 pub fn verdict_text(study: &Study, width: usize) -> String {
     let mut out = String::new();
     for line in crate::report::verdict_text::for_study(study).1 {
+        // A command to copy goes on a line of its own, which `fit` leaves whole.
+        let line = if width < WIDE { line.replacen(": retrystorm ", ":\n  retrystorm ", 1) } else { line };
         let _ = writeln!(out, "{line}");
     }
     fit(&out, width)

@@ -12,18 +12,22 @@ use std::fmt::Write;
 
 const STYLE: &str = "
 body { font-family: system-ui, -apple-system, 'Segoe UI', 'DejaVu Sans', sans-serif; margin: 0 auto;
-       max-width: 1240px; padding: 24px; color: #1a1a1a; line-height: 1.45; }
+       max-width: 1400px; padding: 24px; color: #1a1a1a; line-height: 1.45; box-sizing: border-box; }
 h1 { margin-bottom: 0; } .meta { color: #555; margin-top: 4px; }
 h2 { border-bottom: 1px solid #ddd; padding-bottom: 4px; margin-top: 36px; }
-table { border-collapse: collapse; margin: 8px 0 16px; font-size: 14px; display: block; overflow-x: auto; max-width: 100%; }
-td:first-child, th { white-space: nowrap; } .scroll { overflow-x: auto; max-width: 100%; }
+table { border-collapse: collapse; margin: 8px 0 16px; font-size: 13px; display: block; overflow-x: auto; max-width: 100%; }
+td:first-child { white-space: nowrap; } th { white-space: normal; vertical-align: bottom; min-width: 4.5em; }
+.scroll { overflow-x: auto; max-width: 100%; } td.outcomes { text-align: center; white-space: nowrap; }
 nav.toc { margin: 12px 0; } nav.toc a { margin-right: 14px; } .verdict li { margin-bottom: 4px; }
-th, td { border-bottom: 1px solid #e4e4e4; padding: 5px 10px; text-align: left; vertical-align: top; }
+th, td { border-bottom: 1px solid #e4e4e4; padding: 4px 6px; text-align: left; vertical-align: top; }
 th { background: #f6f6f6; } td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.num:has(span.nw) { white-space: normal; } .nw { white-space: nowrap; }
 .swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
 .findings li { margin-bottom: 6px; } .warn { background: #fff7e0; border-left: 4px solid #e69f00; padding: 8px 14px; }
-figure { margin: 20px 0 36px; } figcaption { color: #444; margin-bottom: 8px; }
-figure svg { max-width: 100%; height: auto; border: 1px solid #eee; }
+figure { margin: 20px 0 36px; overflow-x: auto; } figcaption { color: #444; margin-bottom: 8px; }
+/* A chart keeps at least 1,000 px (its text ≥ 2/3 of its drawn size): on a narrow screen it
+   scrolls sideways rather than shrinking its axis text below reading size. */
+figure svg { max-width: 100%; min-width: 1000px; height: auto; border: 1px solid #eee; }
 code { background: #f3f3f3; padding: 1px 4px; border-radius: 3px; }
 ";
 
@@ -43,16 +47,16 @@ pub fn escape(text: &str) -> String {
 }
 
 /// Columns of the summary table (headings, scales and units from the catalogue).
-const SUMMARY_COLUMNS: [Metric; 11] = [
+/// Nine, so that the table with its outcome counts fits 1,400 px (p50 latency and attempts,
+/// which amplification implies, are in summary.csv).
+const SUMMARY_COLUMNS: [Metric; 9] = [
     Metric::SuccessRatio,
     Metric::PeakAfterOverCapacity,
     Metric::TimeOverCapacityAfterS,
     Metric::RecoveryTimeS,
     Metric::Dlq,
     Metric::LatencySP99,
-    Metric::LatencySP50,
     Metric::Amplification,
-    Metric::Attempts,
     Metric::PeakOverCapacity,
     Metric::Duplicates,
 ];
@@ -261,7 +265,8 @@ fn summary_table(h: &mut String, data: &ReportData) {
         data.replications
     );
     headings(h, &SUMMARY_COLUMNS, data.variants.iter().any(|v| v.setup.trigger_end_s.is_some()));
-    h.push_str("<th>recovery outcomes (runs)</th></tr>\n");
+    let runs = data.replications;
+    let _ = writeln!(h, "<th>runs of {runs}: recovered · metastable · not observable</th></tr>");
     let colours = variant_colours(data);
     for (i, v) in data.variants.iter().enumerate() {
         let _ = write!(h, "<tr><td>{}{}</td>", swatch(colours[i]), escape(&v.label()));
@@ -270,9 +275,9 @@ fn summary_table(h: &mut String, data: &ReportData) {
                 Some(s) => cell_text(s, metric),
                 None => "–".into(),
             };
-            let _ = write!(h, "<td class=\"num\">{}</td>", escape(&cell));
+            let _ = write!(h, "<td class=\"num\">{}</td>", breakable(&cell));
         }
-        let _ = write!(h, "<td>{}</td>", escape(&outcome_counts(&v.metrics)));
+        let _ = write!(h, "<td class=\"outcomes\">{}</td>", escape(&outcome_counts(&v.metrics)));
         h.push_str("</tr>\n");
     }
     h.push_str(
@@ -283,11 +288,10 @@ fn summary_table(h: &mut String, data: &ReportData) {
 /// How many replications recovered, stayed overloaded (metastable) or could not show a recovery.
 pub fn outcome_counts(metrics: &crate::metrics::stats::StatRow) -> String {
     let count = |m: Metric| metrics.get(m).map_or(0, |s| s.values.iter().filter(|v| **v == Some(1.0)).count());
-    let runs = metrics.get(Metric::Recovered).map_or(0, |s| s.values.len());
     let cut = count(Metric::RecoveryCutOff);
-    let cut = if cut > 0 { format!(" ({cut} run cut off)") } else { String::new() };
+    let cut = if cut > 0 { format!(" ({cut} cut off)") } else { String::new() };
     format!(
-        "{} recovered · {} metastable · {} not observable{cut}, of {runs}",
+        "{} · {} · {}{cut}",
         count(Metric::Recovered),
         count(Metric::Metastable),
         count(Metric::RecoveryUnobservable)
@@ -302,6 +306,19 @@ fn headings(h: &mut String, columns: &[Metric], trigger: bool) {
 
 /// A table cell: the same text as the terminal table's ([`values::value`]: units scaled to the
 /// value, precision following the 95% CI, `(exact)` when every replication agrees).
+/// A summary cell whose interval (` ±…` or ` […]`) may go to a second line when the table is
+/// too wide for the page, the value and the interval each kept whole.
+fn breakable(cell: &str) -> String {
+    match cell.find(" ±").or_else(|| cell.find(" [")) {
+        Some(at) => format!(
+            "<span class=\"nw\">{}</span> <span class=\"nw\">{}</span>",
+            escape(&cell[..at]),
+            escape(&cell[at + 1..])
+        ),
+        None => format!("<span class=\"nw\">{}</span>", escape(cell)),
+    }
+}
+
 fn cell_text(s: &crate::metrics::stats::Stat, metric: Metric) -> String {
     super::values::value(metric, Some(s))
 }
