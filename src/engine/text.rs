@@ -13,13 +13,25 @@ pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         return None;
     }
     let limit = (len / 3).max(2);
+    let candidates: Vec<&'a str> = candidates.into_iter().collect();
     candidates
-        .into_iter()
+        .iter()
+        .copied()
         .filter(|c| c.len() <= 4 * (len + limit) && c.chars().count().abs_diff(len) <= limit)
         .map(|c| (edit_distance(word, c), c))
         .filter(|&(d, _)| d <= limit)
         .min()
         .map(|(_, c)| c)
+        .or_else(|| prefixed(word, &candidates))
+}
+
+/// A short word that begins a candidate's name (`aws` for `aws-standard`): the shortest such
+/// candidate, so a family name leads to its first member.
+fn prefixed<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    if word.chars().count() < 2 {
+        return None;
+    }
+    candidates.iter().copied().filter(|c| c.starts_with(word)).min_by_key(|c| (c.len(), *c))
 }
 
 /// Levenshtein distance over chars.
@@ -36,4 +48,17 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::closest;
+
+    #[test]
+    fn a_family_name_suggests_its_first_member() {
+        let names = ["aws-standard", "aws-legacy", "grpc-default"];
+        assert_eq!(closest("aws", names), Some("aws-legacy"));
+        assert_eq!(closest("grpc", names), Some("grpc-default"));
+        assert_eq!(closest("zzz", names), None);
+    }
 }
