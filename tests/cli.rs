@@ -92,3 +92,25 @@ fn stdout_fits_100_columns_and_wide_allows_more() {
     let width = text.lines().filter(|l| !l.trim_start().starts_with("retrystorm ")).map(|l| l.chars().count()).max();
     assert!(width.unwrap_or(0) <= 100, "a line of {width:?} columns:\n{text}");
 }
+
+/// Issue 36: `init --from` a config with several entries names the flag to give (`--select`),
+/// not a line of the file it would have written, and writes nothing.
+#[test]
+fn init_from_a_config_with_several_entries_asks_for_the_select_flag() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let file = tmp.path().join("prod.toml");
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/data/grpc-service-config.json");
+    let output = retrystorm(&["init", file.to_str().unwrap(), "--from", config]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("error: init: --from ") && stderr.contains("grpc-service-config.json: "), "{stderr}");
+    assert!(stderr.contains("choose one with --select service/method (shop.Checkout/PlaceOrder, "), "{stderr}");
+    assert!(!stderr.contains("prod.toml") && !stderr.contains("select = "), "{stderr}");
+    assert!(!file.exists(), "nothing written");
+    // With the flag, it writes the scenario.
+    let output =
+        retrystorm(&["init", file.to_str().unwrap(), "--from", config, "--select", "shop.Checkout/PlaceOrder"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(file.exists());
+}

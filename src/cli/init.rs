@@ -56,6 +56,29 @@ enum Source {
     Config { path: String },
 }
 
+/// An imported config that needs an entry chosen is the user's `--select` to give, not a line of
+/// the file `init` would have written: the importer's message (after the generated file's
+/// location) with `select = "X"` said as the flag, `--select X`.
+fn select_message(error: &str) -> Option<String> {
+    if !error.contains("select = \"") {
+        return None;
+    }
+    let at = error.find("import`: ")?;
+    let message = &error[at + "import`: ".len()..];
+    let mut out = String::new();
+    let mut rest = message;
+    while let Some(i) = rest.find("select = \"") {
+        out.push_str(&rest[..i]);
+        let value = &rest[i + "select = \"".len()..];
+        let end = value.find('"').unwrap_or(value.len());
+        out.push_str("--select ");
+        out.push_str(&value[..end]);
+        rest = value.get(end + 1..).unwrap_or("");
+    }
+    out.push_str(rest);
+    Some(format!("--from {out}"))
+}
+
 fn bad(message: String) -> CliError {
     CliError::BadInput(format!("init: {message}"))
 }
@@ -70,8 +93,10 @@ pub fn run(args: InitArgs) -> Result<(), CliError> {
     let text = scenario_text(&args, &sources)?;
     let name = args.file.display().to_string();
     // Validate as `run` will (paths relative to the file's directory) before writing anything.
-    let scenario = Scenario::from_source(&name, &text, &[])
-        .map_err(|e| bad(format!("the generated scenario does not validate: {e}")))?;
+    let scenario = Scenario::from_source(&name, &text, &[]).map_err(|e| {
+        let text = e.to_string();
+        bad(select_message(&text).unwrap_or_else(|| format!("the generated scenario does not validate: {text}")))
+    })?;
     crate::report::files::write_atomic(&args.file, text.as_bytes()).map_err(|e| bad(e.to_string()))?;
     for w in &scenario.warnings {
         eprintln!("warning: {w}");
