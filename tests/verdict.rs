@@ -30,6 +30,24 @@ fn verdict_section(text: &str) -> Vec<String> {
     lines[start..].iter().map(|l| l.to_string()).collect()
 }
 
+/// outage-herd's five strategies with 5,000 clients, 3 replications, into `out`: a run where no
+/// variant meets every requirement.
+fn herd_5000(out: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "compare",
+        "scenarios/outage-herd.toml",
+        "--replications",
+        "3",
+        "--threads",
+        "2",
+        "--set",
+        "tenant.main.clients=5000",
+    ];
+    args.extend_from_slice(extra);
+    args.extend(["--out", out]);
+    retrystorm(&args)
+}
+
 fn summary(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary.json")).expect("valid JSON")
 }
@@ -174,18 +192,7 @@ fn a_tie_threshold_of_zero_restores_the_strict_order() {
 fn no_variant_meeting_the_requirements_answers_with_the_closest_and_the_plan_command() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
-    let o = retrystorm(&[
-        "compare",
-        "scenarios/outage-herd.toml",
-        "--replications",
-        "3",
-        "--threads",
-        "2",
-        "--set",
-        "tenant.main.clients=5000",
-        "--out",
-        out,
-    ]);
+    let o = herd_5000(out, &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v = verdict_section(&stdout(&o));
     assert!(v[0].starts_with("No variant meets every requirement; closest: "), "{}", v[0]);
@@ -275,19 +282,7 @@ fn findings(html: &str) -> Vec<String> {
 fn the_report_leads_with_success_and_the_load_after_recovery() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
-    let o = retrystorm(&[
-        "compare",
-        "scenarios/outage-herd.toml",
-        "--replications",
-        "3",
-        "--threads",
-        "2",
-        "--set",
-        "tenant.main.clients=5000",
-        "--quiet",
-        "--out",
-        out,
-    ]);
+    let o = herd_5000(out, &["--quiet"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
     let table = &html[html.find("<h2 id=\"summary\">").unwrap()..];

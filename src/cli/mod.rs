@@ -324,30 +324,18 @@ pub fn truncation_warnings<'a>(
                 "warning: {} of {} runs stopped early ({}); their results are partial:",
                 t.stopped, t.total, t.why
             );
-            let mut units: Vec<String> = header.split(' ').map(str::to_string).collect();
-            let last = t.groups.len().saturating_sub(1);
-            let first_group = units.len();
-            units.extend(
-                t.groups
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (g, n))| format!("{g} {n} of {runs_each}{}", if i < last { "," } else { "" })),
-            );
-            // Words of the header, then whole groups, wrapped at 100 columns; the groups start
-            // on a line of their own.
-            let mut text = String::new();
-            let mut line = String::new();
-            for (i, unit) in units.iter().enumerate() {
-                let fits = line.chars().count() + 1 + unit.chars().count() <= 100;
-                if !line.is_empty() && (!fits || i == first_group) {
+            // The header wraps as any prose line does; the groups follow on lines of their own,
+            // each group kept whole.
+            let mut text = table::fit(&header, table::WIDTH);
+            let mut line = String::from(" ");
+            for (i, (g, n)) in t.groups.iter().enumerate() {
+                let item = format!(" {g} {n} of {runs_each}{}", if i + 1 < t.groups.len() { "," } else { "" });
+                if line.chars().count() + item.chars().count() > table::WIDTH {
                     text.push_str(&line);
                     text.push('\n');
                     line = String::from(" ");
                 }
-                if !line.is_empty() {
-                    line.push(' ');
-                }
-                line.push_str(unit);
+                line.push_str(&item);
             }
             text.push_str(&line);
             text
