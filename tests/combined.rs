@@ -134,6 +134,10 @@ fn the_generator_covers_every_feature() {
 /// - `capacity-fault-end-wedged-queue.toml`: the end of a `capacity` fault did not put the
 ///   workers back to the queue; with an admission limit full of queued attempts the hop stayed
 ///   wedged for the rest of the run.
+/// - `pool-handoff-cancels-the-caller.toml` (`RETRYSTORM_COMBINED_SEED=660079`, 2,000 cases):
+///   a reply gave its pooled connection back, the waiting call it was handed to failed in that
+///   instant, and the cascade cancelled the replying call's own parent job; the reply then
+///   reached a call that was gone ("budgets.rs: live").
 #[test]
 fn combined_regressions_stay_fixed() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/combined");
