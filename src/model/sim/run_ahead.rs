@@ -85,7 +85,7 @@ impl RunAhead {
             .hops
             .iter()
             .zip(answers_in_place)
-            .map(|(h, &in_place)| in_place && h.replicas.count == 1 && h.cache.is_none())
+            .map(|(h, &in_place)| in_place && h.replicas.count == 1 && h.cache().is_none())
             .collect();
         let policies = spec.policies.iter().map(|p| p.budget.is_none() && p.breaker.is_none()).collect();
         let n = spec.hops.len();
