@@ -16,17 +16,15 @@
 
 use crate::engine::Nanos;
 
-/// What the controller tracks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What the controller tracks (read from its snake_case name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ScaleMetric {
     /// Busy workers ÷ workers (time average over the period).
     Utilization,
     /// Queued attempts ÷ units (time average over the period): SQS-style backlog per instance.
     QueuePerUnit,
 }
-
-/// The metric names, for validation messages.
-pub const SCALE_METRICS: [&str; 2] = ["utilization", "queue_per_unit"];
 
 impl ScaleMetric {
     /// The name in the scenario format.
@@ -38,18 +36,16 @@ impl ScaleMetric {
     }
 }
 
-/// What one unit of capacity is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What one unit of capacity is (read from its snake_case name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ScaleUnit {
-    /// `step` workers of the hop's one pool (one replica).
-    Workers,
     /// One replica behind the hop's balancer, with its own workers and queue; a removed replica
     /// drains (serves what it holds) but gets no new work.
     Replicas,
+    /// `step` workers of the hop's one pool (one replica).
+    Workers,
 }
-
-/// The unit names, for validation messages.
-pub const SCALE_UNITS: [&str; 2] = ["replicas", "workers"];
 
 impl ScaleUnit {
     /// The name in the scenario format.

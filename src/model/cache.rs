@@ -58,8 +58,9 @@ impl KeyDistribution {
     }
 }
 
-/// Which entry a full store evicts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which entry a full store evicts (read from its snake_case name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Eviction {
     /// The least recently used (a hit refreshes an entry).
     Lru,

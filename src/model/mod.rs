@@ -27,5 +27,5 @@ pub use hedge::{HedgeAfter, HedgeSpec, HedgeThrottle};
 pub use load_latency::LoadLatency;
 pub use overload::{Admission, Discipline, OverloadSpec, RejectReply};
 pub use policy::{DeadlineMode, Jitter, JitterState, RetryAfterMode, RetryOn, RetryPolicy};
-pub use replicas::{Balancer, HealthCheck, OutlierDetection, ReplicaSpec, BALANCERS};
+pub use replicas::{Balancer, HealthCheck, OutlierDetection, ReplicaSpec};
 pub use spec::{Arrival, HopKind, HopSpec, IdempotencySpec, InProgress, SimSpec, TenantSpec};

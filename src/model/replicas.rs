@@ -4,8 +4,10 @@
 
 use crate::engine::Nanos;
 
-/// How the balancer in front of a hop's replicas picks one for an arriving attempt.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How the balancer in front of a hop's replicas picks one for an arriving attempt (read from
+/// its snake_case name; the first is the default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Balancer {
     /// Each next attempt to the next replica in turn (skipping ones taken out of rotation).
     RoundRobin,
@@ -16,31 +18,28 @@ pub enum Balancer {
     /// that moves past each pick (HAProxy `leastconn` round-robins among servers of equal load,
     /// NGINX `least_conn` tries tied servers in weighted round robin).
     LeastConnections,
+    /// Two distinct replicas drawn at random; the one with fewer attempts inside wins (ties: the
+    /// first drawn). Mitzenmacher's "power of two choices"; Envoy's `LEAST_REQUEST`.
+    PowerOfTwo,
     /// The fewest attempts inside; a uniformly random replica among the tied ones (the
     /// balancer's stream).
     LeastConnectionsRandom,
     /// The fewest attempts inside; ties go to the lowest index (Stability Sim's rule, and this
     /// simulator's `least_connections` before issue 34).
     LeastConnectionsFirst,
-    /// Two distinct replicas drawn at random; the one with fewer attempts inside wins (ties: the
-    /// first drawn). Mitzenmacher's "power of two choices"; Envoy's `LEAST_REQUEST`.
-    PowerOfTwo,
 }
-
-/// Every balancer once, by its scenario-file name.
-pub const BALANCERS: [(&str, Balancer); 6] = [
-    ("round_robin", Balancer::RoundRobin),
-    ("random", Balancer::Random),
-    ("least_connections", Balancer::LeastConnections),
-    ("power_of_two", Balancer::PowerOfTwo),
-    ("least_connections_random", Balancer::LeastConnectionsRandom),
-    ("least_connections_first", Balancer::LeastConnectionsFirst),
-];
 
 impl Balancer {
     /// The scenario-file name.
     pub fn name(self) -> &'static str {
-        BALANCERS.iter().find(|(_, b)| *b == self).map(|(n, _)| *n).expect("every balancer is listed")
+        match self {
+            Balancer::RoundRobin => "round_robin",
+            Balancer::Random => "random",
+            Balancer::LeastConnections => "least_connections",
+            Balancer::PowerOfTwo => "power_of_two",
+            Balancer::LeastConnectionsRandom => "least_connections_random",
+            Balancer::LeastConnectionsFirst => "least_connections_first",
+        }
     }
 }
 
@@ -114,9 +113,6 @@ mod tests {
 
     #[test]
     fn names_round_trip_and_ejection_cap_follows_envoy() {
-        for (name, b) in BALANCERS {
-            assert_eq!(b.name(), name);
-        }
         let outlier = OutlierDetection {
             consecutive_errors: 5,
             base_ejection_time: 1,

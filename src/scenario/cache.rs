@@ -91,10 +91,10 @@ pub(super) fn cache(
         None => u32::MAX,
         Some(c) => count(c, &at("cache.capacity"), 1, i64::from(u32::MAX - 1))? as u32,
     };
-    let eviction = match raw.eviction.as_deref().unwrap_or("lru") {
-        "lru" => Eviction::Lru,
-        "fifo" => Eviction::Fifo,
-        other => return Err(unknown(&at("cache.eviction"), "eviction policy", other, &["lru", "fifo"])),
+    let eviction = match raw.eviction.as_deref() {
+        None => Eviction::Lru,
+        Some(name) => super::tagged::read_name(name)
+            .map_err(|names| unknown(&at("cache.eviction"), "eviction policy", name, names))?,
     };
     let hit_latency = match &raw.hit_latency {
         None => Dist::Constant { mean: 0 },

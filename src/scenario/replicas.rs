@@ -6,7 +6,7 @@ use super::checks::{count, finite_at_least, positive, unknown, V};
 use super::error::Invalid;
 use super::raw::RawHop;
 use crate::engine::NS_PER_S;
-use crate::model::{HealthCheck, OutlierDetection, ReplicaSpec, BALANCERS};
+use crate::model::{Balancer, HealthCheck, OutlierDetection, ReplicaSpec};
 
 /// Most replicas one hop may have (the flat per-replica state is indexed by `u32`, and the
 /// per-replica series and summary rows grow with it).
@@ -52,14 +52,11 @@ pub(super) fn replicas(
         let why = format!("is {n} with {workers} workers each; a hop may have at most {MAX_TOTAL_WORKERS} workers over all its replicas");
         return Err(Invalid::at(&at("replicas"), why));
     }
-    let names: Vec<&str> = BALANCERS.iter().map(|(name, _)| *name).collect();
     let balancer = match &h.balancer {
-        None => BALANCERS[0].1,
-        Some(name) => BALANCERS
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, b)| *b)
-            .ok_or_else(|| unknown(&at("balancer"), "balancer", name, &names))?,
+        None => Balancer::RoundRobin,
+        Some(name) => {
+            super::tagged::read_name(name).map_err(|names| unknown(&at("balancer"), "balancer", name, names))?
+        }
     };
     let health_check = match &h.health_check {
         None => None,

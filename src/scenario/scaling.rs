@@ -4,7 +4,6 @@ use super::checks::{count, finite_at_least, positive, unknown, V};
 use super::error::Invalid;
 use super::raw::{RawAutoscale, RawLoadLatency};
 use crate::engine::NS_PER_S;
-use crate::model::autoscale::{SCALE_METRICS, SCALE_UNITS};
 use crate::model::load_latency::LOAD_LATENCY_KINDS;
 use crate::model::{AutoscaleSpec, LoadLatency, ScaleMetric, ScaleUnit};
 
@@ -77,9 +76,10 @@ pub(super) fn autoscale(
 ) -> V<AutoscaleSpec> {
     let unit = match a.unit.as_deref() {
         None if replicas > 1 => ScaleUnit::Replicas,
-        None | Some("workers") => ScaleUnit::Workers,
-        Some("replicas") => ScaleUnit::Replicas,
-        Some(other) => return Err(unknown(&at("unit"), "autoscale unit", other, &SCALE_UNITS)),
+        None => ScaleUnit::Workers,
+        Some(name) => {
+            super::tagged::read_name(name).map_err(|names| unknown(&at("unit"), "autoscale unit", name, names))?
+        }
     };
     if unit == ScaleUnit::Workers && replicas > 1 {
         let why = format!(
@@ -95,10 +95,11 @@ pub(super) fn autoscale(
             return Err(Invalid::at(&at("step"), why));
         }
     }
-    let metric = match a.metric.as_deref().unwrap_or("utilization") {
-        "utilization" => ScaleMetric::Utilization,
-        "queue_per_unit" => ScaleMetric::QueuePerUnit,
-        other => return Err(unknown(&at("metric"), "autoscale metric", other, &SCALE_METRICS)),
+    let metric = match a.metric.as_deref() {
+        None => ScaleMetric::Utilization,
+        Some(name) => {
+            super::tagged::read_name(name).map_err(|names| unknown(&at("metric"), "autoscale metric", name, names))?
+        }
     };
     let table = at("");
     let table = table.trim_end_matches('.');

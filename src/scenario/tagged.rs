@@ -59,6 +59,13 @@ pub(crate) fn read<T: DeserializeOwned>(table: &Table, tag: &str) -> Result<T, T
     })
 }
 
+/// Reads `name` as a kind of `T` that takes no parameters (`balancer = "random"`), or gives
+/// every kind's name, in definition order, for the message.
+pub(crate) fn read_name<T: DeserializeOwned>(name: &str) -> Result<T, &'static [&'static str]> {
+    read::<T>(&Table::from_iter([("kind".to_string(), Value::String(name.to_string()))]), "kind")
+        .map_err(|_| names::<T>())
+}
+
 /// Every kind of `T`, in definition order.
 pub(crate) fn names<T: DeserializeOwned>() -> &'static [&'static str] {
     match read::<T>(&Table::from_iter([("kind".to_string(), Value::String(String::new()))]), "kind") {
@@ -305,6 +312,30 @@ impl<'de> de::Deserializer<'de> for Field<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A family read by its name and written by `name()` says the same words both ways, and an
+    /// unknown name is answered with every name in definition order.
+    #[test]
+    fn names_read_and_written_agree() {
+        use crate::model::autoscale::{ScaleMetric, ScaleUnit};
+        use crate::model::Balancer;
+        for name in names::<Balancer>() {
+            assert_eq!(read_name::<Balancer>(name).map(Balancer::name), Ok(*name));
+        }
+        for name in names::<ScaleUnit>() {
+            assert_eq!(read_name::<ScaleUnit>(name).map(ScaleUnit::name), Ok(*name));
+        }
+        for name in names::<ScaleMetric>() {
+            assert_eq!(read_name::<ScaleMetric>(name).map(ScaleMetric::name), Ok(*name));
+        }
+        assert_eq!(names::<Balancer>().len(), 6);
+        assert_eq!(read_name::<ScaleUnit>("nodes"), Err(&["replicas", "workers"][..]));
+        assert_eq!(
+            read_name::<crate::model::cache::Eviction>("lfu"),
+            Err(&["lru", "fifo"][..]),
+            "the names in the message are the type's"
+        );
+    }
 
     #[derive(Debug, PartialEq, serde::Deserialize)]
     #[serde(rename_all = "snake_case", deny_unknown_fields)]
