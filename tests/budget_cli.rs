@@ -139,7 +139,7 @@ fn the_budget_report_of_a_chain_prints_its_hop_table_with_its_values_and_one_hop
     let lines: Vec<&str> = table.lines().collect();
     assert_eq!(lines[0], "  hop     window_s  attempts  scheduled_s  always fits        ttl_s  smaller");
     assert_eq!(lines.get(1 + hops.len()), Some(&""), "one row per hop, then a blank line: {table}");
-    // The answer and the hop table come before the reasons (issue 36: the table was last).
+    // The answer and the hop table come before the reasons (the table used to come last).
     assert!(
         text.find("max_attempts to configure") < text.find("\nhops (") && text.find("\nhops (") < text.find("\nwhy ")
     );
@@ -170,7 +170,7 @@ fn the_budget_report_of_a_chain_prints_its_hop_table_with_its_values_and_one_hop
     assert_eq!(json(&["--window", "72h", "--seeds", "1"])["hops"], Value::Array(Vec::new()));
 }
 
-/// Issue 36: the answer leads (line 2 of the text, not line 9 of 208), durations read in one or
+/// The answer leads (line 2 of the text, not line 9 of 208), durations read in one or
 /// two units, and the seed's schedule and histogram come only with `--details`.
 #[test]
 fn the_budget_answers_first_and_details_on_request() {

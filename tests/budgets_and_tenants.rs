@@ -1,4 +1,4 @@
-//! Issue 4 end to end: noisy tenants, retry budgets, fair scheduling, amplification theory.
+//! End to end: noisy tenants, retry budgets, fair scheduling, amplification theory.
 
 mod common;
 use common::*;

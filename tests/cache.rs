@@ -1,4 +1,4 @@
-//! Issue 15: the cache hop (`kind = "cache"`), checked against independent computations from the
+//! The cache hop (`kind = "cache"`), checked against independent computations from the
 //! same key draws (the cache stream's documented positions), and Stability Sim's two cache
 //! examples (`scenarios/stability-cache-stampede.toml`, `scenarios/stability-cache-flush.toml`).
 

@@ -13,7 +13,7 @@ fn assert_scope(row: &StatRow, scope: Scope, what: &str) {
     assert_produced(row, &Metric::in_scope(scope).collect::<Vec<_>>(), &format!("{scope:?}"), what);
 }
 
-/// `row` holds each metric of `catalogued` once and nothing else; pool metrics (issue 15) are
+/// `row` holds each metric of `catalogued` once and nothing else; pool metrics are
 /// produced exactly for hops with a connection pool, all together (`pool_metrics_…` below), and
 /// balance metrics for balanced hops (`balance_metrics_…`).
 fn assert_produced(row: &StatRow, catalogued: &[Metric], scope: &str, what: &str) {
@@ -85,7 +85,7 @@ fn catalogue_matches_what_a_run_produces() {
             }
         }
     }
-    // Replicas of a balanced hop (issue 15): one row per replica, the replica-scope metrics.
+    // Replicas of a balanced hop: one row per replica, the replica-scope metrics.
     let study = common::study("stability-lb-sinkholing", &["replications=2", "horizon=\"10s\""]);
     let replica_metrics: Vec<Metric> = Metric::in_replica_scope().collect();
     for v in &study.variants {

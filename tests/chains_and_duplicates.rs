@@ -1,4 +1,4 @@
-//! Issue 3: retry amplification across chained hops, and duplicate processing after the
+//! Retry amplification across chained hops, and duplicate processing after the
 //! idempotency key expired (webhook-ttl).
 
 mod common;

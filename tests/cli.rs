@@ -61,7 +61,7 @@ fn a_mistyped_flag_or_subcommand_gets_a_did_you_mean() {
     }
 }
 
-/// Issue 36: the main job's stdout (the README's first command, `compare` on outage-herd) and
+/// The main job's stdout (the README's first command, `compare` on outage-herd) and
 /// the 16-variant overload-shedding table fit a laptop's 100-column terminal — the table's
 /// variant columns continue in blocks, prose lines wrap — and `--wide` leaves them whole.
 #[test]
@@ -93,7 +93,7 @@ fn stdout_fits_100_columns_and_wide_allows_more() {
     assert!(width.unwrap_or(0) <= 100, "a line of {width:?} columns:\n{text}");
 }
 
-/// Issue 36: `init --from` a config with several entries names the flag to give (`--select`),
+/// `init --from` a config with several entries names the flag to give (`--select`),
 /// not a line of the file it would have written, and writes nothing.
 #[test]
 fn init_from_a_config_with_several_entries_asks_for_the_select_flag() {

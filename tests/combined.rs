@@ -1,4 +1,4 @@
-//! Features combined, under the engine's assertions (issue 35): random *valid* scenarios mixing
+//! Features combined, under the engine's assertions: random *valid* scenarios mixing
 //! replicas and balancers, health checks, call graphs, caches, pools, hedging, cancellation,
 //! every queue discipline and admission limit, budgets, breakers, autoscaling and faults of every
 //! kind (the generator is `fuzz/src/combined.rs`, shared with the fuzz target `combined`), each
@@ -110,7 +110,7 @@ fn the_generator_covers_every_feature() {
     }
 }
 
-/// Every scenario in `tests/combined/` is a failure the generator (or the issue's probes) found,
+/// Every scenario in `tests/combined/` is a failure the generator (or the probes written with it) found,
 /// kept once fixed, with its seed: each must run every replication with the books balanced.
 /// - `hedge-cancel-codel.toml`, `hedge-cancel-deadline-drop.toml`: a hedged call (`after =
 ///   "1ns"`) that cancels on timeout, into a one-worker hop running CoDel or deadline_drop: the

@@ -1,4 +1,4 @@
-//! Issue 7: the published experiments, reproduced — each claim asserted in the form its source
+//! The published experiments, reproduced — each claim asserted in the form its source
 //! states it (orderings, ratios, formulas, the metastable flag). docs/EXPERIMENTS.md has the
 //! full-size figures and the commands behind them.
 //!

@@ -1,4 +1,4 @@
-//! The bundled scenarios of issue 16's client side: `stability-goodput-collapse.toml` (Stability
+//! The bundled scenarios of the client side: `stability-goodput-collapse.toml` (Stability
 //! Sim's example 8) and `hedging.toml`, asserting what each claims. Intervals are 99% Student-t
 //! over independent replications; "disjoint" means one interval lies wholly beyond the other.
 

@@ -1,4 +1,4 @@
-//! Call graphs and connection pools (issue 15): amplification on a diamond against an independent
+//! Call graphs and connection pools: amplification on a diamond against an independent
 //! computation, sequence vs parallel latency with constant times, optional vs required calls,
 //! exact pool waits with one connection, and a pool of P in front of a fast backend against
 //! Erlang C (M/M/P).

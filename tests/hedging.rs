@@ -1,4 +1,4 @@
-//! Hedged requests and cancellation propagation (issue 16) against exact accounting and the
+//! Hedged requests and cancellation propagation against exact accounting and the
 //! order statistics of exponential service times ("The Tail at Scale").
 
 mod common;

@@ -1,4 +1,4 @@
-//! Issue 17's hostile cases beyond the scenario corpus: output that stays where the user said
+//! Hostile cases beyond the scenario corpus: output that stays where the user said
 //! and is the run's alone, argument ranges, runaway scenarios refused up front, damaged run
 //! directories that `plot` and `merge` refuse instead of panicking or hanging.
 //!
@@ -466,7 +466,7 @@ fn thousands_of_tenants_or_variants_are_refused_by_the_estimate() {
 
 /// `merge` reads only regular files, and refuses before reading anything when its shard files
 /// are more than its memory limit allows: 32 bytes held per byte of `sweep.json` and
-/// `sweep.csv` read (measured: 30, docs/TESTING.md "Runaway scenarios"). Issue 17: a
+/// `sweep.csv` read (measured: 30, docs/TESTING.md "Runaway scenarios"). Before: a
 /// `sweep.json` that is `/dev/zero` grew without bound, a FIFO blocked it forever, and a merge
 /// of many large shards had no estimate.
 #[test]
@@ -529,7 +529,7 @@ fn mkfifo(path: &Path) {
 /// Rule: `plot` reads a run directory's files only if they are regular files of at most
 /// `--max-memory` bytes (default half the machine's memory, the limit a run's output was
 /// estimated against), and refuses anything else promptly with exit 2, naming the file and
-/// what to give instead. Issue 17: a `summary.json` that is a FIFO blocked `plot` forever, one
+/// what to give instead. Before: a `summary.json` that is a FIFO blocked `plot` forever, one
 /// that links to `/dev/zero` grew its memory without bound.
 #[test]
 fn plot_reads_only_regular_files_within_its_limit() {
@@ -587,7 +587,7 @@ fn plot_reads_only_regular_files_within_its_limit() {
 }
 
 /// Rule: merging `plan --shard K/N` directories reads each `plan.json` only if it is a regular
-/// file (a FIFO blocked `merge` forever, issue 17) and refuses a directory, a FIFO or a link to
+/// file (a FIFO once blocked `merge` forever) and refuses a directory, a FIFO or a link to
 /// `/dev/zero` promptly with exit 2, whichever shard it is in.
 #[test]
 fn plan_merge_reads_only_regular_plan_files() {

@@ -1,7 +1,7 @@
-//! Issue 12: model correctness — an idempotency store that never reports a success without its
+//! Model correctness — an idempotency store that never reports a success without its
 //! effect, deadline propagation, invariant warnings that match the retry-budget guide, Retry-After
 //! honoured by default, common random numbers for the adaptive throttle. (Counts bounded in validation: `tests/bad_scenarios/hops_too_many.toml`.) Each test
-//! runs one of the issue's probe scenarios (bundled under `scenarios/`) or a small inline one.
+//! runs one of the probe scenarios (bundled under `scenarios/`) or a small inline one.
 
 mod common;
 use common::*;

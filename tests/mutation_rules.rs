@@ -1,4 +1,4 @@
-//! Tests that pin the rules cargo-mutants found unguarded (issue 17): each names the rule it
+//! Tests that pin the rules cargo-mutants found unguarded: each names the rule it
 //! protects and fails when the code computing it changes (a `*` for a `/`, a constant, a
 //! comparison). See docs/TESTING.md, "Mutation testing", for the command and scores.
 //!

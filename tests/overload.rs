@@ -1,4 +1,4 @@
-//! Server-side overload control (issue 16) against queueing theory and the sources' stated
+//! Server-side overload control against queueing theory and the sources' stated
 //! behaviour: LIFO under M/M/1 (same mean, larger variance), CoDel under sustained overload
 //! ("Fail at Scale"), deadline drop, adaptive LIFO vs FIFO on the metastable storm, admission
 //! limits as hard bounds, and retry priority.

@@ -1,6 +1,6 @@
-//! Connection pools with cancellation and hedging (issue 16): a cancelled pooled call gives its
+//! Connection pools with cancellation and hedging: a cancelled pooled call gives its
 //! connection back or leaves the wait queue, a hedge rides on its attempt's connection, and the
-//! pool's books balance. (Until issue 16 finished, a pool with a cancelling or hedging policy
+//! pool's books balance. (Before pools learned cancellation and hedging, a pool with a cancelling or hedging policy
 //! was refused; a client cancelling through a pooled hop leaked every connection.)
 
 mod common;

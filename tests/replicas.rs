@@ -1,4 +1,4 @@
-//! Replicas behind a load balancer (issue 15): the balancers against queueing theory, faults on
+//! Replicas behind a load balancer: the balancers against queueing theory, faults on
 //! one replica, health checks and outlier ejection timed exactly, and the two Stability Sim
 //! examples' claims (lb-sinkholing, metastable-retry).
 //!

@@ -1,4 +1,4 @@
-//! Issue 17's runaway classes, one test each, every refusal pinned to its exact message: 6,000
+//! Runaway classes, one test each, every refusal pinned to its exact message: 6,000
 //! variants, 20,000 tenants, a 99,856-cell sweep, 50M clients × 2 replications and 2M buckets ×
 //! 40 replications are refused before anything is allocated or written; and past 24 tenants the
 //! charts draw 24 and say what they left out (`report::charts::cap`).

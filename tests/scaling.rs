@@ -1,4 +1,4 @@
-//! Load-dependent latency and autoscaling (issue 15) against exact arithmetic and queueing
+//! Load-dependent latency and autoscaling against exact arithmetic and queueing
 //! theory: the multiplier applied at a known utilisation, an M/M/1 whose service rate the
 //! multiplier divides, and the target-tracking controller's timeline on deterministic
 //! closed-loop scenarios whose utilisation is known at every instant — of workers, and of

@@ -1,4 +1,4 @@
-//! The bundled scenarios of load-dependent latency and autoscaling (issue 15): each asserts the
+//! The bundled scenarios of load-dependent latency and autoscaling: each asserts the
 //! behaviour its example claims, and the changes its variants make, with 95% intervals of paired
 //! differences over replications (common random numbers: same seeds in every variant).
 

@@ -1,4 +1,4 @@
-//! The memory estimate counts a run's cache stores and replica states (issue 15): a huge cache
+//! The memory estimate counts a run's cache stores and replica states: a huge cache
 //! is refused up front with the estimate, the part that dominates and the fix, exit code 2 and
 //! nothing written — like other runaway scenarios (the parts' arithmetic: `runner::memory`).
 

@@ -1,4 +1,4 @@
-//! Model validity against independent computations written from the sources (issue 34): CoDel as
+//! Model validity against independent computations written from the sources: CoDel as
 //! folly runs it, the gRFC A6 hedge throttle, balancer ties, crashes, and the documented numbers.
 //! Each reference here is a few lines written from the source's rule, not from the simulator.
 

@@ -1,4 +1,4 @@
-//! The verdict (issue 32): ties under practical thresholds, the Pareto front and its trade-offs,
+//! The verdict: ties under practical thresholds, the Pareto front and its trade-offs,
 //! one line that answers first (with the `plan` command when nothing meets the requirements),
 //! variants that compare conditions rather than policies.
 
