@@ -5,8 +5,9 @@ use crate::engine::time::de_nanos;
 use crate::engine::Nanos;
 use crate::model::tokens::TokenBucket;
 
-/// Who shares one budget or breaker state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Who shares one budget or breaker state (`scope`, by snake_case name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Scope {
     /// One state per client.
     Client,

@@ -4,8 +4,9 @@ use super::budget::{BreakerSpec, BudgetSpec};
 use crate::engine::Nanos;
 use rand::{Rng, RngExt};
 
-/// Where a downstream call's deadline comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Where a downstream call's deadline comes from (`deadline_mode`, by snake_case name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum DeadlineMode {
     /// A fresh deadline (the policy's own `deadline`, if any) from the moment the call starts.
     PerCall,
@@ -14,8 +15,10 @@ pub enum DeadlineMode {
     Propagate,
 }
 
-/// How a server's Retry-After is used.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How a server's Retry-After is used (`retry_after`, by snake_case name; `true` and `false`
+/// are read as `at_least` and `ignore`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum RetryAfterMode {
     /// Ignore it: the backoff alone decides.
     Ignore,
@@ -23,7 +26,8 @@ pub enum RetryAfterMode {
     AtLeast,
     /// Wait exactly the Retry-After (gRPC pushback, Polly).
     Exact,
-    /// AWS SDKs (2026): the Retry-After clamped to [backoff, backoff + 5 s].
+    /// AWS SDKs (2026): the Retry-After clamped to [backoff, backoff + 5 s] (`aws`).
+    #[serde(rename = "aws")]
     AwsClamp,
 }
 

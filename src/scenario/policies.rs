@@ -145,10 +145,9 @@ fn retry_on(raw: Option<&[String]>, at: &str) -> V<RetryOn> {
 
 /// `per_call` (the default: what HTTP clients and SDKs do unless told otherwise) or `propagate`.
 fn deadline_mode(raw: Option<&str>, at: &str) -> V<DeadlineMode> {
-    match raw.unwrap_or("per_call") {
-        "per_call" => Ok(DeadlineMode::PerCall),
-        "propagate" => Ok(DeadlineMode::Propagate),
-        other => Err(unknown(at, "deadline mode", other, &["per_call", "propagate"])),
+    match raw {
+        None => Ok(DeadlineMode::PerCall),
+        Some(name) => super::tagged::read_name(name).map_err(|names| unknown(at, "deadline mode", name, names)),
     }
 }
 
@@ -158,29 +157,17 @@ fn retry_after(raw: Option<&RawRetryAfter>, at: &str) -> V<RetryAfterMode> {
     Ok(match raw {
         Some(RawRetryAfter::Flag(false)) => RetryAfterMode::Ignore,
         None | Some(RawRetryAfter::Flag(true)) => RetryAfterMode::AtLeast,
-        Some(RawRetryAfter::Mode(m)) => match m.as_str() {
-            "ignore" => RetryAfterMode::Ignore,
-            "at_least" => RetryAfterMode::AtLeast,
-            "exact" => RetryAfterMode::Exact,
-            "aws" => RetryAfterMode::AwsClamp,
-            other => {
-                return Err(unknown(
-                    at,
-                    "Retry-After mode",
-                    other,
-                    &["true", "false", "ignore", "at_least", "exact", "aws"],
-                ))
-            }
-        },
+        Some(RawRetryAfter::Mode(m)) => super::tagged::read_name(m).map_err(|names| {
+            let accepted: Vec<&str> = ["true", "false"].into_iter().chain(names.iter().copied()).collect();
+            unknown(at, "Retry-After mode", m, &accepted)
+        })?,
     })
 }
 
 fn scope(raw: Option<&str>, at: &str) -> V<Scope> {
-    match raw.unwrap_or("client") {
-        "client" => Ok(Scope::Client),
-        "tenant" => Ok(Scope::Tenant),
-        "global" => Ok(Scope::Global),
-        other => Err(unknown(at, "scope", other, &["client", "tenant", "global"])),
+    match raw {
+        None => Ok(Scope::Client),
+        Some(name) => super::tagged::read_name(name).map_err(|names| unknown(at, "scope", name, names)),
     }
 }
 
