@@ -131,6 +131,12 @@ fn the_generator_covers_every_feature() {
 ///   its hedge copy, whose win cancelled the job while it finished (its worker freed twice).
 /// - `occ-lost-reply-cancelled.toml`: a register attempt whose reply was lost, then cancelled,
 ///   was never removed.
+/// - `pool-release-cancels-the-timed-out-call.toml` (proptest seed 220, case 55) and
+///   `pool-release-cancels-the-answered-call.toml` (seed 219, case 307): a pooled call's attempt
+///   timed out (or was answered); the connection it gave back went to a waiter that ended at
+///   once, whose job was the winning hedge copy of the same client request, so the losing copy
+///   was cancelled with this very call — which then saw its timeout or reply anyway (a budget
+///   touched an ended call: "budgets.rs: live").
 /// - `capacity-fault-end-wedged-queue.toml`: the end of a `capacity` fault did not put the
 ///   workers back to the queue; with an admission limit full of queued attempts the hop stayed
 ///   wedged for the rest of the run.

@@ -789,8 +789,7 @@ impl<'a> Simulation<'a> {
             }
             self.count_reply(hop, srv, reply, true);
             debug_assert!(reply != Reply::Ok, "an answer forced at arrival is never a success");
-            self.release_connection(call);
-            return self.caller_sees(call, reply);
+            return self.release_then_sees(call, reply);
         }
         attempt.server = srv as u32;
         let handle = self.insert_attempt(attempt);
@@ -858,8 +857,7 @@ impl<'a> Simulation<'a> {
                 return;
             }
         }
-        self.release_connection(call);
-        self.caller_sees(call, reply);
+        self.release_then_sees(call, reply);
     }
 
     fn on_timeout(&mut self, handle: Handle) {
@@ -881,8 +879,21 @@ impl<'a> Simulation<'a> {
         if self.links.on && self.gave_up(handle, call) {
             return;
         }
+        self.release_then_sees(call, Reply::Timeout);
+    }
+
+    /// The caller stopped waiting on an attempt of `call` with `reply`: the attempt's pooled
+    /// connection goes back first (to the call waiting longest), then the call sees the reply.
+    /// Handing the connection on can end `call` in the same instant: the waiter it goes to may
+    /// be answered at once or dead-lettered, its job then replies, and when (as in the regression
+    /// cases of tests/combined.rs) that job is the winning hedge copy of the request `call` works for, the losing copy is cancelled with its
+    /// calls — `call` among them. A cancelled call is gone and sees nothing (as it would had the
+    /// cancel come an instant earlier); reading it would touch an ended call's budget.
+    fn release_then_sees(&mut self, call: Handle, reply: Reply) {
         self.release_connection(call);
-        self.caller_sees(call, Reply::Timeout);
+        if self.calls.get(call).is_some() {
+            self.caller_sees(call, reply);
+        }
     }
 
     fn caller_sees(&mut self, call_handle: Handle, reply: Reply) {
