@@ -162,7 +162,12 @@ fn jitter_label(jitter: &Jitter) -> String {
             let delays: Vec<String> = delays.iter().map(|d| human(d).to_string()).collect();
             format!("schedule({})", delays.join(", "))
         }
-        other => other.name().to_string(),
+        other @ (Jitter::None
+        | Jitter::Exponential
+        | Jitter::Full
+        | Jitter::Equal
+        | Jitter::Decorrelated
+        | Jitter::DecorrelatedV2) => other.name().to_string(),
     }
 }
 

@@ -131,15 +131,17 @@ fn the_generator_covers_every_feature() {
 ///   its hedge copy, whose win cancelled the job while it finished (its worker freed twice).
 /// - `occ-lost-reply-cancelled.toml`: a register attempt whose reply was lost, then cancelled,
 ///   was never removed.
-/// - `pool-release-cancels-the-timed-out-call.toml` (proptest seed 220, case 55) and
-///   `pool-release-cancels-the-answered-call.toml` (seed 219, case 307): a pooled call's attempt
-///   timed out (or was answered); the connection it gave back went to a waiter that ended at
-///   once, whose job was the winning hedge copy of the same client request, so the losing copy
-///   was cancelled with this very call — which then saw its timeout or reply anyway (a budget
-///   touched an ended call: "budgets.rs: live").
+/// - `pool-release-cancels-the-timed-out-call.toml` and `pool-release-cancels-the-answered-call.toml`
+///   (choice lists drawn with proptest seeds 220 and 219): the same class as
+///   `pool-handoff-cancels-the-caller.toml` below, through a timeout and through a throttled
+///   reply, each with a client-side hedge cancelling on timeout above the pooled hop.
 /// - `capacity-fault-end-wedged-queue.toml`: the end of a `capacity` fault did not put the
 ///   workers back to the queue; with an admission limit full of queued attempts the hop stayed
 ///   wedged for the rest of the run.
+/// - `pool-handoff-cancels-the-caller.toml` (`RETRYSTORM_COMBINED_SEED=660079`, 2,000 cases):
+///   a reply gave its pooled connection back, the waiting call it was handed to failed in that
+///   instant, and the cascade cancelled the replying call's own parent job; the reply then
+///   reached a call that was gone ("budgets.rs: live").
 #[test]
 fn combined_regressions_stay_fixed() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/combined");

@@ -494,10 +494,10 @@ fn proportional_jitter_defaults_to_grpcs_twenty_percent() {
     use retrystorm::model::policy::Jitter;
     let source = OUTAGE.replace("jitter = \"full\"", "jitter = \"proportional\"");
     let spec = Scenario::from_source("p.toml", &source, &[]).unwrap_or_else(|e| panic!("{e}")).base;
-    match spec.policies[0].jitter {
-        Jitter::Proportional { ratio } => assert_eq!(ratio, 0.2),
-        ref other => panic!("proportional expected, got {other:?}"),
-    }
+    let Jitter::Proportional { ratio } = spec.policies[0].jitter else {
+        panic!("proportional expected, got {:?}", spec.policies[0].jitter)
+    };
+    assert_eq!(ratio, 0.2);
 }
 
 /// Rule: `retry_on` retries exactly the failure kinds it lists: each flag answers for its own

@@ -303,7 +303,8 @@ fn apply(text: &[u8], edit: &Edit) -> Vec<u8> {
             }
             bytes = (lines.join("\n") + "\n").into_bytes();
         }
-        _ => {}
+        // Nothing to edit in an empty file.
+        Edit::Byte(..) | Edit::Delete(..) => {}
     }
     bytes
 }

@@ -39,10 +39,10 @@ fn a_two_million_line_trace_is_not_held_as_text() {
     };
     let loaded = Scenario::from_source("big.toml", &scenario, &[]).unwrap_or_else(|e| panic!("{e}"));
     let after = peak_memory_bytes().expect("measured before");
-    match &loaded.base.tenants[0].arrival {
-        Arrival::Trace(t) => assert_eq!(t.data.requests(), lines as f64),
-        other => panic!("{other:?}"),
-    }
+    let Arrival::Trace(t) = &loaded.base.tenants[0].arrival else {
+        panic!("a trace arrival expected, got {:?}", loaded.base.tenants[0].arrival)
+    };
+    assert_eq!(t.data.requests(), lines as f64);
     // The kept times are 16 MB (8 bytes × 2 M; the vector may have doubled once: 32 MB). The text
     // is ~190 MB: holding it would raise the peak by at least that much.
     let grown = after.saturating_sub(before);

@@ -210,10 +210,12 @@ pub fn differing(study: &Study) -> Differs {
             }
             let position = objective.iter().position(|(s, n, m)| *s == scope.scope && *m == metric && *n == scope.name);
             // With a trigger the run's peak is the one during it (the post-recovery peak has its row).
-            let words = match metric {
-                Metric::PeakOverCapacity if trigger => "peak during the trigger ÷ capacity",
-                Metric::PeakAttemptsPerS if trigger => "peak attempts/s during the trigger",
-                _ => metric_label(metric),
+            let words = if trigger && metric == Metric::PeakOverCapacity {
+                "peak during the trigger ÷ capacity"
+            } else if trigger && metric == Metric::PeakAttemptsPerS {
+                "peak attempts/s during the trigger"
+            } else {
+                metric_label(metric)
             };
             let row = Row {
                 label: format!("{} · {words}{}", scope.label, arrow(metric)),

@@ -201,15 +201,15 @@ fn classify(file: &Path, out_dir: &Path) -> Result<Source, CliError> {
 fn scenario_text(args: &InitArgs, sources: &[Source]) -> Result<String, CliError> {
     let trace = sources.iter().find_map(|s| match s {
         Source::Trace { path, mean_rate, period_s } => Some((path, *mean_rate, *period_s)),
-        _ => None,
+        Source::Histogram { .. } | Source::Config { .. } => None,
     });
     let histogram = sources.iter().find_map(|s| match s {
         Source::Histogram { path, mean_s, unit } => Some((path, *mean_s, unit)),
-        _ => None,
+        Source::Trace { .. } | Source::Config { .. } => None,
     });
     let config = sources.iter().find_map(|s| match s {
         Source::Config { path } => Some(path),
-        _ => None,
+        Source::Trace { .. } | Source::Histogram { .. } => None,
     });
     if trace.is_some() && (args.rate.is_some() || args.clients.is_some()) {
         return Err(bad("--from a trace sets the arrivals; leave out --rate and --clients".into()));

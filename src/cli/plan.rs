@@ -86,6 +86,7 @@ pub fn run(args: PlanArgs) -> Result<(), CliError> {
     let load = |value: f64| -> Result<(Scenario, Vec<Variant>), CliError> {
         let mut sets: Vec<Override> = base.clone();
         let set = range.toml_value(value);
+        #[allow(clippy::wildcard_enum_match_arm, reason = "a TOML value, not a kind: any other shape is shown as TOML")]
         let shown = match &set {
             toml::Value::String(s) => s.clone(),
             other => other.to_string(),
@@ -159,10 +160,12 @@ pub fn merge(dirs: &[PathBuf], out: Option<PathBuf>, max_bytes: u64) -> Result<(
     for dir in dirs {
         let path = dir.join("plan.json");
         let text = input_file::read_text(&path, limit).map_err(|e| {
-            let hint = match e {
-                input_file::InputError::TooBig { .. } => "; raise --max-memory if the machine can hold it",
-                _ if e.is_wrong_file() => "; merge takes directories written by `retrystorm plan --shard K/N`",
-                _ => "",
+            let hint = if matches!(e, input_file::InputError::TooBig { .. }) {
+                "; raise --max-memory if the machine can hold it"
+            } else if e.is_wrong_file() {
+                "; merge takes directories written by `retrystorm plan --shard K/N`"
+            } else {
+                ""
             };
             bad(format!("`{}`: {e}{hint}", path.display()))
         })?;

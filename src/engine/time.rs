@@ -49,6 +49,7 @@ pub fn parse_duration(text: &str) -> Result<u64, String> {
     }
     let parsed = humantime::parse_duration(trimmed).map_err(|e| {
         // humantime says "expected number at 0" for "NaN" or "inf": say what a duration is instead.
+        #[allow(clippy::wildcard_enum_match_arm, reason = "humantime's error: its other variants' own words are right")]
         let why = match e {
             humantime::DurationError::NumberExpected(_) | humantime::DurationError::InvalidCharacter(_) => {
                 "a duration is a number followed by a unit".to_string()

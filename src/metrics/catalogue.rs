@@ -49,7 +49,7 @@ impl Unit {
     pub const fn cell_suffix(self) -> &'static str {
         match self {
             Unit::Seconds => "",
-            other => other.suffix(),
+            other @ (Unit::Count | Unit::Times | Unit::Share | Unit::PerSecond | Unit::Flag) => other.suffix(),
         }
     }
 }

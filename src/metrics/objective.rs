@@ -267,7 +267,7 @@ impl fmt::Display for Criterion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.better {
             Better::Higher => write!(f, "max {}", self.metric),
-            _ => write!(f, "min {}", self.metric),
+            Better::Lower | Better::Neither => write!(f, "min {}", self.metric),
         }
     }
 }
@@ -305,7 +305,7 @@ impl Criterion {
                     metric.metric
                 ))
             }
-            b => b,
+            b @ (Better::Lower | Better::Higher) => b,
         };
         Ok(Criterion { metric, better })
     }
@@ -376,11 +376,14 @@ impl Tie {
     /// 0.1× capacity of the post-recovery peak, 10% of a latency; none (any significant
     /// difference counts) for every other metric.
     pub fn default_for(metric: Metric) -> Tie {
-        match metric {
-            Metric::SuccessRatio => Tie::Points(2.0),
-            Metric::PeakAfterOverCapacity => Tie::Absolute(0.1),
-            m if m.name().starts_with("latency_s_") => Tie::Relative(0.1),
-            _ => Tie::Absolute(0.0),
+        if metric == Metric::SuccessRatio {
+            Tie::Points(2.0)
+        } else if metric == Metric::PeakAfterOverCapacity {
+            Tie::Absolute(0.1)
+        } else if metric.name().starts_with("latency_s_") {
+            Tie::Relative(0.1)
+        } else {
+            Tie::Absolute(0.0)
         }
     }
 

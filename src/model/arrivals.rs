@@ -21,7 +21,7 @@ pub fn first_requests(tenants: &[TenantSpec], rngs: &mut [ChaCha8Rng]) -> Vec<Fi
     for (ti, tenant) in tenants.iter().enumerate() {
         let (start, spread) = match tenant.arrival {
             Arrival::Herd { start, spread, .. } | Arrival::Closed { start, spread, .. } => (start, spread),
-            _ => continue,
+            Arrival::Poisson { .. } | Arrival::Profile { .. } | Arrival::Trace(_) | Arrival::Ramp { .. } => continue,
         };
         let rng = &mut rngs[ti];
         for client in 0..tenant.clients {

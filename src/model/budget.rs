@@ -425,7 +425,7 @@ impl BreakerSpec {
                 *sent += 1;
                 true
             }
-            _ => true,
+            BreakerPosition::Closed | BreakerPosition::Open { .. } => true,
         }
     }
 

@@ -214,7 +214,14 @@ impl SimSpec {
                         None
                     }
                 }
-                _ => None,
+                FaultKind::Outage { .. }
+                | FaultKind::Hang
+                | FaultKind::Throttle { .. }
+                | FaultKind::ErrorRate { .. }
+                | FaultKind::LostReply { .. }
+                | FaultKind::Slow { .. }
+                | FaultKind::Capacity { .. }
+                | FaultKind::CacheFlush => None,
             })
             .min_by_key(|&(at, _)| at)
     }
@@ -234,7 +241,11 @@ impl SimSpec {
                     .map(|i| steps.get(i + 1).map_or(self.horizon, |s| s.0))
                     .max()
             }
-            _ => None,
+            Arrival::Herd { .. }
+            | Arrival::Poisson { .. }
+            | Arrival::Closed { .. }
+            | Arrival::Trace(_)
+            | Arrival::Ramp { .. } => None,
         });
         spikes.max()
     }
@@ -249,7 +260,11 @@ impl SimSpec {
     pub fn first_trigger_start(&self) -> Option<Nanos> {
         let spike_start = self.tenants.iter().filter_map(|t| match &t.arrival {
             Arrival::Profile { steps } => steps.iter().find(|s| s.1 > steps[0].1).map(|s| s.0),
-            _ => None,
+            Arrival::Herd { .. }
+            | Arrival::Poisson { .. }
+            | Arrival::Closed { .. }
+            | Arrival::Trace(_)
+            | Arrival::Ramp { .. } => None,
         });
         self.first_fault_start().into_iter().chain(spike_start).min()
     }

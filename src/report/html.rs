@@ -68,9 +68,10 @@ const SWEEP_COLUMNS: [Metric; 5] =
 /// A column heading: the whole-run peak is the peak during the trigger when there is one (the
 /// post-recovery peak has its own column).
 fn heading(m: Metric, trigger: bool) -> &'static str {
-    match m {
-        Metric::PeakOverCapacity if trigger => "peak during the trigger ÷ capacity",
-        _ => m.def().label.trim_end_matches(" (s)"),
+    if trigger && m == Metric::PeakOverCapacity {
+        "peak during the trigger ÷ capacity"
+    } else {
+        m.def().label.trim_end_matches(" (s)")
     }
 }
 

@@ -36,10 +36,12 @@ fn limit(max_bytes: u64) -> Limit {
 
 /// Why `path` could not be opened, with the hint for a file that is missing or is not a run's.
 fn unreadable(path: &Path, e: InputError) -> ReadError {
-    let hint = match e {
-        InputError::TooBig { .. } => "; raise --max-memory if the machine can hold it",
-        _ if e.is_wrong_file() => "; `plot` needs a directory written by `retrystorm run`, `compare`, `sweep` or `merge` (rerun it to get the files charts need)",
-        _ => "",
+    let hint = if matches!(e, InputError::TooBig { .. }) {
+        "; raise --max-memory if the machine can hold it"
+    } else if e.is_wrong_file() {
+        "; `plot` needs a directory written by `retrystorm run`, `compare`, `sweep` or `merge` (rerun it to get the files charts need)"
+    } else {
+        ""
     };
     fail(path, format!("{e}{hint}"))
 }
@@ -347,6 +349,7 @@ pub fn sweep_from_json(path: &Path, json: &Value) -> Result<SweepData, ReadError
 }
 
 /// A swept value's position: the number itself, or a duration (`"100ms"`) in seconds.
+#[allow(clippy::wildcard_enum_match_arm, reason = "a JSON value, not a kind: only numbers and strings hold a number")]
 fn number_of(value: &Value) -> Option<f64> {
     match value {
         Value::Number(n) => n.as_f64(),

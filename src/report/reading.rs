@@ -421,9 +421,10 @@ pub fn sweep_findings(data: &SweepData) -> Vec<String> {
     let mut out = Vec::new();
     for (metric, lower_better) in SWEEP_HEADLINES {
         let def = metric.def();
-        let words = match metric {
-            Metric::PeakOverCapacity => "peak load during the trigger ÷ capacity (the whole run's peak)",
-            _ => def.words,
+        let words = if metric == Metric::PeakOverCapacity {
+            "peak load during the trigger ÷ capacity (the whole run's peak)"
+        } else {
+            def.words
         };
         let (scale, unit) = (def.unit.scale(), def.unit.suffix());
         let mut points: Vec<(usize, usize, f64)> = Vec::new();

@@ -80,7 +80,7 @@ fn label(metric: &MetricRef) -> String {
     let words = metric.metric.def().label.trim_end_matches(" (s)");
     match metric.scope {
         Scope::Global => words.to_string(),
-        _ => format!("{} at {}", words, metric.name),
+        Scope::Hop | Scope::Tenant => format!("{} at {}", words, metric.name),
     }
 }
 

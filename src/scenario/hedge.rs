@@ -46,7 +46,11 @@ pub(super) fn hedge(raw: &RawHedge, budget: Option<&BudgetSpec>, at: &dyn Fn(&st
     }
     let shared = budget.and_then(|b| match b.kind {
         BudgetKind::GrpcThrottle { max_tokens, token_ratio } => Some(GrpcTokens { max_tokens, token_ratio }),
-        _ => None,
+        BudgetKind::AwsQuota { .. }
+        | BudgetKind::Finagle { .. }
+        | BudgetKind::Ratio { .. }
+        | BudgetKind::AdaptiveThrottle { .. }
+        | BudgetKind::TokenBucket { .. } => None,
     });
     let throttle = match (&raw.throttle, shared) {
         (None, None) => None,

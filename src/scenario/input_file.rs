@@ -47,7 +47,7 @@ impl InputError {
         match self {
             InputError::Io(e) => e.kind() == std::io::ErrorKind::NotFound,
             InputError::NotUtf8 => false,
-            _ => true,
+            InputError::Directory | InputError::NotRegular | InputError::TooBig { .. } => true,
         }
     }
 }

@@ -80,6 +80,10 @@ fn covers(span: Option<std::ops::Range<usize>>, offset: usize) -> bool {
 }
 
 /// Pushes onto `path` the deepest entry of `table` that covers `offset`; false if none does.
+#[allow(
+    clippy::wildcard_enum_match_arm,
+    reason = "a TOML item, not a kind: only arrays of tables are named by their entries"
+)]
 fn descend(table: &dyn TableLike, offset: usize, path: &mut Vec<String>) -> bool {
     for (key, item) in table.iter() {
         path.push(key.to_string());

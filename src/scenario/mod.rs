@@ -86,6 +86,10 @@ fn objective(raw: &RawScenario, spec: &SimSpec) -> Result<crate::metrics::object
     }
     let mut objective = Objective::with_default_ties(rank, require);
     for (key, value) in &o.tie {
+        #[allow(
+            clippy::wildcard_enum_match_arm,
+            reason = "a TOML value, not a kind: set_tie reads any other shape's TOML text"
+        )]
         let text = match value {
             toml::Value::String(s) => s.clone(),
             toml::Value::Integer(n) => n.to_string(),
@@ -249,7 +253,9 @@ fn read_scenario_file(path: &str) -> Result<String, String> {
     let limit = input_file::Limit { bytes: FILE_MAX_BYTES, holder: "a scenario" };
     input_file::read_text(std::path::Path::new(path), limit).map_err(|e| match e {
         input_file::InputError::Directory | input_file::InputError::NotRegular => format!("{e}; give a .toml file"),
-        e => e.to_string(),
+        e @ (input_file::InputError::TooBig { .. }
+        | input_file::InputError::Io(_)
+        | input_file::InputError::NotUtf8) => e.to_string(),
     })
 }
 

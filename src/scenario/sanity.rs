@@ -36,7 +36,7 @@ pub fn warnings(spec: &SimSpec) -> Vec<String> {
     for t in &spec.tenants {
         let start = match t.arrival {
             Arrival::Herd { start, .. } | Arrival::Closed { start, .. } => start,
-            _ => 0,
+            Arrival::Poisson { .. } | Arrival::Profile { .. } | Arrival::Trace(_) | Arrival::Ramp { .. } => 0,
         };
         if start >= spec.horizon {
             out.push(format!(

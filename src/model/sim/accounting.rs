@@ -180,10 +180,9 @@ impl Simulation<'_> {
     /// requests, checked against the counters' in conservation. A call waiting for its retry
     /// rides in its event (`Simulation::queue_retry`), so the pending events are counted too.
     pub(super) fn count_live_top_calls(&self) -> u64 {
-        let riding = self.queue.iter().filter_map(|e| match e {
-            super::Event::Retry { call } => Some(call),
-            _ => None,
-        });
+        // Only the retry events carry a call; no other kind needs counting here.
+        let riding =
+            self.queue.iter().filter_map(|e| if let super::Event::Retry { call } = e { Some(call) } else { None });
         let top = self.calls.iter().chain(riding).filter(|c| c.parent().is_none()).count();
         top as u64
     }

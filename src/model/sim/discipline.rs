@@ -187,7 +187,7 @@ impl Simulation<'_> {
                     long_window,
                 );
             }
-            _ => {}
+            Admission::None | Admission::Concurrency { .. } | Admission::TokenBucket { .. } => {}
         }
     }
 

@@ -93,7 +93,7 @@ impl Simulation<'_> {
             let this = match reply {
                 Reply::Ok => Outcome::Ok,
                 Reply::Rejected => Outcome::Rejected,
-                _ => Outcome::Failed,
+                Reply::Failed | Reply::Throttled(_) | Reply::Timeout | Reply::LocalReject => Outcome::Failed,
             };
             a.calls.outcome = a.calls.outcome.max(this);
         }
@@ -108,7 +108,7 @@ impl Simulation<'_> {
                 let next = usize::from(a.calls.next);
                 self.start_stage(parent, hop, next);
             }
-            failed => self.finish_job(parent, failed.reply()),
+            failed @ (Outcome::Failed | Outcome::Rejected) => self.finish_job(parent, failed.reply()),
         }
     }
 }

@@ -171,7 +171,9 @@ impl Simulation<'_> {
         *tokens = match reply {
             Reply::Ok => t.tokens.after_success(*tokens),
             Reply::Rejected => *tokens,
-            _ => GrpcTokens::after_failure(*tokens),
+            Reply::Failed | Reply::Throttled(_) | Reply::Timeout | Reply::LocalReject => {
+                GrpcTokens::after_failure(*tokens)
+            }
         };
     }
 

@@ -160,7 +160,7 @@ impl HopQueue {
         let lifo = match self.discipline {
             Discipline::Lifo => true,
             Discipline::AdaptiveLifo { interval } => self.congested(now, interval),
-            _ => false,
+            Discipline::Fifo | Discipline::Codel { .. } | Discipline::DeadlineDrop => false,
         };
         let n = self.class_lanes;
         for class in 0..self.lanes.len() / n {

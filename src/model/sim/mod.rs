@@ -408,7 +408,12 @@ impl<'a> Simulation<'a> {
                 // Counted only to know when a client is done; with one request each it is done
                 // after its first (and a random access per first request is saved).
                 Arrival::Herd { requests_per_client, .. } if requests_per_client > 1 => vec![0; t.clients as usize],
-                _ => Vec::new(),
+                Arrival::Herd { .. }
+                | Arrival::Poisson { .. }
+                | Arrival::Closed { .. }
+                | Arrival::Profile { .. }
+                | Arrival::Trace(_)
+                | Arrival::Ramp { .. } => Vec::new(),
             })
             .collect();
         let answers_in_place: Vec<bool> = (0..spec.hops.len()).map(|hop| answers_in_place(spec, hop)).collect();
@@ -445,7 +450,11 @@ impl<'a> Simulation<'a> {
                 .iter()
                 .map(|t| match &t.arrival {
                     Arrival::Trace(a) => Some(TraceCursor::new(a)),
-                    _ => None,
+                    Arrival::Herd { .. }
+                    | Arrival::Poisson { .. }
+                    | Arrival::Closed { .. }
+                    | Arrival::Profile { .. }
+                    | Arrival::Ramp { .. } => None,
                 })
                 .collect(),
             scaled_hops: Vec::new(),
@@ -635,9 +644,12 @@ impl<'a> Simulation<'a> {
                 Arrival::Ramp { from_rate_per_s, rate_per_s, over } => {
                     next_ramp(self.now, from_rate_per_s, rate_per_s, over, self.spec.horizon, rng)
                 }
-                _ => {
+                Arrival::Poisson { .. } | Arrival::Profile { .. } => {
                     let steps = self.poisson_steps[ti].as_deref().expect("only open-loop tenants get these events");
                     next_poisson(self.now, steps, self.spec.horizon, rng)
+                }
+                Arrival::Herd { .. } | Arrival::Closed { .. } | Arrival::Trace(_) => {
+                    unreachable!("only open-loop tenants get arrival events (a trace has its cursor)")
                 }
             },
         };
@@ -789,7 +801,7 @@ impl<'a> Simulation<'a> {
             }
             self.count_reply(hop, srv, reply, true);
             debug_assert!(reply != Reply::Ok, "an answer forced at arrival is never a success");
-            return self.release_then_sees(call, reply);
+            return self.answer_caller(call, reply);
         }
         attempt.server = srv as u32;
         let handle = self.insert_attempt(attempt);
@@ -857,7 +869,18 @@ impl<'a> Simulation<'a> {
                 return;
             }
         }
-        self.release_then_sees(call, reply);
+        self.answer_caller(call, reply);
+    }
+
+    /// The caller of `call` gets `reply` after giving back the connection it held. Handing that
+    /// connection to a waiting call can, in the same instant, cancel this call's own caller (the
+    /// waiter's attempt fails at once, its job fails, and the cancel reaches this call's parent
+    /// job): the call is then gone (`cancel_calls`) and its reply is answered to nobody.
+    fn answer_caller(&mut self, call: Handle, reply: Reply) {
+        self.release_connection(call);
+        if self.calls.get(call).is_some() {
+            self.caller_sees(call, reply);
+        }
     }
 
     fn on_timeout(&mut self, handle: Handle) {
@@ -879,21 +902,7 @@ impl<'a> Simulation<'a> {
         if self.links.on && self.gave_up(handle, call) {
             return;
         }
-        self.release_then_sees(call, Reply::Timeout);
-    }
-
-    /// The caller stopped waiting on an attempt of `call` with `reply`: the attempt's pooled
-    /// connection goes back first (to the call waiting longest), then the call sees the reply.
-    /// Handing the connection on can end `call` in the same instant: the waiter it goes to may
-    /// be answered at once or dead-lettered, its job then replies, and when (as in the regression
-    /// cases of tests/combined.rs) that job is the winning hedge copy of the request `call` works for, the losing copy is cancelled with its
-    /// calls — `call` among them. A cancelled call is gone and sees nothing (as it would had the
-    /// cancel come an instant earlier); reading it would touch an ended call's budget.
-    fn release_then_sees(&mut self, call: Handle, reply: Reply) {
-        self.release_connection(call);
-        if self.calls.get(call).is_some() {
-            self.caller_sees(call, reply);
-        }
+        self.answer_caller(call, Reply::Timeout);
     }
 
     fn caller_sees(&mut self, call_handle: Handle, reply: Reply) {
@@ -1021,7 +1030,18 @@ impl Touches<'_> {
                 self.history.prefetch(call.request_id);
                 self.prefetch_states(call.policy, call.tenant, call.client)
             }
-            _ => {}
+            // Nothing of these is worth fetching ahead.
+            Event::PoissonArrival { .. }
+            | Event::ClientNext { .. }
+            | Event::OccReadBack { .. }
+            | Event::OccWrite { .. }
+            | Event::Probe { .. }
+            | Event::PoolTimeout { .. }
+            | Event::AutoscaleTick { .. }
+            | Event::CapacityReady { .. }
+            | Event::HedgeFire { .. }
+            | Event::CancelArrive { .. }
+            | Event::CapacityRestored { .. } => {}
         }
     }
 
@@ -1133,7 +1153,7 @@ fn poisson_steps(arrival: &Arrival) -> Option<Vec<(Nanos, f64)>> {
     match arrival {
         Arrival::Poisson { rate_per_s } => Some(vec![(0, *rate_per_s)]),
         Arrival::Profile { steps } => Some(steps.clone()),
-        _ => None,
+        Arrival::Herd { .. } | Arrival::Closed { .. } | Arrival::Trace(_) | Arrival::Ramp { .. } => None,
     }
 }
 

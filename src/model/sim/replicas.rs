@@ -150,7 +150,10 @@ impl Simulation<'_> {
                         *next = (r + 1) % n;
                         r
                     }
-                    _ => {
+                    Balancer::RoundRobin | Balancer::Random | Balancer::PowerOfTwo => {
+                        unreachable!("the outer match took {balancer:?}")
+                    }
+                    Balancer::LeastConnectionsRandom => {
                         let least = (0..k).map(|i| load(at(i))).min().expect("at least one replica");
                         let tied = || (0..k).map(at).filter(|&r| load(r) == least);
                         let ties = tied().count() as u32;
@@ -201,7 +204,9 @@ impl Simulation<'_> {
             match reply {
                 Reply::Ok => self.outcome_seen(hop, server, false),
                 Reply::Failed => self.outcome_seen(hop, server, true),
-                _ => {}
+                // Outlier detection counts a 5xx as a failure and a success as good; a 4xx or
+                // a 429 is neither (timeouts are counted by `replica_timed_out`).
+                Reply::Rejected | Reply::Throttled(_) | Reply::Timeout | Reply::LocalReject => {}
             }
         }
     }

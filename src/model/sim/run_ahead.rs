@@ -120,7 +120,15 @@ impl SimSpec {
                     covered_until = covered_until.max(Some(f.to));
                 }
                 FaultKind::Hang | FaultKind::ErrorRate { .. } => spoiled_from = spoiled_from.min(f.from),
-                _ => {}
+                // Started after `from`: it covers nothing of [`from`, ...] yet.
+                FaultKind::Outage { .. } | FaultKind::Throttle { .. } => {}
+                // Replies lost or slowed, capacity dipped, a cache flushed: none refuses every
+                // arriving attempt by rule, nor spoils a refusal (an attempt refused at
+                // arrival is never served, so its reply and service time do not matter).
+                FaultKind::LostReply { .. }
+                | FaultKind::Slow { .. }
+                | FaultKind::Capacity { .. }
+                | FaultKind::CacheFlush => {}
             }
         }
         covered_until.map(|until| until.min(spoiled_from)).filter(|&until| from < until)

@@ -104,7 +104,13 @@ impl Simulation<'_> {
         let (hop, replica) = (self.hops[srv].hop as usize, self.hops[srv].replica);
         let limited = self.spec.active_faults_on(hop, replica, self.now).find_map(|kind| match *kind {
             FaultKind::Capacity { workers } => Some(workers),
-            _ => None,
+            FaultKind::Outage { .. }
+            | FaultKind::Hang
+            | FaultKind::Throttle { .. }
+            | FaultKind::ErrorRate { .. }
+            | FaultKind::LostReply { .. }
+            | FaultKind::Slow { .. }
+            | FaultKind::CacheFlush => None,
         });
         limited.unwrap_or(self.hops[srv].workers)
     }
@@ -138,7 +144,13 @@ impl Simulation<'_> {
             .active_faults_on(hop, replica, self.now)
             .map(|kind| match *kind {
                 FaultKind::Slow { factor } => factor,
-                _ => 1.0,
+                FaultKind::Outage { .. }
+                | FaultKind::Hang
+                | FaultKind::Throttle { .. }
+                | FaultKind::ErrorRate { .. }
+                | FaultKind::LostReply { .. }
+                | FaultKind::Capacity { .. }
+                | FaultKind::CacheFlush => 1.0,
             })
             .product()
     }
@@ -424,7 +436,13 @@ impl Simulation<'_> {
         let (hop, replica) = (self.hops[srv].hop as usize, self.hops[srv].replica);
         let p = self.spec.active_faults_on(hop, replica, self.now).find_map(|kind| match *kind {
             FaultKind::LostReply { p } => Some(p),
-            _ => None,
+            FaultKind::Outage { .. }
+            | FaultKind::Hang
+            | FaultKind::Throttle { .. }
+            | FaultKind::ErrorRate { .. }
+            | FaultKind::Slow { .. }
+            | FaultKind::Capacity { .. }
+            | FaultKind::CacheFlush => None,
         });
         p.is_some_and(|p| self.rngs.faults[hop].random::<f64>() < p)
     }

@@ -64,6 +64,7 @@ fn keys(m: &Mapping) -> impl Iterator<Item = &str> {
     m.keys().filter_map(Value::as_str)
 }
 
+#[allow(clippy::wildcard_enum_match_arm, reason = "a YAML value, not a kind: only strings and numbers are text")]
 fn text(v: &Value) -> Option<String> {
     match v {
         Value::String(s) => Some(s.clone()),
@@ -74,6 +75,10 @@ fn text(v: &Value) -> Option<String> {
 
 /// Every route and virtual host with a retry policy (a route inherits its host's), or the
 /// file itself when it is a retry policy.
+#[allow(
+    clippy::wildcard_enum_match_arm,
+    reason = "a YAML value, not a kind: only mappings and sequences hold policies"
+)]
 fn collect<'a>(v: &'a Value, path: &str, inherited: Option<&'a Mapping>, out: &mut Vec<Candidate<'a>>) {
     match v {
         Value::Mapping(m) => {

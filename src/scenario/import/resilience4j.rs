@@ -71,6 +71,7 @@ pub fn import(text: &str, select: Option<&str>) -> Result<Imported, String> {
         }
         base.and_then(|b| b.get(k)).map(|v| (v, format!("configs.{}.{k}", base_name.as_deref().unwrap_or(""))))
     };
+    #[allow(clippy::wildcard_enum_match_arm, reason = "a YAML value, not a kind: any other shape is shown as YAML")]
     let text = |v: &Value| match v {
         Value::String(s) => s.clone(),
         other => serde_norway::to_string(other).unwrap_or_default().trim().to_string(),

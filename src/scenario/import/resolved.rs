@@ -54,7 +54,12 @@ fn value(p: &RetryPolicy, field: &str) -> String {
             Jitter::Schedule { delays } => {
                 format!("schedule [{}]", delays.iter().map(|d| show(*d)).collect::<Vec<_>>().join(", "))
             }
-            j => j.name().to_string(),
+            j @ (Jitter::None
+            | Jitter::Exponential
+            | Jitter::Full
+            | Jitter::Equal
+            | Jitter::Decorrelated
+            | Jitter::DecorrelatedV2) => j.name().to_string(),
         },
         "base" => show(p.base),
         "multiplier" => format!("{}", p.multiplier),
