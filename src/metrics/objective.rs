@@ -206,7 +206,9 @@ impl Requirement {
                 super::catalogue::Unit::Seconds => "seconds, e.g. 0.05 for 50 ms",
                 super::catalogue::Unit::PerSecond => "per second",
                 super::catalogue::Unit::Times => "a multiple, e.g. 1.5",
-                _ => "its own unit, a plain number",
+                super::catalogue::Unit::Count | super::catalogue::Unit::Share | super::catalogue::Unit::Flag => {
+                    "its own unit, a plain number"
+                }
             };
             return Err(format!(
                 "requirement `{text}`: `{number}` is a percentage, but `{}` is not a share; write the number in {own}",
