@@ -201,6 +201,34 @@ pub fn config_duration(text: &str, bare_ms: bool) -> Result<u64, String> {
     super::raw::parse_duration(t)
 }
 
+/// An imported YAML file that does not parse: the reader's message, which names the key and
+/// line; an integer beyond 64 bits (which the reader holds only as a 128-bit number and then
+/// refuses in words of its own) is said plainly.
+pub fn yaml_error(e: serde_norway::Error) -> String {
+    let text = e.to_string();
+    if text.contains(" as u128") || text.contains(" as i128") {
+        return format!("not valid YAML: {text} (an integer beyond 64 bits; give one in the key's range)");
+    }
+    format!("not valid YAML: {text}")
+}
+
+/// Most attempts a policy may make (the scenario's own limit on `max_attempts`).
+pub const ATTEMPTS_MAX: i64 = 10_000;
+
+/// Checks a count of retries (`first_try` 0: the file counts retries after the first try) or
+/// attempts (`first_try` 1) read from `key`: the policy's attempts must come out in
+/// 1..=[`ATTEMPTS_MAX`], else the key is named with the range it allows (no silent wrap of a
+/// huge value, no negative count).
+pub fn attempts_at(n: i64, key: &str, counts_first_try: bool) -> Result<i64, String> {
+    let (low, what) =
+        if counts_first_try { (1, "attempts (the first one included)") } else { (0, "retries after the first try") };
+    let high = if counts_first_try { ATTEMPTS_MAX } else { ATTEMPTS_MAX - 1 };
+    if !(low..=high).contains(&n) {
+        return Err(format!("`{key}` is {n}; it counts {what} and must be between {low} and {high}"));
+    }
+    Ok(if counts_first_try { n } else { n + 1 })
+}
+
 /// Sets a duration field from a config string, naming the key on error.
 pub fn duration_at(text: &str, key: &str, bare_ms: bool) -> Result<Dur, String> {
     config_duration(text, bare_ms).map(Dur).map_err(|e| format!("`{key}`: {e}"))
