@@ -17,6 +17,7 @@ const BASE_DEFAULT_NS: u64 = 25_000_000;
 
 /// Imports the retry policy of the route or virtual host named `select` (or the only one).
 pub fn import(text: &str, select: Option<&str>) -> Result<Imported, String> {
+    super::yaml_depth(text)?;
     let root: Value = serde_norway::from_str(text).map_err(super::yaml_error)?;
     let mut found = Vec::new();
     collect(&root, "", None, &mut found);

@@ -24,6 +24,7 @@ const SETTINGS: [&str; 8] = [
 
 /// Imports instance `select` (or the only instance).
 pub fn import(text: &str, select: Option<&str>) -> Result<Imported, String> {
+    super::yaml_depth(text)?;
     let root: Value = serde_norway::from_str(text).map_err(super::yaml_error)?;
     let retry = get(&root, "resilience4j.retry")
         .or_else(|| get(&root, "resilience4j").and_then(|r| get(r, "retry")))
