@@ -160,3 +160,43 @@ fn bad_flag_values_name_the_flag_the_value_and_the_fix() {
         assert!(!std::path::Path::new(file).exists(), "{args:?}: init wrote {file}");
     }
 }
+
+/// `sweep`'s table fits 100 columns: the metric columns continue in a second block that repeats
+/// the cell, its parameters and the variant, and the heading wraps; `--wide` keeps one block.
+/// The sweep is the README's bundled one (outage-herd over its clients), at two small sizes.
+#[test]
+fn sweep_stdout_fits_100_columns() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let herd = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/outage-herd.toml");
+    let sweep = |extra: &[&str], out: &str| -> String {
+        let out = tmp.path().join(out);
+        let mut args = vec![
+            "sweep",
+            herd,
+            "--vary",
+            "tenant.main.clients=100,1000",
+            "--replications",
+            "2",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let output = retrystorm(&args);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).expect("UTF-8")
+    };
+    let widest = |t: &str| t.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    let text = sweep(&[], "narrow");
+    assert!(widest(&text) <= 100, "a line of {} columns:\n{text}", widest(&text));
+    // Every variant row of both cells appears once per block, and every metric heading once.
+    let rows = |t: &str, variant: &str| t.lines().filter(|l| l.contains(variant)).count();
+    let blocks = text.matches("cell  clients").count();
+    assert!(blocks >= 2, "the columns continue in blocks:\n{text}");
+    assert_eq!(rows(&text, "decorrelated"), 2 * blocks, "{text}");
+    for heading in ["success", "after/cap", "dlq", "trigger peak/cap", "attempts", "Δattempts"] {
+        assert!(text.contains(heading), "`{heading}` missing:\n{text}");
+    }
+    let wide = sweep(&["--wide"], "wide");
+    assert_eq!(wide.matches("cell  clients").count(), 1, "--wide keeps one block:\n{wide}");
+    assert!(widest(&wide) > 100, "--wide leaves the rows whole");
+}
