@@ -241,7 +241,7 @@ fn runaway_scenarios_are_refused_up_front_with_the_estimate() {
         ),
         (
             &["--set", "bucket=1us", "--set", "horizon=1s", "--replications", "40"],
-            "time series of 40 replication(s) held for aggregation: 9.6 GiB",
+            "time series of 40 replication(s) held for aggregation: 9.5 GiB",
         ),
         (
             &[
