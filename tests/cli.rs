@@ -114,3 +114,89 @@ fn init_from_a_config_with_several_entries_asks_for_the_select_flag() {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(file.exists());
 }
+
+/// Bad flag values — a negative number after a flag (which clap would read as a flag of its
+/// own), a value `init` cannot turn into a valid scenario, a percentage on a metric that is not
+/// a share — each get one line naming the flag, the value and the fix, exit code 2, and
+/// nothing written.
+#[test]
+fn bad_flag_values_name_the_flag_the_value_and_the_fix() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let file = tmp.path().join("x.toml");
+    let file = file.to_str().unwrap();
+    let herd = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/outage-herd.toml");
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["plan", herd, "--vary", "hop.api.workers=1..4", "--resolution", "-1"], &["--resolution", "-1", "above 0"]),
+        (&["init", file, "--outage", "-5s"], &["--outage", "-5s", "negative"]),
+        (&["init", file, "--outage", "0s"], &["--outage 0s", "above 0", "--outage 20s"]),
+        (&["init", file, "--outage", "100000h"], &["--outage 100000h", "at most --outage 24h"]),
+        (&["init", file, "--clients", "-3"], &["'-3' for '--clients'", "is negative", "Closed-loop clients"]),
+        (&["init", file, "--rate", "abc"], &["'abc' for '--rate'", "requests per second"]),
+        (&["init", file, "--rate", "-5"], &["--rate -5", "positive number"]),
+        (&["init", file, "--rate", "1e308"], &["--rate 1e308", "workers", "at most"]),
+        (&["init", file, "--capacity", "1e300"], &["--capacity 1e300", "workers", "at most"]),
+        (
+            &["run", herd, "--replications", "-2"],
+            &["'-2' for '--replications <REPLICATIONS>'", "is negative; give a whole number"],
+        ),
+        (
+            &["budget", "--window", "72h", "--hops", "-1"],
+            &["'-1' for '--hops'", "is negative", "chain of this many hops"],
+        ),
+        (
+            &["plan", herd, "--vary", "hop.api.workers=1..4", "--require", "latency_s_p99 <= 50%"],
+            &["latency_s_p99", "50%", "not a share", "seconds"],
+        ),
+    ];
+    for (args, needles) in cases {
+        let output = retrystorm(args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: one line: {stderr}");
+        assert!(!stderr.contains("unexpected argument") && !stderr.contains("panicked"), "{args:?}: {stderr}");
+        for needle in *needles {
+            assert!(stderr.contains(needle), "{args:?}: `{needle}` missing from: {stderr}");
+        }
+        assert!(!std::path::Path::new(file).exists(), "{args:?}: init wrote {file}");
+    }
+}
+
+/// `sweep`'s table fits 100 columns: the metric columns continue in a second block that repeats
+/// the cell, its parameters and the variant, and the heading wraps; `--wide` keeps one block.
+/// The sweep is the README's bundled one (outage-herd over its clients), at two small sizes.
+#[test]
+fn sweep_stdout_fits_100_columns() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let herd = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/outage-herd.toml");
+    let sweep = |extra: &[&str], out: &str| -> String {
+        let out = tmp.path().join(out);
+        let mut args = vec![
+            "sweep",
+            herd,
+            "--vary",
+            "tenant.main.clients=100,1000",
+            "--replications",
+            "2",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let output = retrystorm(&args);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).expect("UTF-8")
+    };
+    let widest = |t: &str| t.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    let text = sweep(&[], "narrow");
+    assert!(widest(&text) <= 100, "a line of {} columns:\n{text}", widest(&text));
+    // Every variant row of both cells appears once per block, and every metric heading once.
+    let rows = |t: &str, variant: &str| t.lines().filter(|l| l.contains(variant)).count();
+    let blocks = text.matches("cell  clients").count();
+    assert!(blocks >= 2, "the columns continue in blocks:\n{text}");
+    assert_eq!(rows(&text, "decorrelated"), 2 * blocks, "{text}");
+    for heading in ["success", "after/cap", "dlq", "trigger peak/cap", "attempts", "Δattempts"] {
+        assert!(text.contains(heading), "`{heading}` missing:\n{text}");
+    }
+    let wide = sweep(&["--wide"], "wide");
+    assert_eq!(wide.matches("cell  clients").count(), 1, "--wide keeps one block:\n{wide}");
+    assert!(widest(&wide) > 100, "--wide leaves the rows whole");
+}

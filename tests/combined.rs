@@ -131,6 +131,10 @@ fn the_generator_covers_every_feature() {
 ///   its hedge copy, whose win cancelled the job while it finished (its worker freed twice).
 /// - `occ-lost-reply-cancelled.toml`: a register attempt whose reply was lost, then cancelled,
 ///   was never removed.
+/// - `pool-release-cancels-the-timed-out-call.toml` and `pool-release-cancels-the-answered-call.toml`
+///   (choice lists drawn with proptest seeds 220 and 219): the same class as
+///   `pool-handoff-cancels-the-caller.toml` below, through a timeout and through a throttled
+///   reply, each with a client-side hedge cancelling on timeout above the pooled hop.
 /// - `capacity-fault-end-wedged-queue.toml`: the end of a `capacity` fault did not put the
 ///   workers back to the queue; with an admission limit full of queued attempts the hop stayed
 ///   wedged for the rest of the run.

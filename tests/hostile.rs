@@ -241,7 +241,7 @@ fn runaway_scenarios_are_refused_up_front_with_the_estimate() {
         ),
         (
             &["--set", "bucket=1us", "--set", "horizon=1s", "--replications", "40"],
-            "time series of 40 replication(s) held for aggregation: 9.6 GiB",
+            "time series of 40 replication(s) held for aggregation: 9.5 GiB",
         ),
         (
             &[
@@ -643,4 +643,57 @@ fn a_scenarios_data_files_are_read_only_if_regular() {
         let expect = format!("error: {toml}:{at}: cannot read `{file}`: {what}; {tail}");
         refused(dir, &["validate", toml], &expect);
     }
+}
+
+/// Input files nested 100,000 levels deep — a YAML retry config (flow brackets, flow mappings,
+/// block indentation), a gRPC JSON config, a scenario's TOML — never reach a parser's recursion
+/// (a stack overflow) nor its slow path: exit code 2, one line naming the file and the
+/// nesting, nothing written.
+#[test]
+fn deeply_nested_input_files_are_refused() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    let n = 100_000;
+    let block: String = (0..3000).map(|i| format!("{}k{i}:\n", " ".repeat(i))).collect();
+    let files = [
+        ("r4j-brackets.yaml", format!("resilience4j.retry: {}{}\n", "[".repeat(n), "]".repeat(n))),
+        ("r4j-mappings.yaml", format!("resilience4j.retry: {}1{}\n", "{a: ".repeat(n), "}".repeat(n))),
+        ("envoy-block.yaml", format!("name: deep\n{block}")),
+        ("grpc.json", format!("{{\"methodConfig\": {}{}}}\n", "[".repeat(n), "]".repeat(n))),
+    ];
+    for (name, text) in &files {
+        std::fs::write(dir.join(name), text).expect("write");
+    }
+    std::fs::write(dir.join("deep.toml"), format!("x = {}{}\n{GOOD}", "[".repeat(n), "]".repeat(n))).expect("write");
+    let before = listing(dir);
+    let mut cases: Vec<(Vec<String>, &str)> = files
+        .iter()
+        .map(|(name, _)| {
+            let args = [
+                "validate",
+                "good.toml",
+                "--set",
+                &format!("policy.client.import={name}"),
+                "--set",
+                "policy.client.select=x",
+            ];
+            let needle = if name.ends_with(".json") {
+                "recursion limit exceeded"
+            } else {
+                "nested deeper than 64 levels at line"
+            };
+            (args.iter().map(|s| s.to_string()).collect(), needle)
+        })
+        .collect();
+    cases.push((vec!["validate".into(), "deep.toml".into()], "max recursion depth met"));
+    for (args, needle) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = retrystorm_within(dir, &args);
+        let got = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {got}");
+        assert!(got.contains(needle) && !got.contains("\\n") && !got.contains("panicked"), "{args:?}: {got}");
+        let file = args.iter().find_map(|a| a.strip_prefix("policy.client.import=")).unwrap_or("deep.toml");
+        assert!(got.contains(file), "{args:?}: names {file}: {got}");
+    }
+    assert_eq!(listing(dir), before, "nothing written");
 }

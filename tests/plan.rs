@@ -215,3 +215,48 @@ fn plan_refuses_bad_duration_and_rate_ranges_with_one_message() {
         assert!(!out.exists(), "nothing written for {all:?}");
     }
 }
+
+/// The largest trigger a configuration absorbs: `--find largest` over the outage's length (the
+/// README's example). Checked against runs made without the search: at the chosen length every
+/// requirement holds at its one-sided 95% bound (recomputed here from the per-replication
+/// values with `one_sided_bound`), one resolution step longer one fails — the boundary the
+/// bisection claims, on the same seeds.
+#[test]
+fn largest_outage_a_configuration_absorbs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p");
+    let output = retrystorm(&[
+        "plan",
+        "scenarios/outage-herd.toml",
+        "--vary",
+        "fault.0.to=1s..60s",
+        "--find",
+        "largest",
+        "--set",
+        "hop.api.workers=64",
+        "--set",
+        "policy.client.jitter=exponential",
+        "--replications",
+        "4",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let plan = plan_json(&out);
+    assert_eq!((plan["kind"].as_str(), plan["find"].as_str()), (Some("duration"), Some("largest")));
+    let chosen = plan["plans"][0]["chosen"].as_f64().expect("an outage length is absorbed");
+    let step = plan["resolution"].as_f64().unwrap();
+    assert!((1.0..60.0).contains(&chosen), "{chosen}");
+    let meets = |seconds: f64| {
+        let to = format!("fault.0.to={}ms", (seconds * 1e3).round());
+        let study =
+            study("outage-herd", &["hop.api.workers=64", "policy.client.jitter=exponential", "replications=4", &to]);
+        let v = &study.variants[0];
+        let success = one_sided_bound(metric(v, "success_ratio"), true).unwrap();
+        let peak = one_sided_bound(metric(v, "peak_after_over_capacity"), false).unwrap();
+        success >= 0.999 && peak <= 1.0
+    };
+    assert!(meets(chosen), "the chosen {chosen} s must meet every requirement");
+    assert!(!meets(chosen + step), "{} s (one step longer) must not", chosen + step);
+}

@@ -79,6 +79,21 @@ fn select_message(error: &str) -> Option<String> {
     Some(format!("--from {out}"))
 }
 
+/// A flag's number as typed: plain, or in exponent form when huge (`1e308`, not 309 digits).
+fn number(x: f64) -> String {
+    if x.abs() >= 1e15 {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
+/// Most workers a hop may have (the scenario's own limit on `hop.NAME.workers`).
+const WORKERS_MAX: u64 = 10_000_000;
+/// Longest `--outage`, in hours and nanoseconds.
+const OUTAGE_MAX_H: u64 = 24;
+const OUTAGE_MAX_NS: u64 = OUTAGE_MAX_H * 3600 * NS_PER_S;
+
 fn bad(message: String) -> CliError {
     CliError::BadInput(format!("init: {message}"))
 }
@@ -206,20 +221,33 @@ fn scenario_text(args: &InitArgs, sources: &[Source]) -> Result<String, CliError
     }
     let outage =
         args.outage.as_deref().map(|o| parse_duration(o).map_err(|e| bad(format!("--outage: {e}")))).transpose()?;
+    match (outage, args.outage.as_deref()) {
+        (Some(0), Some(o)) => {
+            return Err(bad(format!("--outage {o}: an outage needs a length above 0; give e.g. --outage 20s")))
+        }
+        (Some(d), Some(o)) if d > OUTAGE_MAX_NS => {
+            return Err(bad(format!(
+                "--outage {o}: longer than {OUTAGE_MAX_H}h; init writes a run of 30 s + the outage + 60 s, and a longer outage is a run of days of simulated traffic: give at most --outage {OUTAGE_MAX_H}h"
+            )))
+        }
+        _ => {}
+    }
     let think = parse_duration(&args.think).map_err(|e| bad(format!("--think: {e}")))?;
     let service_s = histogram.map_or(0.010, |h| h.1);
     // Offered load in requests per second, for the default capacity.
     let offered = match (trace, args.rate, args.clients) {
         (Some(t), _, _) => t.1,
         (None, Some(r), _) if r.is_finite() && r > 0.0 => r,
-        (None, Some(r), _) => return Err(bad(format!("--rate {r}: give a positive number of requests per second"))),
+        (None, Some(r), _) => {
+            return Err(bad(format!("--rate {}: give a positive number of requests per second", number(r))))
+        }
         (None, None, Some(0)) => return Err(bad("--clients 0: give at least one client".into())),
         (None, None, Some(c)) => f64::from(c) / (think as f64 / NS_PER_S as f64 + service_s),
         (None, None, None) => 100.0,
     };
     let capacity = match args.capacity {
         Some(c) if c.is_finite() && c > 0.0 => c,
-        Some(c) => return Err(bad(format!("--capacity {c}: give a positive number of requests per second"))),
+        Some(c) => return Err(bad(format!("--capacity {}: give a positive number of requests per second", number(c)))),
         None => 2.0 * offered,
     };
     if offered > capacity && args.capacity.is_some() && args.rate.is_some() {
@@ -233,6 +261,26 @@ fn scenario_text(args: &InitArgs, sources: &[Source]) -> Result<String, CliError
     // stated capacity holds at every hop (the one definition, `SimSpec::capacity_per_s`).
     let hops = args.hops.len();
     let workers_at = |i: usize| (capacity * service_s * (hops - i) as f64).ceil().max(1.0) as u64;
+    // The first hop is the busiest (it holds a worker for every hop after it): refuse a capacity
+    // its workers cannot reach, naming the flag that set it.
+    if capacity * service_s * hops as f64 > WORKERS_MAX as f64 {
+        let most = (WORKERS_MAX as f64 / (service_s * hops as f64)).floor();
+        let (flag, fix) = match (args.capacity, args.rate) {
+            (Some(c), _) => (format!("--capacity {}", number(c)), format!("give at most --capacity {most:.0}")),
+            (None, Some(r)) => (
+                format!("--rate {} (capacity defaults to twice the rate)", number(r)),
+                format!("give at most --rate {:.0}, or a --capacity of at most {most:.0}", (most / 2.0).floor()),
+            ),
+            (None, None) => (
+                format!("the offered load {offered:.0}/s (capacity defaults to twice it)"),
+                format!("give a --capacity of at most {most:.0}"),
+            ),
+        };
+        return Err(bad(format!(
+            "{flag}: hop `{}` would need more than {WORKERS_MAX} workers ({service_s} s busy per request); {fix}",
+            args.hops[0]
+        )));
+    }
     let outage_from = 30.0;
     let horizon = trace.map_or(120.0, |t| t.2).max(outage.map_or(0.0, |o| outage_from + o as f64 / 1e9 + 60.0));
     let name = args.file.file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into_owned());

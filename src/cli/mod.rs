@@ -204,12 +204,98 @@ fn missing_arguments(e: &clap::Error) -> String {
     }
 }
 
+/// A negative number after a flag that takes a value (`--resolution -1`, `--outage -5s`) is that
+/// flag's value, not an unknown flag: it is attached (`--resolution=-1`) so that the flag's own
+/// check names it, instead of clap's "unexpected argument '-1'". Only `--long` flags of the
+/// command given, whose clap definition takes a value, and only a token that is `-` followed by
+/// a digit, `.`, `inf` or `nan`.
+fn negative_values_attached(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    use clap::CommandFactory;
+    let command = Cli::command();
+    let Some(sub) = args.iter().skip(1).find_map(|a| a.to_str().filter(|a| !a.starts_with('-'))) else { return args };
+    let Some(sub) = command.find_subcommand(sub) else { return args };
+    let takes_value =
+        |long: &str| sub.get_arguments().any(|a| a.get_long() == Some(long) && a.get_action().takes_values());
+    let negative = |v: &str| {
+        v.strip_prefix('-').is_some_and(|r| {
+            r.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+                || ["inf", "nan"].iter().any(|w| r.to_ascii_lowercase().starts_with(w))
+        })
+    };
+    let mut out = Vec::with_capacity(args.len());
+    let mut i = 0;
+    while i < args.len() {
+        let flag = args[i].to_str().and_then(|a| a.strip_prefix("--")).filter(|f| !f.contains('=') && takes_value(f));
+        let next = args.get(i + 1).and_then(|a| a.to_str()).filter(|v| negative(v));
+        if let (Some(flag), Some(value)) = (flag, next) {
+            out.push(format!("--{flag}={value}").into());
+            i += 2;
+        } else {
+            out.push(args[i].clone());
+            i += 1;
+        }
+    }
+    out
+}
+
+/// A value a flag's parser refused: the flag, the value, why, and what the flag takes (its
+/// help line, or clap's list of possible values), on one line.
+fn invalid_value(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let text = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        Some(ContextValue::Strings(s)) => Some(s.join(", ")),
+        _ => None,
+    };
+    let arg = text(ContextKind::InvalidArg).unwrap_or_else(|| "a flag".into());
+    let flag = arg.split([' ', '=']).next().unwrap_or(&arg).to_string();
+    let value = text(ContextKind::InvalidValue).unwrap_or_default();
+    let first = e.to_string();
+    let first = first.lines().next().unwrap_or("").to_string();
+    // clap's own reason, after the "for '--flag <X>': " part.
+    let why = first.rsplit_once("': ").map_or("is not valid", |(_, w)| w).trim().to_string();
+    let fix = match text(ContextKind::ValidValue) {
+        Some(valid) => format!("give one of {valid}"),
+        None => {
+            use clap::CommandFactory;
+            let command = Cli::command();
+            let long = flag.trim_start_matches('-');
+            let help = command
+                .get_subcommands()
+                .flat_map(|c| c.get_arguments())
+                .find(|a| a.get_long() == Some(long))
+                .and_then(|a| a.get_help().map(|h| h.to_string()));
+            match help {
+                Some(h) => format!("{flag} takes: {}", h.trim_end_matches('.')),
+                None => "see --help".into(),
+            }
+        }
+    };
+    if why.contains("; ") {
+        // The flag's own parser said what is wrong and how to fix it.
+        return format!("invalid value '{value}' for '{arg}': {why} (see --help)");
+    }
+    let why = if value.starts_with('-') && why.contains("is not in 0..") {
+        "is negative".to_string()
+    } else if why.starts_with("is ") {
+        why
+    } else {
+        format!("is not valid ({why})")
+    };
+    format!("invalid value '{value}' for '{flag}': {why}; {fix} (see --help)")
+}
+
 /// Parses `std::env::args` and runs the command.
 pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<(), CliError> {
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match Cli::try_parse_from(negative_values_attached(args.into_iter().collect())) {
         Ok(cli) => cli,
         Err(e) if e.kind() == clap::error::ErrorKind::MissingRequiredArgument => {
             return Err(CliError::BadInput(missing_arguments(&e)));
+        }
+        Err(e)
+            if matches!(e.kind(), clap::error::ErrorKind::ValueValidation | clap::error::ErrorKind::InvalidValue) =>
+        {
+            return Err(CliError::BadInput(invalid_value(&e)));
         }
         Err(e) if e.use_stderr() => {
             // clap's message starts with its own "error: " and adds usage lines: keep one line.

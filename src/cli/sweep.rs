@@ -178,8 +178,11 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
             .iter()
             .map(|v| (v.name.clone(), crate::report::data::label_of(&v.name, &crate::report::data::setup_of(&v.spec))))
             .collect();
-        print!("{}", sweep_table(&header, shard, &result.cells, &labels));
-        println!("wrote sweep.json, sweep.csv, perf.json and {charts} chart/report files to {}", out.display());
+        let width = if args.run.wide { table::WIDE } else { table::WIDTH };
+        print!("{}", sweep_table(&header, shard, &result.cells, &labels, width));
+        let wrote =
+            format!("wrote sweep.json, sweep.csv, perf.json and {charts} chart/report files to {}", out.display());
+        print!("{}", table::fit(&wrote, width));
     }
     Ok(())
 }
@@ -251,6 +254,7 @@ fn sweep_table(
     shard: Option<Shard>,
     cells: &[CellResult],
     labels: &[(String, String)],
+    width: usize,
 ) -> String {
     let label = |name: &str| labels.iter().find(|(n, _)| n == name).map_or(name.to_string(), |(_, l)| l.clone());
     let mut head: Vec<String> = vec!["cell".into()];
@@ -278,8 +282,9 @@ fn sweep_table(
         (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
     let mut out = String::new();
     let part = shard.map(|s| format!(", shard {}/{}", s.index, s.count)).unwrap_or_default();
+    let mut title = String::new();
     let _ = writeln!(
-        out,
+        title,
         "{} sweep: {} of {} cell(s){part}, {} replication(s), seed {}; mean ±95% CI half-width (pp for percentages; \"exact\": all agree); Δ: paired vs {}",
         header.scenario,
         cells.len(),
@@ -288,9 +293,29 @@ fn sweep_table(
         header.seed,
         label(&header.baseline)
     );
-    for row in rows {
-        let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:>w$}")).collect();
-        let _ = writeln!(out, "{}", line.join("  "));
+    out.push_str(&table::fit(&title, width));
+    // The cell, its parameters and the variant name each row; the metric columns go into blocks
+    // that fit `width`, each block repeating those key columns.
+    let keys = 2 + header.grid.axes.len();
+    let line_width = |columns: &[usize]| columns.iter().map(|&c| widths[c]).sum::<usize>() + 2 * (columns.len() - 1);
+    let mut blocks: Vec<Vec<usize>> = Vec::new();
+    let mut current: Vec<usize> = (0..keys).collect();
+    for c in keys..widths.len() {
+        current.push(c);
+        if current.len() > keys + 1 && line_width(&current) > width {
+            current.pop();
+            blocks.push(std::mem::replace(&mut current, (0..keys).chain([c]).collect()));
+        }
+    }
+    blocks.push(current);
+    for (b, columns) in blocks.iter().enumerate() {
+        if b > 0 {
+            out.push('\n');
+        }
+        for row in &rows {
+            let line: Vec<String> = columns.iter().map(|&c| format!("{:>w$}", row[c], w = widths[c])).collect();
+            let _ = writeln!(out, "{}", line.join("  "));
+        }
     }
     out
 }

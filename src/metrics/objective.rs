@@ -200,6 +200,21 @@ impl Requirement {
             Some(d) => (d.trim(), true),
             None => (number, false),
         };
+        let unit = metric.metric.def().unit;
+        if percent && !matches!(unit, super::catalogue::Unit::Share | super::catalogue::Unit::Flag) {
+            let own = match unit {
+                super::catalogue::Unit::Seconds => "seconds, e.g. 0.05 for 50 ms",
+                super::catalogue::Unit::PerSecond => "per second",
+                super::catalogue::Unit::Times => "a multiple, e.g. 1.5",
+                super::catalogue::Unit::Count | super::catalogue::Unit::Share | super::catalogue::Unit::Flag => {
+                    "its own unit, a plain number"
+                }
+            };
+            return Err(format!(
+                "requirement `{text}`: `{number}` is a percentage, but `{}` is not a share; write the number in {own}",
+                metric.metric
+            ));
+        }
         // `99.9e-2` parses to the double nearest 0.999, as `0.999` does (99.9 / 100 would not).
         let literal = if percent { format!("{digits}e-2") } else { digits.to_string() };
         let value: f64 = literal
@@ -471,6 +486,9 @@ mod tests {
         assert_eq!(r.metric.name, "db");
         assert_eq!(r.op, Op::AtMost);
         assert_eq!(r.threshold, 2.0);
+        let e = Requirement::parse("latency_s_p99 <= 50%").unwrap_err();
+        assert!(e.contains("`50%` is a percentage") && e.contains("latency_s_p99") && e.contains("seconds"), "{e}");
+        assert!(Requirement::parse("recovered >= 90%").is_ok(), "a flag's mean is a share of runs");
         let r = Requirement::parse("success_ratio>=99.9%").unwrap();
         assert_eq!((r.op, r.threshold), (Op::AtLeast, 0.999));
         assert_eq!(Requirement::parse("tenant.quiet.success_ratio > 0.9").unwrap().op, Op::Above);

@@ -11,15 +11,30 @@ use crate::model::{DeadlineMode, Jitter, RetryAfterMode, RetryOn, RetryPolicy};
 
 /// Validates one policy (after applying its preset, if any).
 pub fn policy(name: &str, written: &RawPolicy) -> V<RetryPolicy> {
-    let at = |field: &str| format!("policy.{name}.{field}");
-    let with_import;
-    let written = match super::import::import_policy(name, written)? {
-        Some(imported) => {
-            with_import = presets::overlay(written, imported.policy);
-            &with_import
+    let Some(imported) = super::import::import_policy(name, written)? else { return resolved(name, written) };
+    let own = super::import::fields_set(written);
+    let file = written.import.clone().unwrap_or_default();
+    resolved(name, &presets::overlay(written, imported.policy.clone())).map_err(|e| {
+        // A value the import set (not the scenario) is the imported file's to fix: name the
+        // file and the key it came from, not the policy field it was turned into.
+        let field = match e.path.as_slice() {
+            [p, n, field, ..] if p == "policy" && n == name => field.as_str(),
+            _ => return e,
+        };
+        let own = own.contains(&field) || (field == "ratio" && written.ratio.is_some());
+        match imported.sources.get(field).filter(|_| !own) {
+            Some(key) => Invalid::at(
+                &format!("policy.{name}.import"),
+                format!("{file}: `{key}` (read as the policy's {field}): {}", e.message),
+            ),
+            None => e,
         }
-        None => written,
-    };
+    })
+}
+
+/// Validates one policy whose import, if any, is already overlaid.
+fn resolved(name: &str, written: &RawPolicy) -> V<RetryPolicy> {
+    let at = |field: &str| format!("policy.{name}.{field}");
     let raw = match &written.preset {
         None => written.clone(),
         Some(p) => {

@@ -50,7 +50,7 @@ pub fn import(text: &str, select: Option<&str>) -> Result<Imported, String> {
             "retry_mode" => mode = Some((value.to_ascii_lowercase(), at)),
             "max_attempts" => {
                 let n: i64 = value.parse().map_err(|_| format!("{at}: `{value}` is not an integer"))?;
-                attempts = Some((n, at));
+                attempts = Some((super::attempts_at(n, &at, true)?, at));
             }
             // Never quote a credential's value: name the key only.
             other => out.unsupported(&format!("[{wanted}] {other}"), "not a retry setting"),

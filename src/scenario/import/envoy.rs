@@ -17,7 +17,8 @@ const BASE_DEFAULT_NS: u64 = 25_000_000;
 
 /// Imports the retry policy of the route or virtual host named `select` (or the only one).
 pub fn import(text: &str, select: Option<&str>) -> Result<Imported, String> {
-    let root: Value = serde_norway::from_str(text).map_err(|e| format!("not valid YAML: {e}"))?;
+    super::yaml_depth(text)?;
+    let root: Value = serde_norway::from_str(text).map_err(super::yaml_error)?;
     let mut found = Vec::new();
     collect(&root, "", None, &mut found);
     if found.is_empty() {
@@ -152,7 +153,7 @@ fn retry_policy(p: &Mapping, prefix: &str, out: &mut Imported) -> Result<(), Str
         Some(v) => v.as_i64().ok_or_else(|| format!("`{}` must be an integer", key("num_retries")))?,
         None => 1,
     };
-    out.policy.max_attempts = Some(retries + 1);
+    out.policy.max_attempts = Some(super::attempts_at(retries, &key("num_retries"), false)?);
     let source =
         if get(p, "num_retries").is_some() { key("num_retries") } else { key("num_retries (Envoy default 1)") };
     out.record_key("max_attempts", &source);

@@ -117,6 +117,14 @@ fn retry_policy(p: &Map<String, Value>, prefix: &str, out: &mut Imported) -> Res
         .get("maxAttempts")
         .and_then(Value::as_i64)
         .ok_or_else(|| format!("`{}` is required (an integer > 1)", key("maxAttempts")))?;
+    if attempts < 2 {
+        // gRFC A6: "maxAttempts MUST be an integer value greater than 1"; gRPC refuses the
+        // service config otherwise.
+        return Err(format!(
+            "`{}` is {attempts}; gRPC refuses a retryPolicy with maxAttempts below 2 (gRFC A6): give 2 to {MAX_ATTEMPTS_LIMIT}, or remove retryPolicy for no retries",
+            key("maxAttempts")
+        ));
+    }
     if attempts > MAX_ATTEMPTS_LIMIT {
         out.warnings.push(format!(
             "`{}` is {attempts}; gRPC treats values above {MAX_ATTEMPTS_LIMIT} as {MAX_ATTEMPTS_LIMIT}, and so does the import",
@@ -152,6 +160,13 @@ fn retry_policy(p: &Map<String, Value>, prefix: &str, out: &mut Imported) -> Res
         .get("retryableStatusCodes")
         .and_then(Value::as_array)
         .ok_or_else(|| format!("`{}` is required (e.g. [\"UNAVAILABLE\"])", key("retryableStatusCodes")))?;
+    if codes.is_empty() {
+        // gRFC A6: retryableStatusCodes "MUST be specified" and non-empty; gRPC refuses it.
+        return Err(format!(
+            "`{}` is empty; gRPC refuses a retryPolicy that retries no status code (gRFC A6): list at least one, e.g. [\"UNAVAILABLE\"]",
+            key("retryableStatusCodes")
+        ));
+    }
     let mut retry_on = Vec::new();
     for code in codes {
         let name = code.as_str().map(str::to_ascii_uppercase).unwrap_or_else(|| code.to_string());

@@ -24,7 +24,8 @@ const SETTINGS: [&str; 8] = [
 
 /// Imports instance `select` (or the only instance).
 pub fn import(text: &str, select: Option<&str>) -> Result<Imported, String> {
-    let root: Value = serde_norway::from_str(text).map_err(|e| format!("not valid YAML: {e}"))?;
+    super::yaml_depth(text)?;
+    let root: Value = serde_norway::from_str(text).map_err(super::yaml_error)?;
     let retry = get(&root, "resilience4j.retry")
         .or_else(|| get(&root, "resilience4j").and_then(|r| get(r, "retry")))
         .ok_or("no `resilience4j.retry` section")?;
@@ -81,7 +82,7 @@ pub fn import(text: &str, select: Option<&str>) -> Result<Imported, String> {
     let number =
         |k: &str| lookup(k).map(|(v, at)| v.as_f64().ok_or(format!("`{at}` must be a number")).map(|x| (x, at)));
     let (attempts, attempts_at) = match lookup("maxAttempts") {
-        Some((v, at)) => (v.as_i64().ok_or(format!("`{at}` must be an integer"))?, at),
+        Some((v, at)) => (super::attempts_at(v.as_i64().ok_or(format!("`{at}` must be an integer"))?, &at, true)?, at),
         None => (3, "maxAttempts (resilience4j default 3)".into()),
     };
     out.policy.max_attempts = Some(attempts);
@@ -124,6 +125,7 @@ pub fn import(text: &str, select: Option<&str>) -> Result<Imported, String> {
             .unwrap_or((0.5, "randomizedWaitFactor (resilience4j default 0.5)".into()));
         out.policy.jitter = Some("proportional".into());
         out.policy.ratio = Some(factor);
+        out.record_key("ratio", &at);
         out.record_key("jitter", &format!("{} + {at}", randomized.map(|r| r.1).unwrap_or_default()));
     } else {
         out.policy.jitter = Some("exponential".into());
