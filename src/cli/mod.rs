@@ -42,6 +42,8 @@ enum Command {
     Init(crate::cli::init::InitArgs),
     /// The capacity question: the smallest value of a parameter meeting every requirement.
     Plan(crate::cli::plan::PlanArgs),
+    /// Run the scenario in real time on 127.0.0.1: real HTTP servers, real clients and timers.
+    Emulate(crate::cli::emulate::EmulateArgs),
 }
 
 /// Options shared by `run`, `compare` and `sweep`.
@@ -239,6 +241,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Res
         Command::Plot(args) => crate::cli::plot::run(args),
         Command::Init(args) => crate::cli::init::run(args),
         Command::Plan(args) => crate::cli::plan::run(args),
+        Command::Emulate(args) => crate::cli::emulate::run(args),
     }
 }
 
@@ -446,6 +449,7 @@ fn validate(path: &str, set: &[String]) -> Result<(), CliError> {
 
 pub(crate) mod budget_args;
 pub(crate) mod differs;
+pub(crate) mod emulate;
 pub(crate) mod init;
 pub(crate) mod load_check;
 pub(crate) mod plan;
