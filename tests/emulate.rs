@@ -58,7 +58,8 @@ fn a_small_herd_on_loopback_agrees_with_the_simulation() {
     let variants = scenario.run_variants();
     let simulated = run_study(&scenario, &variants, &RunOptions { threads: Some(2), progress: false });
     // A loaded test machine may be late; the run records it rather than refusing.
-    let options = Options { time_scale: 1.0, max_seconds: 30.0, max_requests: 1_000, allow_late: true };
+    let options =
+        Options { time_scale: 1.0, max_seconds: 30.0, max_requests: 1_000, allow_late: true, ..Options::default() };
     let spec = &variants[0].spec;
     let checked = emulate::preflight(spec, &options).unwrap_or_else(|e| panic!("{e}"));
     let (record, emulation) = emulate::run(spec, scenario.seed, &options, &checked).unwrap_or_else(|e| panic!("{e}"));
@@ -142,4 +143,90 @@ fn an_emulated_run_is_marked_and_plot_renders_it_unchanged() {
     assert!(series.lines().count() > 10, "a series per bucket");
     let plot = Command::new(env!("CARGO_BIN_EXE_retrystorm")).arg("plot").arg(&out).output().expect("binary runs");
     assert!(plot.status.success(), "{}", String::from_utf8_lossy(&plot.stderr));
+}
+
+/// The two-sample Kolmogorov–Smirnov statistic: the largest gap between the empirical CDFs.
+fn ks_statistic(a: &mut [f64], b: &mut [f64]) -> f64 {
+    a.sort_by(f64::total_cmp);
+    b.sort_by(f64::total_cmp);
+    let (mut i, mut j, mut d) = (0, 0, 0.0f64);
+    while i < a.len() && j < b.len() {
+        let x = a[i].min(b[j]);
+        while i < a.len() && a[i] <= x {
+            i += 1;
+        }
+        while j < b.len() && b[j] <= x {
+            j += 1;
+        }
+        d = d.max((i as f64 / a.len() as f64 - j as f64 / b.len() as f64).abs());
+    }
+    d
+}
+
+#[test]
+fn backon_delays_follow_the_simulators_model_of_backon() {
+    use rand::SeedableRng;
+    use retrystorm::emulate::backon_client;
+    use retrystorm::model::policy::{Jitter, JitterState, RetryPolicy};
+    // The model of backon's ExponentialBuilder (min 50 ms, max 400 ms, factor 2, 6 retries):
+    // equal jitter with base 100 ms and cap 800 ms, 7 attempts.
+    let mut model = RetryPolicy::backoff("backon", Jitter::Equal, 100_000_000, 2.0, 800_000_000);
+    model.attempts_max = 7;
+    backon_client::check(&model, false).unwrap_or_else(|e| panic!("{e}"));
+    let n = 2_000;
+    let library: Vec<Vec<u64>> = (0..n).map(|i| backon_client::delays(&model, 1_000 + i).collect()).collect();
+    // Attempts per request: backon stops after max_attempts − 1 retries, as the policy does.
+    assert!(library.iter().all(|d| d.len() == 6), "backon gave {} delays", library[0].len());
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(99);
+    // Retry 1 (the first delay), 3 (doubled twice) and 6 (past the cap).
+    for retry in [1u32, 3, 6] {
+        let mut ours: Vec<f64> =
+            (0..n).map(|_| model.delay_before_retry(retry, &mut JitterState::default(), &mut rng) as f64).collect();
+        let mut theirs: Vec<f64> = library.iter().map(|d| d[retry as usize - 1] as f64).collect();
+        let d = ks_statistic(&mut theirs, &mut ours);
+        // Two samples of n each at alpha = 0.01: reject when D > c(alpha)·√(2/n), c(0.01) =
+        // √(−ln(0.005)/2) = 1.6276 (the asymptotic Kolmogorov quantile; exact enough at n = 2000).
+        let critical = (-(0.005f64).ln() / 2.0).sqrt() * (2.0 / n as f64).sqrt();
+        assert!(d <= critical, "retry {retry}: KS D = {d} > {critical}");
+    }
+    // And the test has power: the model with the cap left at backon's max_delay (400 ms) is
+    // rejected at retry 6, where the two laws differ.
+    let mut wrong = model.clone();
+    wrong.cap = 400_000_000;
+    let mut ours: Vec<f64> =
+        (0..n).map(|_| wrong.delay_before_retry(6, &mut JitterState::default(), &mut rng) as f64).collect();
+    let mut theirs: Vec<f64> = library.iter().map(|d| d[5] as f64).collect();
+    assert!(ks_statistic(&mut theirs, &mut ours) > 0.5);
+}
+
+#[test]
+fn a_small_herd_through_backon_agrees_with_the_simulated_equal_jitter() {
+    // backon with min 50 ms, max 1 s: the scenario's equal jitter with base 100 ms, cap 2 s.
+    let text = TINY_HERD.replace("jitter = \"full\"", "jitter = \"equal\"");
+    let scenario = Scenario::from_source("tiny-herd-backon", &text, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let variants = scenario.run_variants();
+    let simulated = run_study(&scenario, &variants, &RunOptions { threads: Some(2), progress: false });
+    let options = Options {
+        time_scale: 1.0,
+        max_seconds: 30.0,
+        max_requests: 1_000,
+        allow_late: true,
+        client: emulate::ClientMode::Backon,
+    };
+    let spec = &variants[0].spec;
+    let checked = emulate::preflight(spec, &options).unwrap_or_else(|e| panic!("{e}"));
+    let (record, emulation) = emulate::run(spec, scenario.seed, &options, &checked).unwrap_or_else(|e| panic!("{e}"));
+    assert!(record.truncated.is_none(), "the run stopped early: {:?}", record.truncated);
+    let measured = retrystorm::runner::assemble(&scenario, &variants, &[record], 1, emulation.wall_s);
+    // Attempts per request and success, within the same 4-sd prediction band as above. Equal
+    // jitter's delays are at least half the exponential's, so every request outlasts the
+    // outage: success is 1 in every replication (no spread), and then must be 1 measured too.
+    for metric in [Metric::Amplification, Metric::SuccessRatio] {
+        let sims = values(&simulated, metric);
+        let (mean, sd) = mean_sd(&sims);
+        assert!(sd > 0.0 || metric == Metric::SuccessRatio, "{metric:?}: no spread among the replications");
+        let tolerance = 4.0 * sd * (1.0 + 1.0 / sims.len() as f64).sqrt();
+        let value = measured.variants[0].metrics.mean(metric).expect("measured");
+        assert!((value - mean).abs() <= tolerance, "{metric:?}: measured {value}, simulated {mean} ± {tolerance}");
+    }
 }

@@ -2,7 +2,7 @@
 //! variant, written as a run's files.
 
 use super::{check_jitters, claim, parse_seed, result_command, table, CliError};
-use crate::emulate::{self, EmulateError, Options};
+use crate::emulate::{self, ClientMode, EmulateError, Options};
 use crate::metrics::catalogue::Metric;
 use crate::runner::{Emulation, Study};
 use crate::scenario::{parse_assignment, Override, Scenario, Variant};
@@ -38,6 +38,10 @@ pub struct EmulateArgs {
     /// Run even when this machine's timers are later than a tenth of the mean service time.
     #[arg(long)]
     allow_late: bool,
+    /// Whose code decides the backoff: `policy` (the simulator's) or `backon` (the backon
+    /// crate's exponential backoff with its jitter; needs jitter = "equal").
+    #[arg(long, value_name = "policy|backon", default_value = "policy", value_parser = parse_client)]
+    client: ClientMode,
     /// Write into --out even if it holds files retrystorm did not write.
     #[arg(long)]
     force: bool,
@@ -68,7 +72,16 @@ fn check_options(args: &EmulateArgs) -> Result<Options, CliError> {
         max_seconds: args.max_seconds,
         max_requests: args.max_requests,
         allow_late: args.allow_late,
+        client: args.client,
     })
+}
+
+fn parse_client(text: &str) -> Result<ClientMode, String> {
+    match text {
+        "policy" => Ok(ClientMode::Policy),
+        "backon" => Ok(ClientMode::Backon),
+        other => Err(format!("`{other}` is not a client mode; give policy or backon")),
+    }
 }
 
 impl From<EmulateError> for CliError {
@@ -104,7 +117,8 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
                 EmulateError::Refused(m) if variants.len() > 1 => {
                     CliError::BadInput(format!("variant `{}`: {m}", v.name))
                 }
-                other => other.into(),
+                EmulateError::Refused(m) => CliError::BadInput(m),
+                EmulateError::Failed(m) => CliError::Failure(m),
             })
         })
         .collect::<Result<_, _>>()?;
@@ -215,6 +229,7 @@ impl CompareEmulation {
             max_seconds,
             max_requests: self.max_requests,
             allow_late: self.allow_late,
+            client: ClientMode::Policy,
             force: false,
             quiet: true,
         };
@@ -238,7 +253,7 @@ pub fn preflight_all(variants: &[Variant], options: &Options) -> Result<Vec<emul
         .map(|v| {
             emulate::preflight(&v.spec, options).map_err(|e| match e {
                 EmulateError::Refused(m) => CliError::BadInput(format!("--emulate, variant `{}`: {m}", v.name)),
-                other => other.into(),
+                EmulateError::Failed(m) => CliError::Failure(m),
             })
         })
         .collect()

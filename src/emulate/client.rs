@@ -2,7 +2,7 @@
 //! waits with a real attempt timeout, and retries with the simulator's policy code.
 
 use super::server::{ATTEMPT_HEADER, REQUEST_HEADER, TENANT_HEADER};
-use super::Shared;
+use super::{ClientMode, Shared};
 use crate::engine::Nanos;
 use crate::metrics::{
     DlqReason, HopBucket, HopCounters, RunRecord, TenantBucket, TenantCounters, RETRY_DELAY_RETRIES,
@@ -123,6 +123,10 @@ async fn request(shared: &Shared, addr: SocketAddr, ti: usize, id: u64, arrived:
     }
     let mut rng = ChaCha8Rng::seed_from_u64(crate::engine::rng::mix64(id));
     let mut jitter = JitterState::default();
+    let mut backon = match shared.client {
+        ClientMode::Backon => Some(super::backon_client::delays(policy, crate::engine::rng::mix64(id ^ 0xb4c0))),
+        ClientMode::Policy => None,
+    };
     let mut attempts: u32 = 0;
     loop {
         attempts += 1;
@@ -161,7 +165,11 @@ async fn request(shared: &Shared, addr: SocketAddr, ti: usize, id: u64, arrived:
             }
             Err(e) => e,
         };
-        let decision = policy.wait_after_failure(attempts, failure, retry_after, &mut jitter, &mut rng);
+        let decision = match backon.as_mut() {
+            // backon retries every failure and ignores the server's Retry-After (`check`).
+            Some(delays) => delays.next(),
+            None => policy.wait_after_failure(attempts, failure, retry_after, &mut jitter, &mut rng),
+        };
         let verdict = match decision {
             None => Err(DlqReason::Attempts),
             Some(wait) if now.saturating_add(wait) >= deadline_at => Err(DlqReason::Deadline),

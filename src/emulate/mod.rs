@@ -1,7 +1,7 @@
 //! The emulator: a scenario run in real time on this machine, each hop a real HTTP/1.1 server
 //! on 127.0.0.1 (tokio + hyper), each logical request a real tokio task that connects, waits
 //! with a real attempt timeout and retries with the simulator's own policy code
-//! ([`RetryPolicy::wait_after_failure`]). What crosses the wire is recorded into the same
+//! ([`crate::model::policy::RetryPolicy::wait_after_failure`]). What crosses the wire is recorded into the same
 //! [`RunRecord`] the simulator fills, so the metrics, summary.json, timeseries.csv and charts are
 //! derived by the same code. The simulator never imports this module (its hot path stays free
 //! of async and of these crates).
@@ -10,6 +10,7 @@
 //! [`Options::max_requests`] logical requests up front and stops after
 //! [`Options::max_seconds`] of wall time whatever is still in flight.
 
+pub mod backon_client;
 mod client;
 mod clock;
 mod server;
@@ -34,11 +35,29 @@ pub struct Options {
     /// Run even when the timer check finds this machine too late for the scenario's service
     /// times (a warning instead of a refusal).
     pub allow_late: bool,
+    /// Whose code decides the backoff.
+    pub client: ClientMode,
+}
+
+/// Whose code decides a client's backoff.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ClientMode {
+    /// The simulator's own policy code ([`crate::model::policy::RetryPolicy::wait_after_failure`]).
+    #[default]
+    Policy,
+    /// The `backon` crate's exponential backoff with its jitter ([`backon_client`]).
+    Backon,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { time_scale: 1.0, max_seconds: 120.0, max_requests: 20_000, allow_late: false }
+        Options {
+            time_scale: 1.0,
+            max_seconds: 120.0,
+            max_requests: 20_000,
+            allow_late: false,
+            client: ClientMode::Policy,
+        }
     }
 }
 
@@ -158,6 +177,7 @@ pub fn planned_requests(spec: &SimSpec) -> u64 {
 /// Shared by the servers and the clients of one run: the clock and what was recorded.
 pub(crate) struct Shared {
     pub(crate) spec: SimSpec,
+    pub(crate) client: ClientMode,
     pub(crate) clock: Clock,
     pub(crate) record: Mutex<RunRecord>,
     /// How early every sleep asks to wake: the machine's mean timer lateness, measured before
@@ -208,6 +228,12 @@ fn runtime() -> Result<tokio::runtime::Runtime, EmulateError> {
 /// `allow_late`, when they are off by more than a tenth of the mean service time).
 pub fn preflight(spec: &SimSpec, options: &Options) -> Result<Preflight, EmulateError> {
     check_supported(spec)?;
+    if options.client == ClientMode::Backon {
+        let retry_after_sent = spec.faults.iter().any(|f| matches!(f.kind, FaultKind::Throttle { .. }));
+        for t in &spec.tenants {
+            backon_client::check(&spec.policies[t.policy], retry_after_sent)?;
+        }
+    }
     let planned = planned_requests(spec);
     if planned > options.max_requests {
         return Err(EmulateError::Refused(format!(
@@ -299,6 +325,7 @@ async fn run_async(
     let record = client::empty_record(&spec);
     let shared = Arc::new(Shared {
         clock: Clock::new(options.time_scale),
+        client: options.client,
         spec,
         lead,
         record: Mutex::new(record),
