@@ -150,7 +150,7 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
         print!("{}", table::summary_table(&study, table::WIDTH));
         if let Some(e) = &study.emulation {
             println!(
-                "measured on 127.0.0.1: timers {:.3} ms late on average (p99 {:.3} ms) over {} sleeps; connection set-up {:.3} ms (p99 {:.3} ms) over {} connections; {:.1} s of wall time",
+                "measured on 127.0.0.1: timers {:.3} ms off their deadlines on average (p99 {:.3} ms) over {} sleeps; connection set-up {:.3} ms (p99 {:.3} ms) over {} connections; {:.1} s of wall time",
                 e.timer_lateness_mean_s * 1e3,
                 e.timer_lateness_p99_s * 1e3,
                 e.timer_samples,
@@ -159,6 +159,7 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
                 e.connections,
                 e.wall_s
             );
+            println!("{}", cpu_words(e).trim_start_matches("; "));
         }
         println!("wrote {} files to {}", written.len(), out.display());
     }
@@ -187,6 +188,8 @@ fn merge(runs: &[Emulation]) -> Emulation {
         connect_mean_s: weighted(|e| e.connect_mean_s, |e| e.connections),
         connect_p99_s: max(|e| e.connect_p99_s),
         connections: runs.iter().map(|e| e.connections).sum(),
+        cpu_s: runs.iter().map(|e| e.cpu_s).sum(),
+        cpu_share: runs.iter().map(|e| e.cpu_share).try_fold(0.0f64, |m, s| s.map(|s| m.max(s))),
         warnings: runs.iter().flat_map(|e| e.warnings.iter().cloned()).collect(),
     }
 }
@@ -352,14 +355,15 @@ fn side_by_side_text(
     );
     let _ = writeln!(
         text,
-        "what the simulation leaves out, measured: timers {:.3} ms off their deadlines on average (p99 {:.3} ms; raw lateness {:.3} ms, corrected); connection set-up {:.3} ms (p99 {:.3} ms) over {} connections; {:.1} s of wall time.",
+        "what the simulation leaves out, measured: timers {:.3} ms off their deadlines on average (p99 {:.3} ms; raw lateness {:.3} ms, corrected); connection set-up {:.3} ms (p99 {:.3} ms) over {} connections; {:.1} s of wall time{}.",
         e.timer_lateness_mean_s * 1e3,
         e.timer_lateness_p99_s * 1e3,
         e.timer_lateness_calibration_mean_s * 1e3,
         e.connect_mean_s * 1e3,
         e.connect_p99_s * 1e3,
         e.connections,
-        e.wall_s
+        e.wall_s,
+        cpu_words(e)
     );
     let _ = writeln!(text, "wrote {files} files of the measured run to {}", out.display());
     text
@@ -372,4 +376,14 @@ fn num(x: f64) -> String {
     }
     let digits = (3 - x.abs().log10().floor() as i32).clamp(0, 6) as usize;
     format!("{x:.digits$}")
+}
+
+/// "; CPU 12.3 s (the busiest run used 31% of the cores)", or nothing where not measured.
+fn cpu_words(e: &Emulation) -> String {
+    match (e.cpu_s, e.cpu_share) {
+        (Some(cpu), Some(share)) => {
+            format!("; CPU {cpu:.1} s (the busiest run used {:.0}% of the cores)", share * 100.0)
+        }
+        (Some(_) | None, _) => String::new(),
+    }
 }

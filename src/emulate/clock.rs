@@ -97,3 +97,16 @@ pub fn mean_p99_s(samples: &[u64]) -> (f64, f64) {
     let p99 = sorted[((sorted.len() as f64 * 0.99).ceil() as usize).clamp(1, sorted.len()) - 1];
     (mean / 1e9, p99 as f64 / 1e9)
 }
+
+/// CPU seconds this process has used (user + system), where the system says: Linux's
+/// /proc/self/stat, fields 14 and 15, in USER_HZ ticks (100 a second on every architecture
+/// Linux runs on: the kernel fixes it for user space).
+pub fn process_cpu_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count after its end.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some((user + system) as f64 / 100.0)
+}

@@ -284,8 +284,18 @@ pub fn run(
     let (lead, limit, mean_service_wall_s) = (preflight.lead, preflight.limit_s, preflight.mean_service_wall_s);
     let mut warnings = preflight.warnings.clone();
     let started = std::time::Instant::now();
+    let cpu_before = clock::process_cpu_s();
     let outcome = runtime.block_on(run_async(spec.clone(), seed, *options, lead));
     let wall_s = started.elapsed().as_secs_f64();
+    let cpu_s = cpu_before.zip(clock::process_cpu_s()).map(|(before, after)| (after - before).max(0.0));
+    let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+    let cpu_share = cpu_s.map(|c| if wall_s > 0.0 { c / (wall_s * cores) } else { 0.0 });
+    if let Some(share) = cpu_share.filter(|&s| s > 0.8) {
+        warnings.push(format!(
+            "the emulator used {:.0}% of this machine's {cores} cores: it was CPU-bound, and its timings are the machine's",
+            share * 100.0
+        ));
+    }
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     let (record, lateness, connect) = outcome?;
     let (late_mean, late_p99) = clock::mean_p99_s(&lateness);
@@ -309,6 +319,8 @@ pub fn run(
         connect_mean_s: connect_mean,
         connect_p99_s: connect_p99,
         connections: connect.len() as u64,
+        cpu_s,
+        cpu_share,
         warnings,
     };
     Ok((record, emulation))

@@ -210,6 +210,11 @@ pub struct Emulation {
     pub connect_p99_s: f64,
     /// Connections opened (one per attempt).
     pub connections: u64,
+    /// CPU seconds the emulator's process used during the run (servers and clients together;
+    /// `None` where the system does not say).
+    pub cpu_s: Option<f64>,
+    /// `cpu_s` ÷ (wall seconds × cores): 1 is every core busy (CPU saturation).
+    pub cpu_share: Option<f64>,
     /// What the emulator warns about this machine (timers too late for the service times).
     pub warnings: Vec<String>,
 }
