@@ -1,7 +1,7 @@
 //! The crate's layers, checked: no module imports from a layer above it, and the files of one
-//! module do not import each other in a cycle. The order (lowest first) is the one
-//! ARCHITECTURE.md describes; test code (`#[cfg(test)]` blocks and `tests.rs` files) may use any
-//! layer to build its fixtures and is not checked.
+//! folder (sub-folders such as `model/sim/` included) do not import each other in a cycle. The
+//! order (lowest first) is the one ARCHITECTURE.md describes; test code (`#[cfg(test)]` blocks
+//! and `tests.rs` files) may use any layer to build its fixtures and is not checked.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -53,34 +53,35 @@ fn referenced<'a>(code: &'a str, prefix: &str) -> Vec<&'a str> {
     out
 }
 
-/// (top module, unit within it) of a file: `src/scenario/validate.rs` → (scenario, validate),
-/// `src/model/sim/server.rs` → (model, sim), a module root → (top, "").
-fn unit_of(rel: &Path) -> (String, String) {
+/// The folders holding `rel` (a path under src/), each with the unit `rel` belongs to there:
+/// `model/sim/server.rs` → [(model, sim), (model::sim, server)]; a folder's `mod.rs` is its
+/// root and belongs to none of its own units: `model/sim/mod.rs` → [(model, sim)].
+fn units_of(rel: &Path) -> Vec<(String, String)> {
     let parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string()).collect();
-    let top = parts[0].clone();
-    let unit = match parts.len() {
-        1 => String::new(),
-        _ if parts[1] == "mod" => String::new(),
-        _ => parts[1].clone(),
-    };
-    (top, unit)
+    (1..parts.len())
+        .filter(|&k| !(k == parts.len() - 1 && parts[k] == "mod"))
+        .map(|k| (parts[..k].join("::"), parts[k].clone()))
+        .collect()
 }
 
-/// Upward imports and import cycles of the source tree at `src`.
+/// Upward imports and import cycles of the source tree at `src`. Cycles are looked for in every
+/// folder between its units (its files and sub-folders; the root, which re-exports, excepted): a
+/// file names a unit of its folder as `super::unit` or by its full `crate::` path, and a
+/// sub-folder uses what any file inside it uses.
 fn violations(src: &Path) -> (Vec<String>, Vec<String>) {
     let mut files = Vec::new();
     rust_files(src, &mut files);
     files.sort();
     let rank = |m: &str| LAYERS.iter().position(|l| *l == m);
     let mut upward = Vec::new();
-    // Within each top module: unit → units it uses.
+    // Per folder: unit → units of that folder it uses.
     let mut edges: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for path in &files {
         let rel = path.strip_prefix(src).expect("under src");
         if rel.file_name().is_some_and(|n| n == "tests.rs") || rel.components().count() == 1 {
             continue; // test fixtures; lib.rs and main.rs sit above every layer
         }
-        let (top, unit) = unit_of(rel);
+        let top = rel.iter().next().expect("a component").to_string_lossy().to_string();
         let Some(own) = rank(&top) else { panic!("`{}` is in no layer: add it to LAYERS", rel.display()) };
         let code = code(&std::fs::read_to_string(path).expect("readable"));
         for used in referenced(&code, "crate::") {
@@ -89,26 +90,31 @@ fn violations(src: &Path) -> (Vec<String>, Vec<String>) {
                 Some(_) => {}
                 None => panic!("{} uses crate::{used}, which is in no layer", rel.display()),
             }
-            if used == top {
-                for (i, _) in code.match_indices(&format!("crate::{top}::")) {
-                    let sub = ident_at(&code[i + top.len() + 9..]);
-                    edges.entry((top.clone(), unit.clone())).or_default().push(sub.to_string());
-                }
-            }
         }
-        // `super::x` from a file directly in a module's folder names a sibling unit.
-        if !unit.is_empty() && rel.components().count() == 2 {
-            for sibling in referenced(&code, "super::") {
-                edges.entry((top.clone(), unit.clone())).or_default().push(sibling.to_string());
+        let depth = rel.components().count();
+        let is_root = rel.file_name().is_some_and(|n| n == "mod.rs");
+        for (folder, unit) in units_of(rel) {
+            let prefix = format!("crate::{folder}::");
+            let uses = edges.entry((folder.clone(), unit.clone())).or_default();
+            for (i, _) in code.match_indices(&prefix) {
+                uses.push(ident_at(&code[i + prefix.len()..]).to_string());
+            }
+            // `super::x` from a file directly in the folder (or from the root of a sub-folder
+            // of it) names a unit of the folder.
+            let in_folder = folder.split("::").count() + 1;
+            if (depth == in_folder && !is_root) || (depth == in_folder + 1 && is_root) {
+                uses.extend(referenced(&code, "super::").into_iter().map(str::to_string));
             }
         }
     }
-    // Cycles between units of one module (its root, which re-exports, excepted).
     let mut cycles = Vec::new();
-    for ((top, unit), uses) in &edges {
+    for ((folder, unit), uses) in &edges {
         for used in uses.iter().filter(|u| *u != unit && !u.is_empty()) {
-            if reaches(&edges, top, used, unit, &mut Vec::new()) {
-                cycles.push(format!("{top}::{unit} ↔ {top}::{used}"));
+            if reaches(&edges, folder, used, unit, &mut Vec::new()) {
+                let cycle = format!("{folder}::{unit} ↔ {folder}::{used}");
+                if !cycles.contains(&cycle) {
+                    cycles.push(cycle);
+                }
             }
         }
     }
@@ -135,12 +141,25 @@ fn the_check_finds_an_upward_import_and_a_cycle() {
     write("scenario/validate.rs", "use super::policies::policy;\n/// [`crate::report`]\n");
     write("scenario/policies.rs", "use super::{checks::V, validate::show};\n");
     write("scenario/checks.rs", "use crate::engine::Nanos;\n");
+    // Inside a sub-folder: two files that use each other, and the root every file uses.
+    write("model/sim/mod.rs", "mod accounting;\nmod run_ahead;\npub struct Simulation;\n");
+    write("model/sim/accounting.rs", "use super::{Simulation, run_ahead::Samples};\n");
+    write("model/sim/run_ahead.rs", "use super::Simulation;\nfn f() { crate::model::sim::accounting::count(); }\n");
+    write("model/sim/server.rs", "use super::accounting::count;\n");
     let (upward, cycles) = violations(dir.path());
     assert_eq!(upward, vec!["metrics/mod.rs uses crate::model".to_string()]);
-    assert_eq!(cycles, vec!["scenario::policies ↔ scenario::validate", "scenario::validate ↔ scenario::policies"]);
+    assert_eq!(
+        cycles,
+        vec![
+            "model::sim::accounting ↔ model::sim::run_ahead",
+            "model::sim::run_ahead ↔ model::sim::accounting",
+            "scenario::policies ↔ scenario::validate",
+            "scenario::validate ↔ scenario::policies",
+        ]
+    );
 }
 
-/// True when unit `from` of module `top` reaches `to` through the edges.
+/// True when unit `from` of folder `top` reaches `to` through the edges.
 fn reaches(
     edges: &BTreeMap<(String, String), Vec<String>>,
     top: &str,

@@ -95,7 +95,7 @@ pub fn check_supported(spec: &SimSpec) -> Result<(), EmulateError> {
         if hop.overload != crate::model::overload::OverloadSpec::default() {
             return refuse(format!("hop `{h}`'s overload control (discipline, shedding, admission)"));
         }
-        if hop.fair || hop.occ || hop.cache.is_some() || hop.pool.is_some() || hop.load_latency.is_some() {
+        if hop.fair || hop.is_occ() || hop.cache().is_some() || hop.pool.is_some() || hop.load_latency.is_some() {
             return refuse(format!("hop `{h}`'s kind (fair queues, occ, cache, pool or load_latency)"));
         }
         if !hop.calls.is_empty() {

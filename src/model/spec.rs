@@ -112,8 +112,8 @@ pub struct HopSpec {
     pub effect: bool,
     /// Per-tenant queues served round-robin (`fair`) instead of one FIFO queue.
     pub fair: bool,
-    /// An optimistic-concurrency register (`kind = "occ"`) instead of a queueing service.
-    pub occ: bool,
+    /// What the hop is: a queueing service, an optimistic-concurrency register or a cache.
+    pub kind: HopKind,
     /// Queue discipline, shedding and admission control (issue 16; default: none).
     pub overload: OverloadSpec,
     /// Replicas behind a load balancer, each with the fields above (issue 15; default: one).
@@ -131,11 +131,37 @@ pub struct HopSpec {
     /// With `unit = replicas`, [`HopSpec::replicas`]' count is the most replicas (`max`): every
     /// one has its state from the start, and [`HopSpec::replicas_at_start`] of them serve.
     pub autoscale: Option<super::autoscale::AutoscaleSpec>,
+}
+
+/// What a hop is (`kind` in the scenario file).
+#[derive(Clone, Debug)]
+pub enum HopKind {
+    /// A queueing service: workers, a queue, service times (the default).
+    Service,
+    /// `kind = "occ"`: an optimistic-concurrency register (a read and a conditional write)
+    /// instead of a queueing service.
+    Occ,
     /// `kind = "cache"`: a cache in front of the next hop (its backend).
-    pub cache: Option<super::cache::CacheSpec>,
+    Cache(super::cache::CacheSpec),
 }
 
 impl HopSpec {
+    /// The cache of a `kind = "cache"` hop.
+    pub fn cache(&self) -> Option<&super::cache::CacheSpec> {
+        match &self.kind {
+            HopKind::Cache(c) => Some(c),
+            HopKind::Service | HopKind::Occ => None,
+        }
+    }
+
+    /// Whether the hop is an optimistic-concurrency register (`kind = "occ"`).
+    pub fn is_occ(&self) -> bool {
+        match self.kind {
+            HopKind::Occ => true,
+            HopKind::Service | HopKind::Cache(_) => false,
+        }
+    }
+
     /// Replicas serving at the start: the `replicas` of the file (the count, unless autoscaling
     /// of replicas allocated more).
     pub fn replicas_at_start(&self) -> u32 {
@@ -312,7 +338,7 @@ impl SimSpec {
     pub fn capacity_per_s(&self, hop: usize) -> Option<f64> {
         let h = &self.hops[hop];
         let inputs = CapacityInputs {
-            workers: h.cache.is_none().then_some(h.workers),
+            workers: h.cache().is_none().then_some(h.workers),
             replicas: h.replicas_at_start(),
             service_ns: |k: u32| h.service.mean_ns(k) * h.load_latency.map_or(1.0, |l| l.factor_at(k, h.workers)),
             constant_service: h.load_latency.is_none() && !matches!(h.service, super::dist::Dist::Load { .. }),
@@ -377,7 +403,7 @@ impl SimSpec {
     fn response_ns(&self, hop: usize) -> f64 {
         let h = &self.hops[hop];
         let alone = h.load_latency.map_or(1.0, |l| l.factor_at(1, h.workers));
-        let service = h.service.mean_ns(1) * if h.cache.is_some() { 1.0 } else { alone };
-        2.0 * h.network.mean_ns(0) + service + if h.cache.is_some() { 0.0 } else { self.held_downstream_ns(hop) }
+        let service = h.service.mean_ns(1) * if h.cache().is_some() { 1.0 } else { alone };
+        2.0 * h.network.mean_ns(0) + service + if h.cache().is_some() { 0.0 } else { self.held_downstream_ns(hop) }
     }
 }

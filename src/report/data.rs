@@ -512,7 +512,7 @@ pub fn setup_of(spec: &SimSpec) -> Setup {
                 downstream_policy: calls_words(spec, h).or_else(|| h.downstream_policy.map(policy_name)),
                 idempotency_ttl_s: h.idempotency.as_ref().map(|i| ns_to_secs(i.ttl)),
                 replicas: replica_words(h),
-                cache: h.cache.as_ref().map(cache_words),
+                cache: h.cache().map(cache_words),
             })
             .collect(),
         policies: spec.policies.iter().map(policy_info).collect(),

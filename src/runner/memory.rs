@@ -62,7 +62,7 @@ fn state_bytes(spec: &SimSpec) -> u64 {
     let caches: u64 = spec
         .hops
         .iter()
-        .filter_map(|h| h.cache.as_ref())
+        .filter_map(|h| h.cache())
         .map(|c| crate::model::cache::Store::bytes_bound(c.keys, c.capacity))
         .sum();
     let replicas: u64 = spec.hops.iter().map(|h| u64::from(h.replicas.count)).sum();
@@ -73,7 +73,7 @@ fn state_bytes(spec: &SimSpec) -> u64 {
 fn key_table_bytes(spec: &SimSpec) -> u64 {
     spec.hops
         .iter()
-        .filter_map(|h| h.cache.as_ref())
+        .filter_map(|h| h.cache())
         .filter(|c| matches!(c.distribution, crate::model::cache::KeyDistribution::Zipf { .. }))
         .map(|c| u64::from(c.keys) * 8)
         .sum()

@@ -59,7 +59,7 @@ pub const REPLICA_COLUMNS: [&str; 5] = ["attempts", "successes", "failures", "in
 
 /// Index of `workers` in [`SERIES_COLUMNS`]: the hop's workers at the bucket's end (moved by
 /// autoscaling; 0 in tenant rows).
-pub const WORKERS_COLUMN: usize = column_index(&SERIES_COLUMNS, "workers");
+pub const WORKERS_COLUMN: usize = col::WORKERS;
 
 /// Where `name` is among `columns`, found at compile time (a constant naming a column that is
 /// not there fails the build): readers name a column instead of repeating its position.
@@ -91,8 +91,8 @@ pub const fn column_index(columns: &[&str], name: &str) -> usize {
 /// replies that reached a caller still waiting, per second (issue 16). `budget_tokens` and
 /// `budget_denied` (tenants whose policy has a retry budget; 0 otherwise) are the mean tokens left
 /// in the budget instance after the bucket's retry decisions (carried over buckets without one,
-/// from the budget's starting tokens) and the retries it denied. The cache columns stay last
-/// (`hit_ratios`).
+/// from the budget's starting tokens) and the retries it denied. Rows are written by column
+/// name (`col`).
 pub const SERIES_COLUMNS: [&str; 19] = [
     "attempts",
     "first_attempts",
@@ -479,6 +479,41 @@ fn replica_results(
 /// Number of columns of a series row.
 const SERIES_WIDTH: usize = SERIES_COLUMNS.len();
 
+/// The index of each column of [`SERIES_COLUMNS`], by its name: rows are written through these,
+/// never by position, so a column added, moved or renamed cannot shift the others.
+mod col {
+    use super::{column_index, SERIES_COLUMNS};
+    pub const ATTEMPTS: usize = column_index(&SERIES_COLUMNS, "attempts");
+    pub const FIRST_ATTEMPTS: usize = column_index(&SERIES_COLUMNS, "first_attempts");
+    pub const RETRIES: usize = column_index(&SERIES_COLUMNS, "retries");
+    pub const SUCCESSES: usize = column_index(&SERIES_COLUMNS, "successes");
+    pub const FAILURES: usize = column_index(&SERIES_COLUMNS, "failures");
+    pub const QUEUE_LEN_MAX: usize = column_index(&SERIES_COLUMNS, "queue_len_max");
+    pub const IN_FLIGHT: usize = column_index(&SERIES_COLUMNS, "in_flight");
+    pub const QUEUE_WAIT_MAX_S: usize = column_index(&SERIES_COLUMNS, "queue_wait_max_s");
+    pub const GOODPUT_PER_S: usize = column_index(&SERIES_COLUMNS, "goodput_per_s");
+    pub const BACKLOG: usize = column_index(&SERIES_COLUMNS, "backlog");
+    pub const RETRIES_PENDING: usize = column_index(&SERIES_COLUMNS, "retries_pending");
+    pub const ADMISSION_LIMIT: usize = column_index(&SERIES_COLUMNS, "admission_limit");
+    pub const WORKERS: usize = column_index(&SERIES_COLUMNS, "workers");
+    pub const THROUGHPUT_PER_S: usize = column_index(&SERIES_COLUMNS, "throughput_per_s");
+    pub const TIMELY_GOODPUT_PER_S: usize = column_index(&SERIES_COLUMNS, "timely_goodput_per_s");
+    pub const BUDGET_TOKENS: usize = column_index(&SERIES_COLUMNS, "budget_tokens");
+    pub const BUDGET_DENIED: usize = column_index(&SERIES_COLUMNS, "budget_denied");
+    pub const CACHE_LOOKUPS: usize = column_index(&SERIES_COLUMNS, "cache_lookups");
+    pub const CACHE_HIT_RATIO: usize = column_index(&SERIES_COLUMNS, "cache_hit_ratio");
+}
+
+/// A series row with the named columns set and every other column 0 (a tenant has no queue, a
+/// hop no budget).
+fn series_row(values: &[(usize, f64)]) -> [f64; SERIES_WIDTH] {
+    let mut row = [0.0; SERIES_WIDTH];
+    for &(column, value) in values {
+        row[column] = value;
+    }
+    row
+}
+
 fn hop_columns(series: &[HopBucket], bucket_s: f64) -> Vec<[f64; SERIES_WIDTH]> {
     let backlog = crate::metrics::after::backlog_levels(series);
     let pending = crate::metrics::after::pending_retry_levels(series);
@@ -486,28 +521,26 @@ fn hop_columns(series: &[HopBucket], bucket_s: f64) -> Vec<[f64; SERIES_WIDTH]> 
         .iter()
         .enumerate()
         .map(|(i, b)| {
-            [
-                f64::from(b.attempts),
-                f64::from(b.first_attempts),
-                f64::from(b.retries),
-                f64::from(b.successes),
-                f64::from(b.failures),
-                f64::from(b.queue_len_max),
-                f64::from(b.in_flight_max),
-                ns_to_secs(b.queue_wait_max_ns),
-                f64::from(b.successes) / bucket_s,
-                backlog[i + 1] as f64,
-                pending[i + 1] as f64,
-                f64::from(b.admission_limit),
-                f64::from(b.workers),
-                f64::from(b.served) / bucket_s,
-                f64::from(b.timely_ok) / bucket_s,
-                0.0,
-                0.0,
-                f64::from(b.cache_lookups),
+            series_row(&[
+                (col::ATTEMPTS, f64::from(b.attempts)),
+                (col::FIRST_ATTEMPTS, f64::from(b.first_attempts)),
+                (col::RETRIES, f64::from(b.retries)),
+                (col::SUCCESSES, f64::from(b.successes)),
+                (col::FAILURES, f64::from(b.failures)),
+                (col::QUEUE_LEN_MAX, f64::from(b.queue_len_max)),
+                (col::IN_FLIGHT, f64::from(b.in_flight_max)),
+                (col::QUEUE_WAIT_MAX_S, ns_to_secs(b.queue_wait_max_ns)),
+                (col::GOODPUT_PER_S, f64::from(b.successes) / bucket_s),
+                (col::BACKLOG, backlog[i + 1] as f64),
+                (col::RETRIES_PENDING, pending[i + 1] as f64),
+                (col::ADMISSION_LIMIT, f64::from(b.admission_limit)),
+                (col::WORKERS, f64::from(b.workers)),
+                (col::THROUGHPUT_PER_S, f64::from(b.served) / bucket_s),
+                (col::TIMELY_GOODPUT_PER_S, f64::from(b.timely_ok) / bucket_s),
+                (col::CACHE_LOOKUPS, f64::from(b.cache_lookups)),
                 // Hits for now: `hit_ratios` divides the means once they are averaged.
-                f64::from(b.cache_hits),
-            ]
+                (col::CACHE_HIT_RATIO, f64::from(b.cache_hits)),
+            ])
         })
         .collect()
 }
@@ -520,27 +553,17 @@ fn tenant_columns(series: &[TenantBucket], bucket_s: f64, start_tokens: f64) -> 
             if b.budget_decisions > 0 {
                 tokens = b.budget_tokens_sum / f64::from(b.budget_decisions);
             }
-            [
-                f64::from(b.attempts),
-                f64::from(b.first_attempts),
-                f64::from(b.retries),
-                f64::from(b.successes),
-                f64::from(b.failures),
-                0.0,
-                f64::from(b.in_flight),
-                0.0,
-                f64::from(b.successes) / bucket_s,
-                0.0,
-                0.0,
-                0.0,
-                0.0,
-                0.0,
-                0.0,
-                tokens,
-                f64::from(b.budget_denied),
-                0.0,
-                0.0,
-            ]
+            series_row(&[
+                (col::ATTEMPTS, f64::from(b.attempts)),
+                (col::FIRST_ATTEMPTS, f64::from(b.first_attempts)),
+                (col::RETRIES, f64::from(b.retries)),
+                (col::SUCCESSES, f64::from(b.successes)),
+                (col::FAILURES, f64::from(b.failures)),
+                (col::IN_FLIGHT, f64::from(b.in_flight)),
+                (col::GOODPUT_PER_S, f64::from(b.successes) / bucket_s),
+                (col::BUDGET_TOKENS, tokens),
+                (col::BUDGET_DENIED, f64::from(b.budget_denied)),
+            ])
         })
         .collect()
 }
@@ -549,8 +572,8 @@ fn tenant_columns(series: &[TenantBucket], bucket_s: f64, start_tokens: f64) -> 
 /// becomes mean hits ÷ mean lookups (the hit ratio pooled over replications; 0 without lookups).
 fn hit_ratios(mut rows: Vec<[f64; SERIES_WIDTH]>) -> Vec<[f64; SERIES_WIDTH]> {
     for row in &mut rows {
-        let (lookups, hits) = (row[SERIES_WIDTH - 2], row[SERIES_WIDTH - 1]);
-        row[SERIES_WIDTH - 1] = if lookups > 0.0 { hits / lookups } else { 0.0 };
+        let (lookups, hits) = (row[col::CACHE_LOOKUPS], row[col::CACHE_HIT_RATIO]);
+        row[col::CACHE_HIT_RATIO] = if lookups > 0.0 { hits / lookups } else { 0.0 };
     }
     rows
 }

@@ -127,7 +127,7 @@ pub(super) fn attach(hops: &mut [HopSpec], raw: &[RawHop], graph: Option<Vec<Vec
                 .into_iter()
                 .collect(),
         };
-        if hop.occ && !hop.calls.is_empty() {
+        if hop.is_occ() && !hop.calls.is_empty() {
             return Err(Invalid::at(&at("calls"), "a `kind = \"occ\"` register calls no other hop; remove its calls"));
         }
         hop.calls_mode = calls_mode(h, &at)?;

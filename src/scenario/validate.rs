@@ -431,7 +431,7 @@ fn hops(raw: &RawScenario, policy_names: &[&str], policies: &[RetryPolicy], tena
     let chain = graph.is_none();
     super::graph::attach(&mut out, &raw.hop, graph)?;
     for h in &out {
-        if h.cache.is_some() && h.calls.is_empty() {
+        if h.cache().is_some() && h.calls.is_empty() {
             let why = "is a `kind = \"cache\"` hop that calls nothing, so its misses would have no backend; list its backend in `calls`";
             return Err(Invalid::at(&format!("hop.{}", h.name), why));
         }
@@ -559,7 +559,11 @@ fn hop(
         idempotency,
         effect,
         fair,
-        occ,
+        kind: match (occ, cache) {
+            (true, _) => crate::model::HopKind::Occ,
+            (false, Some(c)) => crate::model::HopKind::Cache(c),
+            (false, None) => crate::model::HopKind::Service,
+        },
         overload,
         replicas,
         calls: Vec::new(),
@@ -567,7 +571,6 @@ fn hop(
         pool: None,
         load_latency,
         autoscale,
-        cache,
     })
 }
 
@@ -673,7 +676,7 @@ fn faults(raw: &[RawFault], hops: &[HopSpec]) -> V<Vec<Fault>> {
             FaultKind::Capacity { workers: w } => {
                 workers(i64::from(w))?;
             }
-            FaultKind::CacheFlush if hops[hop].cache.is_none() => {
+            FaultKind::CacheFlush if hops[hop].cache().is_none() => {
                 let why = format!("`{}` is not a cache; a `cache_flush` fault targets a `kind = \"cache\"` hop", f.hop);
                 return Err(Invalid::at(&at("hop"), why));
             }

@@ -99,7 +99,7 @@ impl Simulation<'_> {
         self.record.in_flight = in_flight;
         self.record.retries_run_ahead = self.ahead.retries;
         self.record.retry_delays_ns =
-            std::mem::replace(&mut self.delay_samples, super::run_ahead::DelaySamples::new()).into_samples();
+            std::mem::replace(&mut self.delay_samples, super::delay_samples::DelaySamples::new()).into_samples();
         self.close_replica_books();
         for (h, lb) in self.lbs.iter().enumerate() {
             let flow: i64 = self.record.hop_series[h].iter().map(|b| i64::from(b.entered) - i64::from(b.left)).sum();

@@ -35,7 +35,7 @@ impl CacheState {
             .iter()
             .enumerate()
             .map(|(hop, h)| {
-                let c = h.cache.as_ref()?;
+                let c = h.cache()?;
                 let mut flushes: Vec<Nanos> = spec
                     .faults
                     .iter()
@@ -68,7 +68,7 @@ impl Simulation<'_> {
 
     /// The key of request `request_id` at cache hop `hop`.
     fn cache_key(&mut self, hop: usize, request_id: u64) -> u32 {
-        let spec = self.spec.hops[hop].cache.as_ref().expect("a cache hop");
+        let spec = self.spec.hops[hop].cache().expect("a cache hop");
         let state = self.caches[hop].as_mut().expect("a cache hop has its state");
         state.rng.set_word_pos(draw_position(request_id, false));
         spec.distribution.key(spec.keys, state.rng.random::<f64>())
@@ -94,7 +94,7 @@ impl Simulation<'_> {
         let b = self.bucket();
         let request_id = self.attempts.get(handle).expect("live").request_id;
         let key = self.cache_key(hop, request_id);
-        let (now, coalesce) = (self.now, self.spec.hops[hop].cache.as_ref().expect("a cache hop").coalesce);
+        let (now, coalesce) = (self.now, self.spec.hops[hop].cache().expect("a cache hop").coalesce);
         self.record.hop_series[hop][b].cache_lookups += 1;
         let state = self.caches[hop].as_mut().expect("a cache hop has its state");
         if state.store.lookup(key, now) == Lookup::Hit {
@@ -122,7 +122,7 @@ impl Simulation<'_> {
     pub(super) fn cache_settle(&mut self, handle: Handle, reply: Reply) -> Option<Vec<Handle>> {
         let a = self.attempts.get(handle).expect("live");
         let hop = a.hop as usize;
-        let spec = self.spec.hops[hop].cache.as_ref()?;
+        let spec = self.spec.hops[hop].cache()?;
         if a.phase != Phase::Downstream {
             return None;
         }

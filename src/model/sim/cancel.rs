@@ -127,7 +127,7 @@ impl Simulation<'_> {
         let (hop, srv, phase, tenant, retry) = (a.hop as usize, a.server as usize, a.phase, a.tenant, a.retry);
         let (service_end, service_ns, lost_race) =
             (a.service_start.saturating_add(a.service_ns), a.service_ns, a.lost_race);
-        if self.spec.hops[hop].occ {
+        if self.spec.hops[hop].is_occ() {
             // A register's attempt is never stopped; one whose reply was lost is over, and
             // its caller was the last to hold it.
             if phase == Phase::Done {

@@ -10,6 +10,7 @@ mod autoscale;
 mod budgets;
 mod cache;
 mod cancel;
+mod delay_samples;
 mod discipline;
 mod graph;
 mod hedge;
@@ -348,8 +349,8 @@ pub struct Simulation<'a> {
     hedging: hedge::Hedging,
     /// Retries simulated ahead of the clock while a fault refuses them (`sim/run_ahead.rs`).
     ahead: run_ahead::RunAhead,
-    /// The retry-delay samples of the lowest request ids (`run_ahead::DelaySamples`).
-    delay_samples: run_ahead::DelaySamples,
+    /// The retry-delay samples of the lowest request ids (`delay_samples::DelaySamples`).
+    delay_samples: delay_samples::DelaySamples,
 }
 
 /// Runs replication `replication` of `spec` under master seed `seed`.
@@ -461,7 +462,7 @@ impl<'a> Simulation<'a> {
             caches: cache::CacheState::for_hops(spec, seed, replication),
             links: cancel::Links::new(spec),
             hedging: hedge::Hedging::default(),
-            delay_samples: run_ahead::DelaySamples::new(),
+            delay_samples: delay_samples::DelaySamples::new(),
         }
     }
 
@@ -1057,7 +1058,7 @@ impl Touches<'_> {
 /// sample (a client's call) and the hop's count in the bucket it is scheduled in.
 #[inline]
 fn count_retry_scheduled_in(
-    samples: &mut run_ahead::DelaySamples,
+    samples: &mut delay_samples::DelaySamples,
     bucket: &mut HopBucket,
     hop: usize,
     retry: u32,

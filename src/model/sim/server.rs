@@ -60,7 +60,7 @@ impl Simulation<'_> {
             Arrival::Answered(reply) => return self.send_reply(handle, reply),
             Arrival::Admitted => {}
         }
-        if self.spec.hops[hop].occ {
+        if self.spec.hops[hop].is_occ() {
             self.occ_read(handle, hop);
             return;
         }
@@ -195,7 +195,7 @@ impl Simulation<'_> {
     /// A cache or register hop is one store and is not crashed this way.
     fn crash_during(&self, hop: usize, srv: usize, start: Nanos, end: Nanos) -> Option<(Nanos, InService)> {
         let spec = &self.spec.hops[hop];
-        if self.spec.faults.is_empty() || spec.cache.is_some() || spec.occ {
+        if self.spec.faults.is_empty() || spec.cache().is_some() || spec.is_occ() {
             return None;
         }
         self.spec.crash_during(hop, self.hops[srv].replica, start, end)
@@ -212,7 +212,7 @@ impl Simulation<'_> {
         self.record.hops[hop].served += 1;
         self.record.hop_series[hop][b].served += 1;
         let spec = &self.spec.hops[hop];
-        if spec.cache.is_some() {
+        if spec.cache().is_some() {
             return self.cache_lookup(handle, hop);
         }
         if spec.effect {

@@ -3,7 +3,7 @@
 
 use super::axes::CategoryAxis;
 use super::key::{with_key, KeyItem, Swatch};
-use super::{variant_colour, DrawResult, FONT};
+use super::{variant_colour, DrawResult, Group, FONT};
 use crate::metrics::catalogue::Metric;
 use crate::metrics::stats::Stat;
 use crate::report::data::ReportData;
@@ -236,15 +236,6 @@ where
     Ok(())
 }
 
-/// Which grouping the scoped bars use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope {
-    /// One group per hop.
-    Hops,
-    /// One group per tenant.
-    Tenants,
-}
-
 /// Peak over capacity says little when there is no capacity (an `occ` register) or the load
 /// stays far below it (0.0000496×): then the panel shows the peak in attempts/s instead.
 fn peak_fallback(m: Shown, rows: &[&StatRow], title: &'static str) -> Shown {
@@ -262,9 +253,9 @@ fn peak_fallback(m: Shown, rows: &[&StatRow], title: &'static str) -> Shown {
     }
 }
 
-fn scoped_metrics(scope: Scope) -> Vec<Shown> {
+fn scoped_metrics(scope: Group) -> Vec<Shown> {
     match scope {
-        Scope::Hops => vec![
+        Group::Hops => vec![
             metric(
                 Metric::Amplification,
                 "Attempts at each hop per logical request",
@@ -277,7 +268,7 @@ fn scoped_metrics(scope: Scope) -> Vec<Shown> {
             metric(Metric::WastedWorkS, "Wasted work (caller had given up)", "service seconds per run"),
             metric(Metric::QueueWaitSMean, "Mean queue wait", "seconds"),
         ],
-        Scope::Tenants => vec![
+        Group::Tenants => vec![
             metric(Metric::SuccessRatio, "Requests that succeeded", "% of the tenant's requests"),
             metric(Metric::Dlq, "Dead-lettered requests (DLQ)", "requests per run"),
             metric(Metric::Amplification, "Attempts per request", "attempts ÷ logical requests (×)"),
@@ -287,11 +278,11 @@ fn scoped_metrics(scope: Scope) -> Vec<Shown> {
 }
 
 /// Metrics per hop (chains) or per tenant, one group of variant bars per hop/tenant.
-pub fn draw_scoped<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &ReportData, scope: Scope) -> DrawResult
+pub fn draw_scoped<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &ReportData, scope: Group) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
-    let what = if scope == Scope::Hops { "hop" } else { "tenant" };
+    let what = if scope == Group::Hops { "hop" } else { "tenant" };
     let title = format!(
         "{}: metrics per {what} and variant (mean of {} replications, whiskers: 95% CI)",
         data.scenario, data.replications
@@ -306,7 +297,7 @@ where
     let root = with_key(&root, &key)?;
     let areas = root.split_evenly((2, 2));
     let rows =
-        |v: &crate::report::data::VariantData| if scope == Scope::Hops { v.hops.clone() } else { v.tenants.clone() };
+        |v: &crate::report::data::VariantData| if scope == Group::Hops { v.hops.clone() } else { v.tenants.clone() };
     let groups: Vec<String> = rows(&data.variants[0]).into_iter().map(|r| r.0).collect();
     let n = data.variants.len();
     let stride = (n + 1) as f64;

@@ -3,7 +3,7 @@
 
 use super::axes::{log_bound, LogAxis};
 use super::key::{with_key, KeyItem, Swatch};
-use super::{downsample, variant_colour, DrawResult, Lines, FAULT_FILL, FONT};
+use super::{downsample, variant_colour, DrawResult, Group, Lines, FAULT_FILL, FONT};
 use crate::metrics::capacity::capacity_with_workers;
 use crate::metrics::catalogue::Metric;
 use crate::report::data::{ReportData, VariantData};
@@ -23,23 +23,14 @@ pub use tenants::COLUMNS_MAX as TENANT_COLUMNS_MAX;
 /// Most points a line gets (longer series are averaged down).
 pub(super) const POINTS_MAX: usize = 1500;
 
-/// Which series the small multiples show.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope {
-    /// One column per hop.
-    Hops,
-    /// One column per tenant.
-    Tenants,
-}
-
 // Columns of `SERIES_COLUMNS` used here.
 const ATTEMPTS: usize = column_index(&SERIES_COLUMNS, "attempts");
 const FIRST_ATTEMPTS: usize = column_index(&SERIES_COLUMNS, "first_attempts");
 
-fn series_of(v: &VariantData, scope: Scope) -> &[MeanSeries] {
+fn series_of(v: &VariantData, scope: Group) -> &[MeanSeries] {
     match scope {
-        Scope::Hops => &v.hop_series,
-        Scope::Tenants => &v.tenant_series,
+        Group::Hops => &v.hop_series,
+        Group::Tenants => &v.tenant_series,
     }
 }
 
@@ -220,18 +211,18 @@ where
 }
 
 /// Small multiples: one row per variant, one column per hop (or tenant).
-pub fn draw_grid<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &ReportData, scope: Scope) -> DrawResult
+pub fn draw_grid<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &ReportData, scope: Group) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
-    let what = if scope == Scope::Hops { "each hop" } else { "each tenant" };
+    let what = if scope == Group::Hops { "each hop" } else { "each tenant" };
     let title = format!(
         "{}: attempts/s at {what} per variant — first attempts vs retries (mean of {} replications)",
         data.scenario, data.replications
     );
     let root = root.titled(&title, (FONT, 24))?;
     // Many tenants: the busiest few keep a column, the rest are summed into "others".
-    let grouping = if scope == Scope::Tenants { tenants::grouping(data) } else { None };
+    let grouping = if scope == Group::Tenants { tenants::grouping(data) } else { None };
     let grid: Vec<Vec<tenants::Column>> = data
         .variants
         .iter()
@@ -239,8 +230,8 @@ where
             Some(g) => tenants::columns(v, g),
             None => {
                 let scoped = |c: usize| match scope {
-                    Scope::Hops => v.hops.get(c).map(|h| &h.1),
-                    Scope::Tenants => v.tenants.get(c).map(|t| &t.1),
+                    Group::Hops => v.hops.get(c).map(|h| &h.1),
+                    Group::Tenants => v.tenants.get(c).map(|t| &t.1),
                 };
                 series_of(v, scope).iter().enumerate().map(|(c, s)| (s.clone(), scoped(c))).collect()
             }
@@ -257,12 +248,12 @@ where
                 .map(|row| rate(&row[c].0, ATTEMPTS, data.bucket_s, unit).iter().map(|p| p.1).fold(0.0, f64::max))
                 .collect();
             let peak = peaks.iter().copied().fold(0.0, f64::max);
-            let capacity = if scope == Scope::Hops { data.variants[0].capacity_per_s(c) } else { None };
+            let capacity = if scope == Group::Hops { data.variants[0].capacity_per_s(c) } else { None };
             YScale::for_column(peak, &peaks, capacity)
         })
         .collect();
     let y_max: Vec<f64> = y_scales.iter().map(|y| y.max).collect();
-    let capacity_drawn = scope == Scope::Hops
+    let capacity_drawn = scope == Group::Hops
         && data.variants.iter().any(|v| (0..columns).any(|c| v.capacity_per_s(c).is_some_and(|cap| cap <= y_max[c])));
     let mut key = vec![
         (Swatch::Fill(BLACK.mix(0.7)), "first attempts (variant colour)".to_string()),
@@ -294,7 +285,7 @@ fn draw_panel<DB: DrawingBackend>(
     data: &ReportData,
     v: &VariantData,
     index: usize,
-    scope: Scope,
+    scope: Group,
     (column, (series, scoped)): (usize, &tenants::Column),
     (t_max, y): (f64, YScale),
     bottom_row: bool,
@@ -305,11 +296,11 @@ where
     let (_, unit) = time_axis(data);
     let colour = variant_colour(data, index);
     let mean_of = |metric: Metric| scoped.and_then(|row| row.mean(metric));
-    let capacity = if scope == Scope::Hops { v.capacity_per_s(column) } else { None };
+    let capacity = if scope == Group::Hops { v.capacity_per_s(column) } else { None };
     let mut caption = match scope {
-        Scope::Hops => format!("{} · hop {}", v.label(), series.name),
-        Scope::Tenants if scoped.is_none() => format!("{} · {}", v.label(), series.name),
-        Scope::Tenants => format!("{} · tenant {}", v.label(), series.name),
+        Group::Hops => format!("{} · hop {}", v.label(), series.name),
+        Group::Tenants if scoped.is_none() => format!("{} · {}", v.label(), series.name),
+        Group::Tenants => format!("{} · tenant {}", v.label(), series.name),
     };
     if let Some(peak) = mean_of(Metric::PeakAttemptsPerS) {
         caption.push_str(&format!(" · peak {}/s", fmt_num(peak)));
@@ -329,7 +320,7 @@ where
         .margin_right(20)
         .x_label_area_size(if bottom_row { 42 } else { 26 })
         .y_label_area_size(78);
-    let hop = (scope == Scope::Hops).then_some(series.name.as_str());
+    let hop = (scope == Group::Hops).then_some(series.name.as_str());
     let x_desc = if bottom_row { unit.desc } else { "" };
     let stack = Stack { data, v, column, hop, series, colour, capacity, t_max, unit };
     match y.log_floor {

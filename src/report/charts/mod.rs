@@ -26,6 +26,16 @@ use std::path::{Path, PathBuf};
 
 pub use palette::{variant_colour, variant_colours, Lines};
 
+/// Which series a chart of small multiples or grouped bars shows: one group per hop or per
+/// tenant (the load grid and the scoped metric bars share it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Group {
+    /// One group per hop.
+    Hops,
+    /// One group per tenant.
+    Tenants,
+}
+
 /// Grey of fault windows.
 pub const FAULT_FILL: RGBColor = RGBColor(120, 120, 120);
 /// Font family of every chart.
@@ -182,8 +192,8 @@ impl Chart {
         DB::ErrorType: 'static,
     {
         match self {
-            Chart::Load => load::draw_grid(root, data, load::Scope::Hops)?,
-            Chart::TenantLoad => load::draw_grid(root, data, load::Scope::Tenants)?,
+            Chart::Load => load::draw_grid(root, data, Group::Hops)?,
+            Chart::TenantLoad => load::draw_grid(root, data, Group::Tenants)?,
             Chart::LoadCompare => load::draw_compare(root, data)?,
             Chart::GoodputBacklog => load::draw_goodput_backlog(root, data)?,
             Chart::Replicas => replicas::draw(root, data)?,
@@ -191,8 +201,8 @@ impl Chart {
             Chart::AdmissionLimit => limit::draw_limit(root, data)?,
             Chart::Budget => budget::draw_budget(root, data)?,
             Chart::Metrics => bars::draw_metrics(root, data)?,
-            Chart::TenantMetrics => bars::draw_scoped(root, data, bars::Scope::Tenants)?,
-            Chart::HopMetrics => bars::draw_scoped(root, data, bars::Scope::Hops)?,
+            Chart::TenantMetrics => bars::draw_scoped(root, data, Group::Tenants)?,
+            Chart::HopMetrics => bars::draw_scoped(root, data, Group::Hops)?,
             Chart::Latency => latency::draw_cdf(root, data)?,
             Chart::Delays => delays::draw_histograms(root, data)?,
             Chart::DelaysByRetry => delays::draw_by_retry(root, data)?,
