@@ -101,6 +101,16 @@ fn an_unsupported_feature_is_refused_by_name_with_exit_code_2_and_nothing_writte
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("a chain of 3 hops") && stderr.contains("not emulated"), "{stderr}");
     assert!(!out.exists(), "a refused run wrote {}", out.display());
+    // `compare --emulate` refuses before it simulates, writing neither directory.
+    let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .args(["compare", "scenarios/chain-amplification.toml", "--emulate", "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .expect("binary runs");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--emulate, variant") && stderr.contains("a chain of 3 hops"), "{stderr}");
+    assert!(!out.exists() && !dir.path().join("out-emulated").exists());
     // A fault kind the emulator does not reproduce is named too.
     let scenario = dir.path().join("lost.toml");
     let text = TINY_HERD.replace("kind = \"outage\"", "kind = \"lost_reply\"\np = 0.5");

@@ -299,19 +299,22 @@ fn run_with(
     let threads = args.threads.unwrap_or_else(rayon::current_num_threads);
     check_memory(&memory::estimate_run(&scenario, &variants, threads), &args)?;
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("output").join(&scenario.name));
+    // `--emulate`: every refusal (features, request cap, timers) before anything runs or is
+    // written, and the measured run's directory beside the simulated one.
+    let checked = match &emulation {
+        Some(options) => Some(crate::cli::emulate::preflight_all(&variants, options)?),
+        None => None,
+    };
     let claim = claim(&out, args.force)?;
-    // `--emulate`: every refusal (features, request cap, timers) before anything runs, and the
-    // measured run's directory beside the simulated one.
-    let emulated = match &emulation {
-        Some(options) => {
-            let checked = crate::cli::emulate::preflight_all(&variants, options)?;
+    let emulated = match (&emulation, checked) {
+        (Some(options), Some(checked)) => {
             let mut name = out.file_name().map(|n| n.to_os_string()).unwrap_or_else(|| "run".into());
             name.push("-emulated");
             let dir = out.with_file_name(name);
             let dir_claim = crate::cli::claim(&dir, args.force)?;
             Some((options, checked, dir, dir_claim))
         }
-        None => None,
+        (Some(_) | None, _) => None,
     };
     for w in &scenario.warnings {
         eprintln!("warning: {w}");
