@@ -26,6 +26,7 @@
 //! ```
 pub mod budget;
 pub mod cli;
+pub mod emulate;
 pub mod engine;
 pub mod metrics;
 pub mod model;

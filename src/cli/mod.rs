@@ -42,6 +42,8 @@ enum Command {
     Init(crate::cli::init::InitArgs),
     /// The capacity question: the smallest value of a parameter meeting every requirement.
     Plan(crate::cli::plan::PlanArgs),
+    /// Run the scenario in real time on 127.0.0.1: real HTTP servers, real clients and timers.
+    Emulate(crate::cli::emulate::EmulateArgs),
 }
 
 /// Options shared by `run`, `compare` and `sweep`.
@@ -90,6 +92,8 @@ struct CompareArgs {
     /// Variant the others are compared with (paired differences; default: the first).
     #[arg(long, value_name = "NAME")]
     baseline: Option<String>,
+    #[command(flatten)]
+    emulation: crate::cli::emulate::CompareEmulation,
 }
 
 /// What went wrong, and which exit code it maps to.
@@ -316,7 +320,8 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Res
         Command::Run(args) => run(args, None, None),
         Command::Compare(args) => {
             let jitters = if args.jitter.is_empty() { None } else { Some(args.jitter) };
-            run(args.run, Some(jitters), args.baseline)
+            let emulation = args.emulation.options()?;
+            run_with(args.run, Some(jitters), args.baseline, emulation)
         }
         Command::Validate { scenario, set } => validate(&scenario, &set),
         Command::Budget(args) => crate::cli::budget_args::run(args),
@@ -325,6 +330,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Res
         Command::Plot(args) => crate::cli::plot::run(args),
         Command::Init(args) => crate::cli::init::run(args),
         Command::Plan(args) => crate::cli::plan::run(args),
+        Command::Emulate(args) => crate::cli::emulate::run(args),
     }
 }
 
@@ -346,6 +352,16 @@ pub fn overrides(args: &RunArgs) -> Result<Vec<Override>, CliError> {
 /// `run` (compare = None) and `compare` (Some(jitters), None meaning the defaults); differences
 /// are against the variant named `baseline` (default: the first).
 fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<String>) -> Result<(), CliError> {
+    run_with(args, compare, baseline, None)
+}
+
+/// [`run`], then (`compare --emulate`) each variant once on real sockets, side by side.
+fn run_with(
+    args: RunArgs,
+    compare: Option<Option<Vec<String>>>,
+    baseline: Option<String>,
+    emulation: Option<crate::emulate::Options>,
+) -> Result<(), CliError> {
     check_threads(args.threads)?;
     let scenario = Scenario::load(&args.scenario, &overrides(&args)?)?;
     let variants = match compare {
@@ -369,7 +385,23 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
     let threads = args.threads.unwrap_or_else(rayon::current_num_threads);
     check_memory(&memory::estimate_run(&scenario, &variants, threads), &args)?;
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("output").join(&scenario.name));
+    // `--emulate`: every refusal (features, request cap, timers) before anything runs or is
+    // written, and the measured run's directory beside the simulated one.
+    let checked = match &emulation {
+        Some(options) => Some(crate::cli::emulate::preflight_all(&variants, options)?),
+        None => None,
+    };
     let claim = claim(&out, args.force)?;
+    let emulated = match (&emulation, checked) {
+        (Some(options), Some(checked)) => {
+            let mut name = out.file_name().map(|n| n.to_os_string()).unwrap_or_else(|| "run".into());
+            name.push("-emulated");
+            let dir = out.with_file_name(name);
+            let dir_claim = crate::cli::claim(&dir, args.force)?;
+            Some((options, checked, dir, dir_claim))
+        }
+        (Some(_) | None, _) => None,
+    };
     for w in &scenario.warnings {
         eprintln!("warning: {w}");
     }
@@ -391,6 +423,11 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
         print!("{}", table::fit(&replicas::replicas_text(&study), width));
         print!("{}", table::verdict_text(&study, width));
         println!("wrote {} files to {}", written.len(), out.display());
+    }
+    if let Some((options, checked, dir, dir_claim)) = emulated {
+        let text =
+            crate::cli::emulate::side_by_side(&scenario, &variants, &study, options, &checked, &dir, &dir_claim)?;
+        print!("{text}");
     }
     Ok(())
 }
@@ -532,6 +569,7 @@ fn validate(path: &str, set: &[String]) -> Result<(), CliError> {
 
 pub(crate) mod budget_args;
 pub(crate) mod differs;
+pub(crate) mod emulate;
 pub(crate) mod init;
 pub(crate) mod load_check;
 pub(crate) mod plan;

@@ -156,9 +156,33 @@ pub fn ci_half_width(sd: f64, n: usize, level: f64) -> f64 {
     t.inverse_cdf(0.5 + level / 2.0) * sd / (n as f64).sqrt()
 }
 
+/// The two-sided `level` prediction interval for one new value from the distribution `xs` were
+/// drawn from (normal theory: mean ± t(n − 1) · sd · √(1 + 1/n)); `None` with fewer than 2
+/// values. With no spread among `xs` it is the single point of their mean.
+pub fn prediction_interval(xs: &[f64], level: f64) -> Option<[f64; 2]> {
+    let n = xs.len();
+    if n < 2 {
+        return None;
+    }
+    let (mean, sd) = mean_sd(xs);
+    let half = ci_half_width(sd, n, level) * ((n + 1) as f64).sqrt();
+    Some([mean - half, mean + half])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prediction_interval_matches_tables() {
+        // Ten values with mean 5.5 and sd √(55/6) = 3.0277; t(0.975, 9) = 2.2622 (standard
+        // tables): 5.5 ± 2.2622 · 3.0277 · √1.1 = 5.5 ± 7.1836.
+        let xs: Vec<f64> = (1..=10).map(f64::from).collect();
+        let [lo, hi] = prediction_interval(&xs, 0.95).expect("ten values");
+        assert!((lo - (5.5 - 7.1836)).abs() < 1e-3 && (hi - (5.5 + 7.1836)).abs() < 1e-3, "[{lo}, {hi}]");
+        assert_eq!(prediction_interval(&[2.0, 2.0, 2.0], 0.95), Some([2.0, 2.0]));
+        assert_eq!(prediction_interval(&[1.0], 0.95), None);
+    }
 
     #[test]
     fn intervals_respect_each_metrics_range() {

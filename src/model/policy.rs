@@ -227,6 +227,30 @@ impl RetryPolicy {
         }
     }
 
+    /// The one retry decision after a failed attempt, shared by the simulator and the emulator:
+    /// `None` when the policy gives up (`attempts_made` used up all attempts, or it does not retry
+    /// this kind of failure), else the wait before the next attempt: the backoff (a throttling
+    /// error's when it is one) combined with the server's Retry-After.
+    #[inline]
+    pub fn wait_after_failure<R: Rng>(
+        &self,
+        attempts_made: u32,
+        failure: super::budget::FailureKind,
+        retry_after: Option<Nanos>,
+        state: &mut JitterState,
+        rng: &mut R,
+    ) -> Option<Nanos> {
+        if attempts_made >= self.attempts_max || !self.retry_on.allows(failure) {
+            return None;
+        }
+        let backoff = if failure == super::budget::FailureKind::Throttling {
+            self.delay_after_throttle(attempts_made, state, rng)
+        } else {
+            self.delay_before_retry(attempts_made, state, rng)
+        };
+        Some(self.apply_retry_after(backoff, retry_after))
+    }
+
     /// Combines the backoff with a server's Retry-After according to [`RetryAfterMode`].
     pub fn apply_retry_after(&self, backoff: Nanos, retry_after: Option<Nanos>) -> Nanos {
         let Some(after) = retry_after else { return backoff };

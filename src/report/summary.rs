@@ -49,6 +49,13 @@ pub struct Summary {
     /// Command line, overrides, scenario file and its hash.
     #[serde(default)]
     pub provenance: crate::runner::Provenance,
+    /// True when the numbers were measured on real sockets (`retrystorm emulate`); absent for a
+    /// simulation.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub emulated: bool,
+    /// What the emulator measured about the machine; absent for a simulation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulation: Option<crate::runner::Emulation>,
 }
 
 fn first_format() -> u32 {
@@ -172,6 +179,8 @@ impl Summary {
             objective: study.objective.clone(),
             verdict: Some(super::verdict_text::for_study(study).0),
             provenance: study.provenance.clone(),
+            emulated: study.emulation.is_some(),
+            emulation: study.emulation.clone(),
         }
     }
 

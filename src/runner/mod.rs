@@ -179,6 +179,44 @@ pub struct Study {
     /// Where the run came from: the scenario file and its hash (the command line is filled in by
     /// the CLI).
     pub provenance: Provenance,
+    /// Set when the results were measured on real sockets (`retrystorm emulate`), not simulated.
+    pub emulation: Option<Emulation>,
+}
+
+/// What an emulated run measured about itself (`summary.json`'s `emulation`): how the machine
+/// kept up with the scenario's clock.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Emulation {
+    /// Always true: these numbers come from the wire, not from the simulator.
+    pub emulated: bool,
+    /// Wall seconds per scenario second.
+    pub time_scale: f64,
+    /// Wall-clock seconds the run took.
+    pub wall_s: f64,
+    /// Mean timer lateness measured before the run (wall seconds a sleep woke after its
+    /// deadline); every sleep of the run asks to wake this much early.
+    pub timer_lateness_calibration_mean_s: f64,
+    /// Mean timer error during the run, over every service and backoff sleep: wall seconds
+    /// between a deadline and the wake-up, early or late, after that correction.
+    pub timer_lateness_mean_s: f64,
+    /// Its 99th percentile.
+    pub timer_lateness_p99_s: f64,
+    /// Sleeps measured.
+    pub timer_samples: u64,
+    /// Mean time to open a connection and complete the HTTP/1.1 handshake (wall seconds).
+    pub connect_mean_s: f64,
+    /// Its 99th percentile.
+    pub connect_p99_s: f64,
+    /// Connections opened (one per attempt).
+    pub connections: u64,
+    /// CPU seconds the emulator's process used during the run (servers and clients together;
+    /// `None` where the system does not say).
+    pub cpu_s: Option<f64>,
+    /// `cpu_s` ÷ (wall seconds × cores): 1 is every core busy (CPU saturation).
+    pub cpu_share: Option<f64>,
+    /// What the emulator warns about this machine (timers too late for the service times).
+    pub warnings: Vec<String>,
 }
 
 /// Where a run came from, recorded in `summary.json` and the report.
@@ -290,17 +328,29 @@ pub fn simulate(scenario: &Scenario, variants: &[Variant], progress: &Progress) 
         })
         .collect();
     let wall_s = started.elapsed().as_secs_f64();
+    assemble(scenario, variants, &records, scenario.replications, wall_s)
+}
+
+/// A study from finished runs: `replications` records per variant, in variant order (the
+/// simulator's, or the emulator's one measured run per variant).
+pub fn assemble(
+    scenario: &Scenario,
+    variants: &[Variant],
+    records: &[RunRecord],
+    replications: u32,
+    wall_s: f64,
+) -> Study {
     let events = records.iter().map(|r| r.events).sum();
     let retries_run_ahead = records.iter().map(|r| r.retries_run_ahead).sum();
     let attempts = records.iter().flat_map(|r| &r.hops).map(|h| h.attempts).sum();
-    let mut chunks = records.chunks(replications);
+    let mut chunks = records.chunks(replications.max(1) as usize);
     let results: Vec<VariantResult> =
         variants.iter().map(|v| aggregate(v, chunks.next().expect("one chunk per variant"))).collect();
     let comparisons = if results.len() > 1 { compare::comparisons(&results, 0) } else { Vec::new() };
     Study {
         scenario: scenario.name.clone(),
         seed: scenario.seed,
-        replications: scenario.replications,
+        replications,
         bucket: scenario.base.bucket,
         variants: results,
         warnings: scenario.warnings.clone(),
@@ -316,6 +366,7 @@ pub fn simulate(scenario: &Scenario, variants: &[Variant], progress: &Progress) 
             scenario_hash: scenario.source_hash(),
             ..Provenance::default()
         },
+        emulation: None,
     }
 }
 

@@ -1110,17 +1110,10 @@ fn next_retry(
     retry_after: Option<Nanos>,
 ) -> Result<(Nanos, Nanos), DlqReason> {
     let policy = &spec.policies[call.policy as usize];
-    if call.attempts_made >= policy.attempts_max || !policy.retry_on.allows(failure) {
-        return Err(DlqReason::Attempts);
-    }
-    let retry = call.attempts_made;
-    let rng = &mut KeyedDraws::at(draws, retry);
-    let backoff = if failure == FailureKind::Throttling {
-        policy.delay_after_throttle(retry, &mut call.jitter, rng)
-    } else {
-        policy.delay_before_retry(retry, &mut call.jitter, rng)
-    };
-    let wait = policy.apply_retry_after(backoff, retry_after);
+    let rng = &mut KeyedDraws::at(draws, call.attempts_made);
+    let wait = policy
+        .wait_after_failure(call.attempts_made, failure, retry_after, &mut call.jitter, rng)
+        .ok_or(DlqReason::Attempts)?;
     let at = now.saturating_add(wait);
     if at >= call.deadline_at {
         return Err(DlqReason::Deadline);

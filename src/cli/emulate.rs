@@ -1,0 +1,389 @@
+//! `retrystorm emulate`: the scenario on real sockets (`crate::emulate`), one measured run per
+//! variant, written as a run's files.
+
+use super::{check_jitters, claim, parse_seed, result_command, table, CliError};
+use crate::emulate::{self, ClientMode, EmulateError, Options};
+use crate::metrics::catalogue::Metric;
+use crate::runner::{Emulation, Study};
+use crate::scenario::{parse_assignment, Override, Scenario, Variant};
+use clap::Args;
+use std::path::PathBuf;
+
+/// Flags of `emulate`.
+#[derive(Debug, Args)]
+pub struct EmulateArgs {
+    /// Scenario file (TOML).
+    scenario: String,
+    /// Wall seconds per scenario second: 10 runs the scenario 10× slower than its clock.
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    time_scale: f64,
+    /// Jitter strategies, one emulated run each (default: the scenario's variants, else itself).
+    #[arg(long, value_delimiter = ',')]
+    jitter: Vec<String>,
+    /// Override a field, e.g. --set tenant.main.clients=1000 (repeatable).
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    set: Vec<String>,
+    /// Master seed (overrides the file's).
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_seed)]
+    seed: Option<u64>,
+    /// Output directory (default: output/<scenario name>-emulated).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Stop each run after this many wall seconds, whatever is still in flight (at most 3600).
+    #[arg(long, default_value_t = 120.0, allow_negative_numbers = true)]
+    max_seconds: f64,
+    /// Refuse scenarios that plan more logical requests than this per run.
+    #[arg(long, default_value_t = 20_000)]
+    max_requests: u64,
+    /// Run even when this machine's timers are later than a tenth of the mean service time.
+    #[arg(long)]
+    allow_late: bool,
+    /// Whose code decides the backoff: `policy` (the simulator's) or `backon` (the backon
+    /// crate's exponential backoff with its jitter; needs jitter = "equal").
+    #[arg(long, value_name = "policy|backon", default_value = "policy", value_parser = parse_client)]
+    client: ClientMode,
+    /// Write into --out even if it holds files retrystorm did not write.
+    #[arg(long)]
+    force: bool,
+    /// No table on stdout.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Refuses time scales and limits outside their ranges, naming the flag and the fix.
+fn check_options(args: &EmulateArgs) -> Result<Options, CliError> {
+    if !(args.time_scale.is_finite() && (0.01..=1000.0).contains(&args.time_scale)) {
+        return Err(CliError::BadInput(format!(
+            "--time-scale {}: give a number from 0.01 to 1000 (wall seconds per scenario second; 1 = real time)",
+            args.time_scale
+        )));
+    }
+    if !(args.max_seconds.is_finite() && args.max_seconds > 0.0 && args.max_seconds <= 3600.0) {
+        return Err(CliError::BadInput(format!(
+            "--max-seconds {}: give a number of wall seconds above 0 and at most 3600",
+            args.max_seconds
+        )));
+    }
+    if args.max_requests == 0 {
+        return Err(CliError::BadInput("--max-requests 0: give at least 1".into()));
+    }
+    Ok(Options {
+        time_scale: args.time_scale,
+        max_seconds: args.max_seconds,
+        max_requests: args.max_requests,
+        allow_late: args.allow_late,
+        client: args.client,
+    })
+}
+
+fn parse_client(text: &str) -> Result<ClientMode, String> {
+    match text {
+        "policy" => Ok(ClientMode::Policy),
+        "backon" => Ok(ClientMode::Backon),
+        other => Err(format!("`{other}` is not a client mode; give policy or backon")),
+    }
+}
+
+impl From<EmulateError> for CliError {
+    fn from(e: EmulateError) -> Self {
+        match e {
+            EmulateError::Refused(m) => CliError::BadInput(m),
+            EmulateError::Failed(m) => CliError::Failure(m),
+        }
+    }
+}
+
+/// Runs `emulate`.
+pub fn run(args: EmulateArgs) -> Result<(), CliError> {
+    let options = check_options(&args)?;
+    let mut overrides: Vec<Override> =
+        args.set.iter().map(|s| parse_assignment(s).map_err(CliError::BadInput)).collect::<Result<_, _>>()?;
+    if let Some(seed) = args.seed {
+        let seed = i64::try_from(seed).map_err(|_| CliError::BadInput(format!("--seed {seed}: beyond the range")))?;
+        overrides.push(Override { path: "seed".into(), value: toml::Value::Integer(seed) });
+    }
+    let scenario = Scenario::load(&args.scenario, &overrides)?;
+    let variants = if args.jitter.is_empty() {
+        scenario.run_variants()
+    } else {
+        check_jitters(&args.jitter)?;
+        scenario.jitter_variants(&args.jitter)?
+    };
+    // Everything refused before anything runs or is written.
+    let checked: Vec<emulate::Preflight> = variants
+        .iter()
+        .map(|v| {
+            emulate::preflight(&v.spec, &options).map_err(|e| match e {
+                EmulateError::Refused(m) if variants.len() > 1 => {
+                    CliError::BadInput(format!("variant `{}`: {m}", v.name))
+                }
+                EmulateError::Refused(m) => CliError::BadInput(m),
+                EmulateError::Failed(m) => CliError::Failure(m),
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("output").join(format!("{}-emulated", scenario.name)));
+    let claim = claim(&out, args.force)?;
+    let mut records = Vec::with_capacity(variants.len());
+    let mut measured: Vec<Emulation> = Vec::new();
+    for (v, checked) in variants.iter().zip(&checked) {
+        if !args.quiet {
+            eprintln!("emulating `{}` on 127.0.0.1 at --time-scale {} …", v.name, options.time_scale);
+        }
+        let (record, emulation) = emulate::run(&v.spec, scenario.seed, &options, checked)?;
+        for w in &emulation.warnings {
+            eprintln!("warning: `{}`: {w}", v.name);
+        }
+        if let Some(why) = &record.truncated {
+            eprintln!("warning: `{}` stopped early ({why}); its results are partial", v.name);
+        }
+        records.push(record);
+        measured.push(emulation);
+    }
+    let wall_s = measured.iter().map(|e| e.wall_s).sum();
+    let mut study = crate::runner::assemble(&scenario, &variants, &records, 1, wall_s);
+    study.emulation = Some(merge(&measured));
+    study.provenance.command = result_command(std::env::args());
+    study.provenance.overrides = args.set.clone();
+    let written = crate::report::write_study(&claim, &study).map_err(|e| CliError::Failure(e.to_string()))?;
+    if !args.quiet {
+        print!("{}", table::summary_table(&study, table::WIDTH));
+        if let Some(e) = &study.emulation {
+            println!(
+                "measured on 127.0.0.1: timers {:.3} ms off their deadlines on average (p99 {:.3} ms) over {} sleeps; connection set-up {:.3} ms (p99 {:.3} ms) over {} connections; {:.1} s of wall time",
+                e.timer_lateness_mean_s * 1e3,
+                e.timer_lateness_p99_s * 1e3,
+                e.timer_samples,
+                e.connect_mean_s * 1e3,
+                e.connect_p99_s * 1e3,
+                e.connections,
+                e.wall_s
+            );
+            println!("{}", cpu_words(e).trim_start_matches("; "));
+        }
+        println!("wrote {} files to {}", written.len(), out.display());
+    }
+    Ok(())
+}
+
+/// One emulation record over several runs: sums, means weighted by samples, the largest p99.
+fn merge(runs: &[Emulation]) -> Emulation {
+    let weighted = |value: fn(&Emulation) -> f64, weight: fn(&Emulation) -> u64| {
+        let total: u64 = runs.iter().map(weight).sum();
+        if total == 0 {
+            0.0
+        } else {
+            runs.iter().map(|e| value(e) * weight(e) as f64).sum::<f64>() / total as f64
+        }
+    };
+    let max = |value: fn(&Emulation) -> f64| runs.iter().map(value).fold(0.0, f64::max);
+    Emulation {
+        emulated: true,
+        time_scale: runs.first().map_or(1.0, |e| e.time_scale),
+        wall_s: runs.iter().map(|e| e.wall_s).sum(),
+        timer_lateness_calibration_mean_s: max(|e| e.timer_lateness_calibration_mean_s),
+        timer_lateness_mean_s: weighted(|e| e.timer_lateness_mean_s, |e| e.timer_samples),
+        timer_lateness_p99_s: max(|e| e.timer_lateness_p99_s),
+        timer_samples: runs.iter().map(|e| e.timer_samples).sum(),
+        connect_mean_s: weighted(|e| e.connect_mean_s, |e| e.connections),
+        connect_p99_s: max(|e| e.connect_p99_s),
+        connections: runs.iter().map(|e| e.connections).sum(),
+        cpu_s: runs.iter().map(|e| e.cpu_s).sum(),
+        cpu_share: runs.iter().map(|e| e.cpu_share).try_fold(0.0f64, |m, s| s.map(|s| m.max(s))),
+        warnings: runs.iter().flat_map(|e| e.warnings.iter().cloned()).collect(),
+    }
+}
+
+/// `compare --emulate`'s flags (each needs `--emulate`).
+#[derive(Debug, Args)]
+pub struct CompareEmulation {
+    /// After the simulation, run each variant once on real sockets (127.0.0.1) and put the
+    /// measurement next to the simulation's 95% prediction interval.
+    #[arg(long)]
+    pub emulate: bool,
+    /// With --emulate: wall seconds per scenario second.
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true, requires = "emulate")]
+    time_scale: f64,
+    /// With --emulate: stop each emulated run after this many wall seconds (at most 3600).
+    #[arg(long, default_value_t = 120.0, allow_negative_numbers = true, requires = "emulate")]
+    max_seconds: f64,
+    /// With --emulate: refuse variants that plan more logical requests than this.
+    #[arg(long, default_value_t = 20_000, requires = "emulate")]
+    max_requests: u64,
+    /// With --emulate: run even when this machine's timers are too late for the service time.
+    #[arg(long, requires = "emulate")]
+    allow_late: bool,
+}
+
+impl CompareEmulation {
+    /// The emulator's options, if `--emulate` was given (checked like `emulate`'s flags).
+    pub fn options(&self) -> Result<Option<Options>, CliError> {
+        if !self.emulate {
+            return Ok(None);
+        }
+        let (time_scale, max_seconds) = (self.time_scale, self.max_seconds);
+        let flags = EmulateArgs {
+            scenario: String::new(),
+            time_scale,
+            jitter: Vec::new(),
+            set: Vec::new(),
+            seed: None,
+            out: None,
+            max_seconds,
+            max_requests: self.max_requests,
+            allow_late: self.allow_late,
+            client: ClientMode::Policy,
+            force: false,
+            quiet: true,
+        };
+        check_options(&flags).map(Some)
+    }
+}
+
+/// The metrics `compare --emulate` puts side by side.
+const SIDE_BY_SIDE: [Metric; 5] = [
+    Metric::Amplification,
+    Metric::PeakAfterOverCapacity,
+    Metric::SuccessRatio,
+    Metric::Duplicates,
+    Metric::RecoveryTimeS,
+];
+
+/// Refuses, before anything runs, variants the emulator cannot run (or this machine cannot time).
+pub fn preflight_all(variants: &[Variant], options: &Options) -> Result<Vec<emulate::Preflight>, CliError> {
+    variants
+        .iter()
+        .map(|v| {
+            emulate::preflight(&v.spec, options).map_err(|e| match e {
+                EmulateError::Refused(m) => CliError::BadInput(format!("--emulate, variant `{}`: {m}", v.name)),
+                EmulateError::Failed(m) => CliError::Failure(m),
+            })
+        })
+        .collect()
+}
+
+/// Runs every variant once on loopback, writes the measured run to `out`, and returns the text
+/// that puts it next to `simulated`: per variant and metric, the simulation's mean and 95%
+/// prediction interval for one run, the measurement, and whether it falls inside.
+pub fn side_by_side(
+    scenario: &Scenario,
+    variants: &[Variant],
+    simulated: &Study,
+    options: &Options,
+    checked: &[emulate::Preflight],
+    out: &std::path::Path,
+    claim: &crate::report::Claim,
+) -> Result<String, CliError> {
+    let mut records = Vec::with_capacity(variants.len());
+    let mut measured = Vec::new();
+    for (v, checked) in variants.iter().zip(checked) {
+        eprintln!("emulating `{}` on 127.0.0.1 at --time-scale {} …", v.name, options.time_scale);
+        let (record, emulation) = emulate::run(&v.spec, scenario.seed, options, checked)?;
+        for w in &emulation.warnings {
+            eprintln!("warning: `{}`: {w}", v.name);
+        }
+        if let Some(why) = &record.truncated {
+            eprintln!("warning: emulated `{}` stopped early ({why}); its results are partial", v.name);
+        }
+        records.push(record);
+        measured.push(emulation);
+    }
+    let wall_s = measured.iter().map(|e| e.wall_s).sum();
+    let mut study = crate::runner::assemble(scenario, variants, &records, 1, wall_s);
+    let emulation = merge(&measured);
+    study.emulation = Some(emulation.clone());
+    study.provenance = simulated.provenance.clone();
+    let written = crate::report::write_study(claim, &study).map_err(|e| CliError::Failure(e.to_string()))?;
+    Ok(side_by_side_text(simulated, &study, &emulation, written.len(), out))
+}
+
+fn side_by_side_text(
+    simulated: &Study,
+    measured: &Study,
+    e: &Emulation,
+    files: usize,
+    out: &std::path::Path,
+) -> String {
+    use std::fmt::Write as _;
+    let mut text = format!(
+        "\nsimulated ({} replications: mean and 95% prediction interval for one run) vs measured on 127.0.0.1 (one run, --time-scale {}):\n",
+        simulated.replications, e.time_scale
+    );
+    let _ = writeln!(text, "  {:<16} {:<34} {:>30} {:>12}  inside", "variant", "metric", "simulated", "measured");
+    let (mut inside, mut judged) = (0, 0);
+    for (sim, meas) in simulated.variants.iter().zip(&measured.variants) {
+        for metric in SIDE_BY_SIDE {
+            let values: Vec<f64> =
+                sim.metrics.get(metric).map(|s| s.values.iter().flatten().copied().collect()).unwrap_or_default();
+            let sim_mean = sim.metrics.mean(metric);
+            let got = meas.metrics.mean(metric);
+            // Recovery time is read off the series in whole buckets: the interval is widened by
+            // that resolution, one bucket each side.
+            let resolution =
+                if metric == Metric::RecoveryTimeS { crate::engine::time::ns_to_secs(simulated.bucket) } else { 0.0 };
+            let interval = crate::metrics::stats::prediction_interval(&values, 0.95)
+                .map(|[lo, hi]| [lo - resolution, hi + resolution]);
+            let (simulated_cell, verdict) = match (sim_mean, interval, got) {
+                (Some(m), Some([lo, hi]), Some(g)) => {
+                    judged += 1;
+                    // A degenerate interval (no spread among the replications) is a point: the
+                    // measurement is inside only if it is that value (to rounding).
+                    let ok = g >= lo - 1e-9 * lo.abs().max(1.0) && g <= hi + 1e-9 * hi.abs().max(1.0);
+                    inside += usize::from(ok);
+                    (format!("{} [{}, {}]", num(m), num(lo), num(hi)), if ok { "yes" } else { "NO" })
+                }
+                (Some(m), _, Some(_)) => (num(m), "-"),
+                (Some(m), _, None) => (num(m), "- (none measured)"),
+                (None, _, _) => (format!("none ({})", metric.def().null_means), "-"),
+            };
+            let got_cell = got.map_or_else(|| "none".to_string(), num);
+            let _ = writeln!(
+                text,
+                "  {:<16} {:<34} {:>30} {:>12}  {}",
+                sim.name,
+                metric.def().label,
+                simulated_cell,
+                got_cell,
+                verdict
+            );
+        }
+    }
+    let _ = writeln!(
+        text,
+        "{inside} of {judged} measurements fall inside the simulation's 95% prediction interval (about 1 in 20 falls outside by chance alone; recovery times, read in whole {} s buckets, get one bucket each side).",
+        crate::engine::time::ns_to_secs(simulated.bucket)
+    );
+    let _ = writeln!(
+        text,
+        "what the simulation leaves out, measured: timers {:.3} ms off their deadlines on average (p99 {:.3} ms; raw lateness {:.3} ms, corrected); connection set-up {:.3} ms (p99 {:.3} ms) over {} connections; {:.1} s of wall time{}.",
+        e.timer_lateness_mean_s * 1e3,
+        e.timer_lateness_p99_s * 1e3,
+        e.timer_lateness_calibration_mean_s * 1e3,
+        e.connect_mean_s * 1e3,
+        e.connect_p99_s * 1e3,
+        e.connections,
+        e.wall_s,
+        cpu_words(e)
+    );
+    let _ = writeln!(text, "wrote {files} files of the measured run to {}", out.display());
+    text
+}
+
+/// A value with 4 significant digits, plain.
+fn num(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let digits = (3 - x.abs().log10().floor() as i32).clamp(0, 6) as usize;
+    format!("{x:.digits$}")
+}
+
+/// "; CPU 12.3 s (the busiest run used 31% of the cores)", or nothing where not measured.
+fn cpu_words(e: &Emulation) -> String {
+    match (e.cpu_s, e.cpu_share) {
+        (Some(cpu), Some(share)) => {
+            format!("; CPU {cpu:.1} s (the busiest run used {:.0}% of the cores)", share * 100.0)
+        }
+        (Some(_) | None, _) => String::new(),
+    }
+}

@@ -1,0 +1,243 @@
+//! The clients: each logical request a tokio task that connects to the hop over 127.0.0.1,
+//! waits with a real attempt timeout, and retries with the simulator's policy code.
+
+use super::server::{ATTEMPT_HEADER, REQUEST_HEADER, TENANT_HEADER};
+use super::{ClientMode, Shared};
+use crate::engine::Nanos;
+use crate::metrics::{
+    DlqReason, HopBucket, HopCounters, RunRecord, TenantBucket, TenantCounters, RETRY_DELAY_RETRIES,
+    RETRY_DELAY_SAMPLES_MAX,
+};
+use crate::model::budget::FailureKind;
+use crate::model::policy::JitterState;
+use crate::model::spec::{Arrival, SimSpec};
+use bytes::Bytes;
+use http_body_util::Empty;
+use hyper::Request;
+use hyper_util::rt::TokioIo;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// A record with nothing counted yet, shaped for `spec`.
+pub(crate) fn empty_record(spec: &SimSpec) -> RunRecord {
+    let buckets = spec.bucket_count();
+    let hop_series =
+        spec.hops.iter().map(|h| vec![HopBucket { workers: h.workers, ..HopBucket::default() }; buckets]).collect();
+    RunRecord {
+        hops: spec
+            .hops
+            .iter()
+            .map(|h| HopCounters {
+                workers_peak: h.workers,
+                worker_ns: u128::from(h.workers) * u128::from(spec.horizon),
+                ..HopCounters::default()
+            })
+            .collect(),
+        tenants: spec.tenants.iter().map(|_| TenantCounters::default()).collect(),
+        hop_series,
+        tenant_series: vec![vec![TenantBucket::default(); buckets]; spec.tenants.len()],
+        completion_time_ns: 0,
+        in_flight: vec![0; spec.tenants.len()],
+        events: 0,
+        retries_run_ahead: 0,
+        truncated: None,
+        prefault_wait_p99_ns: None,
+        retry_delays_ns: vec![Vec::new(); RETRY_DELAY_RETRIES],
+        replicas: Vec::new(),
+    }
+}
+
+/// The derived parts of a record once the run stopped: requests still in flight, the in-flight
+/// series, and why the run stopped early (if it did).
+pub(crate) fn finish_record(record: &mut RunRecord, truncated: Option<String>) {
+    for (t, c) in record.tenants.iter().enumerate() {
+        record.in_flight[t] = c.requests.saturating_sub(c.succeeded + c.rejected + c.dlq);
+    }
+    for series in &mut record.tenant_series {
+        let mut live: i64 = 0;
+        for bucket in series.iter_mut() {
+            live += i64::from(bucket.arrivals) - i64::from(bucket.successes) - i64::from(bucket.failures);
+            bucket.in_flight = u32::try_from(live.max(0)).unwrap_or(u32::MAX);
+        }
+    }
+    record.truncated = truncated;
+}
+
+/// Every tenant's requests, from their arrival times to a terminal state.
+pub(crate) async fn run_clients(shared: Arc<Shared>, addr: SocketAddr, seed: u64) {
+    let spec = &shared.spec;
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut next_id: u64 = 1;
+    for (ti, tenant) in spec.tenants.iter().enumerate() {
+        let mut rng = ChaCha8Rng::seed_from_u64(crate::engine::rng::mix64(seed ^ (ti as u64 + 1)));
+        match tenant.arrival {
+            Arrival::Herd { requests_per_client, .. } => {
+                let firsts = crate::model::arrivals::first_requests(std::slice::from_ref(tenant), &mut [rng]);
+                for (at, _, _) in firsts {
+                    let (shared, first_id) = (Arc::clone(&shared), next_id);
+                    next_id += u64::from(requests_per_client);
+                    tasks.spawn(async move {
+                        shared.sleep_until(at).await;
+                        for k in 0..u64::from(requests_per_client) {
+                            let arrived = shared.clock.now();
+                            if k > 0 && arrived >= shared.spec.horizon {
+                                break;
+                            }
+                            request(&shared, addr, ti, first_id + k, arrived).await;
+                        }
+                    });
+                }
+            }
+            Arrival::Poisson { rate_per_s } => {
+                let steps = [(0, rate_per_s)];
+                let mut t = 0;
+                while let Some(at) = crate::model::arrivals::next_poisson(t, &steps, spec.horizon, &mut rng) {
+                    t = at;
+                    let (shared, id) = (Arc::clone(&shared), next_id);
+                    next_id += 1;
+                    tasks.spawn(async move {
+                        shared.sleep_until(at).await;
+                        request(&shared, addr, ti, id, at).await;
+                    });
+                }
+            }
+            // Refused before the run (`check_supported`).
+            Arrival::Closed { .. } | Arrival::Profile { .. } | Arrival::Trace(_) | Arrival::Ramp { .. } => {}
+        }
+    }
+    while tasks.join_next().await.is_some() {}
+}
+
+/// One logical request of tenant `ti`, created at scenario time `arrived`: attempts until a
+/// success, the policy gives up, or the deadline passes.
+async fn request(shared: &Shared, addr: SocketAddr, ti: usize, id: u64, arrived: Nanos) {
+    let spec = &shared.spec;
+    let policy = &spec.policies[spec.tenants[ti].policy];
+    let deadline_at = policy.deadline.map_or(Nanos::MAX, |d| arrived.saturating_add(d));
+    {
+        let mut r = shared.record.lock().expect("record lock");
+        r.tenants[ti].requests += 1;
+        r.tenant_series[ti][shared.bucket(arrived)].arrivals += 1;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(crate::engine::rng::mix64(id));
+    let mut jitter = JitterState::default();
+    let mut backon = match shared.client {
+        ClientMode::Backon => Some(super::backon_client::delays(policy, crate::engine::rng::mix64(id ^ 0xb4c0))),
+        ClientMode::Policy => None,
+    };
+    let mut attempts: u32 = 0;
+    loop {
+        attempts += 1;
+        let sent = shared.clock.now();
+        {
+            let mut r = shared.record.lock().expect("record lock");
+            let b = shared.bucket(sent);
+            let c = &mut r.tenants[ti];
+            c.attempts += 1;
+            c.retries += u64::from(attempts > 1);
+            let bucket = &mut r.tenant_series[ti][b];
+            bucket.attempts += 1;
+            bucket.first_attempts += u32::from(attempts == 1);
+            bucket.retries += u32::from(attempts > 1);
+        }
+        let timeout_at = policy.attempt_timeout.map_or(deadline_at, |t| sent.saturating_add(t)).min(deadline_at);
+        let outcome = match timeout_at {
+            Nanos::MAX => send(shared, addr, ti, id, attempts).await,
+            at => tokio::time::timeout_at(shared.clock.instant_of(at).into(), send(shared, addr, ti, id, attempts))
+                .await
+                .unwrap_or(Err((FailureKind::Timeout, None))),
+        };
+        let now = shared.clock.now();
+        let (failure, retry_after) = match outcome {
+            Ok(()) => {
+                let mut r = shared.record.lock().expect("record lock");
+                let b = shared.bucket(now);
+                r.hops[0].timely_ok += 1;
+                r.hop_series[0][b].timely_ok += 1;
+                let c = &mut r.tenants[ti];
+                c.succeeded += 1;
+                let _ = c.latency_us.record(now.saturating_sub(arrived) / 1_000);
+                r.tenant_series[ti][b].successes += 1;
+                r.completion_time_ns = r.completion_time_ns.max(now);
+                return;
+            }
+            Err(e) => e,
+        };
+        let decision = match backon.as_mut() {
+            // backon retries every failure and ignores the server's Retry-After (`check`).
+            Some(delays) => delays.next(),
+            None => policy.wait_after_failure(attempts, failure, retry_after, &mut jitter, &mut rng),
+        };
+        let verdict = match decision {
+            None => Err(DlqReason::Attempts),
+            Some(wait) if now.saturating_add(wait) >= deadline_at => Err(DlqReason::Deadline),
+            Some(wait) => Ok(wait),
+        };
+        let retry_at = {
+            let mut r = shared.record.lock().expect("record lock");
+            let b = shared.bucket(now);
+            match verdict {
+                Err(reason) => {
+                    let c = &mut r.tenants[ti];
+                    c.dlq += 1;
+                    c.dlq_deadline += u64::from(reason == DlqReason::Deadline);
+                    r.tenant_series[ti][b].failures += 1;
+                    r.completion_time_ns = r.completion_time_ns.max(now);
+                    None
+                }
+                Ok(wait) => {
+                    r.hop_series[0][b].retries_scheduled += 1;
+                    if let Some(samples) = r.retry_delays_ns.get_mut(attempts as usize - 1) {
+                        if samples.len() < RETRY_DELAY_SAMPLES_MAX {
+                            samples.push(wait);
+                        }
+                    }
+                    Some(now.saturating_add(wait))
+                }
+            }
+        };
+        let Some(at) = retry_at else { return };
+        shared.sleep_until(at).await;
+        let fired = shared.bucket(shared.clock.now());
+        shared.record.lock().expect("record lock").hop_series[0][fired].retries_fired += 1;
+    }
+}
+
+type Failure = (FailureKind, Option<Nanos>);
+
+/// One attempt over a fresh connection: the reply's status as a success or a failure kind, with
+/// the server's Retry-After (wall seconds, converted to scenario time).
+async fn send(shared: &Shared, addr: SocketAddr, ti: usize, id: u64, attempt: u32) -> Result<(), Failure> {
+    let refused = (FailureKind::Transient, None);
+    let began = std::time::Instant::now();
+    let stream = tokio::net::TcpStream::connect(addr).await.map_err(|_| refused)?;
+    let _ = stream.set_nodelay(true);
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|_| refused)?;
+    tokio::spawn(conn);
+    shared.connect_ns.lock().expect("connect lock").push(began.elapsed().as_nanos() as u64);
+    let req = Request::builder()
+        .uri("/")
+        .header(hyper::header::HOST, "127.0.0.1")
+        .header(REQUEST_HEADER, id)
+        .header(ATTEMPT_HEADER, attempt)
+        .header(TENANT_HEADER, ti)
+        .body(Empty::<Bytes>::new())
+        .map_err(|_| refused)?;
+    let resp = sender.send_request(req).await.map_err(|_| refused)?;
+    let status = resp.status();
+    if status.is_success() {
+        return Ok(());
+    }
+    let retry_after = resp
+        .headers()
+        .get(hyper::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(|s| (s * 1e9 / shared.clock.scale()) as Nanos);
+    let kind =
+        if status == hyper::StatusCode::TOO_MANY_REQUESTS { FailureKind::Throttling } else { FailureKind::Transient };
+    Err((kind, retry_after))
+}

@@ -1,0 +1,372 @@
+//! The emulator: a scenario run in real time on this machine, each hop a real HTTP/1.1 server
+//! on 127.0.0.1 (tokio + hyper), each logical request a real tokio task that connects, waits
+//! with a real attempt timeout and retries with the simulator's own policy code
+//! ([`crate::model::policy::RetryPolicy::wait_after_failure`]). What crosses the wire is recorded into the same
+//! [`RunRecord`] the simulator fills, so the metrics, summary.json, timeseries.csv and charts are
+//! derived by the same code. The simulator never imports this module (its hot path stays free
+//! of async and of these crates).
+//!
+//! Bounds: servers bind and clients connect to 127.0.0.1 only; a run refuses more than
+//! [`Options::max_requests`] logical requests up front and stops after
+//! [`Options::max_seconds`] of wall time whatever is still in flight.
+
+pub mod backon_client;
+mod client;
+mod clock;
+mod server;
+
+use crate::engine::Nanos;
+use crate::metrics::RunRecord;
+use crate::model::fault::{FaultKind, InService};
+use crate::model::spec::{Arrival, SimSpec};
+use crate::runner::Emulation;
+pub use clock::Clock;
+use std::sync::{Arc, Mutex};
+
+/// How to run an emulation.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Wall seconds per scenario second (2 = twice as slow as the scenario's clock).
+    pub time_scale: f64,
+    /// Wall-clock limit: the run stops after this many seconds, whatever is still in flight.
+    pub max_seconds: f64,
+    /// Most logical requests a run may plan (refused up front beyond it).
+    pub max_requests: u64,
+    /// Run even when the timer check finds this machine too late for the scenario's service
+    /// times (a warning instead of a refusal).
+    pub allow_late: bool,
+    /// Whose code decides the backoff.
+    pub client: ClientMode,
+}
+
+/// Whose code decides a client's backoff.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ClientMode {
+    /// The simulator's own policy code ([`crate::model::policy::RetryPolicy::wait_after_failure`]).
+    #[default]
+    Policy,
+    /// The `backon` crate's exponential backoff with its jitter ([`backon_client`]).
+    Backon,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            time_scale: 1.0,
+            max_seconds: 120.0,
+            max_requests: 20_000,
+            allow_late: false,
+            client: ClientMode::Policy,
+        }
+    }
+}
+
+/// Why an emulation did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum EmulateError {
+    /// The scenario uses something the emulator does not reproduce, or the machine cannot keep
+    /// up: the caller's to change (exit code 2).
+    #[error("{0}")]
+    Refused(String),
+    /// The runtime or a socket failed (exit code 1).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// The scenario features the emulator reproduces; anything else is refused by name, never run
+/// with a silently different behaviour.
+pub fn check_supported(spec: &SimSpec) -> Result<(), EmulateError> {
+    let refuse = |what: String| {
+        Err(EmulateError::Refused(format!(
+            "emulate: {what} is not emulated yet (docs/MODEL.md, \"Emulation on real sockets\", lists what is); `retrystorm run` simulates it"
+        )))
+    };
+    if spec.hops.len() != 1 {
+        return refuse(format!("a chain of {} hops (this version emulates one hop)", spec.hops.len()));
+    }
+    for hop in &spec.hops {
+        let h = &hop.name;
+        if !hop.network.is_zero() {
+            return refuse(format!("hop `{h}`'s network delay"));
+        }
+        if hop.replicas.count != 1 || hop.autoscale.is_some() {
+            return refuse(format!("hop `{h}`'s replicas or autoscaling"));
+        }
+        if hop.overload != crate::model::overload::OverloadSpec::default() {
+            return refuse(format!("hop `{h}`'s overload control (discipline, shedding, admission)"));
+        }
+        if hop.fair || hop.is_occ() || hop.cache().is_some() || hop.pool.is_some() || hop.load_latency.is_some() {
+            return refuse(format!("hop `{h}`'s kind (fair queues, occ, cache, pool or load_latency)"));
+        }
+        if !hop.calls.is_empty() {
+            return refuse(format!("hop `{h}`'s downstream calls"));
+        }
+    }
+    for t in &spec.tenants {
+        match t.arrival {
+            Arrival::Herd { .. } | Arrival::Poisson { .. } => {}
+            Arrival::Closed { .. } | Arrival::Profile { .. } | Arrival::Trace(_) | Arrival::Ramp { .. } => {
+                return refuse(format!("tenant `{}`'s arrival kind (herd and poisson are emulated)", t.name));
+            }
+        }
+        if t.invalid_fraction > 0.0 || t.poison_fraction > 0.0 {
+            return refuse(format!("tenant `{}`'s invalid or poison fraction", t.name));
+        }
+    }
+    for p in &spec.policies {
+        if p.budget.is_some() || p.breaker.is_some() {
+            return refuse(format!("policy `{}`'s retry budget or circuit breaker", p.name));
+        }
+        if p.hedge.is_some() || p.cancel_on_timeout {
+            return refuse(format!("policy `{}`'s hedging or cancellation", p.name));
+        }
+    }
+    for f in &spec.faults {
+        match f.kind {
+            FaultKind::Outage { in_service: InService::Reset | InService::Complete }
+            | FaultKind::Throttle { .. }
+            | FaultKind::ErrorRate { .. }
+            | FaultKind::Slow { .. } => {}
+            FaultKind::Hang => {
+                let timed = spec.policies.iter().all(|p| p.attempt_timeout.is_some() || p.deadline.is_some());
+                if !timed {
+                    return refuse("a `hang` fault with a policy that has no attempt timeout or deadline".into());
+                }
+            }
+            FaultKind::Outage { in_service: InService::Lost }
+            | FaultKind::LostReply { .. }
+            | FaultKind::Capacity { .. }
+            | FaultKind::CacheFlush => {
+                return refuse(format!("a `{}` fault{}", f.kind.name(), lost_note(&f.kind)));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn lost_note(kind: &FaultKind) -> &'static str {
+    match kind {
+        FaultKind::Outage { .. } => " with in_service = \"lost\"",
+        FaultKind::Hang
+        | FaultKind::Throttle { .. }
+        | FaultKind::ErrorRate { .. }
+        | FaultKind::LostReply { .. }
+        | FaultKind::Slow { .. }
+        | FaultKind::Capacity { .. }
+        | FaultKind::CacheFlush => "",
+    }
+}
+
+/// Logical requests the scenario plans (herd: clients × requests each; Poisson: the mean count
+/// over the horizon plus five standard deviations).
+pub fn planned_requests(spec: &SimSpec) -> u64 {
+    let horizon_s = crate::engine::time::ns_to_secs(spec.horizon);
+    spec.tenants
+        .iter()
+        .map(|t| match t.arrival {
+            Arrival::Herd { requests_per_client, .. } => u64::from(t.clients) * u64::from(requests_per_client),
+            Arrival::Poisson { rate_per_s } => {
+                let mean = rate_per_s * horizon_s;
+                (mean + 5.0 * mean.sqrt()).ceil() as u64
+            }
+            Arrival::Closed { .. } | Arrival::Profile { .. } | Arrival::Trace(_) | Arrival::Ramp { .. } => 0,
+        })
+        .sum()
+}
+
+/// Shared by the servers and the clients of one run: the clock and what was recorded.
+pub(crate) struct Shared {
+    pub(crate) spec: SimSpec,
+    pub(crate) client: ClientMode,
+    pub(crate) clock: Clock,
+    pub(crate) record: Mutex<RunRecord>,
+    /// How early every sleep asks to wake: the machine's mean timer lateness, measured before
+    /// the run (tokio's timer rounds a deadline up to its next millisecond tick).
+    pub(crate) lead: std::time::Duration,
+    /// Timer error samples: wall nanoseconds between a sleep's deadline and its wake-up.
+    pub(crate) lateness_ns: Mutex<Vec<u64>>,
+    /// Connection set-up times (wall nanoseconds from connect to a ready HTTP/1.1 connection).
+    pub(crate) connect_ns: Mutex<Vec<u64>>,
+}
+
+impl Shared {
+    /// The bucket of scenario time `t`.
+    pub(crate) fn bucket(&self, t: Nanos) -> usize {
+        ((t / self.spec.bucket) as usize).min(self.spec.bucket_count() - 1)
+    }
+
+    /// Sleeps until scenario time `at`, recording how late the wake-up was.
+    pub(crate) async fn sleep_until(&self, at: Nanos) {
+        let deadline = self.clock.instant_of(at);
+        tokio::time::sleep_until(deadline.checked_sub(self.lead).unwrap_or(deadline).into()).await;
+        let error = clock::timing_error_ns(deadline);
+        self.lateness_ns.lock().expect("lateness lock").push(error);
+    }
+}
+
+/// What the pre-flight timer check found: how early sleeps ask to wake, and the warnings to
+/// carry into the run's record.
+#[derive(Clone, Debug)]
+pub struct Preflight {
+    lead: std::time::Duration,
+    raw_lateness_mean_s: f64,
+    limit_s: f64,
+    mean_service_wall_s: f64,
+    warnings: Vec<String>,
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, EmulateError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| EmulateError::Failed(format!("emulate: cannot start the async runtime: {e}")))
+}
+
+/// Everything checked before a run (and before the caller writes anything): the features, the
+/// planned requests, and this machine's timers against the service time (refused, unless
+/// `allow_late`, when they are off by more than a tenth of the mean service time).
+pub fn preflight(spec: &SimSpec, options: &Options) -> Result<Preflight, EmulateError> {
+    check_supported(spec)?;
+    if options.client == ClientMode::Backon {
+        let retry_after_sent = spec.faults.iter().any(|f| matches!(f.kind, FaultKind::Throttle { .. }));
+        for t in &spec.tenants {
+            backon_client::check(&spec.policies[t.policy], retry_after_sent)?;
+        }
+    }
+    let planned = planned_requests(spec);
+    if planned > options.max_requests {
+        return Err(EmulateError::Refused(format!(
+            "emulate: the scenario plans {planned} requests, more than --max-requests {}; scale it down (e.g. --set tenant.NAME.clients=…) or raise --max-requests",
+            options.max_requests
+        )));
+    }
+    let runtime = runtime()?;
+    let mean_service_wall_s =
+        crate::engine::time::ns_to_secs(spec.hops[0].service.mean_ns(1) as Nanos) * options.time_scale;
+    // First how late the timers wake, then how far off they are when each sleep asks to wake
+    // that much early (what the run does).
+    let raw = runtime.block_on(clock::timer_error(mean_service_wall_s, std::time::Duration::ZERO));
+    let lead = std::time::Duration::from_secs_f64(raw.mean_s);
+    let calibration = runtime.block_on(clock::timer_error(mean_service_wall_s, lead));
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    let limit_s = mean_service_wall_s / 10.0;
+    let mut warnings = Vec::new();
+    if calibration.mean_s > limit_s {
+        let text = format!(
+            "this machine's timers wake {:.3} ms off their deadlines on average (p99 {:.3} ms), after correcting for their mean lateness, against a mean service time of {:.3} ms at --time-scale {}: more than a tenth of it, so service times and backoffs are not what the scenario says",
+            calibration.mean_s * 1e3,
+            calibration.p99_s * 1e3,
+            mean_service_wall_s * 1e3,
+            options.time_scale
+        );
+        if !options.allow_late {
+            let enough = options.time_scale * calibration.mean_s / limit_s;
+            return Err(EmulateError::Refused(format!(
+                "emulate: {text}; raise --time-scale (to about {:.0} or more) or pass --allow-late to run anyway",
+                (enough * 1.5).ceil().max(options.time_scale * 2.0)
+            )));
+        }
+        warnings.push(text);
+    }
+    Ok(Preflight { lead, raw_lateness_mean_s: raw.mean_s, limit_s, mean_service_wall_s, warnings })
+}
+
+/// Runs `spec` once on loopback after its [`preflight`] and returns what the wire showed plus
+/// the machine's overhead.
+pub fn run(
+    spec: &SimSpec,
+    seed: u64,
+    options: &Options,
+    preflight: &Preflight,
+) -> Result<(RunRecord, Emulation), EmulateError> {
+    let runtime = runtime()?;
+    let (lead, limit, mean_service_wall_s) = (preflight.lead, preflight.limit_s, preflight.mean_service_wall_s);
+    let mut warnings = preflight.warnings.clone();
+    let started = std::time::Instant::now();
+    let cpu_before = clock::process_cpu_s();
+    let outcome = runtime.block_on(run_async(spec.clone(), seed, *options, lead));
+    let wall_s = started.elapsed().as_secs_f64();
+    let cpu_s = cpu_before.zip(clock::process_cpu_s()).map(|(before, after)| (after - before).max(0.0));
+    let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+    let cpu_share = cpu_s.map(|c| if wall_s > 0.0 { c / (wall_s * cores) } else { 0.0 });
+    if let Some(share) = cpu_share.filter(|&s| s > 0.8) {
+        warnings.push(format!(
+            "the emulator used {:.0}% of this machine's {cores} cores: it was CPU-bound, and its timings are the machine's",
+            share * 100.0
+        ));
+    }
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    let (record, lateness, connect) = outcome?;
+    let (late_mean, late_p99) = clock::mean_p99_s(&lateness);
+    let (connect_mean, connect_p99) = clock::mean_p99_s(&connect);
+    if late_mean > limit {
+        warnings.push(format!(
+            "during the run, timers woke {:.3} ms off their deadlines on average (p99 {:.3} ms), more than a tenth of the mean service time ({:.3} ms): the machine did not keep the scenario's clock",
+            late_mean * 1e3,
+            late_p99 * 1e3,
+            mean_service_wall_s * 1e3
+        ));
+    }
+    let emulation = Emulation {
+        emulated: true,
+        time_scale: options.time_scale,
+        wall_s,
+        timer_lateness_calibration_mean_s: preflight.raw_lateness_mean_s,
+        timer_lateness_mean_s: late_mean,
+        timer_lateness_p99_s: late_p99,
+        timer_samples: lateness.len() as u64,
+        connect_mean_s: connect_mean,
+        connect_p99_s: connect_p99,
+        connections: connect.len() as u64,
+        cpu_s,
+        cpu_share,
+        warnings,
+    };
+    Ok((record, emulation))
+}
+
+type Outcome = (RunRecord, Vec<u64>, Vec<u64>);
+
+async fn run_async(
+    spec: SimSpec,
+    seed: u64,
+    options: Options,
+    lead: std::time::Duration,
+) -> Result<Outcome, EmulateError> {
+    let record = client::empty_record(&spec);
+    let shared = Arc::new(Shared {
+        clock: Clock::new(options.time_scale),
+        client: options.client,
+        spec,
+        lead,
+        record: Mutex::new(record),
+        lateness_ns: Mutex::new(Vec::new()),
+        connect_ns: Mutex::new(Vec::new()),
+    });
+    let servers = server::start(&shared, seed).await?;
+    let addr = servers.addrs[0];
+    shared.clock.start();
+    let clients = tokio::spawn(client::run_clients(Arc::clone(&shared), addr, seed));
+    let limit = std::time::Duration::from_secs_f64(options.max_seconds);
+    let drain = shared.clock.instant_of(shared.spec.drain_limit);
+    let stop_at = drain.min(std::time::Instant::now() + limit);
+    let truncated = tokio::select! {
+        done = clients => {
+            done.map_err(|e| EmulateError::Failed(format!("emulate: the clients' task failed: {e}")))?;
+            None
+        }
+        _ = tokio::time::sleep_until(stop_at.into()) => Some(if stop_at == drain {
+            "drain limit reached with requests in flight".to_string()
+        } else {
+            format!("--max-seconds {} reached with requests in flight", options.max_seconds)
+        }),
+    };
+    servers.stop();
+    let mut record =
+        std::mem::replace(&mut *shared.record.lock().expect("record lock"), client::empty_record(&shared.spec));
+    client::finish_record(&mut record, truncated);
+    let lateness = std::mem::take(&mut *shared.lateness_ns.lock().expect("lateness lock"));
+    let connect = std::mem::take(&mut *shared.connect_ns.lock().expect("connect lock"));
+    Ok((record, lateness, connect))
+}

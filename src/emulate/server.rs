@@ -1,0 +1,257 @@
+//! A hop as a real HTTP/1.1 server on 127.0.0.1: faults on the wall clock, a waiting room of
+//! `queue_limit`, `workers` concurrent services (a FIFO semaphore) that sleep the drawn service
+//! time, and the idempotency store with its TTL in scenario time.
+
+use super::{EmulateError, Shared};
+use crate::engine::Nanos;
+use crate::model::fault::{FaultKind, InService};
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+
+/// The request headers a client sends: the logical request's id and the attempt number.
+pub(crate) const REQUEST_HEADER: &str = "x-retrystorm-request";
+/// See [`REQUEST_HEADER`].
+pub(crate) const ATTEMPT_HEADER: &str = "x-retrystorm-attempt";
+/// See [`REQUEST_HEADER`]: the index of the request's tenant.
+pub(crate) const TENANT_HEADER: &str = "x-retrystorm-tenant";
+
+/// The running servers, one per hop.
+pub(crate) struct Servers {
+    /// Where each hop listens (127.0.0.1, a port the system chose).
+    pub(crate) addrs: Vec<SocketAddr>,
+    accept: Vec<JoinHandle<()>>,
+}
+
+impl Servers {
+    /// Stops accepting connections (connections already open end with the runtime).
+    pub(crate) fn stop(&self) {
+        for a in &self.accept {
+            a.abort();
+        }
+    }
+}
+
+struct Hop {
+    index: usize,
+    workers: Semaphore,
+    /// Most attempts inside (in service + waiting).
+    room: u32,
+    inside: AtomicU32,
+    busy: AtomicU32,
+    rng: Mutex<ChaCha8Rng>,
+    /// Idempotency key (the logical request) → (executions, key expiry in scenario time).
+    commits: Mutex<HashMap<u64, (u32, Nanos)>>,
+}
+
+/// Binds every hop to 127.0.0.1 and starts accepting.
+pub(crate) async fn start(shared: &Arc<Shared>, seed: u64) -> Result<Servers, EmulateError> {
+    let mut addrs = Vec::new();
+    let mut accept = Vec::new();
+    for (index, spec) in shared.spec.hops.iter().enumerate() {
+        let socket = tokio::net::TcpSocket::new_v4().map_err(io_failure)?;
+        socket.set_reuseaddr(true).map_err(io_failure)?;
+        socket.bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).map_err(io_failure)?;
+        let listener = socket.listen(4096).map_err(io_failure)?;
+        addrs.push(listener.local_addr().map_err(io_failure)?);
+        let hop = Arc::new(Hop {
+            index,
+            workers: Semaphore::new(spec.workers as usize),
+            room: spec.workers.saturating_add(spec.queue_limit),
+            inside: AtomicU32::new(0),
+            busy: AtomicU32::new(0),
+            rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed ^ (0x5e7e_u64 << 16) ^ index as u64)),
+            commits: Mutex::new(HashMap::new()),
+        });
+        let shared = Arc::clone(shared);
+        accept.push(tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let _ = stream.set_nodelay(true);
+                let (hop, shared) = (Arc::clone(&hop), Arc::clone(&shared));
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |req| {
+                        let (hop, shared) = (Arc::clone(&hop), Arc::clone(&shared));
+                        async move { Ok::<_, Infallible>(handle(&hop, &shared, &req).await) }
+                    });
+                    // A client that timed out closes its connection; that ends this one.
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        }));
+    }
+    Ok(Servers { addrs, accept })
+}
+
+fn io_failure(e: std::io::Error) -> EmulateError {
+    EmulateError::Failed(format!("emulate: cannot listen on 127.0.0.1: {e}"))
+}
+
+fn header(req: &Request<Incoming>, name: &str) -> Option<u64> {
+    req.headers().get(name)?.to_str().ok()?.parse().ok()
+}
+
+fn reply(status: StatusCode, retry_after_s: Option<f64>) -> Response<Full<Bytes>> {
+    let mut builder = Response::builder().status(status);
+    if let Some(s) = retry_after_s {
+        builder = builder.header(hyper::header::RETRY_AFTER, format!("{s:.6}"));
+    }
+    builder.body(Full::new(Bytes::new())).unwrap_or_else(|_| Response::new(Full::new(Bytes::new())))
+}
+
+/// Leaves the hop's room when dropped, whatever path the reply took.
+struct Inside<'a> {
+    hop: &'a Hop,
+    shared: &'a Shared,
+}
+
+impl Drop for Inside<'_> {
+    fn drop(&mut self) {
+        self.hop.inside.fetch_sub(1, Ordering::SeqCst);
+        let b = self.shared.bucket(self.shared.clock.now());
+        let mut r = self.shared.record.lock().expect("record lock");
+        r.hop_series[self.hop.index][b].left += 1;
+    }
+}
+
+/// One attempt at the hop.
+async fn handle(hop: &Hop, shared: &Shared, req: &Request<Incoming>) -> Response<Full<Bytes>> {
+    let h = hop.index;
+    let spec = &shared.spec;
+    let arrived = shared.clock.now();
+    let attempt = header(req, ATTEMPT_HEADER).unwrap_or(1);
+    let key = header(req, REQUEST_HEADER).unwrap_or(0);
+    let tenant = header(req, TENANT_HEADER).map_or(0, |t| (t as usize).min(spec.tenants.len() - 1));
+    {
+        let mut r = shared.record.lock().expect("record lock");
+        let b = shared.bucket(arrived);
+        let c = &mut r.hops[h];
+        c.attempts += 1;
+        if attempt <= 1 {
+            c.first_attempts += 1;
+        } else {
+            c.retries += 1;
+        }
+        let bucket = &mut r.hop_series[h][b];
+        bucket.attempts += 1;
+        if attempt <= 1 {
+            bucket.first_attempts += 1;
+        } else {
+            bucket.retries += 1;
+        }
+    }
+    let fail = |status: StatusCode, retry_after_s: Option<f64>| {
+        let mut r = shared.record.lock().expect("record lock");
+        r.hop_series[h][shared.bucket(shared.clock.now())].failures += 1;
+        reply(status, retry_after_s)
+    };
+    let mut slow = 1.0;
+    for f in spec.faults.iter().filter(|f| f.hop == h && f.from <= arrived && arrived < f.to) {
+        match f.kind {
+            FaultKind::Outage { .. } => return fail(StatusCode::SERVICE_UNAVAILABLE, None),
+            FaultKind::Throttle { retry_after } => {
+                let wall = shared.clock.wall(retry_after).as_secs_f64();
+                return fail(StatusCode::TOO_MANY_REQUESTS, Some(wall));
+            }
+            FaultKind::ErrorRate { p } => {
+                if hop.rng.lock().expect("rng lock").random::<f64>() < p {
+                    return fail(StatusCode::SERVICE_UNAVAILABLE, None);
+                }
+            }
+            FaultKind::Hang => {
+                // No answer while the fault lasts: the caller's timeout fires first.
+                shared.sleep_until(f.to).await;
+                return fail(StatusCode::SERVICE_UNAVAILABLE, None);
+            }
+            FaultKind::Slow { factor } => slow *= factor,
+            // Refused before the run (`check_supported`).
+            FaultKind::LostReply { .. } | FaultKind::Capacity { .. } | FaultKind::CacheFlush => {}
+        }
+    }
+    let inside = hop.inside.fetch_add(1, Ordering::SeqCst) + 1;
+    if inside > hop.room {
+        hop.inside.fetch_sub(1, Ordering::SeqCst);
+        shared.record.lock().expect("record lock").hops[h].overflow += 1;
+        return fail(StatusCode::SERVICE_UNAVAILABLE, None);
+    }
+    let _inside = Inside { hop, shared };
+    {
+        let busy = hop.busy.load(Ordering::SeqCst);
+        let mut r = shared.record.lock().expect("record lock");
+        let bucket = &mut r.hop_series[h][shared.bucket(arrived)];
+        bucket.entered += 1;
+        bucket.in_flight_max = bucket.in_flight_max.max(inside);
+        bucket.queue_len_max = bucket.queue_len_max.max(inside.saturating_sub(busy));
+    }
+    let Ok(_permit) = hop.workers.acquire().await else {
+        return fail(StatusCode::SERVICE_UNAVAILABLE, None);
+    };
+    let busy = hop.busy.fetch_add(1, Ordering::SeqCst) + 1;
+    let start = shared.clock.now();
+    let drawn = spec.hops[h].service.sample(&mut *hop.rng.lock().expect("rng lock"), busy);
+    let service = (drawn as f64 * slow) as Nanos;
+    {
+        let wait = start.saturating_sub(arrived);
+        let mut r = shared.record.lock().expect("record lock");
+        let c = &mut r.hops[h];
+        c.services_started += 1;
+        c.queue_wait_ns_sum += u128::from(wait);
+        let bucket = &mut r.hop_series[h][shared.bucket(start)];
+        bucket.queue_wait_max_ns = bucket.queue_wait_max_ns.max(wait);
+    }
+    shared.sleep_until(start.saturating_add(service)).await;
+    hop.busy.fetch_sub(1, Ordering::SeqCst);
+    let end = shared.clock.now();
+    let crashed = spec.crash_during(h, 0, start, start.saturating_add(service));
+    let mut r = shared.record.lock().expect("record lock");
+    r.hops[h].busy_ns += end.saturating_sub(start);
+    if let Some((_, InService::Reset)) = crashed {
+        r.hops[h].crashed_in_service += 1;
+        r.hop_series[h][shared.bucket(end)].failures += 1;
+        return reply(StatusCode::SERVICE_UNAVAILABLE, None);
+    }
+    let b = shared.bucket(end);
+    r.hops[h].served += 1;
+    r.hop_series[h][b].served += 1;
+    if spec.hops[h].effect {
+        let mut commits = hop.commits.lock().expect("commits lock");
+        let entry = commits.entry(key).or_insert((0, 0));
+        match &spec.hops[h].idempotency {
+            Some(_) if entry.0 > 0 && end < entry.1 => {
+                r.hops[h].deduplicated += 1;
+                r.tenants[tenant].deduplicated += 1;
+            }
+            Some(store) => {
+                if entry.0 > 0 {
+                    r.hops[h].duplicates_ttl_expired += 1;
+                    r.tenants[tenant].duplicates_ttl_expired += 1;
+                }
+                *entry = (entry.0 + 1, end.saturating_add(store.ttl));
+                r.hops[h].executions += 1;
+            }
+            None => {
+                if entry.0 > 0 {
+                    r.hops[h].duplicates_no_key += 1;
+                    r.tenants[tenant].duplicates_no_key += 1;
+                }
+                entry.0 += 1;
+                r.hops[h].executions += 1;
+            }
+        }
+    }
+    r.hops[h].ok_replies += 1;
+    r.hop_series[h][b].successes += 1;
+    reply(StatusCode::OK, None)
+}

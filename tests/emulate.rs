@@ -1,0 +1,242 @@
+//! The emulator on real sockets: 127.0.0.1 only, each run a few hundred requests and a few
+//! seconds of wall time (a hard `max_seconds` stops it whatever happens).
+
+use retrystorm::emulate::{self, Options};
+use retrystorm::metrics::catalogue::Metric;
+use retrystorm::runner::{run_study, RunOptions, Study};
+use retrystorm::scenario::Scenario;
+use std::process::Command;
+
+/// An outage-herd in small: 300 clients in the first second, full jitter (8 attempts), an outage of the
+/// first 3 s, capacity 200 requests/s (2 workers at 10 ms). About 6 s of wall time.
+const TINY_HERD: &str = r#"
+name = "tiny-herd"
+seed = 7
+horizon = "10s"
+bucket = "100ms"
+replications = 20
+
+[[tenant]]
+name = "main"
+clients = 300
+arrival = { kind = "herd", start = "0s", spread = "1s", requests_per_client = 1 }
+policy = "client"
+
+[policy.client]
+jitter = "full"
+base = "100ms"
+multiplier = 2.0
+cap = "2s"
+max_attempts = 8
+
+[[hop]]
+name = "api"
+workers = 2
+service = { dist = "constant", mean = "10ms" }
+
+[[fault]]
+hop = "api"
+kind = "outage"
+from = "0s"
+to = "3s"
+"#;
+
+fn values(study: &Study, metric: Metric) -> Vec<f64> {
+    study.variants[0].metrics.get(metric).expect("catalogued").values.iter().flatten().copied().collect()
+}
+
+fn mean_sd(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean, var.sqrt())
+}
+
+#[test]
+fn a_small_herd_on_loopback_agrees_with_the_simulation() {
+    let scenario = Scenario::from_source("tiny-herd", TINY_HERD, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let variants = scenario.run_variants();
+    let simulated = run_study(&scenario, &variants, &RunOptions { threads: Some(2), progress: false });
+    // A loaded test machine may be late; the run records it rather than refusing.
+    let options =
+        Options { time_scale: 1.0, max_seconds: 30.0, max_requests: 1_000, allow_late: true, ..Options::default() };
+    let spec = &variants[0].spec;
+    let checked = emulate::preflight(spec, &options).unwrap_or_else(|e| panic!("{e}"));
+    let (record, emulation) = emulate::run(spec, scenario.seed, &options, &checked).unwrap_or_else(|e| panic!("{e}"));
+    assert!(emulation.emulated && emulation.connections > 0 && emulation.timer_samples > 0);
+    assert!(record.truncated.is_none(), "the run stopped early: {:?}", record.truncated);
+    let measured = retrystorm::runner::assemble(&scenario, &variants, &[record], 1, emulation.wall_s);
+    let got = |m: Metric| measured.variants[0].metrics.mean(m).expect("measured");
+    // Every request reached a terminal state and every attempt reached the server on the wire.
+    assert_eq!(got(Metric::Requests), 300.0);
+    for metric in [Metric::Amplification, Metric::SuccessRatio] {
+        // One emulated run against 20 simulated ones: the measurement is one more draw from
+        // the run-to-run distribution, so its tolerance is a prediction band, 4 sd · √(1 + 1/n)
+        // (normal theory: a false failure about once in 16,000 runs), with the sd estimated
+        // from the replications. Both metrics vary from run to run here (full jitter decides
+        // which retries fall after the outage), so the band is not a point.
+        let sims = values(&simulated, metric);
+        let (mean, sd) = mean_sd(&sims);
+        assert!(sd > 0.0, "{metric:?}: no spread among the replications");
+        let tolerance = 4.0 * sd * (1.0 + 1.0 / sims.len() as f64).sqrt();
+        let value = got(metric);
+        assert!(
+            (value - mean).abs() <= tolerance,
+            "{metric:?}: measured {value}, simulated {mean} ± {tolerance} (sd {sd}); timers {} s off on average",
+            emulation.timer_lateness_mean_s
+        );
+    }
+}
+
+#[test]
+fn an_unsupported_feature_is_refused_by_name_with_exit_code_2_and_nothing_written() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out");
+    let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .args(["emulate", "scenarios/chain-amplification.toml", "--out"])
+        .arg(&out)
+        .output()
+        .expect("binary runs");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("a chain of 3 hops") && stderr.contains("not emulated"), "{stderr}");
+    assert!(!out.exists(), "a refused run wrote {}", out.display());
+    // `compare --emulate` refuses before it simulates, writing neither directory.
+    let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .args(["compare", "scenarios/chain-amplification.toml", "--emulate", "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .expect("binary runs");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--emulate, variant") && stderr.contains("a chain of 3 hops"), "{stderr}");
+    assert!(!out.exists() && !dir.path().join("out-emulated").exists());
+    // A fault kind the emulator does not reproduce is named too.
+    let scenario = dir.path().join("lost.toml");
+    let text = TINY_HERD.replace("kind = \"outage\"", "kind = \"lost_reply\"\np = 0.5");
+    std::fs::write(&scenario, text).expect("write scenario");
+    let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .arg("emulate")
+        .arg(&scenario)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("binary runs");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("`lost_reply` fault"), "{stderr}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn an_emulated_run_is_marked_and_plot_renders_it_unchanged() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let scenario = dir.path().join("tiny.toml");
+    // Smaller still: 100 clients, a 1 s outage (about 3 s of wall time).
+    let text = TINY_HERD.replace("clients = 300", "clients = 100").replace("to = \"3s\"", "to = \"1s\"");
+    std::fs::write(&scenario, text).expect("write scenario");
+    let out = dir.path().join("out");
+    let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .arg("emulate")
+        .arg(&scenario)
+        .args(["--allow-late", "--max-seconds", "30", "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .expect("binary runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).expect("summary")).expect("json");
+    assert_eq!(summary["emulated"], serde_json::Value::Bool(true));
+    assert_eq!(summary["replications"], 1);
+    assert_eq!(summary["variants"][0]["metrics"]["requests"]["mean"], 100.0);
+    let series = std::fs::read_to_string(out.join("timeseries.csv")).expect("timeseries");
+    assert!(series.lines().count() > 10, "a series per bucket");
+    let plot = Command::new(env!("CARGO_BIN_EXE_retrystorm")).arg("plot").arg(&out).output().expect("binary runs");
+    assert!(plot.status.success(), "{}", String::from_utf8_lossy(&plot.stderr));
+}
+
+/// The two-sample Kolmogorov–Smirnov statistic: the largest gap between the empirical CDFs.
+fn ks_statistic(a: &mut [f64], b: &mut [f64]) -> f64 {
+    a.sort_by(f64::total_cmp);
+    b.sort_by(f64::total_cmp);
+    let (mut i, mut j, mut d) = (0, 0, 0.0f64);
+    while i < a.len() && j < b.len() {
+        let x = a[i].min(b[j]);
+        while i < a.len() && a[i] <= x {
+            i += 1;
+        }
+        while j < b.len() && b[j] <= x {
+            j += 1;
+        }
+        d = d.max((i as f64 / a.len() as f64 - j as f64 / b.len() as f64).abs());
+    }
+    d
+}
+
+#[test]
+fn backon_delays_follow_the_simulators_model_of_backon() {
+    use rand::SeedableRng;
+    use retrystorm::emulate::backon_client;
+    use retrystorm::model::policy::{Jitter, JitterState, RetryPolicy};
+    // The model of backon's ExponentialBuilder (min 50 ms, max 400 ms, factor 2, 6 retries):
+    // equal jitter with base 100 ms and cap 800 ms, 7 attempts.
+    let mut model = RetryPolicy::backoff("backon", Jitter::Equal, 100_000_000, 2.0, 800_000_000);
+    model.attempts_max = 7;
+    backon_client::check(&model, false).unwrap_or_else(|e| panic!("{e}"));
+    let n = 2_000;
+    let library: Vec<Vec<u64>> = (0..n).map(|i| backon_client::delays(&model, 1_000 + i).collect()).collect();
+    // Attempts per request: backon stops after max_attempts − 1 retries, as the policy does.
+    assert!(library.iter().all(|d| d.len() == 6), "backon gave {} delays", library[0].len());
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(99);
+    // Retry 1 (the first delay), 3 (doubled twice) and 6 (past the cap).
+    for retry in [1u32, 3, 6] {
+        let mut ours: Vec<f64> =
+            (0..n).map(|_| model.delay_before_retry(retry, &mut JitterState::default(), &mut rng) as f64).collect();
+        let mut theirs: Vec<f64> = library.iter().map(|d| d[retry as usize - 1] as f64).collect();
+        let d = ks_statistic(&mut theirs, &mut ours);
+        // Two samples of n each at alpha = 0.01: reject when D > c(alpha)·√(2/n), c(0.01) =
+        // √(−ln(0.005)/2) = 1.6276 (the asymptotic Kolmogorov quantile; exact enough at n = 2000).
+        let critical = (-(0.005f64).ln() / 2.0).sqrt() * (2.0 / n as f64).sqrt();
+        assert!(d <= critical, "retry {retry}: KS D = {d} > {critical}");
+    }
+    // And the test has power: the model with the cap left at backon's max_delay (400 ms) is
+    // rejected at retry 6, where the two laws differ.
+    let mut wrong = model.clone();
+    wrong.cap = 400_000_000;
+    let mut ours: Vec<f64> =
+        (0..n).map(|_| wrong.delay_before_retry(6, &mut JitterState::default(), &mut rng) as f64).collect();
+    let mut theirs: Vec<f64> = library.iter().map(|d| d[5] as f64).collect();
+    assert!(ks_statistic(&mut theirs, &mut ours) > 0.5);
+}
+
+#[test]
+fn a_small_herd_through_backon_agrees_with_the_simulated_equal_jitter() {
+    // backon with min 50 ms, max 1 s: the scenario's equal jitter with base 100 ms, cap 2 s.
+    let text = TINY_HERD.replace("jitter = \"full\"", "jitter = \"equal\"");
+    let scenario = Scenario::from_source("tiny-herd-backon", &text, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let variants = scenario.run_variants();
+    let simulated = run_study(&scenario, &variants, &RunOptions { threads: Some(2), progress: false });
+    let options = Options {
+        time_scale: 1.0,
+        max_seconds: 30.0,
+        max_requests: 1_000,
+        allow_late: true,
+        client: emulate::ClientMode::Backon,
+    };
+    let spec = &variants[0].spec;
+    let checked = emulate::preflight(spec, &options).unwrap_or_else(|e| panic!("{e}"));
+    let (record, emulation) = emulate::run(spec, scenario.seed, &options, &checked).unwrap_or_else(|e| panic!("{e}"));
+    assert!(record.truncated.is_none(), "the run stopped early: {:?}", record.truncated);
+    let measured = retrystorm::runner::assemble(&scenario, &variants, &[record], 1, emulation.wall_s);
+    // Attempts per request and success, within the same 4-sd prediction band as above. Equal
+    // jitter's delays are at least half the exponential's, so every request outlasts the
+    // outage: success is 1 in every replication (no spread), and then must be 1 measured too.
+    for metric in [Metric::Amplification, Metric::SuccessRatio] {
+        let sims = values(&simulated, metric);
+        let (mean, sd) = mean_sd(&sims);
+        assert!(sd > 0.0 || metric == Metric::SuccessRatio, "{metric:?}: no spread among the replications");
+        let tolerance = 4.0 * sd * (1.0 + 1.0 / sims.len() as f64).sqrt();
+        let value = measured.variants[0].metrics.mean(metric).expect("measured");
+        assert!((value - mean).abs() <= tolerance, "{metric:?}: measured {value}, simulated {mean} ± {tolerance}");
+    }
+}
