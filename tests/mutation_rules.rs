@@ -48,21 +48,10 @@ fn record(
     prefault_p99_ns: Option<u64>,
     bucket: impl Fn(usize) -> HopBucket,
 ) -> RunRecord {
-    let buckets = spec.bucket_count();
-    RunRecord {
-        hops: vec![Default::default(); spec.hops.len()],
-        tenants: spec.tenants.iter().map(|_| Default::default()).collect(),
-        hop_series: vec![(0..buckets).map(bucket).collect()],
-        tenant_series: vec![vec![Default::default(); buckets]; spec.tenants.len()],
-        completion_time_ns: 0,
-        in_flight: vec![0; spec.tenants.len()],
-        events: 0,
-        retries_run_ahead: 0,
-        truncated: None,
-        prefault_wait_p99_ns: prefault_p99_ns,
-        retry_delays_ns: Vec::new(),
-        replicas: Vec::new(),
-    }
+    let mut record = RunRecord::empty(spec.hops.len(), spec.tenants.len(), spec.bucket_count());
+    record.hop_series[0] = (0..spec.bucket_count()).map(bucket).collect();
+    record.prefault_wait_p99_ns = prefault_p99_ns;
+    record
 }
 
 fn hop_bucket(attempts: u32, retries: u32, wait_ns: u64) -> HopBucket {

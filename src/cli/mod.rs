@@ -44,13 +44,15 @@ enum Command {
     Plan(crate::cli::plan::PlanArgs),
     /// Run the scenario in real time on 127.0.0.1: real HTTP servers, real clients and timers.
     Emulate(crate::cli::emulate::EmulateArgs),
+    /// How close to the cliff: P(metastable) over two settings and each row's tipping boundary.
+    Map(crate::cli::map::MapArgs),
 }
 
 /// Options shared by `run`, `compare` and `sweep`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Scenario file (TOML).
-    scenario: String,
+    pub(crate) scenario: String,
     /// Master seed (overrides the file's), 0 to 9223372036854775807.
     #[arg(long, allow_negative_numbers = true, value_parser = parse_seed)]
     pub seed: Option<u64>,
@@ -158,7 +160,7 @@ fn parse_seed(text: &str) -> Result<u64, String> {
 }
 
 /// A non-negative count flag (`--replications`, `--threads`): negative numbers are named as such.
-fn parse_count<T: TryFrom<u64>>(text: &str) -> Result<T, String> {
+pub(crate) fn parse_count<T: TryFrom<u64>>(text: &str) -> Result<T, String> {
     match text.trim().parse::<i128>() {
         Ok(n) if n < 0 => Err("is negative; give a whole number".to_string()),
         Ok(n) => u64::try_from(n)
@@ -331,6 +333,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Res
         Command::Init(args) => crate::cli::init::run(args),
         Command::Plan(args) => crate::cli::plan::run(args),
         Command::Emulate(args) => crate::cli::emulate::run(args),
+        Command::Map(args) => crate::cli::map::run(args),
     }
 }
 
@@ -572,6 +575,7 @@ pub(crate) mod differs;
 pub(crate) mod emulate;
 pub(crate) mod init;
 pub(crate) mod load_check;
+pub(crate) mod map;
 pub(crate) mod plan;
 pub(crate) mod plot;
 pub(crate) mod replicas;

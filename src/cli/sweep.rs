@@ -58,7 +58,7 @@ fn bad(e: impl ToString) -> CliError {
 }
 
 /// The variants every cell runs, as `compare` would choose them.
-fn cell_variants(scenario: &Scenario, jitters: &[String]) -> Result<Vec<Variant>, ScenarioError> {
+pub(crate) fn cell_variants(scenario: &Scenario, jitters: &[String]) -> Result<Vec<Variant>, ScenarioError> {
     if !jitters.is_empty() {
         scenario.jitter_variants(jitters)
     } else if !scenario.variants.is_empty() {
@@ -336,6 +336,9 @@ pub fn merge(args: MergeArgs) -> Result<(), CliError> {
     if args.dirs.first().is_some_and(|d| d.join("plan.json").symlink_metadata().is_ok()) {
         return super::plan::merge(&args.dirs, args.out, memory::merge_file_limit(limit));
     }
+    if args.dirs.first().is_some_and(|d| d.join("map.json").symlink_metadata().is_ok()) {
+        return super::map::merge(&args.dirs, args.out, args.force, memory::merge_file_limit(limit));
+    }
     let Some(first) = args.dirs.first() else {
         return Err(bad("merge needs shard directories, e.g. retrystorm merge out/shard-1-of-3 out/shard-2-of-3 …"));
     };
@@ -364,7 +367,7 @@ pub fn merge(args: MergeArgs) -> Result<(), CliError> {
 }
 
 /// Do `a` and `b` name the same existing directory (after resolving links and `..`)?
-fn same_dir(a: &Path, b: &Path) -> bool {
+pub(crate) fn same_dir(a: &Path, b: &Path) -> bool {
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
         _ => false,

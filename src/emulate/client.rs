@@ -4,10 +4,7 @@
 use super::server::{ATTEMPT_HEADER, REQUEST_HEADER, TENANT_HEADER};
 use super::{ClientMode, Shared};
 use crate::engine::Nanos;
-use crate::metrics::{
-    DlqReason, HopBucket, HopCounters, RunRecord, TenantBucket, TenantCounters, RETRY_DELAY_RETRIES,
-    RETRY_DELAY_SAMPLES_MAX,
-};
+use crate::metrics::{DlqReason, RunRecord, RETRY_DELAY_SAMPLES_MAX};
 use crate::model::budget::FailureKind;
 use crate::model::policy::JitterState;
 use crate::model::spec::{Arrival, SimSpec};
@@ -23,30 +20,15 @@ use std::sync::Arc;
 /// A record with nothing counted yet, shaped for `spec`.
 pub(crate) fn empty_record(spec: &SimSpec) -> RunRecord {
     let buckets = spec.bucket_count();
-    let hop_series =
-        spec.hops.iter().map(|h| vec![HopBucket { workers: h.workers, ..HopBucket::default() }; buckets]).collect();
-    RunRecord {
-        hops: spec
-            .hops
-            .iter()
-            .map(|h| HopCounters {
-                workers_peak: h.workers,
-                worker_ns: u128::from(h.workers) * u128::from(spec.horizon),
-                ..HopCounters::default()
-            })
-            .collect(),
-        tenants: spec.tenants.iter().map(|_| TenantCounters::default()).collect(),
-        hop_series,
-        tenant_series: vec![vec![TenantBucket::default(); buckets]; spec.tenants.len()],
-        completion_time_ns: 0,
-        in_flight: vec![0; spec.tenants.len()],
-        events: 0,
-        retries_run_ahead: 0,
-        truncated: None,
-        prefault_wait_p99_ns: None,
-        retry_delays_ns: vec![Vec::new(); RETRY_DELAY_RETRIES],
-        replicas: Vec::new(),
+    let mut record = RunRecord::empty(spec.hops.len(), spec.tenants.len(), buckets);
+    for (counters, h) in record.hops.iter_mut().zip(&spec.hops) {
+        counters.workers_peak = h.workers;
+        counters.worker_ns = u128::from(h.workers) * u128::from(spec.horizon);
     }
+    for (series, h) in record.hop_series.iter_mut().zip(&spec.hops) {
+        series.iter_mut().for_each(|b| b.workers = h.workers);
+    }
+    record
 }
 
 /// The derived parts of a record once the run stopped: requests still in flight, the in-flight

@@ -6,6 +6,7 @@ pub mod balance;
 pub mod capacity;
 pub mod catalogue;
 pub mod goodput;
+pub mod metastable;
 pub mod objective;
 pub mod pool;
 pub mod recovery;
@@ -247,7 +248,7 @@ pub struct TenantBucket {
 }
 
 /// Everything one replication of one variant recorded.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct RunRecord {
     /// Per hop, in chain order.
     pub hops: Vec<HopCounters>,
@@ -269,12 +270,31 @@ pub struct RunRecord {
     pub retries_run_ahead: u64,
     /// Why the run stopped early, if it did (`max_events`, drain limit).
     pub truncated: Option<String>,
+    /// When it stopped early: the run is complete before this instant (the drain limit, or the
+    /// clock when `max_events` was hit); `None` when it ran to its end.
+    pub cut_at_ns: Option<Nanos>,
     /// p99 of hop 0's queue wait before the first fault (None without data).
     pub prefault_wait_p99_ns: Option<u64>,
     /// Delays drawn before retry k at hop 0, for k = 1..=16 (delay histograms per strategy).
     pub retry_delays_ns: Vec<Vec<u64>>,
     /// Per replica of the hops with more than one (issue 15; empty otherwise).
     pub replicas: Vec<ReplicaRecord>,
+}
+
+impl RunRecord {
+    /// A record with nothing counted yet: `hops` hops and `tenants` tenants, each with a series
+    /// of `buckets` empty buckets (the simulator and the emulator each fill in what they add).
+    pub fn empty(hops: usize, tenants: usize, buckets: usize) -> RunRecord {
+        RunRecord {
+            hops: vec![HopCounters::default(); hops],
+            tenants: (0..tenants).map(|_| TenantCounters::default()).collect(),
+            hop_series: vec![vec![HopBucket::default(); buckets]; hops],
+            tenant_series: vec![vec![TenantBucket::default(); buckets]; tenants],
+            in_flight: vec![0; tenants],
+            retry_delays_ns: vec![Vec::new(); RETRY_DELAY_RETRIES],
+            ..RunRecord::default()
+        }
+    }
 }
 
 /// What one replica of a balanced hop recorded over a run.

@@ -97,7 +97,10 @@ pub fn wilson(ones: usize, n: usize, level: f64) -> [f64; 2] {
     let denom = 1.0 + z * z / n;
     let centre = (p + z * z / (2.0 * n)) / denom;
     let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denom;
-    [(centre - half).max(0.0), (centre + half).min(1.0)]
+    // At k = 0 (k = n) the bound is exactly 0 (1); the formula leaves rounding noise (2.8e-17).
+    let lo = if ones == 0 { 0.0 } else { (centre - half).max(0.0) };
+    let hi = if k == n { 1.0 } else { (centre + half).min(1.0) };
+    [lo, hi]
 }
 
 /// Fewest replications for an interval worth reading: with fewer, t(0.975, n − 1) ≥ 4.3 makes
@@ -172,6 +175,17 @@ pub fn prediction_interval(xs: &[f64], level: f64) -> Option<[f64; 2]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wilson_bounds_are_exact_at_none_and_all() {
+        // k = 0 of 5: [0, z²/(n + z²)] = [0, 3.8415/8.8415]; k = n mirrors it.
+        let [lo, hi] = wilson(0, 5, 0.95);
+        assert_eq!(lo, 0.0);
+        assert!((hi - 3.841_459 / 8.841_459).abs() < 1e-6, "{hi}");
+        let [lo, hi] = wilson(5, 5, 0.95);
+        assert_eq!(hi, 1.0);
+        assert!((lo - 5.0 / 8.841_459).abs() < 1e-6, "{lo}");
+    }
 
     #[test]
     fn prediction_interval_matches_tables() {

@@ -5,6 +5,7 @@ pub(crate) mod data;
 pub(crate) mod files;
 pub mod format;
 pub(crate) mod html;
+pub(crate) mod map;
 pub(crate) mod plan;
 pub(crate) mod readback;
 pub(crate) mod reading;

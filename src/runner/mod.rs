@@ -4,6 +4,7 @@
 //! are collected in task order, so the outcome does not depend on the thread count.
 
 pub mod compare;
+pub mod map;
 pub(crate) mod memory;
 pub(crate) mod plan;
 pub(crate) mod plan_range;

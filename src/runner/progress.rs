@@ -48,6 +48,11 @@ impl Progress {
         self.bar.inc(1);
     }
 
+    /// Counts `n` runs at once (finished, or skipped because they were not needed).
+    pub fn inc_by(&self, n: u64) {
+        self.bar.inc(n);
+    }
+
     /// Stops the watcher and clears the bar.
     pub fn finish(mut self) {
         drop(self.stop.take());

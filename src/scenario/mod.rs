@@ -60,6 +60,8 @@ pub struct Scenario {
     /// `[objective]`: what the verdict ranks by and requires (default: success ratio, then peak
     /// after recovery over capacity, then p99 latency; no requirements).
     pub objective: crate::metrics::objective::Objective,
+    /// `[map]` as written: `retrystorm map` reads it under its flags.
+    pub map: Option<raw::RawMap>,
     source: String,
     table: Table,
 }
@@ -147,6 +149,7 @@ impl Scenario {
             variants: Vec::new(),
             warnings: Vec::new(),
             objective,
+            map: raw.map.clone(),
             source: source.to_string(),
             table,
         };

@@ -59,6 +59,33 @@ pub struct RawScenario {
     #[serde(skip)]
     pub base_dir: std::path::PathBuf,
     pub objective: Option<RawObjective>,
+    pub map: Option<RawMap>,
+}
+
+/// `[map]`: the axes and judgement `retrystorm map` uses when its flags do not give them.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMap {
+    /// `PATH=LO..HI` of the x axis (the one bisected).
+    pub x: Option<String>,
+    /// `PATH=LO..HI` of the y axis.
+    pub y: Option<String>,
+    /// Points per axis.
+    pub points: Option<i64>,
+    /// `linear` or `log`.
+    pub x_spacing: Option<String>,
+    /// `linear` or `log`.
+    pub y_spacing: Option<String>,
+    /// How long after the trigger a run is judged.
+    pub hold: Option<Dur>,
+    /// The span before that instant the rates are summed over.
+    pub window: Option<Dur>,
+    /// Goodput below this share of the arriving requests is overloaded.
+    pub goodput_share: Option<f64>,
+    /// Most replications per cell.
+    pub replications: Option<i64>,
+    /// Bisection steps per row.
+    pub bisect: Option<i64>,
 }
 
 /// `[objective]`: ranking criteria and requirements for the verdict.

@@ -32,10 +32,7 @@ use super::policy::{DeadlineMode, JitterState};
 use super::spec::{Arrival, SimSpec};
 use super::trace::TraceCursor;
 use crate::engine::{mix64, stream, stream_key, EventQueue, Handle, KeyedDraws, Nanos, Slab, StreamKind};
-use crate::metrics::{
-    new_latency_histogram, DlqReason, HopBucket, HopCounters, RunRecord, TenantBucket, TenantCounters,
-    RETRY_DELAY_RETRIES,
-};
+use crate::metrics::{new_latency_histogram, DlqReason, HopBucket, RunRecord};
 use discipline::OverloadState;
 use hdrhistogram::Histogram;
 use hop_queue::{HopQueue, ScopeKey};
@@ -384,24 +381,11 @@ impl<'a> Simulation<'a> {
             .enumerate()
             .map(|(hop, h)| replicas::Lb::new(&h.replicas, h.replicas_at_start(), bases[hop], seed, replication, hop))
             .collect();
-        let record = RunRecord {
-            hops: spec
-                .hops
-                .iter()
-                .map(|h| HopCounters { pool: h.pool.map(|_| Box::default()), ..HopCounters::default() })
-                .collect(),
-            tenants: spec.tenants.iter().map(|_| TenantCounters::default()).collect(),
-            hop_series: vec![vec![HopBucket::default(); buckets]; spec.hops.len()],
-            tenant_series: vec![vec![TenantBucket::default(); buckets]; spec.tenants.len()],
-            completion_time_ns: 0,
-            in_flight: vec![0; spec.tenants.len()],
-            events: 0,
-            retries_run_ahead: 0,
-            truncated: None,
-            prefault_wait_p99_ns: None,
-            retry_delays_ns: vec![Vec::new(); RETRY_DELAY_RETRIES],
-            replicas: replica_records,
-        };
+        let mut record = RunRecord::empty(spec.hops.len(), spec.tenants.len(), buckets);
+        for (counters, h) in record.hops.iter_mut().zip(&spec.hops) {
+            counters.pool = h.pool.map(|_| Box::default());
+        }
+        record.replicas = replica_records;
         let requests_sent = spec
             .tenants
             .iter()
@@ -494,6 +478,7 @@ impl<'a> Simulation<'a> {
             };
             let at = if take_arrival { arrival_at } else { event_at }.expect("one is present");
             if at > self.spec.drain_limit {
+                self.record.cut_at_ns = Some(self.spec.drain_limit);
                 self.record.truncated = Some(format!(
                     "drain limit reached at {:.3} s with requests still in flight",
                     crate::engine::time::ns_to_secs(self.spec.drain_limit)
@@ -501,6 +486,7 @@ impl<'a> Simulation<'a> {
                 break;
             }
             if self.record.events >= self.spec.max_events {
+                self.record.cut_at_ns = Some(self.now);
                 self.record.truncated = Some(format!("max_events = {} reached", self.spec.max_events));
                 break;
             }
