@@ -175,10 +175,10 @@ pub fn map_text(map: &MapFile, fit: &dyn Fn(&str) -> String) -> String {
                 }
                 line.extend(std::iter::repeat_n(glyph(&c.estimate), cw));
             }
-            let _ = writeln!(out, "  {:>label_w$} {}", map.y.show(row.y), line.trim_end());
+            let _ = writeln!(out, "  {:>label_w$} {line}", map.y.show(row.y));
         }
         let (first, last) = (map.x.show(map.x.lo), map.x.show(map.x.hi));
-        let span = (cw * map.x.points).saturating_sub(first.chars().count()).max(last.chars().count() + 1);
+        let span = (cw * map.x.points).saturating_sub(first.chars().count()).max(last.chars().count() + 2);
         let _ = writeln!(out, "  {:>label_w$} {first}{last:>span$}   {}", "", map.x.path);
     }
     out.push_str("Which variant moves the cliff furthest (share of the map that does not tip):\n");

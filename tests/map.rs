@@ -1,0 +1,161 @@
+//! `retrystorm map` end to end on the bundled metastability map: the files, estimates that hold
+//! together, a cell re-run from its recorded settings, shards merged into the whole map (also
+//! across thread counts), and bad input refused with exit code 2.
+
+mod common;
+
+use common::{retrystorm, workdir};
+use retrystorm::metrics::metastable::Judged;
+use retrystorm::model::sim;
+use retrystorm::runner::map::{cut_at_judgement, BoundaryStatus, MapFile};
+use retrystorm::scenario::{parse_assignment, Scenario};
+use std::path::{Path, PathBuf};
+
+fn scenario_path() -> String {
+    format!("{}/scenarios/metastability-map.toml", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A small map of the bundled scenario (4 × 3 points, at most 6 replications per cell).
+fn small_map(dir: &Path, out: &str, extra: &[&str]) -> std::process::Output {
+    let path = scenario_path();
+    let mut args = vec!["map", path.as_str(), "--points", "4,3", "--replications", "6", "--bisect", "2", "--quiet"];
+    args.extend_from_slice(&["--out", out]);
+    args.extend_from_slice(extra);
+    retrystorm(dir, &args)
+}
+
+fn read_map(dir: &Path) -> MapFile {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("map.json")).expect("map.json")).expect("a map file")
+}
+
+#[test]
+fn a_small_map_writes_its_files_and_its_estimates_hold_together() {
+    let tmp = workdir();
+    let out = small_map(tmp.path(), "m", &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dir = tmp.path().join("m");
+    for file in ["map.json", "map.csv", "map.svg", "map.png", "boundaries.svg", "boundaries.png", "report.html"] {
+        assert!(dir.join(file).is_file(), "{file} written");
+    }
+    let map = read_map(&dir);
+    assert_eq!((map.x.points, map.y.points, map.rows.len()), (4, 3, 3));
+    assert_eq!(map.variants, ["no-backoff", "backoff-jitter", "retry-budget"]);
+    let mut judged_cells = 0;
+    for row in &map.rows {
+        for v in &row.variants {
+            assert_eq!(v.cells.len(), 4);
+            for c in &v.cells {
+                let e = &c.estimate;
+                assert_eq!(e.judged + e.not_observable, e.runs, "{c:?}");
+                assert!(e.metastable <= e.judged && e.runs <= 6, "{c:?}");
+                if let (Some(p), Some([lo, hi])) = (e.p, e.p_ci95) {
+                    judged_cells += 1;
+                    assert!((0.0..=1.0).contains(&lo) && lo <= p && p <= hi && hi <= 1.0, "{c:?}");
+                    assert_eq!(p, f64::from(e.metastable) / f64::from(e.judged));
+                }
+                // Each cell names both settings as `run --set` takes them.
+                assert!(c.settings[0].starts_with("tenant.clients.arrival.rate_per_s = "), "{:?}", c.settings);
+                assert!(c.settings[1].starts_with("fault.0.to = "), "{:?}", c.settings);
+            }
+            if let (BoundaryStatus::Found, Some(x), Some([lo, hi])) =
+                (v.boundary.status, v.boundary.x, v.boundary.interval)
+            {
+                assert!(map.x.lo <= lo && lo <= x && x <= hi && hi <= map.x.hi, "{:?}", v.boundary);
+            }
+        }
+    }
+    assert_eq!(judged_cells, 36, "every cell of this scenario is observable (the hold ends before the horizon)");
+    // The physics at the corners: a 1 s slowdown at 10/s never tips; 40 s of it at 60/s always
+    // does, whatever the policy (60/s holds 150 requests, 2.5 s each: 2× slower is past the timeout).
+    let corner = |row: usize, cell: usize| map.rows[row].variants.iter().map(move |v| v.cells[cell].estimate.p);
+    assert!(corner(0, 0).all(|p| p == Some(0.0)));
+    assert!(corner(2, 3).all(|p| p == Some(1.0)));
+}
+
+#[test]
+fn a_cell_re_runs_from_its_recorded_settings() {
+    let tmp = workdir();
+    let out = small_map(tmp.path(), "m", &["--full"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let map = read_map(&tmp.path().join("m"));
+    // A cell that is neither all stable nor all stuck if there is one, else any.
+    let (row, v, cell) = map
+        .rows
+        .iter()
+        .flat_map(|r| r.variants.iter().enumerate().flat_map(move |(v, vr)| vr.cells.iter().map(move |c| (r, v, c))))
+        .max_by_key(|(_, _, c)| c.estimate.metastable.min(c.estimate.judged - c.estimate.metastable))
+        .expect("cells");
+    let sets: Vec<_> =
+        cell.settings.iter().map(|s| parse_assignment(&s.replace(" = ", "=")).expect("a --set assignment")).collect();
+    let scenario = Scenario::load(&scenario_path(), &sets).expect("the cell loads");
+    let variant = &scenario.variants[v];
+    assert_eq!(variant.name, row.variants[v].variant);
+    let judge = map.definition.judge();
+    let spec = cut_at_judgement(&variant.spec, &judge).expect("observable");
+    let stuck = (0..6)
+        .filter(|&r| judge.judge(&sim::run(&spec, scenario.seed, r), &spec.run_shape()) == Judged::Metastable)
+        .count();
+    assert_eq!(stuck as u32, cell.estimate.metastable, "{:?}", cell.settings);
+    assert_eq!(cell.estimate.runs, 6);
+}
+
+#[test]
+fn shards_merge_into_the_whole_map_whatever_the_threads() {
+    let tmp = workdir();
+    let whole = small_map(tmp.path(), "whole", &["--threads", "1"]);
+    assert!(whole.status.success(), "{}", String::from_utf8_lossy(&whole.stderr));
+    let shards: Vec<PathBuf> = (1..=2)
+        .map(|k| {
+            let dir = format!("shard-{k}");
+            let shard = format!("{k}/2");
+            let out = small_map(tmp.path(), &dir, &["--shard", &shard, "--threads", "2"]);
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            assert!(!tmp.path().join(&dir).join("report.html").exists(), "a shard draws no charts");
+            tmp.path().join(dir)
+        })
+        .collect();
+    let merged = tmp.path().join("merged");
+    let args: Vec<&str> = ["merge"]
+        .into_iter()
+        .chain(shards.iter().map(|p| p.to_str().expect("utf-8")))
+        .chain(["--out", merged.to_str().expect("utf-8")])
+        .collect();
+    let out = retrystorm(tmp.path(), &args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for file in ["map.json", "map.csv"] {
+        let a = std::fs::read(tmp.path().join("whole").join(file)).expect("whole");
+        let b = std::fs::read(merged.join(file)).expect("merged");
+        assert!(a == b, "{file}: the merged map differs from the whole map");
+    }
+    assert!(merged.join("report.html").is_file() && merged.join("map.png").is_file());
+    // One shard alone is refused, naming the missing row.
+    let alone = retrystorm(tmp.path(), &["merge", shards[0].to_str().expect("utf-8"), "--out", "x"]);
+    assert_eq!(alone.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&alone.stderr).contains("missing: run its shard"));
+}
+
+#[test]
+fn bad_map_input_is_named_with_its_fix() {
+    let tmp = workdir();
+    let path = scenario_path();
+    let cases: [(&[&str], &str); 6] = [
+        (&["map", "good.toml"], "map needs an x axis"),
+        (&["map", &path, "--x", "tenant.clients.arrival.rate_per_s=60.0..10.0"], "write the lower value first"),
+        (&["map", &path, "--x-spacing", "log", "--x", "tenant.clients.arrival.rate_per_s=0.0..10.0"], "LO above 0"),
+        (&["map", &path, "--window", "2m"], "at most the hold"),
+        (&["map", &path, "--goodput-share", "1.5"], "--goodput-share 1.5"),
+        (&["map", &path, "--points", "1"], "give 2 to 200 points"),
+    ];
+    for (args, expected) in cases {
+        let out = retrystorm(tmp.path(), args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    }
+    // A path that is not in the scenario: named by the scenario's own message, nothing written.
+    let out = retrystorm(tmp.path(), &["map", &path, "--y", "hop.nope.workers=1..4", "--points", "3"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nope"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!tmp.path().join("output").exists(), "nothing written for bad input");
+}
