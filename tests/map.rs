@@ -91,12 +91,43 @@ fn a_cell_re_runs_from_its_recorded_settings() {
     let variant = &scenario.variants[v];
     assert_eq!(variant.name, row.variants[v].variant);
     let judge = map.definition.judge();
-    let spec = cut_at_judgement(&variant.spec, &judge).expect("observable");
+    let spec = cut_at_judgement(&variant.spec, &judge, false).expect("observable");
     let stuck = (0..6)
         .filter(|&r| judge.judge(&sim::run(&spec, scenario.seed, r), &spec.run_shape()) == Judged::Metastable)
         .count();
     assert_eq!(stuck as u32, cell.estimate.metastable, "{:?}", cell.settings);
     assert_eq!(cell.estimate.runs, 6);
+}
+
+#[test]
+fn leave_measures_how_long_stuck_runs_take_to_leave_their_storm() {
+    let tmp = workdir();
+    let out = small_map(tmp.path(), "m", &["--leave"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let map = read_map(&tmp.path().join("m"));
+    assert!(map.definition.leave);
+    let horizon_after_trigger = |y: f64| 200.0 - y;
+    let mut stuck = 0;
+    for row in &map.rows {
+        for v in &row.variants {
+            for c in &v.cells {
+                let e = &c.estimate;
+                let left = e.left.expect("counted with --leave");
+                assert!(left <= e.metastable, "{c:?}");
+                stuck += e.metastable;
+                match e.leave_median_s {
+                    // A median exists only when more than half left, and lies after the judging
+                    // instant and before the horizon.
+                    Some(m) => assert!(
+                        2 * left > e.metastable && m > map.definition.hold_s && m <= horizon_after_trigger(row.y),
+                        "{c:?}"
+                    ),
+                    None => assert!(2 * left <= e.metastable, "{c:?}"),
+                }
+            }
+        }
+    }
+    assert!(stuck > 0, "the map has metastable runs to follow");
 }
 
 #[test]

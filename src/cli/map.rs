@@ -53,6 +53,10 @@ pub struct MapArgs {
     /// one side of 50%).
     #[arg(long)]
     pub full: bool,
+    /// Run every replication to the scenario's horizon and report how long stuck runs take to
+    /// leave their storm (slower: runs are not cut at the judging instant).
+    #[arg(long)]
+    pub leave: bool,
     /// Jitter strategies each cell runs (default: the scenario's variants, else
     /// none,exponential,full,equal,decorrelated).
     #[arg(long, value_delimiter = ',')]
@@ -92,7 +96,7 @@ fn duration(flag: Option<&str>, file: Option<u64>, name: &str, default_s: f64) -
 /// The map's axes and definition from the flags over the scenario's `[map]`.
 fn header_of(args: &MapArgs, scenario: &Scenario, variants: &[Variant]) -> Result<MapFile, CliError> {
     let file = scenario.map.clone().unwrap_or_default();
-    let RawMap { x, y, points, x_spacing, y_spacing, hold, window, goodput_share, replications, bisect } = file;
+    let RawMap { x, y, points, x_spacing, y_spacing, hold, window, goodput_share, replications, bisect, leave } = file;
     let example = "e.g. retrystorm map scenarios/metastability-map.toml, or give --x PATH=LO..HI --y PATH=LO..HI";
     let x_text = args
         .x
@@ -175,7 +179,15 @@ fn header_of(args: &MapArgs, scenario: &Scenario, variants: &[Variant]) -> Resul
         shard: None,
         x: x_axis,
         y: y_axis,
-        definition: Definition { hold_s, window_s, goodput_share, replications, full: args.full, bisect_steps },
+        definition: Definition {
+            hold_s,
+            window_s,
+            goodput_share,
+            replications,
+            full: args.full,
+            bisect_steps,
+            leave: args.leave || leave.unwrap_or(false),
+        },
         variants: variants.iter().map(|v| v.name.clone()).collect(),
         rows: Vec::new(),
     })

@@ -54,26 +54,62 @@ impl Judge {
         }
     }
 
+    /// How long after the trigger's end a run judged metastable left its storm: the end of the
+    /// first window after the judging instant that is no longer overloaded. `None` when it was
+    /// still overloaded at the horizon (censored: stuck for at least `horizon − trigger_end`), or
+    /// when the run was not judged metastable.
+    pub fn time_to_leave(&self, record: &RunRecord, shape: &RunShape) -> Option<Nanos> {
+        let at = self.at(shape)?;
+        let trigger_end = shape.trigger_end?;
+        let window = Window::new(record, shape, self);
+        let first = (at / shape.bucket) as usize;
+        let last = (shape.horizon.min(record.cut_at_ns.unwrap_or(Nanos::MAX)) / shape.bucket) as usize;
+        if !window.overloaded(first) {
+            return None;
+        }
+        (first + 1..=last).find(|&end| !window.overloaded(end)).map(|end| (end as u64 * shape.bucket) - trigger_end)
+    }
+
     /// Is the run overloaded over the window ending at `at`?
     fn overloaded(&self, record: &RunRecord, shape: &RunShape, at: Nanos) -> bool {
-        let bucket = shape.bucket;
         // Whole buckets: the window ends at the last boundary at or before `at`.
-        let end = (at / bucket) as usize;
-        let width = self.window.div_ceil(bucket).max(1) as usize;
-        let start = end.saturating_sub(width);
+        Window::new(record, shape, self).overloaded((at / shape.bucket) as usize)
+    }
+}
+
+/// A run's series, ready to judge windows ending at any bucket boundary.
+struct Window<'r> {
+    record: &'r RunRecord,
+    judge: &'r Judge,
+    /// Buckets in a window.
+    width: usize,
+    /// Hop 0's backlog at each bucket boundary: level k is the backlog at the start of bucket k.
+    levels: Vec<i64>,
+    /// Its largest level before the trigger started (at least 1).
+    normal: i64,
+}
+
+impl<'r> Window<'r> {
+    fn new(record: &'r RunRecord, shape: &RunShape, judge: &'r Judge) -> Window<'r> {
+        let levels = backlog_levels(&record.hop_series[0]);
+        let before = shape.first_trigger_start.map_or(0, |s| (s / shape.bucket) as usize + 1).min(levels.len());
+        let normal = levels[..before].iter().copied().max().unwrap_or(0).max(1);
+        let width = judge.window.div_ceil(shape.bucket).max(1) as usize;
+        Window { record, judge, width, levels, normal }
+    }
+
+    /// Overloaded over the window of buckets `[end − width, end)`?
+    fn overloaded(&self, end: usize) -> bool {
+        let start = end.saturating_sub(self.width);
         let sum = |f: fn(&super::TenantBucket) -> u32| -> u64 {
-            record.tenant_series.iter().flat_map(|s| s.iter().take(end).skip(start)).map(|b| u64::from(f(b))).sum()
+            self.record.tenant_series.iter().flat_map(|s| s.iter().take(end).skip(start)).map(|b| u64::from(f(b))).sum()
         };
         let (arrived, succeeded) = (sum(|b| b.arrivals), sum(|b| b.successes));
-        if (succeeded as f64) < self.goodput_share * arrived as f64 {
+        if (succeeded as f64) < self.judge.goodput_share * arrived as f64 {
             return true;
         }
-        // Backlog levels at bucket boundaries: level k is the backlog at the start of bucket k.
-        let levels = backlog_levels(&record.hop_series[0]);
-        let before = shape.first_trigger_start.map_or(0, |s| (s / bucket) as usize + 1).min(levels.len());
-        let normal = levels[..before].iter().copied().max().unwrap_or(0).max(1);
-        let level = |k: usize| levels.get(k).copied().unwrap_or(0);
-        level(end) > 2 * normal && level(end) > level(start)
+        let level = |k: usize| self.levels.get(k).copied().unwrap_or(0);
+        level(end) > 2 * self.normal && level(end) > level(start)
     }
 }
 
@@ -181,5 +217,21 @@ mod tests {
         // Cut after the judging instant: judged (and stuck).
         cut.cut_at_ns = Some(20 * S);
         assert_eq!(JUDGE.judge(&cut, &shape(Some(5 * S), 30 * S)), Judged::Metastable);
+    }
+
+    #[test]
+    fn the_time_to_leave_is_the_end_of_the_first_calm_window_after_the_judgement() {
+        // Judged at 15 s (trigger ends at 5 s); goodput is back from 22 s. A 5-bucket window
+        // needs 3 good buckets to reach half of the arrivals: the first is [20, 25) s.
+        let shape = shape(Some(5 * S), 40 * S);
+        let run = record(40, |i| (10, if i >= 22 { 10 } else { 0 }), |_| (10, 10));
+        assert_eq!(JUDGE.judge(&run, &shape), Judged::Metastable);
+        assert_eq!(JUDGE.time_to_leave(&run, &shape), Some(25 * S - 5 * S));
+        // Never back before the horizon: censored.
+        let stuck = record(40, |_| (10, 0), |_| (10, 10));
+        assert_eq!(JUDGE.time_to_leave(&stuck, &shape), None);
+        // Not metastable at the judgement: nothing to leave.
+        let fine = record(40, |_| (10, 10), |_| (10, 10));
+        assert_eq!(JUDGE.time_to_leave(&fine, &shape), None);
     }
 }

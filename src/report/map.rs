@@ -44,6 +44,8 @@ pub fn map_csv(map: &MapFile) -> Vec<u8> {
         "p_ci95_high",
         "recovery_median_s",
         "peak_after_over_capacity_median",
+        "left",
+        "leave_median_s",
     ];
     w.write_record(header).expect("in memory");
     for row in &map.rows {
@@ -65,6 +67,8 @@ pub fn map_csv(map: &MapFile) -> Vec<u8> {
                     num(e.p_ci95.map(|c| c[1])),
                     num(e.recovery_median_s),
                     num(e.peak_after_over_capacity_median),
+                    e.left.map(|n| n.to_string()).unwrap_or_default(),
+                    num(e.leave_median_s),
                 ])
                 .expect("in memory");
             }
@@ -132,6 +136,20 @@ pub fn definition_line(map: &MapFile) -> String {
     )
 }
 
+/// With `leave`: how many of a variant's metastable runs left their storm before the horizon,
+/// and the range of the cells' median times to leave.
+fn leave_line(map: &MapFile, v: usize) -> String {
+    let cells: Vec<&Estimate> = rows_of(map, v).flat_map(|(_, r)| r.cells.iter().map(|c| &c.estimate)).collect();
+    let stuck: u32 = cells.iter().map(|e| e.metastable).sum();
+    let left: u32 = cells.iter().filter_map(|e| e.left).sum();
+    let medians: Vec<f64> = cells.iter().filter_map(|e| e.leave_median_s).collect();
+    let range = match (medians.iter().copied().reduce(f64::min), medians.iter().copied().reduce(f64::max)) {
+        (Some(a), Some(b)) => format!("; cell medians {}–{} s after the trigger", fmt_tick(a), fmt_tick(b)),
+        _ => String::new(),
+    };
+    format!("  time to leave: {left} of {stuck} metastable runs left their storm before the horizon{range}")
+}
+
 /// One character per cell: ' ' below 10%, '.' below 50%, 'o' from 50%, '#' from 90%, '?' none judged.
 fn glyph(e: &Estimate) -> char {
     match e.p {
@@ -180,6 +198,9 @@ pub fn map_text(map: &MapFile, fit: &dyn Fn(&str) -> String) -> String {
         let (first, last) = (map.x.show(map.x.lo), map.x.show(map.x.hi));
         let span = (cw * map.x.points).saturating_sub(first.chars().count()).max(last.chars().count() + 2);
         let _ = writeln!(out, "  {:>label_w$} {first}{last:>span$}   {}", "", map.x.path);
+        if map.definition.leave {
+            out.push_str(&fit(&leave_line(map, v)));
+        }
     }
     out.push_str("Which variant moves the cliff furthest (share of the map that does not tip):\n");
     for line in ranking_lines(map) {

@@ -176,6 +176,9 @@ pub struct Definition {
     pub full: bool,
     /// Bisection steps per row.
     pub bisect_steps: u32,
+    /// Runs go on to the scenario's horizon to measure how long stuck ones take to leave their
+    /// storm (otherwise each stops at its judging instant).
+    pub leave: bool,
 }
 
 impl Definition {
@@ -207,6 +210,12 @@ pub struct Estimate {
     pub recovery_median_s: Option<f64>,
     /// Median peak after the trigger ÷ capacity over the judged runs.
     pub peak_after_over_capacity_median: Option<f64>,
+    /// With `leave`: of the metastable runs, those that left their storm before the horizon.
+    pub left: Option<u32>,
+    /// With `leave`: the median time (s from the trigger's end) metastable runs took to leave,
+    /// counting those still stuck at the horizon as later than any (censored); None when half or
+    /// more were still stuck.
+    pub leave_median_s: Option<f64>,
 }
 
 /// Which side of ½ an estimate's interval is on.
@@ -346,23 +355,30 @@ struct Outcome {
     judged: Judged,
     recovery_s: Option<f64>,
     peak_after: Option<f64>,
+    /// Seconds a metastable run took to leave its storm (`leave` only; None: still stuck).
+    leave_s: Option<f64>,
 }
 
-/// `spec` shortened to stop at its judging instant (nothing after it changes the judgement); None
+/// `spec` shortened to stop at its judging instant (nothing after it changes the judgement) or,
+/// with `leave`, at its horizon (no drain: the time to leave is read while requests arrive); None
 /// when the instant is past the horizon or there is no trigger (not observable: nothing to run).
-pub fn cut_at_judgement(spec: &SimSpec, judge: &Judge) -> Option<SimSpec> {
+pub fn cut_at_judgement(spec: &SimSpec, judge: &Judge, leave: bool) -> Option<SimSpec> {
     let at = judge.at(&spec.run_shape())?;
     if at > spec.horizon {
         return None;
     }
     let mut cut = spec.clone();
-    cut.horizon = at;
-    cut.drain_limit = at;
+    if !leave {
+        cut.horizon = at;
+    }
+    cut.drain_limit = cut.horizon;
     Some(cut)
 }
 
 fn run_one(spec: Option<&SimSpec>, judge: &Judge, seed: u64, replication: u32) -> Outcome {
-    let Some(spec) = spec else { return Outcome { judged: Judged::NotObservable, recovery_s: None, peak_after: None } };
+    let Some(spec) = spec else {
+        return Outcome { judged: Judged::NotObservable, recovery_s: None, peak_after: None, leave_s: None };
+    };
     let record = sim::run(spec, seed, u64::from(replication));
     let shape = spec.run_shape();
     let judged = judge.judge(&record, &shape);
@@ -373,7 +389,8 @@ fn run_one(spec: Option<&SimSpec>, judge: &Judge, seed: u64, replication: u32) -
         Judged::Metastable => (None, get(Metric::PeakAfterOverCapacity)),
         Judged::NotObservable => (None, None),
     };
-    Outcome { judged, recovery_s, peak_after }
+    let leave_s = judge.time_to_leave(&record, &shape).map(crate::engine::time::ns_to_secs);
+    Outcome { judged, recovery_s, peak_after, leave_s }
 }
 
 fn median(mut xs: Vec<f64>) -> Option<f64> {
@@ -391,7 +408,7 @@ fn median(mut xs: Vec<f64>) -> Option<f64> {
 fn estimate(spec: Option<&SimSpec>, def: &Definition, seed: u64, progress: &Progress) -> Estimate {
     let judge = def.judge();
     let mut e = Estimate::default();
-    let (mut recovery, mut peaks) = (Vec::new(), Vec::new());
+    let (mut recovery, mut peaks, mut leave) = (Vec::new(), Vec::new(), Vec::new());
     for r in 0..def.replications {
         let o = run_one(spec, &judge, seed, r);
         progress.inc();
@@ -401,6 +418,8 @@ fn estimate(spec: Option<&SimSpec>, def: &Definition, seed: u64, progress: &Prog
             Judged::Metastable => {
                 e.judged += 1;
                 e.metastable += 1;
+                // Still stuck at the horizon: later than any run that left.
+                leave.push(o.leave_s.unwrap_or(f64::INFINITY));
             }
             Judged::NotObservable => e.not_observable += 1,
         }
@@ -418,6 +437,10 @@ fn estimate(spec: Option<&SimSpec>, def: &Definition, seed: u64, progress: &Prog
     progress.inc_by(u64::from(def.replications - e.runs));
     e.recovery_median_s = median(recovery);
     e.peak_after_over_capacity_median = median(peaks);
+    if def.leave {
+        e.left = Some(leave.iter().filter(|t| t.is_finite()).count() as u32);
+        e.leave_median_s = median(leave).filter(|m| m.is_finite());
+    }
     e
 }
 
@@ -452,7 +475,7 @@ pub fn run_map(job: &MapJob, load: &Loader) -> Result<MapFile, String> {
         .flat_map(|&yi| (0..xs.len()).map(move |xi| (yi, xi)))
         .map(|(yi, xi)| {
             let variants = load(xs[xi], ys[yi])?;
-            Ok((yi, xi, variants.iter().map(|v| cut_at_judgement(&v.spec, &judge)).collect()))
+            Ok((yi, xi, variants.iter().map(|v| cut_at_judgement(&v.spec, &judge, h.definition.leave)).collect()))
         })
         .collect::<Result<_, String>>()?;
     let tasks: Vec<(usize, usize)> =
@@ -500,7 +523,7 @@ pub fn run_map(job: &MapJob, load: &Loader) -> Result<MapFile, String> {
             let y = rows[r].y;
             let probe = |x: f64| -> Result<Estimate, String> {
                 let variants = load(x, y)?;
-                let spec = cut_at_judgement(&variants[v].spec, &judge);
+                let spec = cut_at_judgement(&variants[v].spec, &judge, h.definition.leave);
                 Ok(estimate(spec.as_ref(), &h.definition, h.seed, job.progress))
             };
             bisect(&h.x, &rows[r].variants[v].cells, h.definition.bisect_steps, job.progress, &h.definition, probe)
@@ -636,7 +659,15 @@ mod tests {
     }
 
     fn def() -> Definition {
-        Definition { hold_s: 1.0, window_s: 1.0, goodput_share: 0.5, replications: 20, full: false, bisect_steps: 6 }
+        Definition {
+            hold_s: 1.0,
+            window_s: 1.0,
+            goodput_share: 0.5,
+            replications: 20,
+            full: false,
+            bisect_steps: 6,
+            leave: false,
+        }
     }
 
     #[test]

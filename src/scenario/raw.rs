@@ -86,6 +86,8 @@ pub struct RawMap {
     pub replications: Option<i64>,
     /// Bisection steps per row.
     pub bisect: Option<i64>,
+    /// Run to the horizon and measure the time to leave a storm.
+    pub leave: Option<bool>,
 }
 
 /// `[objective]`: ranking criteria and requirements for the verdict.
