@@ -1,8 +1,7 @@
 //! `retrystorm map`: the probability of a metastable outcome over two settings, each row's
 //! tipping boundary, and `merge` of map shards.
 
-use super::sweep::{cell_variants, same_dir};
-use super::{overrides, table, CliError, RunArgs};
+use super::{cell_variants, overrides, same_dir, table, CliError, RunArgs};
 use crate::report::files;
 use crate::report::map as map_files;
 use crate::runner::map::{run_map, runs_max, Axis, Definition, MapFile, MapJob, Spacing, MAP_VERSION};

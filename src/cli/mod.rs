@@ -46,6 +46,8 @@ enum Command {
     Emulate(crate::cli::emulate::EmulateArgs),
     /// How close to the cliff: P(metastable) over two settings and each row's tipping boundary.
     Map(crate::cli::map::MapArgs),
+    /// A rare overload's probability (e.g. tipping on its own within an hour) by multilevel splitting.
+    Rare(crate::cli::rare::RareArgs),
 }
 
 /// Options shared by `run`, `compare` and `sweep`.
@@ -334,6 +336,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Res
         Command::Plan(args) => crate::cli::plan::run(args),
         Command::Emulate(args) => crate::cli::emulate::run(args),
         Command::Map(args) => crate::cli::map::run(args),
+        Command::Rare(args) => crate::cli::rare::run(args),
     }
 }
 
@@ -504,6 +507,28 @@ pub fn check_jitters(jitters: &[String]) -> Result<(), CliError> {
     }
 }
 
+/// The variants every cell runs, as `compare` would choose them.
+pub(crate) fn cell_variants(
+    scenario: &Scenario,
+    jitters: &[String],
+) -> Result<Vec<crate::scenario::Variant>, ScenarioError> {
+    if !jitters.is_empty() {
+        scenario.jitter_variants(jitters)
+    } else if !scenario.variants.is_empty() {
+        Ok(scenario.variants.clone())
+    } else {
+        scenario.jitter_variants(&DEFAULT_JITTERS.map(String::from))
+    }
+}
+
+/// Do `a` and `b` name the same existing directory (after resolving links and `..`)?
+pub(crate) fn same_dir(a: &std::path::Path, b: &std::path::Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
 /// Claims output directory `out` (see [`report::Claim`]): refusals are bad input.
 pub fn claim(out: &std::path::Path, force: bool) -> Result<report::Claim, CliError> {
     report::Claim::new(out, force).map_err(|e| match e {
@@ -578,6 +603,7 @@ pub(crate) mod load_check;
 pub(crate) mod map;
 pub(crate) mod plan;
 pub(crate) mod plot;
+pub(crate) mod rare;
 pub(crate) mod replicas;
 pub(crate) mod sweep;
 

@@ -1,7 +1,7 @@
 //! `retrystorm sweep` (a grid of parameter values, optionally one shard of it) and
 //! `retrystorm merge` (shard directories back into the unsharded sweep's files).
 
-use super::{baseline_index, overrides, table, CliError, RunArgs, DEFAULT_JITTERS};
+use super::{baseline_index, cell_variants, overrides, same_dir, table, CliError, RunArgs};
 use crate::metrics::catalogue::Metric;
 use crate::report::files;
 use crate::report::sweep::{self as sweep_files, SweepHeader};
@@ -55,17 +55,6 @@ pub struct MergeArgs {
 
 fn bad(e: impl ToString) -> CliError {
     CliError::BadInput(e.to_string())
-}
-
-/// The variants every cell runs, as `compare` would choose them.
-pub(crate) fn cell_variants(scenario: &Scenario, jitters: &[String]) -> Result<Vec<Variant>, ScenarioError> {
-    if !jitters.is_empty() {
-        scenario.jitter_variants(jitters)
-    } else if !scenario.variants.is_empty() {
-        Ok(scenario.variants.clone())
-    } else {
-        scenario.jitter_variants(&DEFAULT_JITTERS.map(String::from))
-    }
 }
 
 /// `cell 4 (tenant.main.clients=0)`: how messages name a cell.
@@ -364,12 +353,4 @@ pub fn merge(args: MergeArgs) -> Result<(), CliError> {
     let charts = write_sweep(&claim, &[("sweep.json", &json), ("sweep.csv", &csv)], Some(limit))? - 2;
     println!("merged {} shard(s) into {} ({charts} chart/report files)", shards.len(), out.display());
     Ok(())
-}
-
-/// Do `a` and `b` name the same existing directory (after resolving links and `..`)?
-pub(crate) fn same_dir(a: &Path, b: &Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    }
 }

@@ -56,6 +56,7 @@ type Chunk<E> = Vec<(Nanos, E)>;
 /// Pending events ordered by time; events at the same instant come out in insertion order.
 ///
 /// The queue also owns the clock: `pop` advances `now`, and scheduling into the past is a bug.
+#[derive(Clone)]
 pub struct EventQueue<E> {
     /// Events due exactly at `now`, in insertion order (bucket 0 of the radix heap).
     due_now: VecDeque<E>,
@@ -73,6 +74,7 @@ pub struct EventQueue<E> {
 /// One bucket, in one cache line: the chunk being appended to, the full ones before it, and its
 /// earliest event (so peeking and popping need no scan).
 #[repr(align(64))]
+#[derive(Clone)]
 struct Bucket<E> {
     /// Events in push order: every chunk of `full`, then `tail`.
     full: Vec<Chunk<E>>,

@@ -19,6 +19,7 @@ impl Handle {
     pub const NONE: Handle = Handle { index: u32::MAX, generation: u32::MAX };
 }
 
+#[derive(Clone)]
 struct Slot<T> {
     generation: u32,
     value: Option<T>,
@@ -35,6 +36,7 @@ const PAGE: usize = 1 << PAGE_BITS;
 /// copying up to a gigabyte at 10M clients), and pages come from the same heap the event queue's
 /// chunks return to, so the attempts queued after an outage reuse the memory the retries waiting
 /// in the event queue gave back.
+#[derive(Clone)]
 pub struct Slab<T> {
     pages: Vec<Vec<Slot<T>>>,
     free: Vec<u32>,

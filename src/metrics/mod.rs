@@ -113,7 +113,7 @@ pub struct HopCounters {
 }
 
 /// Counters of one tenant over a run.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct TenantCounters {
     /// Logical requests created.
     pub requests: u64,
@@ -248,7 +248,7 @@ pub struct TenantBucket {
 }
 
 /// Everything one replication of one variant recorded.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct RunRecord {
     /// Per hop, in chain order.
     pub hops: Vec<HopCounters>,

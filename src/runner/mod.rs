@@ -9,6 +9,7 @@ pub(crate) mod memory;
 pub(crate) mod plan;
 pub(crate) mod plan_range;
 pub(crate) mod progress;
+pub mod rare;
 pub(crate) mod sweep;
 pub mod verdict;
 

@@ -17,6 +17,7 @@ use crate::engine::Nanos;
 use crate::model::{AutoscaleSpec, ScaleMetric, ScaleUnit};
 
 /// The controller of one hop.
+#[derive(Clone)]
 pub(super) struct Scaler {
     spec: AutoscaleSpec,
     /// Units serving.

@@ -15,11 +15,12 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
 
 /// The run-time state of one cache hop.
+#[derive(Clone)]
 pub(super) struct CacheState {
     store: Store,
     /// Keys and TTL jitter, read by random access at the request id (common random numbers: a
     /// request has the same key in every variant and on every retry).
-    rng: ChaCha8Rng,
+    pub(super) rng: ChaCha8Rng,
     /// Coalescing: keys with a miss in flight to the backend, and the misses waiting for it.
     /// Only probed by key, never iterated.
     in_flight: HashMap<u32, Vec<Handle>>,

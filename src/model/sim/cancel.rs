@@ -30,7 +30,7 @@ pub(super) enum Waste {
 }
 
 /// The links cancellation and hedging follow. Probed by key only, never iterated.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(super) struct Links {
     /// Some policy hedges or cancels: the maps are kept and stale events are skipped.
     pub on: bool,

@@ -7,6 +7,7 @@ use crate::metrics::{RETRY_DELAY_RETRIES, RETRY_DELAY_SAMPLES_MAX};
 /// [`RETRY_DELAY_SAMPLES_MAX`] lowest request ids. The first ones taken in time order depended on
 /// the order retries were scheduled in; these do not (a retry run ahead is scheduled early).
 /// A request makes at most one retry of each number at hop 0, so ids are unique per number.
+#[derive(Clone)]
 pub(super) struct DelaySamples {
     kept: Vec<Kept>,
 }

@@ -12,7 +12,7 @@ use crate::model::tokens::TokenBucket;
 use crate::model::{Admission, OverloadSpec, RejectReply};
 
 /// The mutable side of a hop's overload control.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(super) struct OverloadState {
     /// True when the hop's overload spec is not the default (admission and sampling needed).
     pub guarded: bool,

@@ -34,6 +34,7 @@ use std::collections::HashMap;
 const HEDGE_KEY: u64 = 0x4845_4447_4500_0000;
 
 /// Hedge state of one (policy, called hop).
+#[derive(Clone)]
 struct HedgeState {
     tokens: f64,
     /// `throttle` of its own (not the budget's): the gRFC A6 bucket's tokens (`None` until first
@@ -46,7 +47,7 @@ struct HedgeState {
 }
 
 /// Per (policy, hop): hedge tokens and latency quantiles.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(super) struct Hedging {
     state: HashMap<(u16, u16), HedgeState>,
 }

@@ -14,7 +14,7 @@ use super::{Attempt, Call, Commit, Simulation};
 use crate::engine::Handle;
 
 /// Live-reference counts and per-hop commits of the request ids from `base` on.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(super) struct EffectHistory {
     /// Some hop commits side effects: without one, nothing is counted or kept.
     on: bool,

@@ -17,6 +17,7 @@ pub(super) struct Queued {
 /// A hop's waiting room: lanes of one FIFO, or per-tenant lanes served round-robin (`fair`);
 /// with retry priority, a second set of lanes for retries served only when the first is empty.
 /// The discipline picks the end a lane is served from and when a queued attempt expires.
+#[derive(Clone)]
 pub(super) struct HopQueue {
     lanes: Vec<VecDeque<Queued>>,
     fair: bool,
@@ -39,6 +40,7 @@ pub(super) struct HopQueue {
 /// exceeded `target` (a standing queue, not a burst); while overloaded, attempts that waited more
 /// than 2 × `target` are dropped at dequeue. As in folly, the sample that opens an interval is
 /// never dropped, and the first interval opens at the second sample.
+#[derive(Clone)]
 struct Codel {
     interval_end: Nanos,
     min_delay: Nanos,

@@ -22,6 +22,7 @@ mod replicas;
 mod run_ahead;
 mod scoped;
 mod server;
+pub mod split;
 
 pub use replicas::replica_state_bytes;
 
@@ -231,7 +232,7 @@ struct Attempt {
 }
 
 /// One replica of a hop (a hop without `replicas` is one replica).
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct HopState {
     busy: u32,
     in_flight: u32,
@@ -259,6 +260,7 @@ struct Commit {
     key_expires_at: Nanos,
 }
 
+#[derive(Clone)]
 struct Rngs {
     arrivals: Vec<ChaCha8Rng>,
     payload: Vec<ChaCha8Rng>,
@@ -288,6 +290,7 @@ impl Rngs {
 }
 
 /// One replication of one scenario variant.
+#[derive(Clone)]
 pub struct Simulation<'a> {
     spec: &'a SimSpec,
     queue: EventQueue<Event>,

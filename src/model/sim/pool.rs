@@ -15,7 +15,7 @@ use crate::metrics::DlqReason;
 use std::collections::VecDeque;
 
 /// A hop's pool at run time.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(super) struct PoolState {
     /// Connections held by attempts.
     in_use: u32,

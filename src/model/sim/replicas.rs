@@ -16,6 +16,7 @@ use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
 /// The balancer of one hop.
+#[derive(Clone)]
 pub(super) struct Lb {
     /// Index of replica 0 in `Simulation::hops`.
     pub base: u32,
@@ -28,7 +29,7 @@ pub(super) struct Lb {
     /// Round robin, and `least_connections` among ties: the replica the next pick starts from.
     next: u32,
     /// Random choices (`random`, `power_of_two`): the hop's own balancer stream.
-    rng: Option<ChaCha8Rng>,
+    pub(super) rng: Option<ChaCha8Rng>,
     /// Per replica, when the balancer is health-aware (empty otherwise).
     health: Vec<Health>,
     /// Eligible replicas of the last pick (reused buffer).

@@ -43,6 +43,7 @@ use crate::model::fault::FaultKind;
 use crate::model::spec::SimSpec;
 
 /// Which calls may run their retries ahead, and the chain being run.
+#[derive(Clone)]
 pub(super) struct RunAhead {
     /// Off for the comparison runs of the tests and benches ([`Simulation::without_run_ahead`]).
     pub(super) enabled: bool,

@@ -20,6 +20,7 @@ use crate::model::SimSpec;
 use std::collections::HashMap;
 
 /// The budget and breaker states of every scope.
+#[derive(Clone)]
 pub(super) struct States {
     budgets: ScopedStates<BudgetState>,
     breakers: ScopedStates<BreakerState>,
@@ -122,6 +123,7 @@ fn slot<S>(states: &mut Vec<S>, i: usize, clients: u32, make: impl Fn() -> S) ->
 }
 
 /// The states of one kind (budgets or breakers), by scope key.
+#[derive(Clone)]
 pub(super) struct ScopedStates<S> {
     /// Per tenant: the policy its clients call with, its client count, and their states.
     dense: Vec<(u16, u32, Vec<S>)>,

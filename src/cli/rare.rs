@@ -1,0 +1,197 @@
+//! `retrystorm rare`: the probability of a rare overload by multilevel splitting.
+
+use super::{overrides, table, CliError, RunArgs};
+use crate::model::sim::split::ProgressFn;
+use crate::report::files;
+use crate::runner::rare::{check, estimate, plain, RareEstimate, RareSpec};
+use crate::scenario::{Scenario, Variant};
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Flags of `rare`.
+#[derive(Debug, Args)]
+pub struct RareArgs {
+    #[command(flatten)]
+    /// Scenario and run options.
+    pub run: RunArgs,
+    /// The level of the progress function that counts as tipped, e.g. --target 200.
+    #[arg(long, allow_negative_numbers = true, value_parser = super::parse_count::<u64>)]
+    pub target: u64,
+    /// What is watched: hop 0's backlog, or the retries waiting on a backoff timer.
+    #[arg(long, value_enum, default_value = "backlog")]
+    pub progress: ProgressFn,
+    /// Levels the path is split at, evenly spaced up to the target (2 to 50).
+    #[arg(long, allow_negative_numbers = true, value_parser = super::parse_count::<u32>, default_value = "5")]
+    pub levels: u32,
+    /// Trials per level (10 to 1,000,000).
+    #[arg(long, allow_negative_numbers = true, value_parser = super::parse_count::<u32>, default_value = "1000")]
+    pub effort: u32,
+    /// Independent splitting runs, for the relative error (2 to 1,000).
+    #[arg(long, allow_negative_numbers = true, value_parser = super::parse_count::<u32>, default_value = "8")]
+    pub repeats: u32,
+    /// The time limit from the run's start (default: the scenario's horizon).
+    #[arg(long, value_name = "DURATION")]
+    pub within: Option<String>,
+    /// Also run this many plain replications of the same event, for comparison.
+    #[arg(long, allow_negative_numbers = true, value_parser = super::parse_count::<u64>)]
+    pub plain: Option<u64>,
+}
+
+/// `rare.json`.
+#[derive(Debug, Serialize, Deserialize)]
+struct RareFile {
+    scenario: String,
+    seed: u64,
+    target: u64,
+    within_s: f64,
+    spec: RareSpec,
+    variants: Vec<RareVariant>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct RareVariant {
+    variant: String,
+    #[serde(flatten)]
+    estimate: RareEstimate,
+    /// Plain replication of the same event: (hits, runs).
+    plain: Option<(u64, u64)>,
+}
+
+fn bad(e: impl ToString) -> CliError {
+    CliError::BadInput(e.to_string())
+}
+
+/// `levels` evenly spaced levels up to `target` (whole numbers, increasing, duplicates dropped).
+fn levels(target: u64, count: u32) -> Vec<u64> {
+    let mut out: Vec<u64> = (1..=u64::from(count)).map(|k| (target * k).div_ceil(u64::from(count)).max(1)).collect();
+    out.dedup();
+    out
+}
+
+/// Runs `rare` and writes `rare.json`.
+pub fn run(args: RareArgs) -> Result<(), CliError> {
+    super::check_threads(args.run.threads)?;
+    if args.target < 2 {
+        return Err(bad(format!("--target {}: give a level of 2 or more", args.target)));
+    }
+    if !(2..=50).contains(&args.levels) {
+        return Err(bad(format!("--levels {}: give 2 to 50 levels", args.levels)));
+    }
+    if !(10..=1_000_000).contains(&args.effort) {
+        return Err(bad(format!("--effort {}: give 10 to 1,000,000 trials per level", args.effort)));
+    }
+    if !(2..=1000).contains(&args.repeats) {
+        return Err(bad(format!("--repeats {}: give 2 to 1,000 (the relative error needs two or more)", args.repeats)));
+    }
+    let scenario = Scenario::load(&args.run.scenario, &overrides(&args.run)?)?;
+    let variants: Vec<Variant> = scenario.run_variants();
+    let within_ns = match &args.within {
+        Some(text) => crate::engine::time::parse_duration(text)
+            .map_err(|e| bad(format!("--within {text}: {e}; give a duration such as 1h")))?,
+        None => scenario.base.horizon,
+    };
+    if within_ns == 0 {
+        return Err(bad("--within 0: give a positive duration, e.g. --within 1h"));
+    }
+    let rare = RareSpec {
+        progress: args.progress,
+        levels: levels(args.target, args.levels),
+        effort: args.effort,
+        within_ns,
+        repeats: args.repeats,
+    };
+    for v in &variants {
+        check(&v.spec, &rare).map_err(|e| bad(format!("variant `{}`: {e}", v.name)))?;
+    }
+    // Saved states: one stage's hits (at most `effort`) plus the next stage's, each a copy of a
+    // run; a run's record and state, from the run estimate.
+    let threads = args.run.threads.unwrap_or_else(rayon::current_num_threads);
+    let mut one = scenario.clone();
+    one.replications = 1;
+    let per_run = crate::runner::memory::estimate_run(&one, &variants[..1], 1);
+    let copies = 2 * u64::from(args.effort) + threads as u64;
+    let estimate_bytes = crate::runner::memory::Estimate {
+        bytes: per_run.bytes.saturating_mul(copies),
+        parts: vec![(format!("{copies} saved runs"), per_run.bytes.saturating_mul(copies))],
+        events: per_run.events,
+    };
+    super::check_memory(&estimate_bytes, &args.run)?;
+    let out = args.run.out.clone().unwrap_or_else(|| PathBuf::from("output").join(&scenario.name).join("rare"));
+    let claim = super::claim(&out, args.run.force)?;
+    for w in &scenario.warnings {
+        eprintln!("warning: {w}");
+    }
+    let pool = crate::runner::thread_pool(args.run.threads);
+    let results: Vec<RareVariant> = pool.install(|| {
+        variants
+            .iter()
+            .map(|v| RareVariant {
+                variant: v.name.clone(),
+                estimate: estimate(&v.spec, scenario.seed, &rare),
+                plain: args.plain.map(|n| (plain(&v.spec, scenario.seed, rare.progress, args.target, within_ns, n), n)),
+            })
+            .collect()
+    });
+    let file = RareFile {
+        scenario: scenario.name.clone(),
+        seed: scenario.seed,
+        target: args.target,
+        within_s: within_ns as f64 / 1e9,
+        spec: rare,
+        variants: results,
+    };
+    let mut json = serde_json::to_string_pretty(&file).expect("serialises");
+    json.push('\n');
+    let path = claim.dir().join("rare.json");
+    let written = vec![path.clone()];
+    let result = files::write_atomic(&path, json.as_bytes()).and_then(|()| claim.finish(&written));
+    if let Err(e) = result {
+        return Err(CliError::Failure(files::partial_failure(&e, &claim.abandon(&written))));
+    }
+    if !args.run.quiet {
+        let width = if args.run.wide { table::WIDE } else { table::WIDTH };
+        for line in text(&file).lines() {
+            print!("{}", table::fit(line, width));
+        }
+        println!("wrote rare.json to {}", out.display());
+    }
+    Ok(())
+}
+
+fn text(file: &RareFile) -> String {
+    let progress = match file.spec.progress {
+        ProgressFn::Backlog => "hop 0's backlog",
+        ProgressFn::RetriesPending => "retries pending",
+    };
+    let mut out = format!(
+        "{}: P({progress} reaches {} within {} s), multilevel splitting at levels {:?}, {} trials per level, {} repeats, seed {}\n",
+        file.scenario, file.target, file.within_s, file.spec.levels, file.spec.effort, file.spec.repeats, file.seed
+    );
+    for v in &file.variants {
+        let e = &v.estimate;
+        let re = e.relative_error.map_or("n/a".to_string(), |r| format!("{:.0}%", r * 100.0));
+        let ci = e.p_ci95.map_or(String::new(), |[lo, hi]| format!(", 95% interval {lo:.3e} – {hi:.3e}"));
+        let stages: Vec<String> = e
+            .stages
+            .iter()
+            .map(|s| {
+                let share = if s.trials > 0 { f64::from(s.hits) / f64::from(s.trials) } else { 0.0 };
+                format!("{}: {share:.3}", s.level)
+            })
+            .collect();
+        out.push_str(&format!(
+            "  {}: p = {:.3e} (relative error {re}{ci}); per level {}\n",
+            v.variant,
+            e.p,
+            stages.join(", ")
+        ));
+        if let Some((hits, runs)) = v.plain {
+            out.push_str(&format!(
+                "    plain replication: {hits} of {runs} runs ({:.3e})\n",
+                hits as f64 / runs as f64
+            ));
+        }
+    }
+    out
+}
