@@ -527,10 +527,14 @@ pub fn map_html(map: &MapFile, rendered: &Rendered) -> String {
         let text = line.split_once(". ").map_or(line.as_str(), |(_, t)| t);
         let _ = writeln!(h, "<li>{}</li>", escape(text));
     }
-    h.push_str("</ol>\n<h2 id=\"boundaries\">Boundaries</h2>\n<div class=\"scroll\"><table>\n<tr><th>variant</th>");
+    let rows = map.rows.len() * map.variants.len();
+    let _ = write!(
+        h,
+        "</ol>\n<h2 id=\"boundaries\">Boundaries</h2>\n<details><summary>Each row's boundary per variant ({rows} rows; the charts below draw them)</summary>\n<div class=\"scroll\"><table>\n<tr><th>variant</th>"
+    );
     let _ = writeln!(
         h,
-        "<th>{}</th><th>boundary ({})</th><th>95% interval</th><th>probes</th></tr>",
+        "<th>{}</th><th>boundary ({})</th><th>interval (values decided on either side)</th><th>probes</th></tr>",
         escape(&map.y.path),
         escape(&map.x.path)
     );
@@ -561,7 +565,7 @@ pub fn map_html(map: &MapFile, rendered: &Rendered) -> String {
             );
         }
     }
-    h.push_str("</table></div>\n<div id=\"charts\"></div>\n");
+    h.push_str("</table></div></details>\n");
     super::html::charts_and_tail(
         &mut h,
         &rendered.charts,
