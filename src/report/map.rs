@@ -116,7 +116,11 @@ pub fn ranking_lines(map: &MapFile) -> Vec<String> {
                 }
                 None => "no boundary inside the map".to_string(),
             };
-            let lead = if rank == 0 && order.len() > 1 { " — moves the cliff furthest" } else { "" };
+            // Only a strict lead is called one (every variant stable everywhere is a tie).
+            let ahead = order
+                .get(1)
+                .is_some_and(|&next| stable_share(map, v).unwrap_or(-1.0) > stable_share(map, next).unwrap_or(-1.0));
+            let lead = if rank == 0 && ahead { " — moves the cliff furthest" } else { "" };
             format!("{}. {}: {share}, {boundary}{lead}", rank + 1, map.variants[v])
         })
         .collect()
@@ -491,7 +495,9 @@ impl Figure for BoundaryFigure<'_> {
                 })
                 .collect();
             // A slight vertical offset per variant keeps overlapping bars apart.
-            let dy = (v as f64 - (map.variants.len() - 1) as f64 / 2.0) * 0.08;
+            // Kept within ±0.3 of the row whatever the number of variants.
+            let n = map.variants.len() as f64;
+            let dy = (v as f64 - (n - 1.0) / 2.0) * (0.6 / n).min(0.08);
             chart.draw_series(std::iter::once(PathElement::new(
                 points.iter().map(|p| (p.1, p.0 + dy)).collect::<Vec<_>>(),
                 colour.stroke_width(2),
