@@ -144,9 +144,9 @@ impl<T> Slab<T> {
         self.live == 0
     }
 
-    /// Slots allocated so far (live or free; never shrinks): the most values ever live at once.
-    #[cfg(test)]
-    pub(crate) fn slots(&self) -> usize {
+    /// Slots allocated so far (live or free; never shrinks): the most values ever live at once,
+    /// and how much memory a random access may range over.
+    pub fn slots(&self) -> usize {
         self.pages.iter().map(Vec::len).sum()
     }
 }
