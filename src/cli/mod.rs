@@ -201,6 +201,9 @@ fn missing_arguments(e: &clap::Error) -> String {
             "--vary" => Some("retrystorm plan scenarios/outage-herd.toml --vary hop.api.workers=1..64"),
             "<SCENARIO>" => Some("retrystorm run scenarios/outage-herd.toml"),
             "<FILE>" => Some("retrystorm init checkout.toml --rate 800 --capacity 1000"),
+            "--emulate" => Some(
+                "retrystorm compare scenarios/outage-herd.toml --emulate --time-scale 2 (--time-scale, --max-seconds, --max-requests and --allow-late apply only with --emulate)",
+            ),
             _ => None,
         }
     };
@@ -616,6 +619,14 @@ mod tests {
         let args = ["retrystorm", "plan", "scenarios/outage-herd.toml"].map(std::ffi::OsString::from);
         let Err(CliError::BadInput(message)) = main_with_args(args) else { panic!("plan without --vary is bad input") };
         assert!(message.contains("--vary") && message.contains("for example: retrystorm plan"), "{message}");
+    }
+
+    #[test]
+    fn an_emulation_flag_without_emulate_says_what_it_needs() {
+        let args =
+            ["retrystorm", "compare", "scenarios/outage-herd.toml", "--time-scale", "2"].map(std::ffi::OsString::from);
+        let Err(CliError::BadInput(message)) = main_with_args(args) else { panic!("bad input") };
+        assert!(message.contains("missing --emulate") && message.contains("apply only with --emulate"), "{message}");
     }
 
     #[test]
