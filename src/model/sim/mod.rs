@@ -896,6 +896,13 @@ impl<'a> Simulation<'a> {
     /// waiter's attempt fails at once, its job fails, and the cancel reaches this call's parent
     /// job): the call is then gone (`cancel_calls`) and its reply is answered to nobody.
     fn answer_caller(&mut self, call: Handle, reply: Reply) {
+        // Without a pool nothing runs between the reply and its caller: the call is live, and
+        // the lookup below (every reply's cost) is only needed when releasing a connection can
+        // start other work that ends the call first.
+        if !self.any_pool {
+            self.caller_sees(call, reply);
+            return;
+        }
         self.release_connection(call);
         if self.calls.get(call).is_some() {
             self.caller_sees(call, reply);
