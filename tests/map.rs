@@ -114,6 +114,9 @@ fn leave_measures_how_long_stuck_runs_take_to_leave_their_storm() {
                 let e = &c.estimate;
                 let left = e.left.expect("counted with --leave");
                 assert!(left <= e.metastable, "{c:?}");
+                // The distribution: one time per metastable run, null where still stuck.
+                assert_eq!(e.leave_s.len() as u32, e.metastable, "{c:?}");
+                assert_eq!(e.leave_s.iter().flatten().count() as u32, left, "{c:?}");
                 stuck += e.metastable;
                 match e.leave_median_s {
                     // A median exists only when more than half left, and lies after the judging

@@ -212,6 +212,10 @@ pub struct Estimate {
     pub peak_after_over_capacity_median: Option<f64>,
     /// With `leave`: of the metastable runs, those that left their storm before the horizon.
     pub left: Option<u32>,
+    /// With `leave`: each metastable run's time to leave its storm (s from the trigger's end), in
+    /// replication order; null for a run still stuck at the horizon (censored there).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub leave_s: Vec<Option<f64>>,
     /// With `leave`: the median time (s from the trigger's end) metastable runs took to leave,
     /// counting those still stuck at the horizon as later than any (censored); None when half or
     /// more were still stuck.
@@ -438,6 +442,7 @@ fn estimate(spec: Option<&SimSpec>, def: &Definition, seed: u64, progress: &Prog
     e.recovery_median_s = median(recovery);
     e.peak_after_over_capacity_median = median(peaks);
     if def.leave {
+        e.leave_s = leave.iter().map(|t| t.is_finite().then_some(*t)).collect();
         e.left = Some(leave.iter().filter(|t| t.is_finite()).count() as u32);
         e.leave_median_s = median(leave).filter(|m| m.is_finite());
     }
