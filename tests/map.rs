@@ -187,6 +187,11 @@ fn bad_map_input_is_named_with_its_fix() {
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
     }
+    // A hold past the horizon: nothing can be judged, and the warning says why (exit 0).
+    let out = retrystorm(tmp.path(), &["map", &path, "--points", "2", "--hold", "190s", "--quiet", "--out", "late"]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no run could be judged") && stderr.contains("shorten --hold"), "{stderr}");
     // A path that is not in the scenario: named by the scenario's own message, nothing written.
     let out = retrystorm(tmp.path(), &["map", &path, "--y", "hop.nope.workers=1..4", "--points", "3"]);
     assert_eq!(out.status.code(), Some(2));

@@ -249,6 +249,9 @@ pub fn run(args: MapArgs) -> Result<(), CliError> {
     let map = pool.install(|| run_map(&job, &load));
     progress.finish();
     let map = map.map_err(bad)?;
+    if let Some(w) = unobservable_warning(&map) {
+        eprintln!("{w}");
+    }
     let written = write(&claim, &map)?;
     if !args.run.quiet {
         let width = if args.run.wide { table::WIDE } else { table::WIDTH };
@@ -256,6 +259,17 @@ pub fn run(args: MapArgs) -> Result<(), CliError> {
         print!("{}", table::fit(&format!("wrote {written} files to {}", out.display()), width));
     }
     Ok(())
+}
+
+/// A warning when no run of the map could be judged, with what usually causes it.
+fn unobservable_warning(map: &MapFile) -> Option<String> {
+    let judged: u32 = map.rows.iter().flat_map(|r| &r.variants).flat_map(|v| &v.cells).map(|c| c.estimate.judged).sum();
+    (judged == 0 && !map.rows.is_empty()).then(|| {
+        format!(
+            "warning: no run could be judged (every cell is not observable): the judging instant, the trigger's end + {} s, must come before the horizon, and a run must not be cut before it (max_events); shorten --hold, lengthen the horizon (--set horizon=…) or raise max_events",
+            map.definition.hold_s
+        )
+    })
 }
 
 /// Writes the map's files into the claimed directory, then the manifest; a failure part-way is
