@@ -44,6 +44,18 @@ fn run_plan(out: &str, extra: &[&'static str]) -> std::process::Output {
     retrystorm(&args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
+/// `merge` of the shard directories `s1` and `s2` under `dir` writes plan.json and plan.csv
+/// byte-identical to the unsharded plan in `whole`.
+fn assert_shards_merge_to(dir: &std::path::Path, whole: &str) {
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let merged = retrystorm(&["merge", &path("s1"), &path("s2"), "--out", &path("m")]);
+    assert!(merged.status.success(), "{}", String::from_utf8_lossy(&merged.stderr));
+    for file in ["plan.json", "plan.csv"] {
+        let read = |d: &str| std::fs::read(dir.join(d).join(file)).unwrap();
+        assert_eq!(read(whole), read("m"), "{file}: merged shards differ from the whole plan");
+    }
+}
+
 #[test]
 fn plan_answers_the_worker_count_the_wall_needs() {
     // Without jitter the post-outage arrivals do not depend on the API's workers (it fails fast
@@ -88,24 +100,31 @@ fn plan_is_deterministic_and_shards_merge_byte_for_byte() {
     assert!(String::from_utf8_lossy(&alone.stderr).contains("(full) is missing"));
 }
 
-#[test]
-fn plan_refuses_bad_requirements_and_ranges_with_exit_code_2() {
+/// Each case (extra flags after `plan scenarios/outage-herd.toml --quiet --out DIR`, the words
+/// its message must hold) exits with code 2, that message and no panic, and writes nothing.
+fn assert_refused(cases: Vec<(Vec<&str>, &str)>) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("p");
-    for (args, says) in [
-        (vec!["--vary", "hop.api.workers=8..1"], "the range is empty"),
-        (vec!["--vary", "hop.api.workers=1..8", "--require", "succes_ratio >= 0.9"], "did you mean `success_ratio`"),
-        (vec!["--vary", "hop.api.workers=1..8", "--require", "hop.db.attempts <= 9"], "no hop is named `db`"),
-        (vec!["--vary", "hop.api.workers=0..8", "--require", "success_ratio >= 0.9"], "hop.api.workers=0"),
-    ] {
+    for (args, says) in cases {
         let mut all = vec!["plan", "scenarios/outage-herd.toml", "--quiet", "--out", out.to_str().unwrap()];
         all.extend(args);
         let o = retrystorm(&all);
         assert_eq!(o.status.code(), Some(2), "{all:?}");
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains(says), "{all:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
         assert!(!out.exists(), "nothing written for {all:?}");
     }
+}
+
+#[test]
+fn plan_refuses_bad_requirements_and_ranges_with_exit_code_2() {
+    assert_refused(vec![
+        (vec!["--vary", "hop.api.workers=8..1"], "the range is empty"),
+        (vec!["--vary", "hop.api.workers=1..8", "--require", "succes_ratio >= 0.9"], "did you mean `success_ratio`"),
+        (vec!["--vary", "hop.api.workers=1..8", "--require", "hop.db.attempts <= 9"], "no hop is named `db`"),
+        (vec!["--vary", "hop.api.workers=0..8", "--require", "success_ratio >= 0.9"], "hop.api.workers=0"),
+    ]);
 }
 
 fn plan_json(dir: &std::path::Path) -> serde_json::Value {
@@ -143,12 +162,7 @@ fn largest_service_time_the_api_sustains_over_a_duration_range() {
         a.extend(["--shard".to_string(), shard.to_string()]);
         assert!(run(&a).status.success());
     }
-    let merged = retrystorm(&["merge", &path("s1"), &path("s2"), "--out", &path("m")]);
-    assert!(merged.status.success(), "{}", String::from_utf8_lossy(&merged.stderr));
-    for file in ["plan.json", "plan.csv"] {
-        let read = |d: &str| std::fs::read(dir.path().join(d).join(file)).unwrap();
-        assert_eq!(read("a"), read("m"), "{file}: merged shards differ from the whole plan");
-    }
+    assert_shards_merge_to(dir.path(), "a");
 }
 
 #[test]
@@ -192,9 +206,7 @@ fn largest_arrival_rate_an_mm1_server_sustains_matches_queueing_theory() {
 
 #[test]
 fn plan_refuses_bad_duration_and_rate_ranges_with_one_message() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("p");
-    for (args, says) in [
+    let cases = vec![
         (vec!["--vary", "hop.api.service.mean=50ms..5ms"], "the range is empty (50ms > 5ms)"),
         (vec!["--vary", "hop.api.service.mean=5ms..fast"], "`fast` is not a number or a duration"),
         (vec!["--vary", "hop.api.service.mean=5ms..50"], "unit mismatch"),
@@ -203,17 +215,16 @@ fn plan_refuses_bad_duration_and_rate_ranges_with_one_message() {
         (vec!["--vary", "hop.api.workers=1..8", "--find", "biggest"], "invalid value 'biggest' for '--find"),
         // A duration range on a whole-number field: the scenario says which field and value.
         (vec!["--vary", "hop.api.workers=5ms..50ms"], "hop.api.workers=5ms"),
-    ] {
-        let mut all = vec!["plan", "scenarios/outage-herd.toml", "--quiet", "--out", out.to_str().unwrap()];
-        all.extend(args);
-        all.extend(["--require", "success_ratio >= 0.9"]);
-        let o = retrystorm(&all);
-        assert_eq!(o.status.code(), Some(2), "{all:?}");
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(err.contains(says), "{all:?}: {err}");
-        assert!(!err.contains("panicked"), "{err}");
-        assert!(!out.exists(), "nothing written for {all:?}");
-    }
+    ];
+    assert_refused(
+        cases
+            .into_iter()
+            .map(|(mut args, says)| {
+                args.extend(["--require", "success_ratio >= 0.9"]);
+                (args, says)
+            })
+            .collect(),
+    );
 }
 
 /// The largest trigger a configuration absorbs: `--find largest` over the outage's length (the
@@ -259,4 +270,102 @@ fn largest_outage_a_configuration_absorbs() {
     };
     assert!(meets(chosen), "the chosen {chosen} s must meet every requirement");
     assert!(!meets(chosen + step), "{} s (one step longer) must not", chosen + step);
+}
+
+/// The first search's answer at each value of the second setting, as a one-setting plan with
+/// that value `--set` gives it.
+#[test]
+fn a_two_setting_plan_is_a_one_setting_plan_at_each_value_and_names_the_cheapest() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    // Full jitter needs more attempts to outlast the 10 s outage than exponential does, so
+    // success (and with it the answer) depends on max_attempts.
+    let two: [&'static str; 8] = [
+        "--jitter",
+        "exponential,full",
+        "--require",
+        "success_ratio >= 0.99",
+        "--across",
+        "policy.client.max_attempts=6..14",
+        "--across-step",
+        "4",
+    ];
+    let whole = run_plan(&path("two"), &two);
+    assert!(whole.status.success(), "{}", String::from_utf8_lossy(&whole.stderr));
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("two/plan.json")).unwrap()).unwrap();
+    assert_eq!(plan["across"]["parameter"], "policy.client.max_attempts");
+    let entries = plan["plans"].as_array().unwrap();
+    assert_eq!(entries.len(), 6, "2 variants × max_attempts 6, 10, 14");
+    let mut found = 0;
+    for (k, at) in [6, 10, 14].into_iter().enumerate() {
+        let set = format!("policy.client.max_attempts={at}");
+        let one = format!("one-{at}");
+        let mut args = plan_args(&path(&one), &["--jitter", "exponential,full", "--require", "success_ratio >= 0.99"]);
+        args.extend(["--set".to_string(), set]);
+        let o = retrystorm(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let single: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join(&one).join("plan.json")).unwrap()).unwrap();
+        for v in 0..2 {
+            let e = &entries[v * 3 + k];
+            assert_eq!(e["at"].as_i64(), Some(at));
+            assert_eq!(e["chosen"], single["plans"][v]["chosen"], "{} at max_attempts {at}", e["variant"]);
+            assert_eq!(e["probes"], single["plans"][v]["probes"], "{} at max_attempts {at}", e["variant"]);
+            found += usize::from(!e["chosen"].is_null());
+        }
+    }
+    assert!(found >= 2, "the frontier has answers to compare: {entries:?}");
+    // The cheapest: the fewest workers, ties to the fewest attempts; the report says it.
+    let report = std::fs::read_to_string(dir.path().join("two/report.html")).unwrap();
+    for v in 0..2 {
+        let mine: Vec<(i64, i64)> = entries[v * 3..v * 3 + 3]
+            .iter()
+            .filter_map(|e| Some((e["chosen"].as_i64()?, e["at"].as_i64().unwrap())))
+            .collect();
+        let name = entries[v * 3]["variant"].as_str().unwrap();
+        match mine.iter().min() {
+            Some((workers, at)) => assert!(
+                report.contains(&format!(
+                    "{name}: cheapest hop.api.workers = {workers} at policy.client.max_attempts = {at}"
+                )),
+                "{name}: {mine:?}"
+            ),
+            None => assert!(report.contains(&format!("{name}: no combination")), "{name}"),
+        }
+    }
+    assert!(dir.path().join("two/frontier.png").is_file());
+    // Shards merge into the same files.
+    let shard = |k: &'static str, out: &str| {
+        let mut extra: Vec<&'static str> = two.to_vec();
+        extra.extend(["--shard", k]);
+        assert!(run_plan(&path(out), &extra).status.success());
+    };
+    shard("1/2", "s1");
+    shard("2/2", "s2");
+    assert_shards_merge_to(dir.path(), "two");
+}
+
+#[test]
+fn a_two_setting_plan_refuses_a_second_setting_it_cannot_sweep() {
+    let cases = vec![
+        (vec!["--across", "hop.api.workers=1..4"], "the same setting as --vary"),
+        (vec!["--across", "policy.client.max_attempts=1..100"], "100 values"),
+        (
+            vec!["--across", "policy.client.max_attempts=9..2"],
+            "--across `policy.client.max_attempts=9..2`: the range is empty",
+        ),
+        (vec!["--across", "policy.client.base=10ms..1s", "--across-step", "2"], "--across-step `2`: unit mismatch"),
+        (vec!["--across-step", "2"], "--across"),
+    ];
+    assert_refused(
+        cases
+            .into_iter()
+            .map(|(args, says)| {
+                let mut all = vec!["--vary", "hop.api.workers=1..8"];
+                all.extend(args);
+                (all, says)
+            })
+            .collect(),
+    );
 }

@@ -3,8 +3,10 @@
 use super::{overrides, CliError, RunArgs};
 use crate::metrics::objective::Requirement;
 use crate::report::{files, plan as plan_files};
-use crate::runner::plan::{judge, monotonicity_warnings, search, PlanFile, ProbeMetrics, VariantPlan};
-use crate::runner::plan_range::{Find, Range};
+use crate::runner::plan::{
+    judge, monotonicity_warnings, search, Across, PlanFile, ProbeMetrics, VariantPlan, MAX_ACROSS_VALUES,
+};
+use crate::runner::plan_range::{Find, Range, ACROSS};
 use crate::runner::sweep::Shard;
 use crate::runner::{run_study, RunOptions};
 use crate::scenario::input_file;
@@ -38,6 +40,15 @@ pub struct PlanArgs {
     /// Jitter strategies to plan for (default: the scenario's variants, else the scenario).
     #[arg(long, value_delimiter = ',')]
     pub jitter: Vec<String>,
+    /// A second setting, swept at every value of its grid while the first (--vary) is searched
+    /// at each: the frontier and the cheapest combination, e.g. --across
+    /// policy.client.max_attempts=4..14 (at most 64 values).
+    #[arg(long, value_name = "PATH=LO..HI")]
+    pub across: Option<String>,
+    /// The --across grid step, in its unit (default 1 for whole numbers, else the power of ten at
+    /// or below 10% of its range).
+    #[arg(long, value_name = "STEP", requires = "across")]
+    pub across_step: Option<String>,
     /// Plan only the K-th of N slices of the variants (i mod N = K − 1); join with `retrystorm merge`.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
@@ -62,6 +73,28 @@ pub fn run(args: PlanArgs) -> Result<(), CliError> {
     }
     let range = Range::parse(&args.vary, args.resolution.as_deref()).map_err(bad)?;
     let path = range.path.clone();
+    let across = args
+        .across
+        .as_deref()
+        .map(|a| Range::parse_flag(ACROSS, a, args.across_step.as_deref()))
+        .transpose()
+        .map_err(bad)?;
+    if let Some(a) = &across {
+        if a.path == path {
+            return Err(bad(format!("--across {}: the same setting as --vary; give a second setting, e.g. --across policy.client.max_attempts=4..14", a.path)));
+        }
+        let n = a.steps() as usize + 1;
+        if n > MAX_ACROSS_VALUES {
+            return Err(bad(format!(
+                "--across {}={}..{}: {n} values at step {}, each a full search; give at most {MAX_ACROSS_VALUES} with a wider --across-step",
+                a.path,
+                a.show(a.lo),
+                a.show(a.hi),
+                a.show(a.resolution)
+            )));
+        }
+    }
+    let at_values: Vec<Option<f64>> = across.as_ref().map_or(vec![None], |a| a.grid().into_iter().map(Some).collect());
     let shard = args.shard.as_deref().map(Shard::parse).transpose().map_err(bad)?;
     let base = overrides(&args.run)?;
     let scenario = Scenario::load(&args.run.scenario, &base)?;
@@ -82,22 +115,33 @@ pub fn run(args: PlanArgs) -> Result<(), CliError> {
         r.metric.check_names(&hops, &tenants).map_err(|e| bad(format!("--require: {e}")))?;
     }
     let names: Vec<String> = variants_of(&scenario, &args.jitter)?.iter().map(|v| v.name.clone()).collect();
-    // A bad value fails before anything runs: both ends of the range must load.
-    let load = |value: f64| -> Result<(Scenario, Vec<Variant>), CliError> {
+    // A bad value fails before anything runs: both ends of the range (at both ends of the second
+    // setting's) must load.
+    let load = |value: f64, at: Option<f64>| -> Result<(Scenario, Vec<Variant>), CliError> {
         let mut sets: Vec<Override> = base.clone();
-        let set = range.toml_value(value);
-        #[allow(clippy::wildcard_enum_match_arm, reason = "a TOML value, not a kind: any other shape is shown as TOML")]
-        let shown = match &set {
-            toml::Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        sets.push(Override { path: path.clone(), value: set });
-        let s = Scenario::load(&args.run.scenario, &sets).map_err(|e| bad(format!("{path}={shown}: {e}")))?;
-        let variants = variants_of(&s, &args.jitter).map_err(|e| bad(format!("{path}={shown}: {e}")))?;
+        let mut shown = Vec::new();
+        for (r, x) in std::iter::once((&range, value)).chain(across.as_ref().zip(at)) {
+            let set = r.toml_value(x);
+            #[allow(
+                clippy::wildcard_enum_match_arm,
+                reason = "a TOML value, not a kind: any other shape is shown as TOML"
+            )]
+            let text = match &set {
+                toml::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            shown.push(format!("{}={text}", r.path));
+            sets.push(Override { path: r.path.clone(), value: set });
+        }
+        let shown = shown.join(" ");
+        let s = Scenario::load(&args.run.scenario, &sets).map_err(|e| bad(format!("{shown}: {e}")))?;
+        let variants = variants_of(&s, &args.jitter).map_err(|e| bad(format!("{shown}: {e}")))?;
         Ok((s, variants))
     };
-    load(range.lo)?;
-    load(range.hi)?;
+    for at in [at_values[0], at_values[at_values.len() - 1]] {
+        load(range.lo, at)?;
+        load(range.hi, at)?;
+    }
     let out = args.run.out.clone().unwrap_or_else(|| {
         let dir = PathBuf::from("output").join(&scenario.name).join("plan");
         shard.map_or(dir.clone(), |s| dir.join(format!("shard-{}-of-{}", s.index, s.count)))
@@ -112,19 +156,24 @@ pub fn run(args: PlanArgs) -> Result<(), CliError> {
         if shard.is_some_and(|s| !s.contains(index)) {
             continue;
         }
-        let (chosen, probes) = search(&range, args.find, |value| -> Result<_, CliError> {
-            let (s, variants) = load(value)?;
-            let variant = variants.into_iter().nth(index).expect("every value loads the same variants");
-            let study = run_study(&s, std::slice::from_ref(&variant), &options);
-            let v = &study.variants[0];
-            if !args.run.quiet {
-                eprintln!("plan: {name} at {path}={}", range.show(value));
-            }
-            let metrics = ProbeMetrics { global: v.metrics.clone(), hops: v.hops.clone(), tenants: v.tenants.clone() };
-            Ok(judge(value, &metrics, &requirements))
-        })?;
-        let warnings = monotonicity_warnings(&probes, &requirements, &range, args.find);
-        plans.push(VariantPlan { variant: name.clone(), index, chosen, probes, warnings });
+        for &at in &at_values {
+            let (chosen, probes) = search(&range, args.find, |value| -> Result<_, CliError> {
+                let (s, variants) = load(value, at)?;
+                let variant = variants.into_iter().nth(index).expect("every value loads the same variants");
+                let study = run_study(&s, std::slice::from_ref(&variant), &options);
+                let v = &study.variants[0];
+                if !args.run.quiet {
+                    let second =
+                        across.as_ref().zip(at).map_or(String::new(), |(a, x)| format!(", {}={}", a.path, a.show(x)));
+                    eprintln!("plan: {name} at {path}={}{second}", range.show(value));
+                }
+                let metrics =
+                    ProbeMetrics { global: v.metrics.clone(), hops: v.hops.clone(), tenants: v.tenants.clone() };
+                Ok(judge(value, &metrics, &requirements))
+            })?;
+            let warnings = monotonicity_warnings(&probes, &requirements, &range, args.find);
+            plans.push(VariantPlan { variant: name.clone(), index, chosen, probes, warnings, at });
+        }
     }
     let plan = PlanFile {
         scenario: scenario.name.clone(),
@@ -137,6 +186,7 @@ pub fn run(args: PlanArgs) -> Result<(), CliError> {
         lo: range.lo,
         hi: range.hi,
         resolution: range.resolution,
+        across: across.as_ref().map(Across::of),
         requirements: requirements.iter().map(ToString::to_string).collect(),
         variants: names,
         shard: shard.map(|s| format!("{}/{}", s.index, s.count)),
@@ -144,8 +194,9 @@ pub fn run(args: PlanArgs) -> Result<(), CliError> {
     };
     let written = plan_files::write_plan(&out, &plan).map_err(bad)?;
     if !args.run.quiet {
+        let width = if args.run.wide { super::table::WIDE } else { super::table::WIDTH };
         for line in plan_files::answer_lines(&plan) {
-            println!("{line}");
+            print!("{}", super::table::fit(&line, width));
         }
         println!("wrote {} files to {}", written.len(), out.display());
     }
@@ -190,11 +241,20 @@ pub fn merge(dirs: &[PathBuf], out: Option<PathBuf>, max_bytes: u64) -> Result<(
         return Err(bad("merge needs shards of one plan, each written by `plan --shard K/N` with the same N"));
     }
     let mut plans: Vec<_> = shards.iter().flat_map(|(_, p)| p.plans.iter().cloned()).collect();
-    plans.sort_by_key(|p| p.index);
+    plans.sort_by(|a, b| a.index.cmp(&b.index).then(a.at.unwrap_or(0.0).total_cmp(&b.at.unwrap_or(0.0))));
+    // One search per variant, or per variant and value of the second setting.
+    let ats: Vec<Option<f64>> =
+        first.across.as_ref().map_or(vec![None], |a| a.range().grid().into_iter().map(Some).collect());
     for (i, name) in first.variants.iter().enumerate() {
-        let n = plans.iter().filter(|p| p.index == i).count();
-        if n != 1 {
-            let what = if n == 0 { "missing: run its shard" } else { "given twice" };
+        let mine: Vec<Option<f64>> = plans.iter().filter(|p| p.index == i).map(|p| p.at).collect();
+        if mine != ats {
+            let what = if mine.is_empty() {
+                "missing: run its shard".to_string()
+            } else if mine.len() > ats.len() {
+                "given twice".to_string()
+            } else {
+                format!("searched at {} of the {} values of the second setting", mine.len(), ats.len())
+            };
             return Err(bad(format!("variant {i} ({name}) is {what}")));
         }
     }
@@ -203,7 +263,7 @@ pub fn merge(dirs: &[PathBuf], out: Option<PathBuf>, max_bytes: u64) -> Result<(
     files::prepare_dir(&out).map_err(|e| bad(format!("{e}; choose another --out")))?;
     let written = plan_files::write_plan(&out, &merged).map_err(bad)?;
     for line in plan_files::answer_lines(&merged) {
-        println!("{line}");
+        print!("{}", super::table::fit(&line, super::table::WIDTH));
     }
     println!("merged {} plan shard(s) into {} ({} files)", shards.len(), out.display(), written.len());
     Ok(())

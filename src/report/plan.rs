@@ -1,6 +1,9 @@
 //! `plan`'s files: `plan.json` (every probe with its statistics), `plan.csv` (one row per
 //! variant × probe × requirement), the chart `plan.svg`/`plan.png` (each requirement's metric
-//! against the parameter, the threshold and the chosen value marked) and `report.html`.
+//! against the parameter, the threshold and the chosen value marked) and `report.html`. A
+//! two-setting plan (`--across`) draws `frontier.svg`/`frontier.png` instead: per variant the
+//! least first setting meeting every requirement at each value of the second, the cheapest
+//! combination ringed.
 
 use super::charts::{palette, DrawResult, Figure, Rendered, FONT};
 use super::files::{self, OutputError};
@@ -8,7 +11,7 @@ use super::format::{fmt_num, fmt_secs, fmt_tick};
 use super::html::{escape, head, swatch};
 use super::values;
 use crate::metrics::objective::{Requirement, Verdict as Met};
-use crate::runner::plan::PlanFile;
+use crate::runner::plan::{by_variant, cheapest, PlanFile, Probe};
 use crate::runner::plan_range::{whole, Find, Kind};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -18,9 +21,8 @@ use std::path::{Path, PathBuf};
 /// The colour of the plan's variant with index `index`: the palette's colour for its name, the
 /// same as in `compare` and `run`.
 fn plan_colour(plan: &PlanFile, index: usize) -> RGBColor {
-    let names: Vec<&str> = plan.plans.iter().map(|p| p.variant.as_str()).collect();
-    let at = plan.plans.iter().position(|p| p.index == index).unwrap_or(0);
-    palette::colours_of(&names).get(at).copied().unwrap_or(palette::PALETTE[0])
+    let names: Vec<&str> = plan.variants.iter().map(String::as_str).collect();
+    palette::colours_of(&names).get(index).copied().unwrap_or(palette::PALETTE[0])
 }
 
 /// `plan.json` text (floats round-trip exactly, so a merged plan is byte-identical).
@@ -36,17 +38,30 @@ fn num(x: Option<f64>) -> String {
 }
 
 /// `plan.csv`: variant, value, requirement, mean, CI, the bound compared, met, meets_all, chosen.
+/// A two-setting plan has a second column, `at`: the second setting's value.
 pub fn plan_csv(plan: &PlanFile) -> Vec<u8> {
     let mut w = csv::Writer::from_writer(Vec::new());
-    let header =
-        ["variant", "value", "requirement", "mean", "ci95_low", "ci95_high", "bound", "met", "meets_all", "chosen"];
-    w.write_record(header).expect("in memory");
+    let two = plan.across.is_some();
+    let header = [
+        "variant",
+        "at",
+        "value",
+        "requirement",
+        "mean",
+        "ci95_low",
+        "ci95_high",
+        "bound",
+        "met",
+        "meets_all",
+        "chosen",
+    ];
+    w.write_record(header.iter().filter(|&&h| two || h != "at")).expect("in memory");
     for p in &plan.plans {
         for probe in &p.probes {
             for r in &probe.requirements {
                 let (mean, ci) = (r.stat.as_ref().and_then(|s| s.mean), r.stat.as_ref().and_then(|s| s.ci95));
-                w.write_record([
-                    p.variant.clone(),
+                let at = p.at.map(whole::text);
+                w.write_record([p.variant.clone()].into_iter().chain(at).chain([
                     whole::text(probe.value),
                     r.requirement.clone(),
                     num(mean),
@@ -56,7 +71,7 @@ pub fn plan_csv(plan: &PlanFile) -> Vec<u8> {
                     (r.verdict == Met::Met).to_string(),
                     probe.meets_all.to_string(),
                     (p.chosen == Some(probe.value)).to_string(),
-                ])
+                ]))
                 .expect("in memory");
             }
         }
@@ -66,6 +81,9 @@ pub fn plan_csv(plan: &PlanFile) -> Vec<u8> {
 
 /// The answer lines (stdout and the report).
 pub fn answer_lines(plan: &PlanFile) -> Vec<String> {
+    if plan.across.is_some() {
+        return frontier_lines(plan);
+    }
     let range = plan.range();
     let show = |x: f64| range.show(x);
     let step = if plan.kind == Kind::Integer && plan.resolution == 1.0 {
@@ -96,21 +114,8 @@ pub fn answer_lines(plan: &PlanFile) -> Vec<String> {
                     Find::Largest => (p.probes.first(), format!("down to {}", show(plan.lo))),
                 };
                 let top = end;
-                let missed: Vec<String> = top
-                    .map(|q| {
-                        q.requirements
-                            .iter()
-                            .filter(|r| r.verdict == Met::NotMet)
-                            .map(|r| {
-                                let metric = Requirement::parse(&r.requirement).ok().map(|x| x.metric.metric);
-                                let shown = metric.map_or("—".into(), |m| values::value(m, r.stat.as_ref()));
-                                format!("{} is {shown}", r.requirement)
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
                 let at = top.map_or(String::new(), |q| show(q.value));
-                format!("no value {beyond} meets every requirement (at {at}: {})", missed.join("; "))
+                format!("no value {beyond} meets every requirement (at {at}: {})", top.map_or(String::new(), missed))
             }
         };
         lines.push(format!("  {}: {answer}   (probes: {})", p.variant, probes.join(" ")));
@@ -119,6 +124,294 @@ pub fn answer_lines(plan: &PlanFile) -> Vec<String> {
         }
     }
     lines
+}
+
+/// The requirements `probe` did not meet, with their values: `success_ratio >= 0.999 is 97.30%`.
+fn missed(probe: &Probe) -> String {
+    let missed: Vec<String> = probe
+        .requirements
+        .iter()
+        .filter(|r| r.verdict == Met::NotMet)
+        .map(|r| {
+            let metric = Requirement::parse(&r.requirement).ok().map(|x| x.metric.metric);
+            let shown = metric.map_or("—".into(), |m| values::value(m, r.stat.as_ref()));
+            format!("{} is {shown}", r.requirement)
+        })
+        .collect();
+    missed.join("; ")
+}
+
+/// The answer lines of a two-setting plan: the question, then per variant its cheapest
+/// combination and its frontier (wrapped within 100 columns), and the searches' warnings.
+fn frontier_lines(plan: &PlanFile) -> Vec<String> {
+    let across = plan.across.as_ref().expect("a two-setting plan");
+    let (range, second) = (plan.range(), across.range());
+    let grid = second.grid();
+    let step = if plan.kind == Kind::Integer && plan.resolution == 1.0 {
+        String::new()
+    } else {
+        format!(" to within {}", range.show(plan.resolution))
+    };
+    let mut lines = vec![format!(
+        "{}: {} {} in {}..{}{step} at each {} in {}..{} ({} values) meeting {} with 95% confidence ({} replications per probe, seed {})",
+        plan.scenario,
+        plan.find.word(),
+        plan.parameter,
+        range.show(plan.lo),
+        range.show(plan.hi),
+        across.parameter,
+        second.show(across.lo),
+        second.show(across.hi),
+        grid.len(),
+        plan.requirements.join(" and "),
+        plan.replications,
+        plan.seed
+    )];
+    for group in by_variant(plan) {
+        let name = &group[0].variant;
+        lines.push(match cheapest(&group, plan.find) {
+            Some(best) => format!(
+                "  {name}: cheapest {} = {} at {} = {}",
+                plan.parameter,
+                range.show(best.chosen.expect("a cheapest entry has its value")),
+                across.parameter,
+                second.show(best.at.unwrap_or(across.lo))
+            ),
+            None => {
+                // The search's end that should pass, at the second setting's last value.
+                let last = group.last().expect("a variant has its searches");
+                let end = match plan.find {
+                    Find::Smallest => last.probes.last(),
+                    Find::Largest => last.probes.first(),
+                };
+                let why = end.map_or(String::new(), |q| {
+                    format!(
+                        "; at {} = {} and {} = {}: {}",
+                        across.parameter,
+                        second.show(last.at.unwrap_or(across.hi)),
+                        plan.parameter,
+                        range.show(q.value),
+                        missed(q)
+                    )
+                });
+                format!(
+                    "  {name}: no combination in range meets every requirement ({} {} {} at every {} in {}..{}{why})",
+                    plan.parameter,
+                    match plan.find {
+                        Find::Smallest => "up to",
+                        Find::Largest => "down to",
+                    },
+                    range.show(match plan.find {
+                        Find::Smallest => plan.hi,
+                        Find::Largest => plan.lo,
+                    }),
+                    across.parameter,
+                    second.show(across.lo),
+                    second.show(across.hi)
+                )
+            }
+        });
+        let points: Vec<String> = group
+            .iter()
+            .map(|p| {
+                let at = second.show(p.at.unwrap_or(across.lo));
+                format!("{at}→{}", p.chosen.map_or("none".to_string(), |v| range.show(v)))
+            })
+            .collect();
+        lines.push(format!("    frontier ({} → {}): {}", across.parameter, plan.parameter, points.join(", ")));
+        for p in &group {
+            for w in &p.warnings {
+                lines.push(format!(
+                    "    warning at {} = {}: {w}",
+                    across.parameter,
+                    second.show(p.at.unwrap_or(across.lo))
+                ));
+            }
+        }
+    }
+    lines
+}
+
+/// The frontier chart of a two-setting plan: per variant the chosen first setting (y) at each
+/// value of the second (x), a cross at the top where none in range meets every requirement, the
+/// cheapest combination ringed.
+pub struct FrontierFigure<'a> {
+    /// The plan (with its `across`).
+    pub plan: &'a PlanFile,
+}
+
+impl Figure for FrontierFigure<'_> {
+    fn stem(&self) -> String {
+        "frontier".into()
+    }
+
+    fn caption(&self) -> String {
+        let across = self.plan.across.as_ref().map_or("", |a| a.parameter.as_str());
+        format!(
+            "The {} {} meeting every requirement at each {across} (a cross at the edge: none in range), each variant's cheapest combination ringed.",
+            self.plan.find.word(),
+            self.plan.parameter
+        )
+    }
+
+    fn size(&self) -> (u32, u32) {
+        let rows = self.key_rows(1000).len() as u32;
+        (1000, 560 + 24 * rows)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
+    where
+        DB::ErrorType: 'static,
+    {
+        let plan = self.plan;
+        let across = plan.across.as_ref().expect("a two-setting plan");
+        let rows = self.key_rows(root.dim_in_pixel().0);
+        let (title, body) = root.split_vertically(44 + 24 * rows.len() as u32);
+        title.draw(&Text::new(
+            format!("{}: the {} {} at each {}", plan.scenario, plan.find.word(), plan.parameter, across.parameter),
+            (20, 8),
+            (FONT, 20).into_font().color(&BLACK),
+        ))?;
+        for (row, items) in rows.iter().enumerate() {
+            let y = 40 + 24 * row as i32;
+            for (x, colour, text) in items {
+                if let Some(colour) = colour {
+                    title.draw(&Rectangle::new([(*x, y + 2), (x + 14, y + 14)], colour.filled()))?;
+                }
+                title.draw(&Text::new(text.clone(), (x + 20, y), (FONT, 15).into_font().color(&BLACK)))?;
+            }
+        }
+        let (x0, x1) = (across.lo, across.hi.max(across.lo + across.step));
+        let pad_x = (x1 - x0) * 0.04;
+        let groups = by_variant(plan);
+        // The values found, on a log axis for a wide whole-number range (as plan.png's x-axis);
+        // above them a band with one row per variant, where a cross says "none in range".
+        let (lo, hi) = (plan.lo, plan.hi.max(plan.lo + plan.resolution));
+        let log_y = lo > 0.0 && hi >= if plan.kind == Kind::Integer { 16.0 } else { 100.0 } * lo;
+        let row = |k: usize| -> f64 {
+            if log_y {
+                hi * (hi / lo).powf(0.05 * (k as f64 + 1.0))
+            } else {
+                hi + (hi - lo) * 0.05 * (k as f64 + 1.0)
+            }
+        };
+        let top = row(groups.len());
+        let x_tick = |x: f64| if across.kind == Kind::Duration { fmt_secs(x) } else { fmt_tick(x) };
+        let y_tick = |y: f64| {
+            if y > hi * (1.0 + 1e-9) {
+                String::new()
+            } else if plan.kind == Kind::Duration {
+                fmt_secs(y)
+            } else {
+                fmt_tick(y)
+            }
+        };
+        let y_desc = if log_y { format!("{} (log scale)", plan.parameter) } else { plan.parameter.clone() };
+        macro_rules! panel {
+            ($y:expr) => {{
+                let mut chart = ChartBuilder::on(&body)
+                    .margin(12)
+                    .margin_right(30)
+                    .x_label_area_size(48)
+                    .y_label_area_size(80)
+                    .build_cartesian_2d(x0 - pad_x..x1 + pad_x, $y)?;
+                chart
+                    .configure_mesh()
+                    .x_desc(across.parameter.as_str())
+                    .y_desc(y_desc.as_str())
+                    .x_label_formatter(&|x| x_tick(*x))
+                    .y_label_formatter(&|y| y_tick(*y))
+                    .label_style((FONT, 15))
+                    .axis_desc_style((FONT, 16))
+                    .draw()?;
+                let grey = RGBColor(90, 90, 90);
+                chart.draw_series(DashedLineSeries::new(
+                    [(x0 - pad_x, hi), (x1 + pad_x, hi)],
+                    6,
+                    4,
+                    grey.stroke_width(1),
+                ))?;
+                for (k, group) in groups.iter().enumerate() {
+                    let colour = plan_colour(plan, group[0].index);
+                    // The frontier's runs of found values are joined; a value with none breaks the line.
+                    let mut run: Vec<(f64, f64)> = Vec::new();
+                    for p in group {
+                        let x = p.at.unwrap_or(across.lo);
+                        match p.chosen {
+                            Some(v) => {
+                                run.push((x, v));
+                                chart.draw_series(std::iter::once(Circle::new((x, v), 5, colour.filled())))?;
+                            }
+                            None => {
+                                chart.draw_series(std::iter::once(Cross::new(
+                                    (x, row(k)),
+                                    5,
+                                    colour.stroke_width(2),
+                                )))?;
+                                chart.draw_series(LineSeries::new(run.drain(..), colour.stroke_width(2)))?;
+                            }
+                        }
+                    }
+                    chart.draw_series(LineSeries::new(run, colour.stroke_width(2)))?;
+                    if let Some(best) = cheapest(group, plan.find) {
+                        let at = (best.at.unwrap_or(across.lo), best.chosen.expect("found"));
+                        chart.draw_series(std::iter::once(Circle::new(at, 11, colour.stroke_width(2))))?;
+                    }
+                }
+            }};
+        }
+        if log_y {
+            panel!(super::charts::axes::LogAxis::new(lo / (hi / lo).powf(0.04), top));
+        } else {
+            panel!(lo - (hi - lo) * 0.04..top);
+        }
+        Ok(())
+    }
+}
+
+impl FrontierFigure<'_> {
+    /// The key: per variant its colour and cheapest combination, laid out in rows within
+    /// `width` pixels (at 8.5 px per character of the 15 px font), so no text leaves the canvas.
+    fn key_rows(&self, width: u32) -> Vec<Vec<(i32, Option<RGBColor>, String)>> {
+        let plan = self.plan;
+        let (range, second) = (plan.range(), plan.across.as_ref().map(|a| a.range()));
+        let mut rows: Vec<Vec<(i32, Option<RGBColor>, String)>> = vec![Vec::new()];
+        let mut x = 20;
+        let mut place = |colour: Option<RGBColor>, text: String| {
+            let w = 36 + (8.5 * text.chars().count() as f64) as i32;
+            if x + w > width as i32 - 10 && x > 20 {
+                rows.push(Vec::new());
+                x = 20;
+            }
+            rows.last_mut().expect("a row").push((x, colour, text));
+            x += w;
+        };
+        for group in by_variant(plan) {
+            let answer = match (cheapest(&group, plan.find), &second) {
+                (Some(best), Some(s)) => {
+                    format!("{} at {}", range.show(best.chosen.expect("found")), s.show(best.at.unwrap_or(s.lo)))
+                }
+                (None, _) | (Some(_), None) => "none in range".to_string(),
+            };
+            place(Some(plan_colour(plan, group[0].index)), format!("{} ({answer})", group[0].variant));
+        }
+        let end = match plan.find {
+            Find::Smallest => plan.hi,
+            Find::Largest => plan.lo,
+        };
+        place(
+            None,
+            format!(
+                "× above the dashed line: none {} {}",
+                match plan.find {
+                    Find::Smallest => "up to",
+                    Find::Largest => "down to",
+                },
+                range.show(end)
+            ),
+        );
+        rows
+    }
 }
 
 /// The chart: one panel per requirement, its metric's mean (95% CI whiskers) against the
@@ -299,8 +592,17 @@ pub fn plan_html(plan: &PlanFile, rendered: &Rendered) -> String {
     for line in answer_lines(plan) {
         let _ = writeln!(h, "<li>{}</li>", escape(line.trim()));
     }
-    h.push_str("</ul>\n<h2 id=\"probes\">Probes</h2>\n<div class=\"scroll\"><table>\n<tr><th>variant</th><th>value</th><th>requirement</th><th>mean ± 95% CI</th><th>95% bound</th><th>met</th></tr>\n");
+    let second = plan.across.as_ref().map(|a| (a.parameter.as_str(), a.range()));
+    let _ = write!(
+        h,
+        "</ul>\n<h2 id=\"probes\">Probes</h2>\n<div class=\"scroll\"><table>\n<tr><th>variant</th>{}<th>value</th><th>requirement</th><th>mean ± 95% CI</th><th>95% bound</th><th>met</th></tr>\n",
+        second.as_ref().map_or(String::new(), |(name, _)| format!("<th><code>{}</code></th>", escape(name)))
+    );
     for p in &plan.plans {
+        let at = second
+            .as_ref()
+            .zip(p.at)
+            .map_or(String::new(), |((_, r), x)| format!("<td class=\"num\">{}</td>", escape(&r.show(x))));
         for q in &p.probes {
             for r in &q.requirements {
                 let metric =
@@ -309,7 +611,7 @@ pub fn plan_html(plan: &PlanFile, rendered: &Rendered) -> String {
                 let bound = metric.zip(r.bound).map_or("—".into(), |(m, b)| values::plain(m, b));
                 let _ = writeln!(
                     h,
-                    "<tr><td>{}{}</td><td class=\"num\">{}{}</td><td><code>{}</code></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
+                    "<tr><td>{}{}</td>{at}<td class=\"num\">{}{}</td><td><code>{}</code></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
                     swatch(plan_colour(plan, p.index)),
                     escape(&p.variant),
                     escape(&plan.range().show(q.value)),
@@ -338,7 +640,11 @@ pub fn write_plan(dir: &Path, plan: &PlanFile) -> Result<Vec<PathBuf>, OutputErr
     }
     let mut rendered = Rendered::default();
     if plan.shard.is_none() {
-        rendered.add(dir, &PlanFigure { plan, requirements: &requirements })?;
+        if plan.across.is_some() {
+            rendered.add(dir, &FrontierFigure { plan })?;
+        } else {
+            rendered.add(dir, &PlanFigure { plan, requirements: &requirements })?;
+        }
         let report = dir.join("report.html");
         files::write_atomic(&report, plan_html(plan, &rendered).as_bytes())?;
         written.extend(rendered.files);

@@ -67,7 +67,43 @@ pub struct VariantPlan {
     pub probes: Vec<Probe>,
     /// Monotonicity warnings.
     pub warnings: Vec<String>,
+    /// The second setting's value this search ran at (two-setting plans only).
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "whole::option::serialize")]
+    pub at: Option<f64>,
 }
+
+/// The second setting of a two-setting plan (`--across`): swept at every value of its grid.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Across {
+    /// The `--set` path.
+    pub parameter: String,
+    /// What its values are (durations in seconds).
+    pub kind: Kind,
+    /// Lowest value.
+    #[serde(with = "whole")]
+    pub lo: f64,
+    /// Highest value.
+    #[serde(with = "whole")]
+    pub hi: f64,
+    /// The grid step.
+    #[serde(with = "whole")]
+    pub step: f64,
+}
+
+impl Across {
+    /// The swept range.
+    pub fn range(&self) -> Range {
+        Range { path: self.parameter.clone(), kind: self.kind, lo: self.lo, hi: self.hi, resolution: self.step }
+    }
+
+    /// The same from a parsed range.
+    pub fn of(range: &Range) -> Across {
+        Across { parameter: range.path.clone(), kind: range.kind, lo: range.lo, hi: range.hi, step: range.resolution }
+    }
+}
+
+/// Most values `--across` may sweep: each is a full search.
+pub const MAX_ACROSS_VALUES: usize = 64;
 
 /// Everything `plan` answers, as `plan.json` holds it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -97,6 +133,9 @@ pub struct PlanFile {
     /// The grid step the search stops at.
     #[serde(with = "whole", default = "one")]
     pub resolution: f64,
+    /// The second setting, swept (two-setting plans only; each plan entry then has its `at`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub across: Option<Across>,
     /// The requirements (normalised text).
     pub requirements: Vec<String>,
     /// Every variant of the plan, in order (a shard plans some of them).
@@ -116,6 +155,41 @@ impl PlanFile {
     pub fn range(&self) -> Range {
         Range { path: self.parameter.clone(), kind: self.kind, lo: self.lo, hi: self.hi, resolution: self.resolution }
     }
+}
+
+/// A variant's cheapest combination in a two-setting plan: among its searches (`plans`, the
+/// entries of one variant in the order of the second setting's values) that found a value, the
+/// one with the least chosen value (`largest`: the greatest), ties going to the first, i.e. the
+/// lowest value of the second setting. In a one-setting plan, the one entry if it found a value.
+pub fn cheapest<'a>(plans: &[&'a VariantPlan], find: Find) -> Option<&'a VariantPlan> {
+    let mut best: Option<&VariantPlan> = None;
+    for &p in plans {
+        let Some(v) = p.chosen else { continue };
+        let better = best.and_then(|b| b.chosen).is_none_or(|b| match find {
+            Find::Smallest => v < b,
+            Find::Largest => v > b,
+        });
+        if better {
+            best = Some(p);
+        }
+    }
+    best
+}
+
+/// The plan's entries grouped by variant, in variant order, each group in the order of the
+/// second setting's values.
+pub fn by_variant(plan: &PlanFile) -> Vec<Vec<&VariantPlan>> {
+    let mut groups: Vec<Vec<&VariantPlan>> = Vec::new();
+    for p in &plan.plans {
+        match groups.last_mut() {
+            Some(g) if g[0].index == p.index => g.push(p),
+            Some(_) | None => groups.push(vec![p]),
+        }
+    }
+    for g in &mut groups {
+        g.sort_by(|a, b| a.at.unwrap_or(0.0).total_cmp(&b.at.unwrap_or(0.0)));
+    }
+    groups
 }
 
 /// Judges one probe's metrics against `requirements`.

@@ -81,8 +81,22 @@ fn decimals(x: f64) -> usize {
         .unwrap_or(9)
 }
 
-const FIX: &str = "write --vary PATH=LO..HI, e.g. --vary hop.api.workers=1..256, \
-                   --vary hop.api.service.mean=5ms..50ms or --vary tenant.main.arrival.rate_per_s=100.0..2000.0";
+/// How one command-line range is named in messages, and its default grid.
+#[derive(Clone, Copy, Debug)]
+pub struct RangeFlag {
+    /// The range's flag (`--vary`, `--across`).
+    pub flag: &'static str,
+    /// The flag that sets its grid step (`--resolution`, `--across-step`).
+    pub step_flag: &'static str,
+    /// The default grid of a range that is not whole numbers has at least this many steps (the
+    /// step is the power of ten at or below the range ÷ `steps`).
+    pub steps: f64,
+}
+
+/// `plan`'s searched setting: `--vary`, `--resolution`, ~100 steps by default.
+pub const VARY: RangeFlag = RangeFlag { flag: "--vary", step_flag: "--resolution", steps: 100.0 };
+/// `plan`'s swept second setting: `--across`, `--across-step`, ~10 values by default.
+pub const ACROSS: RangeFlag = RangeFlag { flag: "--across", step_flag: "--across-step", steps: 10.0 };
 
 impl Range {
     /// Parses `PATH=LO..HI` and the optional `--resolution`: both ends whole numbers, numbers
@@ -90,12 +104,23 @@ impl Range {
     /// the range's unit, positive (default: 1 for whole numbers, else the power of ten at or
     /// below 1% of the range).
     pub fn parse(text: &str, resolution: Option<&str>) -> Result<Range, String> {
-        let (path, range) = text.split_once('=').ok_or_else(|| format!("--vary `{text}`: {FIX}"))?;
+        Self::parse_flag(VARY, text, resolution)
+    }
+
+    /// [`Range::parse`] for the range given by `names.flag`, its messages naming that flag and
+    /// its default step the power of ten at or below the range ÷ `names.steps`.
+    pub fn parse_flag(names: RangeFlag, text: &str, resolution: Option<&str>) -> Result<Range, String> {
+        let flag = names.flag;
+        let fix = format!(
+            "write {flag} PATH=LO..HI, e.g. {flag} hop.api.workers=1..256, \
+             {flag} hop.api.service.mean=5ms..50ms or {flag} tenant.main.arrival.rate_per_s=100.0..2000.0"
+        );
+        let (path, range) = text.split_once('=').ok_or_else(|| format!("{flag} `{text}`: {fix}"))?;
         let (lo_text, hi_text) =
-            range.split_once("..").ok_or_else(|| format!("--vary `{text}`: no `..` in the range; {FIX}"))?;
+            range.split_once("..").ok_or_else(|| format!("{flag} `{text}`: no `..` in the range; {fix}"))?;
         let end = |s: &str| {
             parse_number(s)
-                .ok_or_else(|| format!("--vary `{text}`: `{}` is not a number or a duration; {FIX}", s.trim()))
+                .ok_or_else(|| format!("{flag} `{text}`: `{}` is not a number or a duration; {fix}", s.trim()))
         };
         let ((lk, lo), (hk, hi)) = (end(lo_text)?, end(hi_text)?);
         let kind = match (lk, hk) {
@@ -104,18 +129,18 @@ impl Range {
             (Kind::Integer | Kind::Real, Kind::Integer | Kind::Real) => Kind::Real,
             _ => {
                 return Err(format!(
-                    "--vary `{text}`: unit mismatch: `{}` and `{}` must both be durations (e.g. 5ms..50ms) or both numbers (e.g. 1..256)",
+                    "{flag} `{text}`: unit mismatch: `{}` and `{}` must both be durations (e.g. 5ms..50ms) or both numbers (e.g. 1..256)",
                     lo_text.trim(),
                     hi_text.trim()
                 ))
             }
         };
         if path.trim().is_empty() {
-            return Err(format!("--vary `{text}`: the path is empty; {FIX}"));
+            return Err(format!("{flag} `{text}`: the path is empty; {fix}"));
         }
         if lo > hi {
             return Err(format!(
-                "--vary `{text}`: the range is empty ({} > {}); write the lower value first",
+                "{flag} `{text}`: the range is empty ({} > {}); write the lower value first",
                 lo_text.trim(),
                 hi_text.trim()
             ));
@@ -125,26 +150,32 @@ impl Range {
             None if kind == Kind::Integer => 1.0,
             None if span == 0.0 => 1.0,
             None => {
-                let step = 10f64.powf((span / 100.0).log10().floor());
+                let step = 10f64.powf((span / names.steps).log10().floor());
                 if kind == Kind::Duration {
                     step.max(1.0 / NS_PER_S as f64)
                 } else {
                     step
                 }
             }
-            Some(r) => Self::parse_resolution(r, kind, span)?,
+            Some(r) => Self::parse_resolution(names, r, kind, span)?,
         };
         Ok(Range { path: path.trim().to_string(), kind, lo, hi, resolution })
     }
 
-    fn parse_resolution(text: &str, kind: Kind, span: f64) -> Result<f64, String> {
+    /// Every value of the grid, `lo` to `hi`.
+    pub fn grid(&self) -> Vec<f64> {
+        (0..=self.steps()).map(|k| self.value(k)).collect()
+    }
+
+    fn parse_resolution(names: RangeFlag, text: &str, kind: Kind, span: f64) -> Result<f64, String> {
+        let (flag, step_flag) = (names.flag, names.step_flag);
         let example = match kind {
             Kind::Integer => "a whole number such as 1 or 10",
             Kind::Real => "a number such as 0.5",
             Kind::Duration => "a duration such as 1ms",
         };
         let (k, r) = parse_number(text)
-            .ok_or_else(|| format!("--resolution `{text}`: not a number or a duration; write {example}"))?;
+            .ok_or_else(|| format!("{step_flag} `{text}`: not a number or a duration; write {example}"))?;
         let fits = match kind {
             Kind::Integer => k == Kind::Integer,
             Kind::Real => k != Kind::Duration,
@@ -152,7 +183,7 @@ impl Range {
         };
         if !fits {
             return Err(format!(
-                "--resolution `{text}`: unit mismatch with the --vary range, which is in {}; write {example}",
+                "{step_flag} `{text}`: unit mismatch with the {flag} range, which is in {}; write {example}",
                 match kind {
                     Kind::Integer => "whole numbers",
                     Kind::Real => "numbers",
@@ -161,10 +192,10 @@ impl Range {
             ));
         }
         if r <= 0.0 {
-            return Err(format!("--resolution `{text}`: must be above 0; write {example}"));
+            return Err(format!("{step_flag} `{text}`: must be above 0; write {example}"));
         }
         if span > 0.0 && r > span {
-            return Err(format!("--resolution `{text}` is wider than the range; give at most the range's width"));
+            return Err(format!("{step_flag} `{text}` is wider than the {flag} range; give at most the range's width"));
         }
         Ok(r)
     }
@@ -298,7 +329,7 @@ mod tests {
             ("hop.api.service.mean=5ms..50ms", Some("0.1"), "unit mismatch"),
             ("hop.api.workers=1..256", Some("0.5"), "unit mismatch"),
             ("hop.api.workers=1..256", Some("0"), "above 0"),
-            ("hop.api.workers=1..8", Some("9"), "wider than the range"),
+            ("hop.api.workers=1..8", Some("9"), "wider than the --vary range"),
         ] {
             let err = Range::parse(vary, resolution).unwrap_err();
             assert!(err.contains(says), "{vary} {resolution:?}: {err}");
