@@ -91,6 +91,39 @@ fn stdout_fits_100_columns_and_wide_allows_more() {
     let (_, text) = widest(&["run", &shedding, "--replications", "2", "--out", out.to_str().unwrap()]);
     let width = text.lines().filter(|l| !l.trim_start().starts_with("retrystorm ")).map(|l| l.chars().count()).max();
     assert!(width.unwrap_or(0) <= 100, "a line of {width:?} columns:\n{text}");
+    // 16 variants: the ranking first, one row per variant in the verdict's order, then one block
+    // of what differs with the baseline (fifo) and the verdict's leaders side by side.
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let ranking: Vec<&str> =
+        summary["verdict"]["ranking"].as_array().unwrap().iter().map(|r| r["variant"].as_str().unwrap()).collect();
+    assert_eq!(ranking.len(), 16);
+    let lines: Vec<&str> = text.lines().collect();
+    let at = |prefix: &str| lines.iter().position(|l| l.starts_with(prefix));
+    let differs = at("What differs").expect("a table of what differs");
+    let rows: Vec<usize> = ranking
+        .iter()
+        .map(|name| {
+            lines
+                .iter()
+                .position(|l| l.split_whitespace().nth(1) == Some(name) && l.trim_start().starts_with(char::is_numeric))
+                .unwrap_or_else(|| panic!("{name} has a ranking row:\n{text}"))
+        })
+        .collect();
+    assert!(
+        rows.windows(2).all(|w| w[0] < w[1]) && rows[15] < differs,
+        "ranking rows in order, before the table:\n{text}"
+    );
+    let blocks: Vec<&&str> = lines.iter().filter(|l| l.starts_with("  * succeeded ↑")).collect();
+    assert_eq!(blocks.len(), 1, "one block of leaders:\n{text}");
+    let header = lines[lines.iter().position(|l| l.starts_with("  * succeeded ↑")).unwrap() - 1];
+    let shown: Vec<&str> = header.split_whitespace().collect();
+    assert_eq!(shown[0], "fifo", "the baseline first: {header}");
+    assert_eq!(shown[1..], ranking[..shown.len() - 1], "then the leaders in the verdict's order: {header}");
+    assert!(shown.len() >= 2, "the leader beside the baseline: {header}");
+    let (_, wide) =
+        widest(&["run", &shedding, "--replications", "2", "--wide", "--out", out.to_str().unwrap(), "--force"]);
+    assert!(wide.lines().filter(|l| l.starts_with("  * system · succeeded ↑")).count() > 1, "--wide: every column");
 }
 
 /// `init --from` a config with several entries names the flag to give (`--select`),

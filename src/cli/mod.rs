@@ -428,9 +428,7 @@ fn run_with(
     if !args.quiet {
         // `--wide`: table blocks up to 160 columns and prose lines whole.
         let width = if args.wide { table::WIDE } else { table::WIDTH };
-        print!("{}", table::summary_table(&study, width));
-        print!("{}", table::fit(&replicas::replicas_text(&study), width));
-        print!("{}", table::verdict_text(&study, width));
+        print!("{}", table::study_text(&study, width, &replicas::replicas_text(&study)));
         println!("wrote {} files to {}", written.len(), out.display());
     }
     if let Some((options, checked, dir, dir_claim)) = emulated {

@@ -129,8 +129,81 @@ fn render(out: &mut String, names: &[String], rows: &[(String, Vec<String>)], wi
     }
 }
 
-/// The table as text, its lines at most `width` columns wide where they can be.
+/// The table as text, its lines at most `width` columns wide where they can be; every variant's
+/// column, in blocks.
 pub fn summary_table(study: &Study, width: usize) -> String {
+    table_of(study, width, None, true)
+}
+
+/// The table's variant columns in stdout's order: the baseline (column 0 after `set_baseline`),
+/// then the verdict's ranking, so its leaders stand side by side. When they would take more than
+/// [`BLOCKS_MAX`] blocks of `width`, only the first block's (the baseline and the leaders that
+/// fit beside it; the rows then drop `system · ` to make room). None: every column in the
+/// study's order (`--wide`, a single variant, nothing differs).
+fn leader_columns(study: &Study, ranking: &[String], width: usize) -> Option<Vec<usize>> {
+    let d = differing(study);
+    if width >= WIDE || study.variants.len() < 2 || d.rows.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = study
+        .variants
+        .iter()
+        .map(|v| crate::report::data::label_of(&v.name, &crate::report::data::setup_of(&v.spec)))
+        .collect();
+    let col_w = |c: usize| {
+        2 + d.rows.iter().map(|r| r.cells[c].chars().count()).chain([names[c].chars().count()]).max().unwrap_or(0)
+    };
+    let mut order: Vec<usize> = std::iter::once(0)
+        .chain(ranking.iter().filter_map(|name| study.variants.iter().position(|v| &v.name == name)))
+        .collect();
+    let mut seen = Vec::new();
+    order.retain(|c| {
+        !seen.contains(c) && {
+            seen.push(*c);
+            true
+        }
+    });
+    // Greedy blocks, as `render` lays them out: how many columns each block takes.
+    let blocks = |label_w: usize| -> Vec<usize> {
+        let mut sizes = vec![0usize];
+        let mut line_w = 2 + label_w;
+        for &c in &order {
+            let last = sizes.last_mut().expect("a block");
+            if *last > 0 && line_w + col_w(c) > width {
+                sizes.push(1);
+                line_w = 2 + label_w + col_w(c);
+            } else {
+                *last += 1;
+                line_w += col_w(c);
+            }
+        }
+        sizes
+    };
+    let full = blocks(d.rows.iter().map(|r| r.label.chars().count() + 2).max().unwrap_or(0));
+    if full.len() <= BLOCKS_MAX {
+        return Some(order);
+    }
+    let short = blocks(d.rows.iter().map(|r| short_label(&r.label).chars().count() + 2).max().unwrap_or(0));
+    order.truncate(short[0]);
+    Some(order)
+}
+
+/// The most blocks of variant columns stdout prints by default; past it, only the leaders'.
+const BLOCKS_MAX: usize = 2;
+
+/// A row's label in the leaders-only table: whole-system rows without their `system · `.
+fn short_label(label: &str) -> &str {
+    label.strip_prefix("system · ").unwrap_or(label)
+}
+
+/// The first line of stdout: the scenario, its variants, seed and how the values read.
+fn header_line(study: &Study) -> String {
+    format!("{}: {} variant(s), seed {}; {}\n", study.scenario, study.variants.len(), study.seed, precision_note(study))
+}
+
+/// [`summary_table`] with only `columns` (in that order) when given, and a line naming the
+/// variants left out; `header`: opened by [`header_line`].
+fn table_of(study: &Study, width: usize, columns: Option<&[usize]>, header: bool) -> String {
     let mut out = String::new();
     // Column headings as people read them: `none — immediate retry`, not `none`.
     let names: Vec<String> = study
@@ -138,11 +211,12 @@ pub fn summary_table(study: &Study, width: usize) -> String {
         .iter()
         .map(|v| crate::report::data::label_of(&v.name, &crate::report::data::setup_of(&v.spec)))
         .collect();
-    let _ =
-        writeln!(out, "{}: {} variant(s), seed {}; {}", study.scenario, names.len(), study.seed, precision_note(study));
+    if header {
+        out.push_str(&header_line(study));
+    }
     if names.len() < 2 {
         render(&mut out, &names, &plain_rows(&study.variants[0]), width);
-        return out;
+        return fit(&out, width);
     }
     let baseline = study.comparisons.first().map_or(names[0].as_str(), |c| {
         study.variants.iter().position(|v| v.name == c.baseline).map_or(c.baseline.as_str(), |i| names[i].as_str())
@@ -160,17 +234,36 @@ pub fn summary_table(study: &Study, width: usize) -> String {
         );
         render(&mut out, &names[..1], &plain_rows(&study.variants[0]), width);
     } else {
+        let some = columns.is_some_and(|c| c.len() < names.len());
         let _ = writeln!(
             out,
-            "What differs: {} figure(s) whose {rule} {baseline} excludes 0 for some variant; * = used by the verdict",
-            differs.rows.len()
+            "What differs: {} figure(s) whose {rule} {baseline} excludes 0 for some variant; * = used by the verdict{}",
+            differs.rows.len(),
+            if some {
+                "; the baseline and the verdict's leaders side by side, whole-system rows unless a hop or tenant is named"
+            } else {
+                ""
+            }
         );
+        let pick = |cells: &[String]| -> Vec<String> {
+            columns.map_or_else(|| cells.to_vec(), |cols| cols.iter().map(|&c| cells[c].clone()).collect())
+        };
         let rows: Vec<(String, Vec<String>)> = differs
             .rows
             .iter()
-            .map(|r| (format!("{}{}", if r.objective { "* " } else { "  " }, r.label), r.cells.clone()))
+            .map(|r| {
+                let label = if some { short_label(&r.label) } else { r.label.as_str() };
+                (format!("{}{label}", if r.objective { "* " } else { "  " }), pick(&r.cells))
+            })
             .collect();
-        render(&mut out, &names, &rows, width);
+        render(&mut out, &pick(&names), &rows, width);
+        if let Some(cols) = columns.filter(|c| c.len() < names.len()) {
+            let _ = writeln!(
+                out,
+                "  the other {} variant(s) (ranked above): report.html and summary.json have every column; --wide prints them here",
+                names.len() - cols.len()
+            );
+        }
     }
     if !differs.implied.is_empty() {
         let _ = writeln!(
@@ -195,13 +288,114 @@ pub fn summary_table(study: &Study, width: usize) -> String {
     fit(&out, width)
 }
 
-/// The verdict lines that end stdout (the answer first).
-pub fn verdict_text(study: &Study, width: usize) -> String {
+/// What `run` and `compare` print: the answer and a compact ranking first (one row per variant,
+/// a column per ranked metric), then what differs with the verdict's leaders side by side (every
+/// variant with `--wide`), `replicas` (the replica lines), and the Pareto front's trade-offs and
+/// the requirements.
+pub fn study_text(study: &Study, width: usize, replicas: &str) -> String {
+    let (verdict, parts) = crate::report::verdict_text::parts_for_study(study);
+    let ranking: Vec<String> = verdict.ranking.iter().map(|r| r.variant.clone()).collect();
+    let columns = leader_columns(study, &ranking, width);
+    let mut out = fit(&header_line(study), width);
+    let mut head = String::new();
+    let _ = writeln!(head, "{}", parts.answer);
+    let _ = writeln!(head, "{}", parts.rule);
+    let head = if width < WIDE { head.replacen(": retrystorm ", ":\n  retrystorm ", 1) } else { head };
+    out.push_str(&fit(&head, width));
+    out.push_str(&ranking_table(&parts, width));
+    out.push_str(&table_of(study, width, columns.as_deref(), false));
+    out.push_str(&fit(replicas, width));
+    let mut tail = String::new();
+    for line in &parts.tail {
+        let _ = writeln!(tail, "{line}");
+    }
+    out.push_str(&fit(&tail, width));
+    out
+}
+
+/// The ranking as a table: `place name ◆`, one column per ranked metric (its header wrapped over
+/// two lines where it is wider than its values) with `‹` after the value that placed the variant
+/// below the one before it, and `req` (✓/✗) when there are requirements.
+fn ranking_table(parts: &crate::report::verdict_text::VerdictParts, width: usize) -> String {
+    use crate::report::verdict_text::{RankEntry, RankLine};
+    let entries: Vec<&RankEntry> = parts
+        .ranking
+        .iter()
+        .filter_map(|r| match r {
+            RankLine::Entry(e) => Some(e),
+            RankLine::Condition(_) => None,
+        })
+        .collect();
+    if entries.len() < 2 {
+        // One variant: the answer already gave its values; nothing is ranked.
+        return String::new();
+    }
+    let has_req = entries.iter().any(|e| !e.meets.is_empty());
+    let name = |e: &RankEntry| format!("{} {}{}", e.place, e.label, if e.front { " ◆" } else { "" });
+    let name_w = entries.iter().map(|e| name(e).chars().count()).max().unwrap_or(0);
+    let cell = |e: &RankEntry, k: usize| {
+        let v = e.values.get(k).map_or("", String::as_str);
+        if e.behind == Some(k) {
+            format!("{v} ‹")
+        } else {
+            format!("{v}  ")
+        }
+    };
+    let value_w: Vec<usize> = (0..parts.labels.len())
+        .map(|k| entries.iter().map(|e| cell(e, k).chars().count()).max().unwrap_or(0))
+        .collect();
+    // A header wider than its values wraps onto two lines at the space nearest its middle.
+    let headers: Vec<[String; 2]> = parts
+        .labels
+        .iter()
+        .zip(&value_w)
+        .map(|(l, &w)| {
+            let l = format!("{l}  ");
+            if l.chars().count() <= w {
+                return [String::new(), l];
+            }
+            let mid = l.chars().count() / 2;
+            let cut = l.trim_end().char_indices().filter(|(_, c)| *c == ' ').min_by_key(|(i, _)| i.abs_diff(mid));
+            cut.map_or([String::new(), l.clone()], |(i, _)| [format!("{}  ", &l[..i]), l[i + 1..].to_string()])
+        })
+        .collect();
+    let col_w: Vec<usize> =
+        headers.iter().zip(&value_w).map(|(h, &w)| w.max(h[0].chars().count()).max(h[1].chars().count())).collect();
     let mut out = String::new();
-    for line in crate::report::verdict_text::for_study(study).1 {
-        // A command to copy goes on a line of its own, which `fit` leaves whole.
-        let line = if width < WIDE { line.replacen(": retrystorm ", ":\n  retrystorm ", 1) } else { line };
-        let _ = writeln!(out, "{line}");
+    for row in 0..2 {
+        let mut line = format!("  {:name_w$}", "");
+        for (h, w) in headers.iter().zip(&col_w) {
+            let _ = write!(line, "  {:>w$}", h[row]);
+        }
+        if has_req && row == 1 {
+            line.push_str("req");
+        }
+        if !line.trim().is_empty() {
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
+    }
+    for r in &parts.ranking {
+        let e = match r {
+            RankLine::Condition(c) => {
+                let _ = writeln!(out, "  under {c}:");
+                continue;
+            }
+            RankLine::Entry(e) => e,
+        };
+        let mut line = format!("  {:name_w$}", name(e));
+        for (k, w) in col_w.iter().enumerate() {
+            let _ = write!(line, "  {:>w$}", cell(e, k));
+        }
+        if has_req {
+            let _ = write!(line, "{:>2}", e.meets.trim().chars().next().map_or(String::new(), String::from));
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    if entries.iter().any(|e| e.behind.is_some()) {
+        let _ = writeln!(
+            out,
+            "  ‹ the metric that placed a variant below the one before it (smaller differences are ties)"
+        );
     }
     fit(&out, width)
 }

@@ -233,7 +233,7 @@ catalogue! {
     Executions: "executions", "executions", "exec", "side effects executed", Count, Neither, H, "no value";
     CompletionTimeS: "completion_time_s", "completion (s)", "done s", "time of the last terminal state", Seconds, Lower, G, "no value";
     WastedWorkS: "wasted_work_s", "wasted work (s)", "wasted s", "service time spent after the caller gave up", Seconds, Lower, GH, "no value";
-    BusyS: "busy_s", "busy (s)", "busy s", "service time spent", Seconds, Neither, H, "no value";
+    BusyS: "busy_s", "worker time busy (s)", "busy s", "service time spent", Seconds, Neither, H, "no value";
     QueueWaitSMean: "queue_wait_s_mean", "mean queue wait (s)", "wait s", "mean queue wait", Seconds, Lower, H, "no value";
     RecoveryTimeS: "recovery_time_s", "recovery (s)", "recovery s", "recovery time after the last fault or spike", Seconds, Lower, G, "not recovered";
     Recovered: "recovered", "recovered", "recov.", "share of runs that recovered", Flag, Higher, G, "no value";

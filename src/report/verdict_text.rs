@@ -38,6 +38,12 @@ fn jitters<'a>(variants: impl Iterator<Item = (&'a str, &'a super::data::Setup)>
 
 /// The verdict of a study, with its answer and trade-offs in words, and its lines.
 pub fn for_study(study: &Study) -> (Verdict, Vec<String>) {
+    let (v, parts) = parts_for_study(study);
+    (v, parts.lines())
+}
+
+/// The verdict of a study and its lines in parts ([`VerdictParts`]).
+pub fn parts_for_study(study: &Study) -> (Verdict, VerdictParts) {
     let setups: Vec<super::data::Setup> = study.variants.iter().map(|v| super::data::setup_of(&v.spec)).collect();
     let candidates: Vec<Candidate> = study
         .variants
@@ -52,8 +58,8 @@ pub fn for_study(study: &Study) -> (Verdict, Vec<String>) {
     let mut v = study.verdict_of(&candidates);
     let jitters = jitters(study.variants.iter().zip(&setups).map(|(v, s)| (v.name.as_str(), s)));
     explain(&mut v, &candidates, &Context { provenance: &study.provenance, hops, jitters });
-    let lines = verdict_lines(&v, &candidates);
-    (v, lines)
+    let parts = verdict_parts(&v, &candidates);
+    (v, parts)
 }
 
 /// The verdict of a run's files (`plot`, `report.html`), as [`for_study`].
@@ -333,26 +339,106 @@ fn differing_aspects<'a>(candidates: &'a [Candidate]) -> Vec<&'a str> {
         .collect()
 }
 
+/// One line of the verdict's ranking: the heading of a condition, or a variant's entry.
+#[derive(Clone, Debug)]
+pub enum RankLine {
+    /// `under faults: …:` — the variants that follow share this condition.
+    Condition(String),
+    /// One variant.
+    Entry(RankEntry),
+}
+
+/// A variant's entry in the ranking, in parts, so that stdout can draw it as a table row.
+#[derive(Clone, Debug)]
+pub struct RankEntry {
+    /// `3.`, or `·` for the one variant of its condition.
+    pub place: String,
+    /// The variant as people read it (`none — immediate retry`).
+    pub label: String,
+    /// On the Pareto front (among two or more).
+    pub front: bool,
+    /// Why it is not higher: ` (behind on latency_s_p99)`, or empty.
+    pub why: String,
+    /// The ranked metric (index in the objective's `rank`) that placed it below the variant
+    /// before it, if one did.
+    pub behind: Option<usize>,
+    /// Each ranked metric's value, in the objective's order.
+    pub values: Vec<String>,
+    /// `  ✓ meets every requirement`, `  ✗ misses a requirement`, or empty.
+    pub meets: &'static str,
+}
+
+impl RankEntry {
+    /// The entry as one line of the verdict.
+    pub fn line(&self, labels: &[String]) -> String {
+        let values: Vec<String> = labels.iter().zip(&self.values).map(|(l, v)| format!("{l} {v}")).collect();
+        format!(
+            "  {} {}{}{}: {}{}",
+            self.place,
+            self.label,
+            if self.front { " ◆" } else { "" },
+            self.why,
+            values.join(", "),
+            self.meets
+        )
+    }
+}
+
+/// The verdict in parts: the answer, how it ranks, the ranked metrics' labels, the ranking, and
+/// what follows it (the Pareto front's trade-offs and the requirements).
+#[derive(Clone, Debug)]
+pub struct VerdictParts {
+    /// The answer, first.
+    pub answer: String,
+    /// `Verdict: ranked by …`.
+    pub rule: String,
+    /// The ranked metrics in words (`succeeded`, `p99 latency at db`).
+    pub labels: Vec<String>,
+    /// The ranking.
+    pub ranking: Vec<RankLine>,
+    /// The Pareto front, its trade-offs and the requirements.
+    pub tail: Vec<String>,
+}
+
+impl VerdictParts {
+    /// The verdict as plain lines: the answer, how it ranks, one line per variant, the tail.
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines = vec![self.answer.clone(), self.rule.clone()];
+        lines.extend(self.ranking.iter().map(|r| match r {
+            RankLine::Condition(c) => format!("  under {c}:"),
+            RankLine::Entry(e) => e.line(&self.labels),
+        }));
+        lines.extend(self.tail.iter().cloned());
+        lines
+    }
+}
+
 /// The verdict as plain lines (no Markdown): the answer, how it ranks, one line per variant, the
 /// Pareto front's trade-offs and the requirements.
 pub fn verdict_lines(verdict: &Verdict, candidates: &[Candidate]) -> Vec<String> {
+    verdict_parts(verdict, candidates).lines()
+}
+
+/// The verdict in parts ([`VerdictParts`]).
+pub fn verdict_parts(verdict: &Verdict, candidates: &[Candidate]) -> VerdictParts {
     let objective = &verdict.objective;
     let criteria: Vec<String> =
         objective.rank.iter().map(|c| format!("{} (tie within {})", c, objective.tie_of(c))).collect();
-    let mut lines = vec![
-        verdict.answer.clone(),
-        format!(
+    let answer = verdict.answer.clone();
+    let rule = format!(
             "Verdict: ranked by {}; a difference within its tie threshold or whose paired 95% interval (same seeds) includes 0 is a tie and the next metric decides; a shared rank means indistinguishable{}",
             criteria.join(", then "),
             if verdict.single_replication { " (one replication: no confidence, ranked on single values)" } else { "" }
-        ),
-    ];
+        );
+    let labels: Vec<String> = objective.rank.iter().map(|c| label(&c.metric)).collect();
+    let mut ranking = Vec::new();
+    let mut lines = Vec::new();
     let mut condition: Option<&str> = None;
     for r in &verdict.ranking {
         let Some(c) = candidate(candidates, &r.variant) else { continue };
         if verdict.compares_conditions && r.condition.as_deref() != condition {
             condition = r.condition.as_deref();
-            lines.push(format!("  under {}:", condition.unwrap_or("")));
+            ranking.push(RankLine::Condition(condition.unwrap_or("").to_string()));
         }
         let shares = verdict.ranking.iter().filter(|o| o.rank == r.rank && o.condition == r.condition).count() > 1;
         let why = match &r.behind_on {
@@ -367,9 +453,20 @@ pub fn verdict_lines(verdict: &Verdict, candidates: &[Candidate]) -> Vec<String>
             None => "",
         };
         let alone = verdict.ranking.iter().filter(|o| o.condition == r.condition).count() == 1;
-        let front = if r.pareto_front && !alone { " ◆" } else { "" };
         let place = if alone && verdict.compares_conditions { "·".to_string() } else { format!("{}.", r.rank) };
-        lines.push(format!("  {place} {}{front}{why}: {}{meets}", c.label, values_of(objective, &c.metrics)));
+        let values = objective.rank.iter().map(|k| values::value(k.metric.metric, k.metric.stat(&c.metrics))).collect();
+        ranking.push(RankLine::Entry(RankEntry {
+            place,
+            label: c.label.clone(),
+            front: r.pareto_front && !alone,
+            behind: r
+                .behind_on
+                .as_deref()
+                .and_then(|on| objective.rank.iter().position(|k| k.metric.to_string() == on)),
+            why,
+            values,
+            meets,
+        }));
     }
     let front: Vec<&Ranked> = verdict
         .ranking
@@ -420,7 +517,7 @@ pub fn verdict_lines(verdict: &Verdict, candidates: &[Candidate]) -> Vec<String>
         };
         lines.push(format!("  requirement {req}: {text}"));
     }
-    lines
+    VerdictParts { answer, rule, labels, ranking, tail: lines }
 }
 
 #[cfg(test)]
