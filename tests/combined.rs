@@ -86,6 +86,7 @@ fn the_generator_covers_every_feature() {
         "discipline = \"deadline_drop\"",
         "kind = \"concurrency\"",
         "kind = \"token_bucket\"",
+        "kind = \"concurrent_retries\"",
         "kind = \"aimd\"",
         "kind = \"gradient\"",
         "shed_queue_length",

@@ -426,6 +426,70 @@ fn ten_deposits_of_a_tenth_pay_for_a_hedge() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Envoy's concurrent retries
+
+/// Envoy's retry limit, from its rule (`ResourceManagerImpl`'s retries resource and
+/// `RetryBudgetImpl`; the router takes the resource when it grants a retry and gives it back
+/// when the retry's outcome is known): each call arriving at `times` (ms, sorted) fails at once
+/// and asks for one retry, granted while fewer than `limit` retries are outstanding; a granted
+/// retry is outstanding for `hold` ms (its back-off, then an attempt that fails at once). The
+/// retries granted.
+fn reference_concurrent_retries(times: &[u64], limit: usize, hold: f64) -> u64 {
+    let mut outstanding: Vec<f64> = Vec::new();
+    let mut granted = 0;
+    for &t in times {
+        outstanding.retain(|&end| end > t as f64);
+        if outstanding.len() < limit {
+            outstanding.push(t as f64 + hold);
+            granted += 1;
+        }
+    }
+    granted
+}
+
+#[test]
+fn envoys_max_retries_breaker_bounds_the_retries_outstanding_at_once() {
+    // Poisson arrivals at 20/s during an outage, one retry each after exactly 100.5 ms
+    // (exponential back-off without jitter, its first delay the base; the half millisecond keeps every release off the whole-millisecond arrivals), at
+    // most 3 outstanding (Envoy's default max_retries circuit breaker: budget_percent 0). The
+    // simulator must grant exactly the retries the rule grants. A windowed ratio budget (the old
+    // approximation: max(20% of the requests in 10 s, 3)) grants a different number.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut rng = ChaCha8Rng::seed_from_u64(34);
+    let mut t = 0.0;
+    let mut times: Vec<u64> = Vec::new();
+    while times.len() < 2_000 {
+        t += -50.0 * (1.0 - rng.random::<f64>()).ln();
+        let ms = t.round() as u64;
+        if times.last() != Some(&ms) {
+            times.push(ms);
+        }
+    }
+    let outage = format!(
+        "[[fault]]\nhop = \"server\"\nkind = \"outage\"\nfrom = \"0s\"\nto = \"{}ms\"",
+        times[times.len() - 1] + 1_000
+    );
+    let policy =
+        |budget: &str| format!("jitter = \"exponential\"\nbase = \"100500us\"\nmax_attempts = 2\nbudget = {budget}");
+    let envoy = policy(
+        "{ kind = \"concurrent_retries\", scope = \"tenant\", budget_percent = 0.0, min_retry_concurrency = 3 }",
+    );
+    let s = trace_probe(dir.path(), &times, &envoy, 4, r#"{ dist = "constant", mean = "1ms" }"#, &outage);
+    let r = run(&s.base, s.seed, 0);
+    let expected = reference_concurrent_retries(&times, 3, 100.5);
+    let tenant = &r.tenants[0];
+    assert_eq!(tenant.retries, expected, "retries granted (the rule's {expected} of {})", times.len());
+    assert_eq!(tenant.retries_denied, times.len() as u64 - expected);
+    // About Erlang B's share is refused (a loss system of 3 servers, offered 20/s × 0.1005 s):
+    // the check that the probe exercises the limit at all.
+    let denied = tenant.retries_denied as f64 / times.len() as f64;
+    assert!((0.1..0.35).contains(&denied), "refused {denied}");
+    let ratio = policy("{ kind = \"ratio\", scope = \"tenant\", ratio = 0.2, min_retries = 3.0, window = \"10s\" }");
+    let old = trace_probe(dir.path(), &times, &ratio, 4, r#"{ dist = "constant", mean = "1ms" }"#, &outage);
+    assert_ne!(run(&old.base, old.seed, 0).tenants[0].retries, expected, "the approximation differs");
+}
+
+// ---------------------------------------------------------------------------------------------
 // Balancer ties
 
 /// Four single-worker FIFO replicas fed by `arrivals` (s, sorted) with `services` (s), routed by

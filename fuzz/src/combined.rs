@@ -79,7 +79,8 @@ fn dist(c: &mut Choices, allow_zero: bool) -> String {
 }
 
 const JITTERS: [&str; 6] = ["full", "none", "equal", "decorrelated", "exponential", "proportional"];
-const BUDGETS: [&str; 6] = ["aws_quota", "grpc_throttle", "finagle", "ratio", "adaptive_throttle", "token_bucket"];
+const BUDGETS: [&str; 7] =
+    ["aws_quota", "grpc_throttle", "finagle", "ratio", "adaptive_throttle", "token_bucket", "concurrent_retries"];
 const SCOPES: [&str; 3] = ["client", "tenant", "global"];
 
 /// Policy `p{index}`: retries, timeouts, deadline (and its propagation), cancellation, hedging

@@ -106,11 +106,30 @@ pub enum BudgetKind {
         #[serde(default = "tenths::<1>")]
         per_request: f64,
     },
+    /// Envoy's limit on *concurrent* retries per cluster (`circuit_breakers`): a retry may start
+    /// while fewer than max(⌊budget_percent % × active⌋, min_retry_concurrency) retries are
+    /// outstanding (Envoy's `RetryBudget`; `budget_percent = 0` is its `max_retries` breaker,
+    /// default 3, which applies when no budget is configured). A retry is outstanding from the
+    /// decision, through its backoff, until its attempt's outcome is known or its call ends;
+    /// `active` is the calls live in the scope (docs/MODEL.md, "Envoy's concurrent retries").
+    ConcurrentRetries {
+        /// Percent of the active calls that may be retries at once (20).
+        #[serde(default = "whole::<20>")]
+        budget_percent: f64,
+        /// Retries always allowed at once (3).
+        #[serde(default = "count::<3>")]
+        min_retry_concurrency: u32,
+    },
 }
 
 /// Serde default: the whole number `N`.
 fn whole<const N: u32>() -> f64 {
     f64::from(N)
+}
+
+/// Serde default: the count `N`.
+fn count<const N: u32>() -> u32 {
+    N
 }
 
 /// Serde default: `N` tenths (correctly rounded, so `tenths::<1>() == 0.1`).
@@ -133,6 +152,7 @@ impl BudgetKind {
             BudgetKind::Ratio { .. } => "ratio",
             BudgetKind::AdaptiveThrottle { .. } => "adaptive_throttle",
             BudgetKind::TokenBucket { .. } => "token_bucket",
+            BudgetKind::ConcurrentRetries { .. } => "concurrent_retries",
         }
     }
 }
@@ -204,7 +224,8 @@ const SLOTS: usize = 10;
 /// and breaker, 10M clients hold 20M of these); sums are exact either way.
 #[derive(Clone, Debug)]
 pub struct SlidingCounts<const N: usize> {
-    slot_ns: Nanos,
+    /// Never 0, which leaves [`More`] the niche that keeps it as small as the window.
+    slot_ns: std::num::NonZeroU64,
     slot_index: u64,
     slots: [[u32; N]; SLOTS],
 }
@@ -212,11 +233,12 @@ pub struct SlidingCounts<const N: usize> {
 impl<const N: usize> SlidingCounts<N> {
     /// Empty counts over `window`.
     pub fn new(window: Nanos) -> Self {
-        SlidingCounts { slot_ns: (window / SLOTS as u64).max(1), slot_index: 0, slots: [[0; N]; SLOTS] }
+        let slot_ns = std::num::NonZeroU64::new((window / SLOTS as u64).max(1)).expect("at least 1");
+        SlidingCounts { slot_ns, slot_index: 0, slots: [[0; N]; SLOTS] }
     }
 
     fn advance(&mut self, now: Nanos) {
-        let target = now / self.slot_ns;
+        let target = now / self.slot_ns.get();
         let steps = target.saturating_sub(self.slot_index).min(SLOTS as u64);
         for i in 1..=steps {
             self.slots[((self.slot_index + i) % SLOTS as u64) as usize] = [0; N];
@@ -252,46 +274,82 @@ const RETRIES_PAID: usize = 1;
 const ACCEPTS: usize = 1;
 
 /// The live state of one budget instance. Its kind ([`BudgetKind`]) says which part it uses:
-/// the tokens (AWS quota, gRPC throttle, token bucket) or the window (Finagle, ratio, adaptive
-/// throttling), so each operation matches the kind alone. Only the windowed kinds allocate their
-/// window (boxed): a token bucket's state is 16 bytes, not 104 (with a client-scoped budget, 10M
-/// clients hold 10M of these).
+/// the tokens (AWS quota, gRPC throttle, token bucket), the window (Finagle, ratio, adaptive
+/// throttling) or the outstanding counts (concurrent retries), so each operation matches the
+/// kind alone. Only the windowed and counting kinds allocate their part (boxed): a token bucket's
+/// state is 16 bytes, not 104 (with a client-scoped budget, 10M clients hold 10M of these).
 #[derive(Clone, Debug)]
 pub struct BudgetState {
-    /// Current tokens.
+    /// Current tokens (concurrent retries: the retry slots free, for the budget series).
     pub tokens: f64,
-    /// Requests and retries paid (or accepts) in a sliding window (windowed kinds only).
-    window: Option<Box<SlidingCounts<2>>>,
+    /// The window or the outstanding counts (windowed and counting kinds only).
+    more: Option<Box<More>>,
 }
+
+/// The boxed part of a budget state: no larger than the window alone (the counts fit beside
+/// the window's non-zero slot width, which tells the two apart).
+#[derive(Clone, Debug)]
+enum More {
+    /// Requests and retries paid (or accepts) in a sliding window.
+    Window(SlidingCounts<2>),
+    /// Calls live in the scope and the retries outstanding among them (concurrent retries).
+    Outstanding {
+        /// Calls started and not ended.
+        calls: u64,
+        /// Retries granted whose outcome is not known yet.
+        retries: u64,
+    },
+}
+
+const _: () = assert!(std::mem::size_of::<More>() == std::mem::size_of::<SlidingCounts<2>>());
 
 impl BudgetState {
     fn window(&mut self) -> &mut SlidingCounts<2> {
-        counts(&mut self.window)
+        counts(&mut self.more)
+    }
+
+    /// The outstanding counts of a concurrent-retries state.
+    fn outstanding(&mut self) -> (&mut u64, &mut u64) {
+        match self.more.as_deref_mut() {
+            Some(More::Outstanding { calls, retries }) => (calls, retries),
+            Some(More::Window(_)) | None => panic!("a concurrent-retries budget has its counts"),
+        }
     }
 }
 
 /// The window of a windowed kind's state.
-fn counts(window: &mut Option<Box<SlidingCounts<2>>>) -> &mut SlidingCounts<2> {
-    window.as_deref_mut().expect("a windowed budget kind has its window")
+fn counts(more: &mut Option<Box<More>>) -> &mut SlidingCounts<2> {
+    match more.as_deref_mut() {
+        Some(More::Window(w)) => w,
+        Some(More::Outstanding { .. }) | None => panic!("a windowed budget kind has its window"),
+    }
+}
+
+/// Envoy's `RetryBudgetImpl::max()`: max(budget_percent / 100 × active, min_retry_concurrency),
+/// the product truncated to a whole number as Envoy's conversion to `uint64_t` does.
+pub fn concurrent_retry_limit(budget_percent: f64, min_retry_concurrency: u32, active: u64) -> u64 {
+    ((budget_percent / 100.0 * active as f64) as u64).max(u64::from(min_retry_concurrency))
 }
 
 impl BudgetKind {
-    /// Bytes one state of this kind holds (its window's heap block included, with the
+    /// Bytes one state of this kind holds (its boxed part's heap block included, with the
     /// allocator's header), for the memory estimate.
     pub fn state_bytes(&self) -> u64 {
-        let window = match self {
-            BudgetKind::Finagle { .. } | BudgetKind::Ratio { .. } | BudgetKind::AdaptiveThrottle { .. } => {
-                std::mem::size_of::<SlidingCounts<2>>() as u64 + 16
-            }
+        let boxed = match self {
+            BudgetKind::Finagle { .. }
+            | BudgetKind::Ratio { .. }
+            | BudgetKind::AdaptiveThrottle { .. }
+            | BudgetKind::ConcurrentRetries { .. } => std::mem::size_of::<More>() as u64 + 16,
             BudgetKind::AwsQuota { .. } | BudgetKind::GrpcThrottle { .. } | BudgetKind::TokenBucket { .. } => 0,
         };
-        std::mem::size_of::<BudgetState>() as u64 + window
+        std::mem::size_of::<BudgetState>() as u64 + boxed
     }
 
     /// A fresh state.
     pub fn new_state(&self) -> BudgetState {
-        let tokens = |tokens: f64| BudgetState { tokens, window: None };
-        let windowed = |window: Nanos| BudgetState { tokens: 0.0, window: Some(Box::new(SlidingCounts::new(window))) };
+        let tokens = |tokens: f64| BudgetState { tokens, more: None };
+        let windowed =
+            |window: Nanos| BudgetState { tokens: 0.0, more: Some(Box::new(More::Window(SlidingCounts::new(window)))) };
         match *self {
             BudgetKind::AwsQuota { capacity, .. } => tokens(capacity),
             BudgetKind::GrpcThrottle { max_tokens, .. } => tokens(max_tokens),
@@ -299,17 +357,70 @@ impl BudgetKind {
             | BudgetKind::Ratio { window, .. }
             | BudgetKind::AdaptiveThrottle { window, .. } => windowed(window),
             BudgetKind::TokenBucket { capacity, .. } => tokens(capacity),
+            BudgetKind::ConcurrentRetries { min_retry_concurrency, .. } => BudgetState {
+                tokens: f64::from(min_retry_concurrency),
+                more: Some(Box::new(More::Outstanding { calls: 0, retries: 0 })),
+            },
         }
     }
 
-    /// A new logical call starts (every request deposits, whatever its fate).
+    /// A new logical call starts (every request deposits, whatever its fate; a concurrent-retries
+    /// budget counts it active until it ends, [`BudgetKind::on_call_end`]).
     pub fn on_request(&self, state: &mut BudgetState, now: Nanos) {
         match self {
             BudgetKind::Finagle { .. } | BudgetKind::Ratio { .. } => state.window().add(now, REQUESTS, 1.0),
             BudgetKind::TokenBucket { capacity, per_request } => {
                 TokenBucket::new(*capacity).deposit(&mut state.tokens, *per_request)
             }
+            &BudgetKind::ConcurrentRetries { budget_percent, min_retry_concurrency } => {
+                *state.outstanding().0 += 1;
+                Self::refresh_slots(state, budget_percent, min_retry_concurrency);
+            }
             BudgetKind::AwsQuota { .. } | BudgetKind::GrpcThrottle { .. } | BudgetKind::AdaptiveThrottle { .. } => {}
+        }
+    }
+
+    /// A concurrent-retries state's `tokens`: the retry slots free now (never below 0).
+    fn refresh_slots(state: &mut BudgetState, budget_percent: f64, min_retry_concurrency: u32) {
+        let (&mut calls, &mut retries) = state.outstanding();
+        let limit = concurrent_retry_limit(budget_percent, min_retry_concurrency, calls);
+        state.tokens = limit.saturating_sub(retries) as f64;
+    }
+
+    /// The outcome of a retry this state granted is known (Envoy's `resetRetry`, at the next
+    /// retry decision): its slot is free again. Concurrent retries only; a no-op for the others.
+    pub fn on_retry_settled(&self, state: &mut BudgetState) {
+        if let &BudgetKind::ConcurrentRetries { budget_percent, min_retry_concurrency } = self {
+            let retries = state.outstanding().1;
+            *retries = retries.checked_sub(1).expect("a settled retry was outstanding");
+            Self::refresh_slots(state, budget_percent, min_retry_concurrency);
+        }
+    }
+
+    /// A call ends (or is cancelled); `holds_retry` when a retry it was granted is still
+    /// outstanding. Concurrent retries only; a no-op for the others.
+    pub fn on_call_end(&self, state: &mut BudgetState, holds_retry: bool) {
+        if let &BudgetKind::ConcurrentRetries { budget_percent, min_retry_concurrency } = self {
+            let (calls, retries) = state.outstanding();
+            *calls = calls.checked_sub(1).expect("an ending call was counted");
+            if holds_retry {
+                *retries = retries.checked_sub(1).expect("a held retry was outstanding");
+            }
+            Self::refresh_slots(state, budget_percent, min_retry_concurrency);
+        }
+    }
+
+    /// Whether the calls of this kind hold a retry between its grant and its outcome (their
+    /// `paid` flag then means "holds a slot"): concurrent retries only.
+    pub fn holds_retries(&self) -> bool {
+        match self {
+            BudgetKind::ConcurrentRetries { .. } => true,
+            BudgetKind::AwsQuota { .. }
+            | BudgetKind::GrpcThrottle { .. }
+            | BudgetKind::Finagle { .. }
+            | BudgetKind::Ratio { .. }
+            | BudgetKind::AdaptiveThrottle { .. }
+            | BudgetKind::TokenBucket { .. } => false,
         }
     }
 
@@ -332,9 +443,8 @@ impl BudgetKind {
     }
 
     /// May the call retry now? On yes, the retry is paid for; returns the cost paid (AWS refunds
-    /// it on success), or `None` to refuse.
+    /// it on success; concurrent retries: the one slot it holds), or `None` to refuse.
     pub fn try_retry(&self, state: &mut BudgetState, now: Nanos, failure: FailureKind) -> Option<f64> {
-        let BudgetState { tokens, window } = state;
         match self {
             BudgetKind::AwsQuota { retry_cost, timeout_cost, throttling_cost, .. } => {
                 let cost = match failure {
@@ -342,24 +452,31 @@ impl BudgetKind {
                     FailureKind::Timeout => *timeout_cost,
                     FailureKind::Throttling => *throttling_cost,
                 };
-                TokenBucket::try_take(tokens, cost).then_some(cost)
+                TokenBucket::try_take(&mut state.tokens, cost).then_some(cost)
             }
             &BudgetKind::GrpcThrottle { max_tokens, token_ratio } => {
-                GrpcTokens { max_tokens, token_ratio }.allows(*tokens).then_some(0.0)
+                GrpcTokens { max_tokens, token_ratio }.allows(state.tokens).then_some(0.0)
             }
             BudgetKind::Finagle { ttl, percent, min_retries_per_s } => {
                 let reserve = min_retries_per_s * crate::engine::time::ns_to_secs(*ttl);
-                let w = counts(window);
+                let w = state.window();
                 let credit = percent * w.sum(now, REQUESTS) + reserve - w.sum(now, RETRIES_PAID);
                 TokenBucket::covers(credit, 1.0).then(|| w.add(now, RETRIES_PAID, 1.0)).map(|_| 0.0)
             }
             BudgetKind::Ratio { ratio, min_retries, .. } => {
-                let w = counts(window);
+                let w = state.window();
                 let allowed = (ratio * w.sum(now, REQUESTS)).max(*min_retries) - w.sum(now, RETRIES_PAID);
                 TokenBucket::covers(allowed, 1.0).then(|| w.add(now, RETRIES_PAID, 1.0)).map(|_| 0.0)
             }
             BudgetKind::AdaptiveThrottle { .. } => Some(0.0),
-            BudgetKind::TokenBucket { .. } => TokenBucket::try_take(tokens, 1.0).then_some(1.0),
+            BudgetKind::TokenBucket { .. } => TokenBucket::try_take(&mut state.tokens, 1.0).then_some(1.0),
+            &BudgetKind::ConcurrentRetries { budget_percent, min_retry_concurrency } => {
+                let (&mut calls, retries) = state.outstanding();
+                let granted = *retries < concurrent_retry_limit(budget_percent, min_retry_concurrency, calls);
+                *retries += u64::from(granted);
+                Self::refresh_slots(state, budget_percent, min_retry_concurrency);
+                granted.then_some(1.0)
+            }
         }
     }
 
@@ -373,7 +490,11 @@ impl BudgetKind {
                 state.tokens = GrpcTokens { max_tokens, token_ratio }.after_success(state.tokens);
             }
             BudgetKind::AdaptiveThrottle { .. } => state.window().add(now, ACCEPTS, 1.0),
-            BudgetKind::Finagle { .. } | BudgetKind::Ratio { .. } | BudgetKind::TokenBucket { .. } => {}
+            // A concurrent retry's slot is freed where its call ends ([`BudgetKind::on_call_end`]).
+            BudgetKind::Finagle { .. }
+            | BudgetKind::Ratio { .. }
+            | BudgetKind::TokenBucket { .. }
+            | BudgetKind::ConcurrentRetries { .. } => {}
         }
     }
 }

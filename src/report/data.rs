@@ -358,6 +358,9 @@ fn budget_words(budget: &BudgetSpec) -> String {
         BudgetKind::TokenBucket { capacity, per_request } => {
             format!("token bucket ({capacity} tokens, +{per_request} per request)")
         }
+        BudgetKind::ConcurrentRetries { budget_percent, min_retry_concurrency } => {
+            format!("concurrent retries ≤ max({budget_percent}% of active calls, {min_retry_concurrency})")
+        }
     };
     format!("budget: {kind}, {}", scope_words(budget.scope))
 }

@@ -50,7 +50,8 @@ pub(super) fn hedge(raw: &RawHedge, budget: Option<&BudgetSpec>, at: &dyn Fn(&st
         | BudgetKind::Finagle { .. }
         | BudgetKind::Ratio { .. }
         | BudgetKind::AdaptiveThrottle { .. }
-        | BudgetKind::TokenBucket { .. } => None,
+        | BudgetKind::TokenBucket { .. }
+        | BudgetKind::ConcurrentRetries { .. } => None,
     });
     let throttle = match (&raw.throttle, shared) {
         (None, None) => None,

@@ -243,6 +243,14 @@ fn budget(raw: &RawBudget, at: &str) -> V<BudgetSpec> {
             positive(capacity, "capacity")?;
             positive(per_request, "per_request")?;
         }
+        BudgetKind::ConcurrentRetries { budget_percent, min_retry_concurrency: _ } => {
+            if !(budget_percent.is_finite() && (0.0..=100.0).contains(&budget_percent)) {
+                return Err(Invalid::at(
+                    &field("budget_percent"),
+                    format!("is {budget_percent}; it must be a percentage in [0, 100] (Envoy's default is 20)"),
+                ));
+            }
+        }
     }
     Ok(BudgetSpec { kind, scope: scope(raw.scope.as_deref(), &field("scope"))? })
 }

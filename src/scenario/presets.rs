@@ -9,7 +9,7 @@
 use super::raw::RawPolicy;
 
 /// `(name, description with sources, TOML of the policy)`.
-pub const PRESETS: [(&str, &str, &str); 9] = [
+pub const PRESETS: [(&str, &str, &str); 10] = [
     (
         "aws-standard",
         "AWS SDK standard retry mode (pre-2026): full jitter b·2^i with base 1 s, cap 20 s, 3 attempts; \
@@ -53,17 +53,31 @@ budget = { kind = "grpc_throttle", scope = "client", max_tokens = 10.0, token_ra
     ),
     (
         "envoy",
-        "Envoy router retries: fully jittered exponential backoff, base 25 ms, max 250 ms, one retry; retry budget \
-         20% with at least 3 (Envoy bounds active retries at 20% of active requests, min_retry_concurrency 3; \
-         we bound retries at max(20% of requests, 3) over 10 s); rate-limited (Retry-After) back-off only when \
-         configured, so ignored here",
+        "Envoy router retries with Envoy's defaults: fully jittered exponential backoff, base 25 ms, max 250 ms \
+         (10 × base), one retry (num_retries 1); no retry budget configured, so retries are limited by the \
+         cluster's max_retries circuit breaker: at most 3 retries outstanding at once per cluster \
+         (concurrent_retries with budget_percent 0); rate-limited (Retry-After) back-off only when configured, \
+         so ignored here",
         r#"jitter = "full"
 base = "25ms"
 multiplier = 2.0
 cap = "250ms"
 max_attempts = 2
 honor_retry_after = "ignore"
-budget = { kind = "ratio", scope = "client", ratio = 0.2, min_retries = 3.0, window = "10s" }"#,
+budget = { kind = "concurrent_retries", scope = "client", budget_percent = 0.0, min_retry_concurrency = 3 }"#,
+    ),
+    (
+        "envoy-retry-budget",
+        "Envoy router retries as `envoy`, with a retry budget configured at its defaults \
+         (circuit_breakers.thresholds.retry_budget: budget_percent 20, min_retry_concurrency 3): at most \
+         max(20% of active requests, 3) retries outstanding at once per cluster",
+        r#"jitter = "full"
+base = "25ms"
+multiplier = 2.0
+cap = "250ms"
+max_attempts = 2
+honor_retry_after = "ignore"
+budget = { kind = "concurrent_retries", scope = "client", budget_percent = 20.0, min_retry_concurrency = 3 }"#,
     ),
     (
         "finagle",
@@ -199,7 +213,7 @@ mod tests {
     #[test]
     fn presets_whose_source_ignores_retry_after_say_so() {
         use crate::model::RetryAfterMode;
-        for name in ["aws-standard", "envoy", "finagle", "resilience4j"] {
+        for name in ["aws-standard", "envoy", "envoy-retry-budget", "finagle", "resilience4j"] {
             assert_eq!(validated(name).retry_after, RetryAfterMode::Ignore, "{name}");
         }
         assert_eq!(validated("aws-standard-2026").retry_after, RetryAfterMode::AwsClamp);

@@ -216,3 +216,41 @@ fn grpc_tokens_allow_strictly_above_half_and_move_by_one_and_the_ratio() {
     assert_eq!(GrpcTokens::after_failure(0.5), 0.0);
     assert_eq!(t.after_success(9.8), 10.0);
 }
+
+/// Envoy's `RetryBudgetImpl` (source/common/upstream/resource_manager_impl.h): `canCreate()` is
+/// `count() < max()`, `max()` = max(budget_percent / 100 × (active + pending), min_retry_concurrency)
+/// converted to `uint64_t` (truncated); the retry resource is taken when a retry is granted and
+/// given back when its outcome is known or the request ends (router/retry_state_impl.cc
+/// `resetRetry`). Worked by hand: 40 active at 20% → 8; 14 → ⌊2.8⌋ = 2 < 3 → 3; 24 → 4.
+#[test]
+fn concurrent_retries_cap_outstanding_retries_as_envoys_retry_budget() {
+    assert_eq!(concurrent_retry_limit(20.0, 3, 40), 8);
+    assert_eq!(concurrent_retry_limit(20.0, 3, 14), 3);
+    assert_eq!(concurrent_retry_limit(20.0, 3, 24), 4);
+    assert_eq!(concurrent_retry_limit(0.0, 3, 1_000), 3, "budget_percent 0 is the max_retries breaker");
+    let kind = BudgetKind::ConcurrentRetries { budget_percent: 20.0, min_retry_concurrency: 3 };
+    let mut state = kind.new_state();
+    for _ in 0..40 {
+        kind.on_request(&mut state, 0);
+    }
+    assert_eq!(state.tokens, 8.0, "8 slots free");
+    let granted = (0..20).filter(|_| kind.try_retry(&mut state, 0, FailureKind::Transient).is_some()).count();
+    assert_eq!((granted, state.tokens), (8, 0.0));
+    // One outcome known: its slot is free again; a call ending with its retry held frees one too,
+    // and the active count falls: 39 active → ⌊7.8⌋ = 7, with 6 outstanding → 1 free.
+    kind.on_retry_settled(&mut state);
+    assert!(kind.try_retry(&mut state, 0, FailureKind::Timeout).is_some());
+    assert!(kind.try_retry(&mut state, 0, FailureKind::Timeout).is_none());
+    kind.on_call_end(&mut state, true);
+    kind.on_call_end(&mut state, false);
+    assert_eq!(state.tokens, 0.0, "38 active → 7, 7 outstanding");
+    kind.on_call_end(&mut state, true);
+    assert_eq!(state.tokens, 1.0, "37 active → 7, 6 outstanding");
+    // Nothing else moves it: successes, failures and the window-free local check.
+    kind.on_success(&mut state, 0, Some(1.0));
+    kind.on_failure(&mut state);
+    assert_eq!(kind.local_reject_probability(&mut state, 0), 0.0);
+    assert_eq!(state.tokens, 1.0);
+    // Its counts ride beside the window's slot width: the state is priced as a windowed one.
+    assert_eq!(kind.state_bytes(), 16 + (8 + 8 + 10 * 2 * 4) + 16);
+}

@@ -90,15 +90,32 @@ impl Simulation<'_> {
         let Some(key) = budget_key else { return true };
         let tenant = call.tenant as usize;
         let spec = policy.budget.as_ref().expect("keyed");
+        let settled = call.paid && spec.kind.holds_retries();
         let state = self.states.budget(key, || spec.kind.new_state());
+        if settled {
+            // Envoy frees a retry's slot when its outcome is known, before the next decision.
+            spec.kind.on_retry_settled(state);
+        }
         let paid = spec.kind.try_retry(state, now, failure);
         let tokens = state.tokens;
         self.record_budget_decision(tenant, tokens, paid.is_some());
+        let call = self.calls.get_mut(call_handle).expect("live");
         if let Some(cost) = paid {
-            let call = self.calls.get_mut(call_handle).expect("live");
             (call.paid, call.last_cost) = (true, cost);
+        } else if settled {
+            call.paid = false;
         }
         paid.is_some()
+    }
+
+    /// `call` ended or was cancelled (it is out of the slab): a concurrent-retries budget stops
+    /// counting it and frees the retry slot it still held.
+    pub(super) fn budget_on_call_end(&mut self, call: &Call) {
+        let budget = self.spec.policies[call.policy as usize].budget.as_ref();
+        let Some(budget) = budget.filter(|b| b.kind.holds_retries()) else { return };
+        let key = scope_key(budget.scope, call.policy, call.tenant, call.client);
+        let state = self.states.budget(key, || budget.kind.new_state());
+        budget.kind.on_call_end(state, call.paid);
     }
 
     /// A reply that is not a failure: a success feeds the budget; both count as healthy calls

@@ -226,7 +226,9 @@ impl Simulation<'_> {
             if let Some(hop) = self.leave_pool(call, holds) {
                 releases.push(hop);
             }
-            self.remove_call(call);
+            if let Some(removed) = self.remove_call(call) {
+                self.budget_on_call_end(&removed);
+            }
             cancels.extend(copies);
         }
         for hop in releases {

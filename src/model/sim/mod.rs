@@ -982,6 +982,7 @@ impl<'a> Simulation<'a> {
 
     fn end_call(&mut self, call_handle: Handle, end: CallEnd) {
         let call = self.remove_call(call_handle).expect("ending a live call");
+        self.budget_on_call_end(&call);
         if self.links.on {
             self.links.forget(call_handle, call.parent());
         }

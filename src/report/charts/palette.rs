@@ -39,7 +39,7 @@ pub const PALETTE: [RGBColor; 24] = [
     RGBColor(110, 110, 0),  // svix: olive
     RGBColor(90, 105, 125), // standard-webhooks: slate
     // Further colours, each chosen as far as possible from all before it (and from the grey).
-    RGBColor(30, 0, 255),    // ultramarine
+    RGBColor(30, 0, 255),    // ultramarine (also envoy-retry-budget's)
     RGBColor(240, 45, 255),  // fuchsia
     RGBColor(150, 120, 255), // lavender
     RGBColor(255, 60, 90),   // coral
@@ -50,7 +50,7 @@ pub const PALETTE: [RGBColor; 24] = [
 
 /// Names with a fixed colour: `(name, index in PALETTE)`. The strategies are those of the
 /// scenario's `jitter = "…"`; the presets those of `preset = "…"` (`scenario::presets::PRESETS`).
-const FIXED: [(&str, usize); 17] = [
+const FIXED: [(&str, usize); 18] = [
     ("none", 0),
     ("exponential", 1),
     ("full", 2),
@@ -68,6 +68,8 @@ const FIXED: [(&str, usize); 17] = [
     ("resilience4j", 14),
     ("svix", 15),
     ("standard-webhooks", 16),
+    // A preset added after the palette was laid out takes the first further colour.
+    ("envoy-retry-budget", 17),
 ];
 
 /// Grey of the variants an overlay chart does not single out (≥ 3:1 on white too).
