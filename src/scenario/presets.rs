@@ -93,16 +93,19 @@ budget = { kind = "finagle", scope = "client", ttl = "10s", percent = 0.2, min_r
     ),
     (
         "polly-v8",
-        "Polly v8 retry strategy as Microsoft.Extensions.Http.Resilience configures it by default \
-         (HttpRetryStrategyOptions: BackoffType.Exponential, UseJitter, Delay 2 s, MaxRetryAttempts 3 = 4 attempts, \
-         ShouldRetryAfterHeader): decorrelated jitter v2; MaxDelay unset (capped here at 30 s); Retry-After used as \
-         the delay. Bare Polly defaults differ (constant backoff, no jitter)",
+        "Polly v8 retry strategy as Microsoft.Extensions.Http.Resilience's standard resilience handler configures it \
+         by default (HttpRetryStrategyOptions: BackoffType.Exponential, UseJitter, Delay 2 s, MaxRetryAttempts 3 = \
+         4 attempts, ShouldRetryAfterHeader): decorrelated jitter v2; MaxDelay unset (capped here at 30 s); \
+         Retry-After used as the delay; the handler's 10 s attempt timeout and 30 s total request timeout. Bare \
+         Polly defaults differ (constant backoff, no jitter, no timeouts)",
         r#"jitter = "decorrelated_v2"
 base = "2s"
 multiplier = 2.0
 cap = "30s"
 max_attempts = 4
-honor_retry_after = "exact""#,
+honor_retry_after = "exact"
+attempt_timeout = "10s"
+deadline = "30s""#,
     ),
     (
         "resilience4j",
