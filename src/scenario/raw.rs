@@ -388,25 +388,26 @@ pub struct RawPool {
     pub queue_limit: Option<i64>,
 }
 
-/// `admission = { kind = "aimd", initial = 50, ... , reject = "429", retry_after = "1s" }`.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// `admission = { kind = "aimd", initial = 50, ... , reject = "429", retry_after = "1s" }`: the
+/// reply to a refused attempt, and the kind with its fields, read into
+/// `overload::AdmissionKind` at validation (`scenario::tagged`), which refuses a field the kind
+/// does not take.
+#[derive(Clone, Debug, Default)]
 pub struct RawAdmission {
-    pub kind: String,
-    pub limit: Option<i64>,
-    pub rate_per_s: Option<f64>,
-    pub burst: Option<f64>,
-    pub initial: Option<f64>,
-    pub min: Option<f64>,
-    pub max: Option<f64>,
-    pub latency: Option<Dur>,
-    pub backoff: Option<f64>,
-    pub tolerance: Option<f64>,
-    pub smoothing: Option<f64>,
-    pub queue_size: Option<f64>,
-    pub long_window: Option<i64>,
     pub reject: Option<String>,
     pub retry_after: Option<Dur>,
+    /// `kind` and the kind's fields, as written.
+    pub kind: toml::Table,
+}
+
+impl<'de> Deserialize<'de> for RawAdmission {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut kind = toml::Table::deserialize(deserializer)?;
+        let reject = kind.remove("reject").map(String::deserialize).transpose().map_err(D::Error::custom)?;
+        let retry_after = kind.remove("retry_after").map(Dur::deserialize).transpose().map_err(D::Error::custom)?;
+        Ok(RawAdmission { reject, retry_after, kind })
+    }
 }
 
 /// `load_latency = { kind = "exponential", rate = 4 }`.

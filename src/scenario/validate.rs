@@ -404,6 +404,15 @@ fn ramp(a: &RawArrival, at: &str) -> V<Arrival> {
     Ok(Arrival::Ramp { from_rate_per_s, rate_per_s, over })
 }
 
+/// A hop's `scheduling` of its queue among tenants: one FIFO, or fair (round-robin over the
+/// tenants' lanes); the names listed in messages come from this type.
+#[derive(Clone, Copy, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Scheduling {
+    Fifo,
+    Fair,
+}
+
 fn hops(raw: &RawScenario, policy_names: &[&str], policies: &[RetryPolicy], tenants: &[TenantSpec]) -> V<Vec<HopSpec>> {
     if raw.hop.is_empty() {
         return Err(Invalid::at("hop", "no [[hop]] is defined; add one with name, workers and service"));
@@ -543,10 +552,13 @@ fn hop(
         .map(|a| super::scaling::autoscale(a, workers, file_replicas, &|f: &str| at(&format!("autoscale.{f}"))))
         .transpose()?;
     let slots = autoscale.as_ref().filter(|a| a.unit == crate::model::ScaleUnit::Replicas).map(|a| a.max_units);
-    let fair = match h.scheduling.as_deref() {
-        None | Some("fifo") => false,
-        Some("fair") => true,
-        Some(other) => return Err(unknown(&at("scheduling"), "scheduling", other, &["fifo", "fair"])),
+    let fair = match h.scheduling.as_deref().map(super::tagged::read_name::<Scheduling>).transpose() {
+        Ok(None | Some(Scheduling::Fifo)) => false,
+        Ok(Some(Scheduling::Fair)) => true,
+        Err(names) => {
+            let given = h.scheduling.as_deref().unwrap_or_default();
+            return Err(unknown(&at("scheduling"), "scheduling", given, names));
+        }
     };
     let replicas = super::replicas::replicas(h, workers, occ, slots, &at)?;
     Ok(HopSpec {
