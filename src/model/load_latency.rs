@@ -7,8 +7,11 @@
 //! (`applyLoadDependentLatency` in `shared.ts`); it draws no random number, so variants with
 //! and without it see the same base draws (common random numbers).
 
-/// The multiplier's shape (`load_latency = { kind = … }` on a hop).
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// The multiplier's shape (`load_latency = { kind = … }` on a hop): the one definition of the
+/// kinds, read through serde (`scenario::tagged`), each variant's fields the parameters that kind
+/// takes; a field of another kind is refused.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum LoadLatency {
     /// 1 + slope·u.
     Linear {
@@ -19,7 +22,8 @@ pub enum LoadLatency {
     Polynomial {
         /// Factor of the power.
         coefficient: f64,
-        /// Power of the utilisation.
+        /// Power of the utilisation (Stability Sim's default 2).
+        #[serde(default = "two")]
         exponent: f64,
     },
     /// e^(rate·u): the GC death spiral's runaway.
@@ -29,8 +33,10 @@ pub enum LoadLatency {
     },
 }
 
-/// The kind names, for validation messages.
-pub const LOAD_LATENCY_KINDS: [&str; 3] = ["linear", "polynomial", "exponential"];
+/// Serde default of the polynomial's exponent.
+fn two() -> f64 {
+    2.0
+}
 
 impl LoadLatency {
     /// The multiplier at utilisation `u`.

@@ -328,7 +328,9 @@ pub struct RawHop {
     pub calls_mode: Option<String>,
     /// The connection pool the hop's downstream calls go through.
     pub pool: Option<RawPool>,
-    pub load_latency: Option<RawLoadLatency>,
+    /// `load_latency = { kind = "exponential", rate = 4 }`: the kind and its fields, read into
+    /// `model::LoadLatency` at validation.
+    pub load_latency: Option<toml::Table>,
     pub autoscale: Option<RawAutoscale>,
     /// `kind = "cache"`: the cache's table (scenario/cache.rs).
     pub cache: Option<RawCache>,
@@ -408,17 +410,6 @@ impl<'de> Deserialize<'de> for RawAdmission {
         let retry_after = kind.remove("retry_after").map(Dur::deserialize).transpose().map_err(D::Error::custom)?;
         Ok(RawAdmission { reject, retry_after, kind })
     }
-}
-
-/// `load_latency = { kind = "exponential", rate = 4 }`.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawLoadLatency {
-    pub kind: String,
-    pub slope: Option<f64>,
-    pub coefficient: Option<f64>,
-    pub exponent: Option<f64>,
-    pub rate: Option<f64>,
 }
 
 /// `autoscale = { target = 0.6, max = 10, … }` or `[hop.autoscale]`.

@@ -1,10 +1,9 @@
 //! Validation of a hop's load-dependent latency (`load_latency`) and autoscaling (`autoscale`).
 
-use super::checks::{count, finite_at_least, positive, unknown, V};
+use super::checks::{count, finite_at_least, positive, read_kind, unknown, Words, V};
 use super::error::Invalid;
-use super::raw::{RawAutoscale, RawLoadLatency};
+use super::raw::RawAutoscale;
 use crate::engine::NS_PER_S;
-use crate::model::load_latency::LOAD_LATENCY_KINDS;
 use crate::model::{AutoscaleSpec, LoadLatency, ScaleMetric, ScaleUnit};
 
 /// Largest multiplier parameter: beyond it every service time saturates the clock.
@@ -12,28 +11,18 @@ const FACTOR_MAX: f64 = 1e6;
 /// Largest exponential rate: e^40 ≈ 2.4·10¹⁷ already turns 1 ns into 7 years.
 const RATE_MAX: f64 = 40.0;
 
-pub(super) fn load_latency(l: &RawLoadLatency, at: &dyn Fn(&str) -> String) -> V<LoadLatency> {
-    let kind = l.kind.as_str();
-    let present = [
-        ("slope", l.slope.is_some()),
-        ("coefficient", l.coefficient.is_some()),
-        ("exponent", l.exponent.is_some()),
-        ("rate", l.rate.is_some()),
-    ];
-    let used: &[&str] = match kind {
-        "linear" => &["slope"],
-        "polynomial" => &["coefficient", "exponent"],
-        "exponential" => &["rate"],
-        other => return Err(unknown(&at("kind"), "load_latency kind", other, &LOAD_LATENCY_KINDS)),
-    };
-    if let Some((field, _)) = present.iter().find(|(f, set)| *set && !used.contains(f)) {
-        return Err(Invalid::at(&at(field), format!("is not used by load_latency kind `{kind}`; remove it")));
-    }
-    let need = |value: Option<f64>, field: &str, example: &str| {
-        value.ok_or_else(|| {
-            let table = at("");
-            Invalid::at(table.trim_end_matches('.'), format!("kind `{kind}` needs {field}, e.g. {field} = {example}"))
-        })
+pub(super) fn load_latency(l: &toml::Table, at: &dyn Fn(&str) -> String) -> V<LoadLatency> {
+    let table = at("");
+    let words = Words {
+        table: table.trim_end_matches('.'),
+        field: at,
+        family: "load_latency kind",
+        siblings: &[],
+        not_used: &|kind, _, _| format!("is not used by load_latency kind `{kind}`; remove it"),
+        missing: &|kind, field| {
+            let example = if field == "slope" { "1.0" } else { "4.0" };
+            format!("kind `{kind}` needs {field}, e.g. {field} = {example}")
+        },
     };
     let bounded = |value: f64, field: &str, max: f64, what: &str| -> V<f64> {
         let v = finite_at_least(value, 0.0, &at(field), &format!("{what} must be finite and within [0, {max}]"))?;
@@ -42,15 +31,10 @@ pub(super) fn load_latency(l: &RawLoadLatency, at: &dyn Fn(&str) -> String) -> V
         }
         Ok(v)
     };
-    Ok(match kind {
-        "linear" => {
-            LoadLatency::Linear { slope: bounded(need(l.slope, "slope", "1.0")?, "slope", FACTOR_MAX, "a slope")? }
-        }
-        "polynomial" => {
-            let coefficient =
-                bounded(need(l.coefficient, "coefficient", "4.0")?, "coefficient", FACTOR_MAX, "a coefficient")?;
-            // Stability Sim's default exponent is 2.
-            let exponent = l.exponent.unwrap_or(2.0);
+    Ok(match read_kind::<LoadLatency>(l, "kind", &words)? {
+        LoadLatency::Linear { slope } => LoadLatency::Linear { slope: bounded(slope, "slope", FACTOR_MAX, "a slope")? },
+        LoadLatency::Polynomial { coefficient, exponent } => {
+            let coefficient = bounded(coefficient, "coefficient", FACTOR_MAX, "a coefficient")?;
             if !(exponent.is_finite() && exponent > 0.0 && exponent <= 100.0) {
                 return Err(Invalid::at(
                     &at("exponent"),
@@ -59,9 +43,9 @@ pub(super) fn load_latency(l: &RawLoadLatency, at: &dyn Fn(&str) -> String) -> V
             }
             LoadLatency::Polynomial { coefficient, exponent }
         }
-        _ => LoadLatency::Exponential {
-            rate: bounded(need(l.rate, "rate", "4.0")?, "rate", RATE_MAX, "a rate (e^(rate·u) at utilisation u)")?,
-        },
+        LoadLatency::Exponential { rate } => {
+            LoadLatency::Exponential { rate: bounded(rate, "rate", RATE_MAX, "a rate (e^(rate·u) at utilisation u)")? }
+        }
     })
 }
 
