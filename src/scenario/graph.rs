@@ -168,10 +168,21 @@ fn calls_mode(h: &RawHop, at: &dyn Fn(&str) -> String) -> V<CallsMode> {
             &at("calls_mode"),
             "is set but the calls have a `stage`: give each call a stage (calls of one stage run in parallel, stages in order) or use calls_mode, not both",
         )),
-        (Some("sequence"), true) => Ok(CallsMode::Sequence),
-        (Some("parallel"), true) => Ok(CallsMode::Parallel),
-        (Some(other), true) => Err(unknown(&at("calls_mode"), "calls mode", other, &["sequence", "parallel"])),
+        (Some(name), true) => match super::tagged::read_name(name) {
+            Ok(WrittenCallsMode::Sequence) => Ok(CallsMode::Sequence),
+            Ok(WrittenCallsMode::Parallel) => Ok(CallsMode::Parallel),
+            Err(names) => Err(unknown(&at("calls_mode"), "calls mode", name, names)),
+        },
     }
+}
+
+/// The `calls_mode` a scenario may write ([`CallsMode::Stages`] follows from the calls' `stage`);
+/// the names listed in messages come from this type.
+#[derive(Clone, Copy, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum WrittenCallsMode {
+    Sequence,
+    Parallel,
 }
 
 /// Each edge's stage: its position (`sequence`), 0 (`parallel`) or as written (stages, which

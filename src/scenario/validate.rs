@@ -404,6 +404,16 @@ fn ramp(a: &RawArrival, at: &str) -> V<Arrival> {
     Ok(Arrival::Ramp { from_rate_per_s, rate_per_s, over })
 }
 
+/// A hop's `kind` as written (the validated kind is `model::HopKind`, which carries the cache's
+/// table); the names listed in messages come from this type.
+#[derive(Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum HopKindName {
+    Service,
+    Occ,
+    Cache,
+}
+
 /// A hop's `scheduling` of its queue among tenants: one FIFO, or fair (round-robin over the
 /// tenants' lanes); the names listed in messages come from this type.
 #[derive(Clone, Copy, serde::Deserialize)]
@@ -464,14 +474,17 @@ fn hop(
     let at = |field: &str| format!("hop.{}.{field}", h.name);
     let workers = count(h.workers.unwrap_or(1), &at("workers"), 1, 10_000_000)? as u32;
     let queue_limit = count(h.queue_limit.unwrap_or(u32::MAX as i64), &at("queue_limit"), 0, u32::MAX as i64)? as u32;
-    let occ = match h.kind.as_deref() {
-        None | Some("service") | Some("cache") => false,
-        Some("occ") => true,
-        Some(other) => return Err(unknown(&at("kind"), "hop kind", other, &["service", "occ", "cache"])),
+    let kind = match h.kind.as_deref() {
+        None => HopKindName::Service,
+        Some(name) => super::tagged::read_name(name).map_err(|names| unknown(&at("kind"), "hop kind", name, names))?,
+    };
+    let occ = match kind {
+        HopKindName::Service | HopKindName::Cache => false,
+        HopKindName::Occ => true,
     };
     // A cache (scenario/cache.rs) answers lookups with its hit latency and no worker limit.
     // In a call graph a cache's backend is its `calls` edge, checked once the edges are attached.
-    let cache = super::cache::cache(h, h.kind.as_deref() == Some("cache"), next.is_some() || in_graph, &dist)?;
+    let cache = super::cache::cache(h, kind == HopKindName::Cache, next.is_some() || in_graph, &dist)?;
     let (workers, service) = match &cache {
         Some(c) => (u32::MAX, Some(c.hit_latency.clone())),
         None => (workers, None),
