@@ -240,3 +240,35 @@ fn a_small_herd_through_backon_agrees_with_the_simulated_equal_jitter() {
         assert!((value - mean).abs() <= tolerance, "{metric:?}: measured {value}, simulated {mean} ± {tolerance}");
     }
 }
+
+/// `compare --emulate` draws the measured load over the simulated range (`load_measured.svg`),
+/// whose shaded range holds the simulated mean in every bucket.
+#[test]
+fn compare_emulate_draws_the_measured_load_over_the_simulated_range() {
+    let scenario = Scenario::from_source("tiny-herd", TINY_HERD, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let variants = scenario.run_variants();
+    let simulated = run_study(&scenario, &variants, &RunOptions { threads: Some(2), progress: false });
+    let v = &simulated.variants[0];
+    let attempts = retrystorm::runner::ATTEMPTS_COLUMN;
+    let range = &v.attempts_range[0];
+    assert_eq!(range.len(), v.hop_series[0].rows.len());
+    for (b, (r, row)) in range.iter().zip(&v.hop_series[0].rows).enumerate() {
+        assert!(r[0] <= row[attempts] + 1e-9 && row[attempts] <= r[1] + 1e-9, "bucket {b}: {r:?} {}", row[attempts]);
+    }
+    assert!(range.iter().any(|r| r[1] > r[0]), "the replications differ somewhere");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("tiny.toml");
+    std::fs::write(&file, TINY_HERD).expect("write scenario");
+    let out = dir.path().join("out");
+    let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .arg("compare")
+        .arg(&file)
+        .args(["--emulate", "--allow-late", "--replications", "5", "--out"])
+        .arg(&out)
+        .output()
+        .expect("binary runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let svg = std::fs::read_to_string(dir.path().join("out-emulated/load_measured.svg")).expect("the overlay chart");
+    assert!(svg.contains("simulated range over 5 replications") && svg.contains("tiny-herd"), "{svg:.300}");
+    assert!(dir.path().join("out-emulated/load_measured.png").is_file());
+}

@@ -293,7 +293,10 @@ pub fn side_by_side(
     let emulation = merge(&measured);
     study.emulation = Some(emulation.clone());
     study.provenance = simulated.provenance.clone();
-    let written = crate::report::write_study(claim, &study).map_err(|e| CliError::Failure(e.to_string()))?;
+    let mut written = crate::report::write_study(claim, &study).map_err(|e| CliError::Failure(e.to_string()))?;
+    // The measured load over the simulated range, beside the emulated run's own charts.
+    let overlay = crate::report::charts::measured::MeasuredLoad { simulated, measured: &study };
+    crate::report::charts::render(out, &overlay, &mut written).map_err(|e| CliError::Failure(e.to_string()))?;
     Ok(side_by_side_text(simulated, &study, &emulation, written.len(), out))
 }
 
@@ -365,7 +368,11 @@ fn side_by_side_text(
         e.wall_s,
         cpu_words(e)
     );
-    let _ = writeln!(text, "wrote {files} files of the measured run to {}", out.display());
+    let _ = writeln!(
+        text,
+        "wrote {files} files of the measured run to {} (load_measured.png: the measured load over the simulated range)",
+        out.display()
+    );
     text
 }
 

@@ -63,6 +63,9 @@ pub const REPLICA_COLUMNS: [&str; 5] = ["attempts", "successes", "failures", "in
 /// autoscaling; 0 in tenant rows).
 pub const WORKERS_COLUMN: usize = col::WORKERS;
 
+/// Index of `attempts` in [`SERIES_COLUMNS`]: attempts in the bucket (a count, not a rate).
+pub const ATTEMPTS_COLUMN: usize = col::ATTEMPTS;
+
 /// Where `name` is among `columns`, found at compile time (a constant naming a column that is
 /// not there fails the build): readers name a column instead of repeating its position.
 pub const fn column_index(columns: &[&str], name: &str) -> usize {
@@ -146,6 +149,9 @@ pub struct VariantResult {
     pub replicas: Vec<(String, StatRow)>,
     /// Mean series per replica, same order.
     pub replica_series: Vec<ReplicaSeries>,
+    /// Per hop, per bucket: the fewest and the most attempts in that bucket over the
+    /// replications (the simulated range a measured run is drawn against; not written to files).
+    pub attempts_range: Vec<Vec<[f64; 2]>>,
 }
 
 /// Everything a command produced: what `report` writes.
@@ -434,7 +440,19 @@ fn aggregate(variant: &Variant, records: &[RunRecord]) -> VariantResult {
         .filter_map(|(i, r)| r.truncated.as_ref().map(|why| format!("replication {i}: {why}")))
         .collect();
     let (replicas, replica_series) = replica_results(spec, records, &per_replication);
+    let attempts_range = (0..spec.hops.len())
+        .map(|h| {
+            let buckets = records.iter().map(|r| r.hop_series[h].len()).max().unwrap_or(0);
+            (0..buckets)
+                .map(|b| {
+                    let counts = records.iter().map(|r| r.hop_series[h].get(b).map_or(0.0, |x| f64::from(x.attempts)));
+                    counts.fold([f64::INFINITY, f64::NEG_INFINITY], |[lo, hi], c| [lo.min(c), hi.max(c)])
+                })
+                .collect()
+        })
+        .collect();
     VariantResult {
+        attempts_range,
         replicas,
         replica_series,
         name: variant.name.clone(),

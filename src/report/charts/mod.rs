@@ -14,6 +14,7 @@ pub(crate) mod key;
 pub(crate) mod latency;
 pub(crate) mod limit;
 pub(crate) mod load;
+pub(crate) mod measured;
 pub(crate) mod palette;
 pub(crate) mod replicas;
 pub(crate) mod sweep;
