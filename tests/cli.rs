@@ -121,6 +121,13 @@ fn stdout_fits_100_columns_and_wide_allows_more() {
     assert_eq!(shown[0], "fifo", "the baseline first: {header}");
     assert_eq!(shown[1..], ranking[..shown.len() - 1], "then the leaders in the verdict's order: {header}");
     assert!(shown.len() >= 2, "the leader beside the baseline: {header}");
+    // The baseline named by --baseline leads the table, whatever its place among the variants.
+    let based = tmp.path().join("based");
+    let (_, based) =
+        widest(&["compare", &herd, "--replications", "2", "--baseline", "full", "--out", based.to_str().unwrap()]);
+    let lines: Vec<&str> = based.lines().collect();
+    let header = lines[lines.iter().position(|l| l.starts_with("  * succeeded ↑")).expect("a table") - 1];
+    assert_eq!(header.split_whitespace().next(), Some("full"), "{header}");
     let (_, wide) =
         widest(&["run", &shedding, "--replications", "2", "--wide", "--out", out.to_str().unwrap(), "--force"]);
     assert!(wide.lines().filter(|l| l.starts_with("  * system · succeeded ↑")).count() > 1, "--wide: every column");

@@ -135,8 +135,7 @@ pub fn summary_table(study: &Study, width: usize) -> String {
     table_of(study, width, None, true)
 }
 
-/// The table's variant columns in stdout's order: the baseline (column 0 after `set_baseline`),
-/// then the verdict's ranking, so its leaders stand side by side. When they would take more than
+/// The table's variant columns in stdout's order: the baseline (the comparisons'), then the verdict's ranking, so its leaders stand side by side. When they would take more than
 /// [`BLOCKS_MAX`] blocks of `width`, only the first block's (the baseline and the leaders that
 /// fit beside it; the rows then drop `system · ` to make room). None: every column in the
 /// study's order (`--wide`, a single variant, nothing differs).
@@ -153,7 +152,9 @@ fn leader_columns(study: &Study, ranking: &[String], width: usize) -> Option<Vec
     let col_w = |c: usize| {
         2 + d.rows.iter().map(|r| r.cells[c].chars().count()).chain([names[c].chars().count()]).max().unwrap_or(0)
     };
-    let mut order: Vec<usize> = std::iter::once(0)
+    let baseline =
+        study.comparisons.first().and_then(|c| study.variants.iter().position(|v| v.name == c.baseline)).unwrap_or(0);
+    let mut order: Vec<usize> = std::iter::once(baseline)
         .chain(ranking.iter().filter_map(|name| study.variants.iter().position(|v| &v.name == name)))
         .collect();
     let mut seen = Vec::new();
