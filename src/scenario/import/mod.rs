@@ -324,7 +324,7 @@ pub fn provenance(
     let preset = preset_name.as_deref().and_then(super::presets::preset);
     let preset_fields = preset.as_ref().map(fields_set).unwrap_or_default();
     let mut out = Vec::new();
-    for field in POLICY_FIELDS {
+    for (field, _) in POLICY_FIELDS {
         let source = if written.contains_key(field) {
             format!("scenario [policy.{name}]")
         } else if let Some(key) = imported.and_then(|i| i.sources.get(field)) {
@@ -339,39 +339,29 @@ pub fn provenance(
     out
 }
 
-/// Fields of a policy, in the order `validate` prints them.
-pub const POLICY_FIELDS: [&str; 12] = [
-    "jitter",
-    "base",
-    "multiplier",
-    "cap",
-    "max_attempts",
-    "deadline",
-    "attempt_timeout",
-    "honor_retry_after",
-    "throttle_base",
-    "retry_on",
-    "budget",
-    "breaker",
+/// Fields of a policy, in the order `validate` prints them, each with whether a raw policy sets
+/// it: one table, so a field's name and its test cannot fall out of step.
+pub const POLICY_FIELDS: [(&str, IsSet); 12] = [
+    ("jitter", |p| p.jitter.is_some()),
+    ("base", |p| p.base.is_some()),
+    ("multiplier", |p| p.multiplier.is_some()),
+    ("cap", |p| p.cap.is_some()),
+    ("max_attempts", |p| p.max_attempts.is_some()),
+    ("deadline", |p| p.deadline.is_some()),
+    ("attempt_timeout", |p| p.attempt_timeout.is_some()),
+    ("honor_retry_after", |p| p.honor_retry_after.is_some()),
+    ("throttle_base", |p| p.throttle_base.is_some()),
+    ("retry_on", |p| p.retry_on.is_some()),
+    ("budget", |p| p.budget.is_some()),
+    ("breaker", |p| p.breaker.is_some()),
 ];
+
+/// Whether a raw policy sets one field.
+pub type IsSet = fn(&RawPolicy) -> bool;
 
 /// The fields a raw policy sets.
 pub fn fields_set(p: &RawPolicy) -> Vec<&'static str> {
-    let present = [
-        p.jitter.is_some(),
-        p.base.is_some(),
-        p.multiplier.is_some(),
-        p.cap.is_some(),
-        p.max_attempts.is_some(),
-        p.deadline.is_some(),
-        p.attempt_timeout.is_some(),
-        p.honor_retry_after.is_some(),
-        p.throttle_base.is_some(),
-        p.retry_on.is_some(),
-        p.budget.is_some(),
-        p.breaker.is_some(),
-    ];
-    POLICY_FIELDS.iter().zip(present).filter(|(_, set)| *set).map(|(f, _)| *f).collect()
+    POLICY_FIELDS.iter().filter(|(_, set)| set(p)).map(|(f, _)| *f).collect()
 }
 
 /// Every key of a JSON/YAML object not in `known`, as `prefix.key`.
