@@ -271,4 +271,6 @@ fn compare_emulate_draws_the_measured_load_over_the_simulated_range() {
     let svg = std::fs::read_to_string(dir.path().join("out-emulated/load_measured.svg")).expect("the overlay chart");
     assert!(svg.contains("simulated range over 5 replications") && svg.contains("tiny-herd"), "{svg:.300}");
     assert!(dir.path().join("out-emulated/load_measured.png").is_file());
+    let manifest = std::fs::read_to_string(dir.path().join("out-emulated/manifest.json")).expect("a manifest");
+    assert!(manifest.contains("load_measured.svg") && manifest.contains("load_measured.png"), "{manifest}");
 }

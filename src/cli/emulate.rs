@@ -293,10 +293,14 @@ pub fn side_by_side(
     let emulation = merge(&measured);
     study.emulation = Some(emulation.clone());
     study.provenance = simulated.provenance.clone();
-    let mut written = crate::report::write_study(claim, &study).map_err(|e| CliError::Failure(e.to_string()))?;
-    // The measured load over the simulated range, beside the emulated run's own charts.
-    let overlay = crate::report::charts::measured::MeasuredLoad { simulated, measured: &study };
-    crate::report::charts::render(out, &overlay, &mut written).map_err(|e| CliError::Failure(e.to_string()))?;
+    // The measured load over the simulated range, beside the emulated run's own charts (and in
+    // its manifest).
+    let overlay = |dir: &std::path::Path, files: &mut Vec<std::path::PathBuf>| {
+        let figure = crate::report::charts::measured::MeasuredLoad { simulated, measured: &study };
+        crate::report::charts::render(dir, &figure, files).map(|_| ())
+    };
+    let written =
+        crate::report::write_study_with(claim, &study, &overlay).map_err(|e| CliError::Failure(e.to_string()))?;
     Ok(side_by_side_text(simulated, &study, &emulation, written.len(), out))
 }
 

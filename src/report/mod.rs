@@ -23,8 +23,20 @@ use std::path::{Path, PathBuf};
 /// the charts and `report.html` to the claimed directory, then its manifest; returns the files
 /// written. A failure part-way names the files that are complete.
 pub fn write_study(claim: &Claim, study: &Study) -> Result<Vec<PathBuf>, WriteError> {
+    write_study_with(claim, study, &|_, _| Ok(()))
+}
+
+/// Writes further files into a run's directory, adding each complete one to the list.
+pub type MoreFiles<'a> = dyn Fn(&Path, &mut Vec<PathBuf>) -> Result<(), OutputError> + 'a;
+
+/// [`write_study`], then `more` writes further files into the directory (adding each complete
+/// one to the list) before the manifest is written, so the manifest names them too.
+pub fn write_study_with(claim: &Claim, study: &Study, more: &MoreFiles) -> Result<Vec<PathBuf>, WriteError> {
     let mut written = Vec::new();
-    match write_study_files(claim.dir(), study, &mut written).and_then(|()| claim.finish(&written)) {
+    match write_study_files(claim.dir(), study, &mut written)
+        .and_then(|()| more(claim.dir(), &mut written))
+        .and_then(|()| claim.finish(&written))
+    {
         Ok(()) => Ok(written),
         Err(error) => Err(WriteError::new(claim, error, &written)),
     }
