@@ -11,7 +11,7 @@ use super::format::{fmt_num, fmt_secs, fmt_tick};
 use super::html::{escape, head, swatch};
 use super::values;
 use crate::metrics::objective::{Requirement, Verdict as Met};
-use crate::runner::plan::{by_variant, cheapest, PlanFile, Probe};
+use crate::runner::plan::{by_variant, cheapest, PlanFile, Probe, VariantPlan};
 use crate::runner::plan_range::{whole, Find, Kind};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -86,11 +86,7 @@ pub fn answer_lines(plan: &PlanFile) -> Vec<String> {
     }
     let range = plan.range();
     let show = |x: f64| range.show(x);
-    let step = if plan.kind == Kind::Integer && plan.resolution == 1.0 {
-        String::new()
-    } else {
-        format!(" to within {}", show(plan.resolution))
-    };
+    let step = step_words(plan);
     let mut lines = vec![format!(
         "{}: {} {} in {}..{}{step} meeting {} with 95% confidence ({} replications per probe, seed {})",
         plan.scenario,
@@ -108,14 +104,13 @@ pub fn answer_lines(plan: &PlanFile) -> Vec<String> {
         let answer = match p.chosen {
             Some(v) => format!("{} = {}", plan.parameter, show(v)),
             None => {
-                // The end that should pass: the top for `smallest`, the bottom for `largest`.
-                let (end, beyond) = match plan.find {
-                    Find::Smallest => (p.probes.last(), format!("up to {}", show(plan.hi))),
-                    Find::Largest => (p.probes.first(), format!("down to {}", show(plan.lo))),
-                };
-                let top = end;
-                let at = top.map_or(String::new(), |q| show(q.value));
-                format!("no value {beyond} meets every requirement (at {at}: {})", top.map_or(String::new(), missed))
+                let end = end_probe(plan, p);
+                let at = end.map_or(String::new(), |q| show(q.value));
+                format!(
+                    "no value {} meets every requirement (at {at}: {})",
+                    toward_end(plan),
+                    end.map_or(String::new(), missed)
+                )
             }
         };
         lines.push(format!("  {}: {answer}   (probes: {})", p.variant, probes.join(" ")));
@@ -124,6 +119,34 @@ pub fn answer_lines(plan: &PlanFile) -> Vec<String> {
         }
     }
     lines
+}
+
+/// ` to within STEP` when the search's grid is not the whole numbers, else nothing.
+fn step_words(plan: &PlanFile) -> String {
+    if plan.kind == Kind::Integer && plan.resolution == 1.0 {
+        String::new()
+    } else {
+        format!(" to within {}", plan.range().show(plan.resolution))
+    }
+}
+
+/// The end of the searched range that should pass, in words: `up to HI` for `smallest`,
+/// `down to LO` for `largest`.
+fn toward_end(plan: &PlanFile) -> String {
+    let range = plan.range();
+    match plan.find {
+        Find::Smallest => format!("up to {}", range.show(plan.hi)),
+        Find::Largest => format!("down to {}", range.show(plan.lo)),
+    }
+}
+
+/// The probe of `p` at the end of the range that should pass (the top for `smallest`, the
+/// bottom for `largest`).
+fn end_probe<'a>(plan: &PlanFile, p: &'a VariantPlan) -> Option<&'a Probe> {
+    match plan.find {
+        Find::Smallest => p.probes.last(),
+        Find::Largest => p.probes.first(),
+    }
 }
 
 /// The requirements `probe` did not meet, with their values: `success_ratio >= 0.999 is 97.30%`.
@@ -147,11 +170,7 @@ fn frontier_lines(plan: &PlanFile) -> Vec<String> {
     let across = plan.across.as_ref().expect("a two-setting plan");
     let (range, second) = (plan.range(), across.range());
     let grid = second.grid();
-    let step = if plan.kind == Kind::Integer && plan.resolution == 1.0 {
-        String::new()
-    } else {
-        format!(" to within {}", range.show(plan.resolution))
-    };
+    let step = step_words(plan);
     let mut lines = vec![format!(
         "{}: {} {} in {}..{}{step} at each {} in {}..{} ({} values) meeting {} with 95% confidence ({} replications per probe, seed {})",
         plan.scenario,
@@ -180,11 +199,7 @@ fn frontier_lines(plan: &PlanFile) -> Vec<String> {
             None => {
                 // The search's end that should pass, at the second setting's last value.
                 let last = group.last().expect("a variant has its searches");
-                let end = match plan.find {
-                    Find::Smallest => last.probes.last(),
-                    Find::Largest => last.probes.first(),
-                };
-                let why = end.map_or(String::new(), |q| {
+                let why = end_probe(plan, last).map_or(String::new(), |q| {
                     format!(
                         "; at {} = {} and {} = {}: {}",
                         across.parameter,
@@ -195,16 +210,9 @@ fn frontier_lines(plan: &PlanFile) -> Vec<String> {
                     )
                 });
                 format!(
-                    "  {name}: no combination in range meets every requirement ({} {} {} at every {} in {}..{}{why})",
+                    "  {name}: no combination in range meets every requirement ({} {} at every {} in {}..{}{why})",
                     plan.parameter,
-                    match plan.find {
-                        Find::Smallest => "up to",
-                        Find::Largest => "down to",
-                    },
-                    range.show(match plan.find {
-                        Find::Smallest => plan.hi,
-                        Find::Largest => plan.lo,
-                    }),
+                    toward_end(plan),
                     across.parameter,
                     second.show(across.lo),
                     second.show(across.hi)
@@ -395,21 +403,7 @@ impl FrontierFigure<'_> {
             };
             place(Some(plan_colour(plan, group[0].index)), format!("{} ({answer})", group[0].variant));
         }
-        let end = match plan.find {
-            Find::Smallest => plan.hi,
-            Find::Largest => plan.lo,
-        };
-        place(
-            None,
-            format!(
-                "× above the dashed line: none {} {}",
-                match plan.find {
-                    Find::Smallest => "up to",
-                    Find::Largest => "down to",
-                },
-                range.show(end)
-            ),
-        );
+        place(None, format!("× above the dashed line: none {}", toward_end(plan)));
         rows
     }
 }
