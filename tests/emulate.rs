@@ -65,7 +65,7 @@ fn a_small_herd_on_loopback_agrees_with_the_simulation() {
     let (record, emulation) = emulate::run(spec, scenario.seed, &options, &checked).unwrap_or_else(|e| panic!("{e}"));
     assert!(emulation.emulated && emulation.connections > 0 && emulation.timer_samples > 0);
     assert!(record.truncated.is_none(), "the run stopped early: {:?}", record.truncated);
-    let measured = retrystorm::runner::assemble(&scenario, &variants, &[record], 1, emulation.wall_s);
+    let measured = retrystorm::runner::assemble(&scenario, &variants, vec![record], 1, emulation.wall_s);
     let got = |m: Metric| measured.variants[0].metrics.mean(m).expect("measured");
     // Every request reached a terminal state and every attempt reached the server on the wire.
     assert_eq!(got(Metric::Requests), 300.0);
@@ -227,7 +227,7 @@ fn a_small_herd_through_backon_agrees_with_the_simulated_equal_jitter() {
     let checked = emulate::preflight(spec, &options).unwrap_or_else(|e| panic!("{e}"));
     let (record, emulation) = emulate::run(spec, scenario.seed, &options, &checked).unwrap_or_else(|e| panic!("{e}"));
     assert!(record.truncated.is_none(), "the run stopped early: {:?}", record.truncated);
-    let measured = retrystorm::runner::assemble(&scenario, &variants, &[record], 1, emulation.wall_s);
+    let measured = retrystorm::runner::assemble(&scenario, &variants, vec![record], 1, emulation.wall_s);
     // Attempts per request and success, within the same 4-sd prediction band as above. Equal
     // jitter's delays are at least half the exponential's, so every request outlasts the
     // outage: success is 1 in every replication (no spread), and then must be 1 measured too.

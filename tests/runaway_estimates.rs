@@ -1,6 +1,6 @@
-//! Runaway classes, one test each, every refusal pinned to its exact message: 6,000
-//! variants, 20,000 tenants, a 99,856-cell sweep, 50M clients × 2 replications and 2M buckets ×
-//! 40 replications are refused before anything is allocated or written; and past 24 tenants the
+//! Runaway classes, one test each, every refusal pinned to its exact message: 7,000
+//! variants, 20,000 tenants, a 99,856-cell sweep, 50M clients × 2 replications and 2M buckets on
+//! 16 threads are refused before anything is allocated or written; and past 24 tenants the
 //! charts draw 24 and say what they left out (`report::charts::cap`).
 //!
 //! Each refusal's wall time is printed (`--nocapture`), not asserted: speed goals live in
@@ -52,15 +52,16 @@ fn tenants(n: usize) -> String {
     text
 }
 
-/// Rule: 6,000 variants hold 6,000 replications' series for aggregation and their mean series: 5.1 GiB, refused.
+/// Rule: 7,000 variants' mean series are 4.2 GiB, refused. (6,000 fit since replications are
+/// aggregated as they finish: their series are no longer held until the end.)
 #[test]
-fn six_thousand_variants_are_refused_by_the_estimate() {
+fn seven_thousand_variants_are_refused_by_the_estimate() {
     let tmp = workdir();
     let dir = tmp.path();
     let mut text = format!(
         "{HEAD}[[tenant]]\nname = \"main\"\nclients = 5\narrival = {{ kind = \"herd\" }}\npolicy = \"client\"\n"
     );
-    for i in 0..6_000 {
+    for i in 0..7_000 {
         text.push_str(&format!(
             "[[variant]]\nname = \"v{i}\"\nset = {{ \"policy.client.max_attempts\" = {} }}\n",
             i % 5 + 1
@@ -69,9 +70,9 @@ fn six_thousand_variants_are_refused_by_the_estimate() {
     std::fs::write(dir.join("variants.toml"), text).expect("write");
     refused_quickly(
         dir,
-        "6,000 variants",
+        "7,000 variants",
         &["run", "variants.toml", "--quiet", "--out", "out", "--max-memory", LIMIT],
-        &format!("error: this run would need about 5.1 GiB of memory (mean series and timeseries.csv: 3.6 GiB; time series of 6000 replication(s) held for aggregation: 1.4 GiB; the tallest chart: 37.4 MiB), more than the limit of 4.0 GiB; {FIX}"),
+        &format!("error: this run would need about 4.3 GiB of memory (mean series and timeseries.csv: 4.2 GiB; per-replication metrics of 1 replication(s): 38.9 MiB; the tallest chart: 37.4 MiB), more than the limit of 4.0 GiB; {FIX}"),
     );
 }
 
@@ -94,7 +95,7 @@ fn twenty_thousand_tenants_are_refused_and_a_thousand_are_estimated() {
         dir,
         "1,000 tenants under 64 MiB",
         &["run", "thousand.toml", "--quiet", "--out", "out", "--max-memory", "64MiB"],
-        &format!("error: this run would need about 423.0 MiB of memory (mean series and timeseries.csv: 305.6 MiB; time series of 1 replication(s) held for aggregation: 91.8 MiB; the tallest chart: 13.2 MiB), more than the limit of 64.0 MiB; {FIX}"),
+        &format!("error: this run would need about 440.5 MiB of memory (mean series and timeseries.csv: 305.6 MiB; time series of up to 1 run(s) in flight or waiting their turn: 107.4 MiB; the tallest chart: 13.2 MiB), more than the limit of 64.0 MiB; {FIX}"),
     );
 }
 
@@ -138,16 +139,30 @@ fn fifty_million_clients_at_two_replications_are_refused_by_the_estimate() {
 }
 
 /// Rule: 1 µs buckets over a 1 s horizon (a 2 s run with its drain) are 2M buckets, the most
-/// allowed; 40 replications hold 40 such series for aggregation: 9.5 GiB of 10.1 GiB.
+/// allowed, 244 MiB of series per run. Replications are folded into their variant as they
+/// finish, so 40 of them hold no more than the runs in flight or waiting their turn (2 on 2
+/// threads: 1.1 GiB in all, refused under 1 GiB); 16 threads hold 16 such runs: 4.4 GiB.
 #[test]
-fn two_million_buckets_at_forty_replications_are_refused_by_the_estimate() {
+fn two_million_buckets_hold_only_the_runs_in_flight() {
     let tmp = workdir();
     let dir = tmp.path();
+    let args = ["--set", "bucket=1us", "--set", "horizon=1s", "--replications", "40"];
+    let under = |limit: &'static str, threads: &'static str| {
+        let mut all = vec!["run", "good.toml", "--quiet", "--out", "out", "--max-memory", limit, "--threads", threads];
+        all.extend_from_slice(&args);
+        all
+    };
     refused_quickly(
         dir,
-        "2M buckets × 40 replications",
-        &good(&["--set", "bucket=1us", "--set", "horizon=1s", "--replications", "40"]),
-        &format!("error: this run would need about 10.1 GiB of memory (time series of 40 replication(s) held for aggregation: 9.5 GiB; mean series and timeseries.csv: 610.4 MiB; the program itself: 12.0 MiB), more than the limit of 4.0 GiB; {FIX}"),
+        "2M buckets × 40 replications on 2 threads, under 1 GiB",
+        &under("1GiB", "2"),
+        &format!("error: this run would need about 1.1 GiB of memory (mean series and timeseries.csv: 610.4 MiB; time series of up to 2 run(s) in flight or waiting their turn: 488.3 MiB; the program itself: 12.0 MiB), more than the limit of 1.0 GiB; {FIX}"),
+    );
+    refused_quickly(
+        dir,
+        "2M buckets × 40 replications on 16 threads",
+        &under(LIMIT, "16"),
+        &format!("error: this run would need about 4.4 GiB of memory (time series of up to 16 run(s) in flight or waiting their turn: 3.8 GiB; mean series and timeseries.csv: 610.4 MiB; the program itself: 12.0 MiB), more than the limit of 4.0 GiB; {FIX}"),
     );
 }
 

@@ -141,7 +141,7 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
         measured.push(emulation);
     }
     let wall_s = measured.iter().map(|e| e.wall_s).sum();
-    let mut study = crate::runner::assemble(&scenario, &variants, &records, 1, wall_s);
+    let mut study = crate::runner::assemble(&scenario, &variants, records, 1, wall_s);
     study.emulation = Some(merge(&measured));
     study.provenance.command = result_command(std::env::args());
     study.provenance.overrides = args.set.clone();
@@ -289,7 +289,7 @@ pub fn side_by_side(
         measured.push(emulation);
     }
     let wall_s = measured.iter().map(|e| e.wall_s).sum();
-    let mut study = crate::runner::assemble(scenario, variants, &records, 1, wall_s);
+    let mut study = crate::runner::assemble(scenario, variants, records, 1, wall_s);
     let emulation = merge(&measured);
     study.emulation = Some(emulation.clone());
     study.provenance = simulated.provenance.clone();

@@ -5,6 +5,7 @@ pub mod after;
 pub mod balance;
 pub mod capacity;
 pub mod catalogue;
+pub mod delays;
 pub mod goodput;
 pub mod metastable;
 pub mod objective;

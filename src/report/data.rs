@@ -17,8 +17,7 @@ use crate::runner::{MeanSeries, StatRow, Study};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Delay-histogram resolution: bins per decade of seconds (bin i covers [10^(i/N), 10^((i+1)/N)).
-pub const DELAY_BINS_PER_DECADE: i32 = 20;
+pub use crate::metrics::delays::{delay_bin, delay_bin_low, DelayBin, DELAY_BINS_PER_DECADE};
 
 /// Everything a run's report shows.
 #[derive(Clone, Debug)]
@@ -68,20 +67,6 @@ pub struct VariantData {
     pub delays: Vec<DelayBin>,
     /// Latency of succeeded requests: (microseconds, count), all replications pooled.
     pub latency_us: Vec<(u64, u64)>,
-}
-
-/// Count of the delays before retry `retry` that fell in `[low_s, high_s)`; a bin with
-/// `low_s == high_s` is a point mass (exactly 0, or exactly a policy's cap).
-#[derive(Clone, Debug, PartialEq)]
-pub struct DelayBin {
-    /// Retry number k (1 = the first retry).
-    pub retry: u32,
-    /// Lower bound, seconds.
-    pub low_s: f64,
-    /// Upper bound, seconds.
-    pub high_s: f64,
-    /// Number of delays.
-    pub count: u64,
 }
 
 /// The simulated configuration of one variant, as the report describes it (`scenario.json`).
@@ -565,67 +550,12 @@ pub fn scenario_json(study: &Study) -> serde_json::Value {
     serde_json::json!({"scenario": study.scenario, "variants": variants})
 }
 
-/// The histogram bin of a positive delay: i such that 10^(i/N) ≤ delay_s < 10^((i+1)/N).
-pub fn delay_bin(delay_s: f64) -> i32 {
-    let i = (delay_s.log10() * f64::from(DELAY_BINS_PER_DECADE)).floor() as i32;
-    // log10 can land a hair off an exact power; nudge so the bounds always contain the value.
-    if delay_bin_low(i) > delay_s {
-        i - 1
-    } else if delay_bin_low(i + 1) <= delay_s {
-        i + 1
-    } else {
-        i
-    }
-}
-
-/// Lower bound (seconds) of delay bin `i`.
-pub fn delay_bin_low(i: i32) -> f64 {
-    10f64.powf(f64::from(i) / f64::from(DELAY_BINS_PER_DECADE))
-}
-
-/// Bins the delays of one variant; delays exactly 0 or exactly at a cap become point masses so
-/// the pile-up at the cap can be counted exactly.
-pub fn delay_bins(delays_ns: &[Vec<u64>], caps_ns: &[Nanos]) -> Vec<DelayBin> {
-    let mut out = Vec::new();
-    for (k, samples) in delays_ns.iter().enumerate() {
-        let mut counts: std::collections::BTreeMap<(i64, i64), u64> = Default::default();
-        for &ns in samples {
-            // Keys: (-1, 0) zero, (-1, ns) a cap point mass, (0, i) the log bin i.
-            let key = if ns == 0 {
-                (-1, 0)
-            } else if caps_ns.contains(&ns) {
-                (-1, ns as i64)
-            } else {
-                (0, i64::from(delay_bin(ns_to_secs(ns))))
-            };
-            *counts.entry(key).or_default() += 1;
-        }
-        for ((kind, x), count) in counts {
-            let (low_s, high_s) = if kind < 0 {
-                (ns_to_secs(x as u64), ns_to_secs(x as u64))
-            } else {
-                (delay_bin_low(x as i32), delay_bin_low(x as i32 + 1))
-            };
-            out.push(DelayBin { retry: k as u32 + 1, low_s, high_s, count });
-        }
-    }
-    out
-}
-
-/// Caps of the policies that clients use to call hop 0 (the ones whose delays are sampled).
-pub fn client_caps(spec: &SimSpec) -> Vec<Nanos> {
-    let mut caps: Vec<Nanos> = spec.tenants.iter().map(|t| spec.policies[t.policy].cap).collect();
-    caps.sort_unstable();
-    caps.dedup();
-    caps
-}
-
 /// `delays.csv`: per variant and retry number, the histogram of delays before that retry.
 pub fn delays_csv(study: &Study) -> Vec<u8> {
     csv_bytes(|w| {
         w.write_record(["variant", "retry", "delay_s_low", "delay_s_high", "count"])?;
         for v in &study.variants {
-            for bin in delay_bins(&v.retry_delays_ns, &client_caps(&v.spec)) {
+            for bin in v.retry_delays.bins() {
                 let record = [
                     v.name.clone(),
                     bin.retry.to_string(),
@@ -770,25 +700,5 @@ fn calls_words(spec: &SimSpec, h: &crate::model::HopSpec) -> Option<String> {
         Some(pool) => Some(format!("{calls}; {pool}")),
         None if h.downstream_policy.is_some() || h.calls.is_empty() => None,
         None => Some(calls),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn delay_bins_contain_their_values_and_keep_caps_exact() {
-        for &s in &[0.001, 0.1, 0.2, 1.0, 3.2, 10.0, 0.0316] {
-            let i = delay_bin(s);
-            assert!(delay_bin_low(i) <= s && s < delay_bin_low(i + 1), "{s} not in bin {i}");
-        }
-        let cap = 10_000_000_000;
-        let bins = delay_bins(&[vec![0, 0, cap, 150_000_000], vec![cap]], &[cap]);
-        let at = |retry: u32, low: f64| bins.iter().find(|b| b.retry == retry && b.low_s == low).map(|b| b.count);
-        assert_eq!(at(1, 0.0), Some(2));
-        assert_eq!(at(1, 10.0), Some(1));
-        assert_eq!(at(2, 10.0), Some(1));
-        assert_eq!(bins.iter().map(|b| b.count).sum::<u64>(), 5);
     }
 }

@@ -3,7 +3,9 @@
 //! Every (variant, replication) pair is an independent task with its own seeded streams; results
 //! are collected in task order, so the outcome does not depend on the thread count.
 
+pub(crate) mod aggregate;
 pub mod compare;
+pub(crate) mod in_order;
 pub mod map;
 pub(crate) mod memory;
 pub(crate) mod plan;
@@ -13,16 +15,15 @@ pub mod rare;
 pub(crate) mod sweep;
 pub mod verdict;
 
-use crate::engine::time::ns_to_secs;
 use crate::engine::Nanos;
-use crate::metrics::stats::Stat;
-use crate::metrics::summary::{scalars, MetricRow, Scalars};
-use crate::metrics::{HopBucket, RunRecord, TenantBucket};
+use crate::metrics::summary::Scalars;
+use crate::metrics::RunRecord;
 use crate::model::sim;
 use crate::scenario::{Scenario, Variant};
+use aggregate::Aggregate;
 use compare::Comparison;
+use in_order::run_in_order;
 use progress::Progress;
-use rayon::prelude::*;
 use std::time::Instant;
 
 /// How to execute (not what to simulate: that is the scenario).
@@ -137,8 +138,8 @@ pub struct VariantResult {
     pub hop_series: Vec<MeanSeries>,
     /// Mean series per tenant.
     pub tenant_series: Vec<MeanSeries>,
-    /// Retry-delay samples at hop 0 from all replications, per retry number (1-based index − 1).
-    pub retry_delays_ns: Vec<Vec<u64>>,
+    /// Retry-delay histogram at hop 0, all replications pooled.
+    pub retry_delays: crate::metrics::delays::RetryDelays,
     /// Latency samples (µs) for CDFs: the merged histogram's iterated values (value, count).
     pub latency_us: Vec<(u64, u64)>,
     /// Why replications stopped early, if any did (`replication N: reason`).
@@ -315,193 +316,106 @@ pub fn run_study(scenario: &Scenario, variants: &[Variant], options: &RunOptions
 
 /// A pool of `threads` workers (None: one per core).
 pub fn thread_pool(threads: Option<usize>) -> rayon::ThreadPool {
+    memory::keep_freed_memory();
     rayon::ThreadPoolBuilder::new().num_threads(threads.unwrap_or(0)).build().expect("thread pool")
 }
 
 /// Simulates on the current rayon pool, counting each finished run on `progress`.
 ///
-/// Every (variant, replication) pair is one task; `collect` keeps task order whatever thread ran
-/// a task, which is what makes the outcome independent of the thread count.
+/// Every (variant, replication) pair is one task. Each finished run is reduced to its digest on
+/// the thread that ran it, and the digests are folded into their variant's results in task order
+/// whatever thread ran them (`in_order`), which is what makes the outcome independent of the
+/// thread count, and the memory independent of the number of replications.
 pub fn simulate(scenario: &Scenario, variants: &[Variant], progress: &Progress) -> Study {
     let replications = scenario.replications as usize;
     let tasks = variants.len() * replications;
     let started = Instant::now();
-    let records: Vec<RunRecord> = (0..tasks)
-        .into_par_iter()
-        .map(|task| {
-            let variant = &variants[task / replications];
-            let record = sim::run(&variant.spec, scenario.seed, (task % replications) as u64);
+    let shapes: Vec<_> = variants.iter().map(|v| v.spec.run_shape()).collect();
+    let mut folded = Folded::new(variants, replications);
+    let run_bytes = variants.iter().map(|v| memory::run_bytes(&v.spec)).max().unwrap_or(0);
+    run_in_order(
+        tasks,
+        aggregate::window(rayon::current_num_threads(), run_bytes),
+        |task| {
+            let v = task / replications;
+            let record = sim::run(&variants[v].spec, scenario.seed, (task % replications) as u64);
             progress.inc();
-            record
-        })
-        .collect();
+            aggregate::digest(&variants[v].spec, &shapes[v], record)
+        },
+        |task, digest| folded.add(task / replications, digest),
+    );
     let wall_s = started.elapsed().as_secs_f64();
-    assemble(scenario, variants, &records, scenario.replications, wall_s)
+    folded.into_study(scenario, replications as u32, wall_s)
 }
 
 /// A study from finished runs: `replications` records per variant, in variant order (the
-/// simulator's, or the emulator's one measured run per variant).
+/// emulator's one measured run per variant).
 pub fn assemble(
     scenario: &Scenario,
     variants: &[Variant],
-    records: &[RunRecord],
+    records: Vec<RunRecord>,
     replications: u32,
     wall_s: f64,
 ) -> Study {
-    let events = records.iter().map(|r| r.events).sum();
-    let retries_run_ahead = records.iter().map(|r| r.retries_run_ahead).sum();
-    let attempts = records.iter().flat_map(|r| &r.hops).map(|h| h.attempts).sum();
-    let mut chunks = records.chunks(replications.max(1) as usize);
-    let results: Vec<VariantResult> =
-        variants.iter().map(|v| aggregate(v, chunks.next().expect("one chunk per variant"))).collect();
-    let comparisons = if results.len() > 1 { compare::comparisons(&results, 0) } else { Vec::new() };
-    Study {
-        scenario: scenario.name.clone(),
-        seed: scenario.seed,
-        replications,
-        bucket: scenario.base.bucket,
-        variants: results,
-        warnings: scenario.warnings.clone(),
-        events,
-        retries_run_ahead,
-        attempts,
-        wall_s,
-        threads: rayon::current_num_threads(),
-        comparisons,
-        objective: scenario.objective.clone(),
-        provenance: Provenance {
-            scenario_file: scenario.file.clone(),
-            scenario_hash: scenario.source_hash(),
-            ..Provenance::default()
-        },
-        emulation: None,
+    let per = replications.max(1) as usize;
+    let mut folded = Folded::new(variants, per);
+    for (task, record) in records.into_iter().enumerate() {
+        let spec = &variants[task / per].spec;
+        folded.add(task / per, aggregate::digest(spec, &spec.run_shape(), record));
     }
+    folded.into_study(scenario, replications, wall_s)
 }
 
-fn stat_row(rows: &[&MetricRow]) -> StatRow {
-    StatRow(
-        rows[0]
-            .iter()
-            .enumerate()
-            .map(|(i, (metric, _))| {
-                (*metric, Stat::with_interval(rows.iter().map(|r| r[i].1).collect(), metric.interval()))
-            })
-            .collect(),
-    )
+/// Every variant's results so far, and the study's event counts.
+struct Folded<'a> {
+    variants: Vec<Aggregate<'a>>,
+    /// Events, retries run ahead, attempts, over all runs.
+    counts: [u64; 3],
 }
 
-fn aggregate(variant: &Variant, records: &[RunRecord]) -> VariantResult {
-    let spec = &variant.spec;
-    let bucket_s = ns_to_secs(spec.bucket);
-    let shape = spec.run_shape();
-    let per_replication: Vec<Scalars> = records.iter().map(|r| scalars(r, &shape)).collect();
-    let globals: Vec<&MetricRow> = per_replication.iter().map(|s| &s.global).collect();
-    let scope = |pick: &dyn Fn(&Scalars) -> &MetricRow| stat_row(&per_replication.iter().map(pick).collect::<Vec<_>>());
-    let hops = spec.hops.iter().enumerate().map(|(h, hop)| (hop.name.clone(), scope(&|s| &s.hops[h]))).collect();
-    let tenants =
-        spec.tenants.iter().enumerate().map(|(t, ten)| (ten.name.clone(), scope(&|s| &s.tenants[t]))).collect();
-    let hop_series = spec
-        .hops
-        .iter()
-        .enumerate()
-        .map(|(h, hop)| MeanSeries {
-            name: hop.name.clone(),
-            rows: hit_ratios(mean_rows(records, |r| hop_columns(&r.hop_series[h], bucket_s))),
-        })
-        .collect();
-    let tenant_series = spec
-        .tenants
-        .iter()
-        .enumerate()
-        .map(|(t, ten)| MeanSeries {
-            name: ten.name.clone(),
-            rows: mean_rows(records, |r| {
-                let start = spec.policies[ten.policy].budget.as_ref().map_or(0.0, |b| b.kind.new_state().tokens);
-                tenant_columns(&r.tenant_series[t], bucket_s, start)
-            }),
-        })
-        .collect();
-    let mut retry_delays_ns = vec![Vec::new(); crate::metrics::RETRY_DELAY_RETRIES];
-    for r in records {
-        for (k, samples) in r.retry_delays_ns.iter().enumerate() {
-            retry_delays_ns[k].extend_from_slice(samples);
+impl<'a> Folded<'a> {
+    fn new(variants: &'a [Variant], replications: usize) -> Folded<'a> {
+        Folded { variants: variants.iter().map(|v| Aggregate::new(v, replications)).collect(), counts: [0; 3] }
+    }
+
+    fn add(&mut self, variant: usize, digest: aggregate::Digest) {
+        for (total, n) in self.counts.iter_mut().zip(digest.counts) {
+            *total += n;
+        }
+        self.variants[variant].add(digest);
+    }
+
+    fn into_study(self, scenario: &Scenario, replications: u32, wall_s: f64) -> Study {
+        let results: Vec<VariantResult> = self.variants.into_iter().map(Aggregate::finish).collect();
+        let comparisons = if results.len() > 1 { compare::comparisons(&results, 0) } else { Vec::new() };
+        let [events, retries_run_ahead, attempts] = self.counts;
+        Study {
+            scenario: scenario.name.clone(),
+            seed: scenario.seed,
+            replications,
+            bucket: scenario.base.bucket,
+            variants: results,
+            warnings: scenario.warnings.clone(),
+            events,
+            retries_run_ahead,
+            attempts,
+            wall_s,
+            threads: rayon::current_num_threads(),
+            comparisons,
+            objective: scenario.objective.clone(),
+            provenance: Provenance {
+                scenario_file: scenario.file.clone(),
+                scenario_hash: scenario.source_hash(),
+                ..Provenance::default()
+            },
+            emulation: None,
         }
     }
-    let mut latency = crate::metrics::new_latency_histogram();
-    for r in records {
-        for t in &r.tenants {
-            latency.add(&t.latency_us).expect("same configuration");
-        }
-    }
-    let latency_us = latency.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
-    let truncated = records
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| r.truncated.as_ref().map(|why| format!("replication {i}: {why}")))
-        .collect();
-    let (replicas, replica_series) = replica_results(spec, records, &per_replication);
-    let attempts_range = (0..spec.hops.len())
-        .map(|h| {
-            let buckets = records.iter().map(|r| r.hop_series[h].len()).max().unwrap_or(0);
-            (0..buckets)
-                .map(|b| {
-                    let counts = records.iter().map(|r| r.hop_series[h].get(b).map_or(0.0, |x| f64::from(x.attempts)));
-                    counts.fold([f64::INFINITY, f64::NEG_INFINITY], |[lo, hi], c| [lo.min(c), hi.max(c)])
-                })
-                .collect()
-        })
-        .collect();
-    VariantResult {
-        attempts_range,
-        replicas,
-        replica_series,
-        name: variant.name.clone(),
-        spec: spec.clone(),
-        metrics: stat_row(&globals),
-        hops,
-        tenants,
-        hop_series,
-        tenant_series,
-        retry_delays_ns,
-        latency_us,
-        truncated,
-        per_replication,
-    }
 }
-
-/// The per-replica rows and mean series of a variant (empty without balanced hops).
-fn replica_results(
-    spec: &crate::model::SimSpec,
-    records: &[RunRecord],
-    per_replication: &[Scalars],
-) -> (Vec<(String, StatRow)>, Vec<ReplicaSeries>) {
-    let Some(first) = records.first() else { return (Vec::new(), Vec::new()) };
-    let n = records.len() as f64;
-    let mut rows = Vec::new();
-    let mut series = Vec::new();
-    for (i, r) in first.replicas.iter().enumerate() {
-        let name = format!("{}[{}]", spec.hops[r.hop].name, r.replica);
-        rows.push((name.clone(), stat_row(&per_replication.iter().map(|s| &s.replicas[i]).collect::<Vec<_>>())));
-        let mut sum = vec![[0.0; REPLICA_COLUMNS.len()]; r.series.len()];
-        for rec in records {
-            for (acc, b) in sum.iter_mut().zip(&rec.replicas[i].series) {
-                let row = [b.attempts, b.successes, b.failures, b.in_flight_max, b.out_of_rotation].map(f64::from);
-                for (s, v) in acc.iter_mut().zip(row) {
-                    *s += v / n;
-                }
-            }
-        }
-        series.push(ReplicaSeries { name, rows: sum });
-    }
-    (rows, series)
-}
-
-/// Number of columns of a series row.
-const SERIES_WIDTH: usize = SERIES_COLUMNS.len();
 
 /// The index of each column of [`SERIES_COLUMNS`], by its name: rows are written through these,
 /// never by position, so a column added, moved or renamed cannot shift the others.
-mod col {
+pub(crate) mod col {
     use super::{column_index, SERIES_COLUMNS};
     pub const ATTEMPTS: usize = column_index(&SERIES_COLUMNS, "attempts");
     pub const FIRST_ATTEMPTS: usize = column_index(&SERIES_COLUMNS, "first_attempts");
@@ -522,97 +436,4 @@ mod col {
     pub const BUDGET_DENIED: usize = column_index(&SERIES_COLUMNS, "budget_denied");
     pub const CACHE_LOOKUPS: usize = column_index(&SERIES_COLUMNS, "cache_lookups");
     pub const CACHE_HIT_RATIO: usize = column_index(&SERIES_COLUMNS, "cache_hit_ratio");
-}
-
-/// A series row with the named columns set and every other column 0 (a tenant has no queue, a
-/// hop no budget).
-fn series_row(values: &[(usize, f64)]) -> [f64; SERIES_WIDTH] {
-    let mut row = [0.0; SERIES_WIDTH];
-    for &(column, value) in values {
-        row[column] = value;
-    }
-    row
-}
-
-fn hop_columns(series: &[HopBucket], bucket_s: f64) -> Vec<[f64; SERIES_WIDTH]> {
-    let backlog = crate::metrics::after::backlog_levels(series);
-    let pending = crate::metrics::after::pending_retry_levels(series);
-    series
-        .iter()
-        .enumerate()
-        .map(|(i, b)| {
-            series_row(&[
-                (col::ATTEMPTS, f64::from(b.attempts)),
-                (col::FIRST_ATTEMPTS, f64::from(b.first_attempts)),
-                (col::RETRIES, f64::from(b.retries)),
-                (col::SUCCESSES, f64::from(b.successes)),
-                (col::FAILURES, f64::from(b.failures)),
-                (col::QUEUE_LEN_MAX, f64::from(b.queue_len_max)),
-                (col::IN_FLIGHT, f64::from(b.in_flight_max)),
-                (col::QUEUE_WAIT_MAX_S, ns_to_secs(b.queue_wait_max_ns)),
-                (col::GOODPUT_PER_S, f64::from(b.successes) / bucket_s),
-                (col::BACKLOG, backlog[i + 1] as f64),
-                (col::RETRIES_PENDING, pending[i + 1] as f64),
-                (col::ADMISSION_LIMIT, f64::from(b.admission_limit)),
-                (col::WORKERS, f64::from(b.workers)),
-                (col::THROUGHPUT_PER_S, f64::from(b.served) / bucket_s),
-                (col::TIMELY_GOODPUT_PER_S, f64::from(b.timely_ok) / bucket_s),
-                (col::CACHE_LOOKUPS, f64::from(b.cache_lookups)),
-                // Hits for now: `hit_ratios` divides the means once they are averaged.
-                (col::CACHE_HIT_RATIO, f64::from(b.cache_hits)),
-            ])
-        })
-        .collect()
-}
-
-fn tenant_columns(series: &[TenantBucket], bucket_s: f64, start_tokens: f64) -> Vec<[f64; SERIES_WIDTH]> {
-    let mut tokens = start_tokens;
-    series
-        .iter()
-        .map(|b| {
-            if b.budget_decisions > 0 {
-                tokens = b.budget_tokens_sum / f64::from(b.budget_decisions);
-            }
-            series_row(&[
-                (col::ATTEMPTS, f64::from(b.attempts)),
-                (col::FIRST_ATTEMPTS, f64::from(b.first_attempts)),
-                (col::RETRIES, f64::from(b.retries)),
-                (col::SUCCESSES, f64::from(b.successes)),
-                (col::FAILURES, f64::from(b.failures)),
-                (col::IN_FLIGHT, f64::from(b.in_flight)),
-                (col::GOODPUT_PER_S, f64::from(b.successes) / bucket_s),
-                (col::BUDGET_TOKENS, tokens),
-                (col::BUDGET_DENIED, f64::from(b.budget_denied)),
-            ])
-        })
-        .collect()
-}
-
-/// The `cache_hit_ratio` column of averaged hop rows: it holds the mean hits until here, and
-/// becomes mean hits ÷ mean lookups (the hit ratio pooled over replications; 0 without lookups).
-fn hit_ratios(mut rows: Vec<[f64; SERIES_WIDTH]>) -> Vec<[f64; SERIES_WIDTH]> {
-    for row in &mut rows {
-        let (lookups, hits) = (row[col::CACHE_LOOKUPS], row[col::CACHE_HIT_RATIO]);
-        row[col::CACHE_HIT_RATIO] = if lookups > 0.0 { hits / lookups } else { 0.0 };
-    }
-    rows
-}
-
-/// Per bucket, the mean over `records` of the rows `columns` derives from each record.
-fn mean_rows(
-    records: &[RunRecord],
-    columns: impl Fn(&RunRecord) -> Vec<[f64; SERIES_WIDTH]>,
-) -> Vec<[f64; SERIES_WIDTH]> {
-    let n = records.len() as f64;
-    let mut sum: Vec<[f64; SERIES_WIDTH]> = Vec::new();
-    for r in records {
-        let rows = columns(r);
-        sum.resize(rows.len(), [0.0; SERIES_WIDTH]);
-        for (acc, row) in sum.iter_mut().zip(rows) {
-            for (s, v) in acc.iter_mut().zip(row) {
-                *s += v;
-            }
-        }
-    }
-    sum.into_iter().map(|row| row.map(|s| s / n)).collect()
 }

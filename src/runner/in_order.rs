@@ -1,0 +1,144 @@
+//! Independent tasks run in parallel and their outputs consumed in task order, while they finish.
+//!
+//! Workers take task numbers in increasing order; an output that finishes ahead of its turn
+//! waits until every earlier one has been consumed, and a worker takes no task more than
+//! `window` ahead of the next to consume, so at most `window` outputs wait at once however many
+//! tasks there are. The consumer sees task 0, 1, 2, … exactly as a sequential loop would, so
+//! whatever it accumulates does not depend on the thread count.
+//!
+//! A panic in a task (the simulator's loud assertions) stops the other workers and is re-raised
+//! on the caller's thread once they have stopped: nobody waits for a task that will never end.
+
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+struct Line<T, C> {
+    /// The next task to hand out.
+    next: usize,
+    /// The next task to consume.
+    turn: usize,
+    /// Outputs that finished ahead of their turn.
+    waiting: BTreeMap<usize, T>,
+    consume: C,
+    /// The first panic's payload: every worker stops.
+    failed: Option<Box<dyn std::any::Any + Send>>,
+}
+
+/// Runs `produce(0..tasks)` on the current rayon pool and calls `consume(task, output)` in task
+/// order, holding at most `window` (≥ 1) outputs that finished ahead of their turn.
+pub fn run_in_order<T, P, C>(tasks: usize, window: usize, produce: P, consume: C)
+where
+    T: Send,
+    P: Fn(usize) -> T + Sync,
+    C: FnMut(usize, T) + Send,
+{
+    let window = window.max(1);
+    let line = Mutex::new(Line { next: 0, turn: 0, waiting: BTreeMap::new(), consume, failed: None });
+    let moved = Condvar::new();
+    let lock = || line.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let workers = rayon::current_num_threads().clamp(1, tasks.max(1));
+    (0..workers).into_par_iter().with_max_len(1).for_each(|_| loop {
+        let task = {
+            let mut l: MutexGuard<Line<T, C>> = lock();
+            while l.failed.is_none() && l.next < tasks && l.next >= l.turn + window {
+                l = moved.wait(l).unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+            if l.failed.is_some() || l.next >= tasks {
+                return;
+            }
+            l.next += 1;
+            l.next - 1
+        };
+        let output = catch_unwind(AssertUnwindSafe(|| produce(task)));
+        let mut l = lock();
+        let output = match output {
+            Ok(output) => output,
+            Err(payload) => {
+                l.failed.get_or_insert(payload);
+                moved.notify_all();
+                return;
+            }
+        };
+        l.waiting.insert(task, output);
+        let before = l.turn;
+        loop {
+            let turn = l.turn;
+            let Some(output) = l.waiting.remove(&turn) else { break };
+            let consumed = catch_unwind(AssertUnwindSafe(|| (l.consume)(turn, output)));
+            if let Err(payload) = consumed {
+                l.failed.get_or_insert(payload);
+                break;
+            }
+            l.turn += 1;
+        }
+        if l.turn != before || l.failed.is_some() {
+            moved.notify_all();
+        }
+    });
+    let line = line.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(payload) = line.failed {
+        resume_unwind(payload);
+    }
+    debug_assert!(line.waiting.is_empty() && line.turn == tasks, "every output consumed");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outputs_are_consumed_in_task_order_and_never_more_than_the_window_wait() {
+        use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().expect("pool");
+        let (most_ahead, started, consumed) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0));
+        let mut seen = Vec::new();
+        pool.install(|| {
+            run_in_order(
+                300,
+                3,
+                |task| {
+                    // Tasks taken and not yet consumed, this one included.
+                    let ahead = started.fetch_add(1, SeqCst) + 1 - consumed.load(SeqCst);
+                    most_ahead.fetch_max(ahead, SeqCst);
+                    // Uneven lengths, so later tasks often finish first.
+                    std::thread::sleep(std::time::Duration::from_micros(((task * 7919) % 13) as u64 * 50));
+                    task * 2
+                },
+                |task, output| {
+                    assert_eq!(output, task * 2);
+                    seen.push(task);
+                    consumed.fetch_add(1, SeqCst);
+                },
+            )
+        });
+        assert_eq!(seen, (0..300).collect::<Vec<_>>());
+        assert!(most_ahead.load(SeqCst) <= 3, "{} tasks ahead of the window of 3", most_ahead.load(SeqCst));
+    }
+
+    #[test]
+    fn a_panicking_task_stops_the_others_and_reaches_the_caller() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("pool");
+        let caught = catch_unwind(AssertUnwindSafe(|| {
+            pool.install(|| {
+                run_in_order(
+                    50,
+                    2,
+                    |task| {
+                        assert!(task != 5, "task 5 fails");
+                        task
+                    },
+                    |_, _| {},
+                )
+            })
+        }));
+        let payload = caught.expect_err("the panic reaches the caller");
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        assert!(message.contains("task 5 fails"), "{message}");
+    }
+}
