@@ -369,3 +369,42 @@ fn a_two_setting_plan_refuses_a_second_setting_it_cannot_sweep() {
             .collect(),
     );
 }
+
+/// One replication per probe is no confidence at all (the one-sided bound of one value is the
+/// value): `plan` says so in its answer and its probes table instead of quoting a "95% bound", and
+/// `compare`'s verdict names the run's value; with two or more the 95% wording stays.
+#[test]
+fn one_replication_is_never_called_95_percent_confidence() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    for (replications, expect, header) in [
+        ("1", "on one run per probe, with no confidence", "bound (one run: its value)"),
+        ("2", "with 95% confidence (2 replications per probe", "95% bound"),
+    ] {
+        let out = tmp.path().join(format!("plan{replications}"));
+        let out_s = out.to_str().unwrap();
+        let mut args = vec!["plan", "scenarios/mm1.toml", "--vary", "hop.server.workers=1..4"];
+        args.extend(["--require", "latency_s_p99 <= 0.05", "--replications", replications, "--out", out_s]);
+        let output = retrystorm(&args);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let text = String::from_utf8_lossy(&output.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(text.contains(expect), "{replications}: {text}");
+        assert_eq!(text.contains("95% confidence"), replications != "1", "{text}");
+        let html = std::fs::read_to_string(out.join("report.html")).expect("report");
+        assert!(html.contains(&format!("<th>{header}</th>")), "{replications}: probes header");
+    }
+    let out = tmp.path().join("compare1");
+    let output = retrystorm(&[
+        "compare",
+        "scenarios/outage-herd.toml",
+        "--replications",
+        "1",
+        "--set",
+        "tenant.main.clients=2000",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8_lossy(&output.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(text.contains("(one run's value "), "{text}");
+    assert!(!text.contains("95% bound"), "{text}");
+}

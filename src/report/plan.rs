@@ -79,6 +79,19 @@ pub fn plan_csv(plan: &PlanFile) -> Vec<u8> {
     w.into_inner().expect("in memory")
 }
 
+/// How a probe was judged, with the opening of the parenthesis the headline closes: the one-sided
+/// 95% bound over the replications, or, with one, that run's value alone, which is no confidence
+/// at all (the bound of one value is the value).
+fn confidence_words(replications: u32) -> String {
+    if replications >= 2 {
+        format!("with 95% confidence ({replications} replications per probe")
+    } else {
+        "on one run per probe, with no confidence (1 replication: its value is the bound; \
+         --replications 10 or more gives a 95% bound"
+            .to_string()
+    }
+}
+
 /// The answer lines (stdout and the report).
 pub fn answer_lines(plan: &PlanFile) -> Vec<String> {
     if plan.across.is_some() {
@@ -88,14 +101,14 @@ pub fn answer_lines(plan: &PlanFile) -> Vec<String> {
     let show = |x: f64| range.show(x);
     let step = step_words(plan);
     let mut lines = vec![format!(
-        "{}: {} {} in {}..{}{step} meeting {} with 95% confidence ({} replications per probe, seed {})",
+        "{}: {} {} in {}..{}{step} meeting {} {}, seed {})",
         plan.scenario,
         plan.find.word(),
         plan.parameter,
         show(plan.lo),
         show(plan.hi),
         plan.requirements.join(" and "),
-        plan.replications,
+        confidence_words(plan.replications),
         plan.seed
     )];
     for p in &plan.plans {
@@ -172,7 +185,7 @@ fn frontier_lines(plan: &PlanFile) -> Vec<String> {
     let grid = second.grid();
     let step = step_words(plan);
     let mut lines = vec![format!(
-        "{}: {} {} in {}..{}{step} at each {} in {}..{} ({} values) meeting {} with 95% confidence ({} replications per probe, seed {})",
+        "{}: {} {} in {}..{}{step} at each {} in {}..{} ({} values) meeting {} {}, seed {})",
         plan.scenario,
         plan.find.word(),
         plan.parameter,
@@ -183,7 +196,7 @@ fn frontier_lines(plan: &PlanFile) -> Vec<String> {
         second.show(across.hi),
         grid.len(),
         plan.requirements.join(" and "),
-        plan.replications,
+        confidence_words(plan.replications),
         plan.seed
     )];
     for group in by_variant(plan) {
@@ -589,8 +602,9 @@ pub fn plan_html(plan: &PlanFile, rendered: &Rendered) -> String {
     let second = plan.across.as_ref().map(|a| (a.parameter.as_str(), a.range()));
     let _ = write!(
         h,
-        "</ul>\n<h2 id=\"probes\">Probes</h2>\n<div class=\"scroll\"><table>\n<tr><th>variant</th>{}<th>value</th><th>requirement</th><th>mean ± 95% CI</th><th>95% bound</th><th>met</th></tr>\n",
-        second.as_ref().map_or(String::new(), |(name, _)| format!("<th><code>{}</code></th>", escape(name)))
+        "</ul>\n<h2 id=\"probes\">Probes</h2>\n<div class=\"scroll\"><table>\n<tr><th>variant</th>{}<th>value</th><th>requirement</th><th>mean ± 95% CI</th><th>{}</th><th>met</th></tr>\n",
+        second.as_ref().map_or(String::new(), |(name, _)| format!("<th><code>{}</code></th>", escape(name))),
+        if plan.replications >= 2 { "95% bound" } else { "bound (one run: its value)" }
     );
     for p in &plan.plans {
         let at = second

@@ -159,6 +159,16 @@ fn shell(word: &str) -> String {
     }
 }
 
+/// What a requirement's compared value is: the one-sided 95% bound over the replications, or
+/// with one replication that run's value (the bound of one value is the value: no confidence).
+fn bound_word(verdict: &Verdict) -> &'static str {
+    if verdict.single_replication {
+        "one run's value"
+    } else {
+        "95% bound"
+    }
+}
+
 /// The `retrystorm plan` command that finds the workers (capacity) that meet the requirements:
 /// on the hop a failed requirement names, else the first; from its workers to 32 times as many;
 /// with the run's `--set`, `--seed`, `--replications` and `--jitter`.
@@ -307,7 +317,7 @@ fn answer(verdict: &Verdict, candidates: &[Candidate], ctx: &Context, firsts: &[
                 .filter(|(r, _)| r.verdict == Met::NotMet)
                 .map(|(r, q)| {
                     let shown = r.bound.map_or("a replication without a value".to_string(), |b| {
-                        format!("95% bound {}", values::plain(q.metric.metric, b))
+                        format!("{} {}", bound_word(verdict), values::plain(q.metric.metric, b))
                     });
                     format!("{q} ({shown})")
                 })
@@ -505,7 +515,7 @@ pub fn verdict_parts(verdict: &Verdict, candidates: &[Candidate]) -> VerdictPart
             .map(|r| {
                 let x = &r.requirements[i];
                 let shown = x.bound.map_or("a replication without a value".to_string(), |b| {
-                    format!("95% bound {}", values::plain(req.metric.metric, b))
+                    format!("{} {}", bound_word(verdict), values::plain(req.metric.metric, b))
                 });
                 format!("{} ({shown})", label_of(candidates, &r.variant))
             })
