@@ -57,6 +57,10 @@ pub fn forbid_fields(d: &RawDist, at: &str) -> V<()> {
     }
 }
 
+/// The most a lognormal fitted through two percentiles may have as its mean, in multiples of the
+/// higher percentile (σ ≈ 6 through p50 and p99): beyond it the fit is refused.
+const LOGNORMAL_MEAN_OVER_TOP_MAX: f64 = 100.0;
+
 /// `dist = "lognormal"` written with two percentiles instead of mean and sd.
 pub fn fitted_lognormal(d: &RawDist, at: &str) -> V<Option<Dist>> {
     let given = percentiles(d);
@@ -78,6 +82,23 @@ pub fn fitted_lognormal(d: &RawDist, at: &str) -> V<Option<Dist>> {
     }
     let (mu, sigma) = lognormal_from_percentiles((a.1, a.2 .0 as f64), (b.1, b.2 .0 as f64));
     let mean = (mu + sigma * sigma / 2.0).exp();
+    // A tail this heavy is no latency anyone measured: the mean alone would outlast the run
+    // (p50 = 1ns and p99 = 10s give σ = 9.9 and a mean of 60,000 years).
+    if mean > LOGNORMAL_MEAN_OVER_TOP_MAX * b.2 .0 as f64 {
+        let years = mean / 1e9 / 86_400.0 / 365.25;
+        let mean_words = if mean < 1e18 { show(mean as u64) } else { format!("{years:.1e} years") };
+        return Err(Invalid::at(
+            &format!("{at}.{}", b.0),
+            format!(
+                "is {} with {} = {}: the lognormal through them has σ = {sigma:.1} and a mean of {mean_words}, more than {} times {}; check the two percentiles (one is likely mistyped) or describe the latency with dist = \"empirical\"",
+                show(b.2 .0),
+                a.0,
+                show(a.2 .0),
+                LOGNORMAL_MEAN_OVER_TOP_MAX,
+                b.0
+            ),
+        ));
+    }
     let sd = mean * (sigma * sigma).exp_m1().sqrt();
     Ok(Some(Dist::LogNormal { mean: mean.round() as u64, sd: sd.round() as u64 }))
 }
