@@ -408,3 +408,49 @@ fn one_replication_is_never_called_95_percent_confidence() {
     assert!(text.contains("(one run's value "), "{text}");
     assert!(!text.contains("95% bound"), "{text}");
 }
+
+/// `merge` re-derives every shard's answer from its own probes and refuses a shard whose chosen
+/// value, statistics or probe values were edited (exit code 2, the file and the variant named,
+/// nothing written); the shards as written merge.
+#[test]
+fn merge_refuses_tampered_plan_shards() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path();
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    for k in ["1", "2"] {
+        let shard = format!("{k}/2");
+        let mut args = vec!["plan", "scenarios/mm1.toml", "--vary", "hop.server.workers=1..4", "--quiet"];
+        let out = path(&format!("s{k}"));
+        args.extend(["--require", "latency_s_p99 <= 0.05", "--replications", "2", "--jitter", "full,equal"]);
+        args.extend(["--shard", &shard, "--out", &out]);
+        let o = retrystorm(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let ok = retrystorm(&["merge", &path("s1"), &path("s2"), "--out", &path("ok")]);
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let original: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("s1/plan.json")).unwrap()).unwrap();
+    type Edit = fn(&mut serde_json::Value);
+    let cases: [(&str, Edit, &str); 3] = [
+        ("chosen", |p| p["chosen"] = 99.into(), "the chosen value or the probes do not follow from the search"),
+        (
+            "mean",
+            |p| p["probes"][0]["requirements"][0]["stat"]["mean"] = 1e300.into(),
+            "at 1, `latency_s_p99 <= 0.05` does not follow from its per-replication values",
+        ),
+        ("negative", |p| p["probes"][0]["value"] = (-5).into(), "a probe at -5 is outside 1..4"),
+    ];
+    for (name, edit, says) in cases {
+        let mut tampered = original.clone();
+        edit(&mut tampered["plans"][0]);
+        std::fs::create_dir_all(dir.join(name)).unwrap();
+        std::fs::write(dir.join(name).join("plan.json"), tampered.to_string()).unwrap();
+        let out = path(&format!("m-{name}"));
+        let o = retrystorm(&["merge", &path(name), &path("s2"), "--out", &out]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains(&format!("{name}/plan.json`: variant 0 (full): {says}")), "{name}: {err}");
+        assert!(err.contains("run its shard again"), "{err}");
+        assert!(!std::path::Path::new(&out).exists(), "{name}: nothing written");
+    }
+}

@@ -222,6 +222,9 @@ pub fn merge(dirs: &[PathBuf], out: Option<PathBuf>, max_bytes: u64) -> Result<(
         })?;
         let plan: PlanFile =
             serde_json::from_str(&text).map_err(|e| bad(format!("`{}`: not a plan file: {e}", path.display())))?;
+        plan.check().map_err(|why| {
+            bad(format!("`{}`: {why}; this file was edited or damaged: run its shard again", path.display()))
+        })?;
         shards.push((path, plan));
     }
     let (first_path, first) = &shards[0];

@@ -155,6 +155,69 @@ impl PlanFile {
     pub fn range(&self) -> Range {
         Range { path: self.parameter.clone(), kind: self.kind, lo: self.lo, hi: self.hi, resolution: self.resolution }
     }
+
+    /// Checks that every answer follows from the file's own probes, as `merge` requires of a
+    /// shard: each probe's value is in the range, its statistics follow from its per-replication
+    /// values, its verdicts and bounds from those statistics, and the search run again over the
+    /// recorded probes asks for exactly them and chooses the recorded value. A hand-edited or
+    /// corrupted shard (a chosen value outside its range, a mean of 1e300, a negative probe) is
+    /// refused with the variant and what does not follow.
+    pub fn check(&self) -> Result<(), String> {
+        let requirements = self.requirements.iter().map(|t| Requirement::parse(t)).collect::<Result<Vec<_>, _>>()?;
+        let range = self.range();
+        for p in &self.plans {
+            let name = format!("variant {} ({})", p.index, p.variant);
+            if self.variants.get(p.index) != Some(&p.variant) {
+                return Err(format!("{name} is not the plan's variant {}", p.index));
+            }
+            for probe in &p.probes {
+                let at = range.show(probe.value);
+                if !(self.lo..=self.hi).contains(&probe.value) {
+                    return Err(format!(
+                        "{name}: a probe at {at} is outside {}..{}",
+                        range.show(self.lo),
+                        range.show(self.hi)
+                    ));
+                }
+                if probe.requirements.len() != requirements.len() {
+                    return Err(format!(
+                        "{name}: the probe at {at} judges {} requirement(s), not {}",
+                        probe.requirements.len(),
+                        requirements.len()
+                    ));
+                }
+                for (r, req) in probe.requirements.iter().zip(&requirements) {
+                    let derived =
+                        r.stat.as_ref().map(|s| Stat::with_interval(s.values.clone(), req.metric.metric.interval()));
+                    let same_stat = serde_json::to_value(&derived).ok() == serde_json::to_value(&r.stat).ok();
+                    if r.requirement != req.to_string()
+                        || !same_stat
+                        || req.judge(r.stat.as_ref()) != (r.verdict, r.bound)
+                    {
+                        return Err(format!(
+                            "{name}: at {at}, `{}` does not follow from its per-replication values",
+                            r.requirement
+                        ));
+                    }
+                }
+                if probe.meets_all != probe.requirements.iter().all(|r| r.verdict == Met::Met) {
+                    return Err(format!("{name}: at {at}, `meets_all` does not follow from its verdicts"));
+                }
+            }
+            let again =
+                search(&range, self.find, |value| p.probes.iter().find(|q| q.value == value).cloned().ok_or(value));
+            match again {
+                Err(value) => {
+                    return Err(format!("{name}: the search probes {}, which is not recorded", range.show(value)));
+                }
+                Ok((chosen, probes)) if chosen != p.chosen || probes != p.probes => {
+                    return Err(format!("{name}: the chosen value or the probes do not follow from the search"));
+                }
+                Ok(_) => {}
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A variant's cheapest combination in a two-setting plan: among its searches (`plans`, the
