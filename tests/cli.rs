@@ -165,6 +165,7 @@ fn bad_flag_values_name_the_flag_the_value_and_the_fix() {
     let file = tmp.path().join("x.toml");
     let file = file.to_str().unwrap();
     let herd = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/outage-herd.toml");
+    let aws_repeated = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/bad_scenarios/data/aws-repeated-key");
     let cases: &[(&[&str], &[&str])] = &[
         (&["plan", herd, "--vary", "hop.api.workers=1..4", "--resolution", "-1"], &["--resolution", "-1", "above 0"]),
         (&["init", file, "--outage", "-5s"], &["--outage", "-5s", "negative"]),
@@ -175,6 +176,11 @@ fn bad_flag_values_name_the_flag_the_value_and_the_fix() {
         (&["init", file, "--rate", "-5"], &["--rate -5", "positive number"]),
         (&["init", file, "--rate", "1e308"], &["--rate 1e308", "workers", "at most"]),
         (&["init", file, "--capacity", "1e300"], &["--capacity 1e300", "workers", "at most"]),
+        (&["init", file, "--select", "shop.Checkout"], &["--select shop.Checkout", "no --from", "leave out --select"]),
+        (
+            &["init", file, "--rate", "10", "--from", aws_repeated, "--select", "orders"],
+            &["--from ", "aws-repeated-key: [orders] max_attempts (line 4): given twice", "keep one"],
+        ),
         (
             &["run", herd, "--replications", "-2"],
             &["'-2' for '--replications <REPLICATIONS>'", "is negative; give a whole number"],

@@ -56,13 +56,10 @@ enum Source {
     Config { path: String },
 }
 
-/// An imported config that needs an entry chosen is the user's `--select` to give, not a line of
-/// the file `init` would have written: the importer's message (after the generated file's
-/// location) with `select = "X"` said as the flag, `--select X`.
-fn select_message(error: &str) -> Option<String> {
-    if !error.contains("select = \"") {
-        return None;
-    }
+/// An error in an imported config is the user's `--from` file (and `--select`) to fix, not a line
+/// of the file `init` would have written: the importer's message (after the generated file's
+/// location) as `--from FILE: …`, with `select = "X"` said as the flag, `--select X`.
+fn import_message(error: &str) -> Option<String> {
     let at = error.find("import`: ")?;
     let message = &error[at + "import`: ".len()..];
     let mut out = String::new();
@@ -110,7 +107,7 @@ pub fn run(args: InitArgs) -> Result<(), CliError> {
     // Validate as `run` will (paths relative to the file's directory) before writing anything.
     let scenario = Scenario::from_source(&name, &text, &[]).map_err(|e| {
         let text = e.to_string();
-        bad(select_message(&text).unwrap_or_else(|| format!("the generated scenario does not validate: {text}")))
+        bad(import_message(&text).unwrap_or_else(|| format!("the generated scenario does not validate: {text}")))
     })?;
     crate::report::files::write_atomic(&args.file, text.as_bytes()).map_err(|e| bad(e.to_string()))?;
     for w in &scenario.warnings {
@@ -211,6 +208,11 @@ fn scenario_text(args: &InitArgs, sources: &[Source]) -> Result<String, CliError
         Source::Config { path } => Some(path),
         Source::Trace { .. } | Source::Histogram { .. } => None,
     });
+    if let (Some(select), None) = (&args.select, config) {
+        return Err(bad(format!(
+            "--select {select}: chooses an entry of an imported retry config, and no --from names one; add --from CONFIG (a gRPC service config, an Envoy route, a resilience4j file or an AWS config) or leave out --select"
+        )));
+    }
     if trace.is_some() && (args.rate.is_some() || args.clients.is_some()) {
         return Err(bad("--from a trace sets the arrivals; leave out --rate and --clients".into()));
     }

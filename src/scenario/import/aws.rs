@@ -24,6 +24,12 @@ pub fn import(text: &str, select: Option<&str>) -> Result<Imported, String> {
             let name = header.strip_prefix("profile ").map(str::trim).unwrap_or(header);
             let is_profile = header == "default" || header.starts_with("profile ");
             if is_profile {
+                if profiles.iter().any(|p| p == name) {
+                    return Err(format!(
+                        "line {}: profile `{name}` is defined twice; the SDKs' parsers refuse a repeated section: merge them",
+                        i + 1
+                    ));
+                }
                 profiles.push(name.to_string());
             }
             current = is_profile.then(|| name.to_string());
@@ -33,7 +39,14 @@ pub fn import(text: &str, select: Option<&str>) -> Result<Imported, String> {
             continue;
         }
         let (k, v) = line.split_once('=').ok_or_else(|| format!("line {}: `{line}` is not `key = value`", i + 1))?;
-        entries.push((i + 1, k.trim().to_string(), v.trim().to_string()));
+        let key = k.trim().to_string();
+        if let Some((first, ..)) = entries.iter().find(|(_, seen, _)| *seen == key) {
+            return Err(format!(
+                "[{wanted}] {key} (line {}): given twice (first on line {first}); the SDKs' parsers refuse a repeated key: keep one",
+                i + 1
+            ));
+        }
+        entries.push((i + 1, key, v.trim().to_string()));
     }
     if !profiles.iter().any(|p| p == wanted) {
         return Err(format!(

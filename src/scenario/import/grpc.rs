@@ -13,10 +13,70 @@ use serde_json::{Map, Value};
 /// gRPC's own upper limit on maxAttempts.
 const MAX_ATTEMPTS_LIMIT: i64 = 5;
 
+/// Refuses a key given twice in one JSON object, as gRPC's own service-config parser does
+/// (grpc-core's JSON reader: "duplicate key"); serde_json would keep the last silently.
+fn no_repeated_key(text: &str) -> Result<(), String> {
+    use serde::de::{DeserializeSeed, Error, MapAccess, SeqAccess, Visitor};
+    struct Walk<'p>(&'p str);
+    impl<'de> DeserializeSeed<'de> for Walk<'_> {
+        type Value = ();
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Walk<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON value")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut seen = std::collections::HashSet::new();
+            while let Some(key) = map.next_key::<String>()? {
+                let path = if self.0.is_empty() { key.clone() } else { format!("{}.{key}", self.0) };
+                map.next_value_seed(Walk(&path))?;
+                if !seen.insert(key) {
+                    return Err(A::Error::custom(format!(
+                        "`{path}` is given twice in one object; gRPC's parser refuses a repeated key: keep one"
+                    )));
+                }
+            }
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            let mut i = 0;
+            while seq.next_element_seed(Walk(&format!("{}[{i}]", self.0)))?.is_some() {
+                i += 1;
+            }
+            Ok(())
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+    }
+    let mut reader = serde_json::Deserializer::from_str(text);
+    Walk("").deserialize(&mut reader).map_err(|e| e.to_string())
+}
+
 /// Imports the method config matching `select` ("package.Service/Method", "package.Service",
 /// or none for the only or the default entry).
 pub fn import(text: &str, select: Option<&str>) -> Result<Imported, String> {
     let root: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+    no_repeated_key(text)?;
     let root = root.as_object().ok_or("a service config is a JSON object with `methodConfig`")?;
     let mut out = Imported::default();
     let top = ["methodConfig", "retryThrottling"];
