@@ -91,6 +91,7 @@ pub fn shorten(text: &str, max: usize) -> String {
 pub fn with_suggestion(message: &str) -> String {
     let message = message.trim().replace('\n', "; ").replace("expected i64", "expected an integer");
     let message = message.replace("expected f64", "expected a number");
+    let message = short_floats(&message);
     let message = message.as_str();
     let Some(rest) = message.strip_prefix("unknown field `").or_else(|| message.strip_prefix("unknown variant `"))
     else {
@@ -104,9 +105,32 @@ pub fn with_suggestion(message: &str) -> String {
     }
 }
 
+/// serde's "floating point `1000…0.0`" (a value like 1e300 written out in 302 digits) in
+/// exponent form, `1e300`: the value as the user wrote it, on a readable line.
+fn short_floats(message: &str) -> String {
+    const MARK: &str = "floating point `";
+    let Some(at) = message.find(MARK) else { return message.to_string() };
+    let start = at + MARK.len();
+    let Some(len) = message[start..].find('`') else { return message.to_string() };
+    let number = &message[start..start + len];
+    match number.parse::<f64>() {
+        Ok(x) if number.len() > 20 => format!("{}{x:e}{}", &message[..start], &message[start + len..]),
+        _ => message.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn huge_floats_are_quoted_in_exponent_form() {
+        let digits = format!("1{}.0", "0".repeat(300));
+        let message = format!("invalid type: floating point `{digits}`, expected i64");
+        assert_eq!(with_suggestion(&message), "invalid type: floating point `1e300`, expected an integer");
+        let small = "invalid type: floating point `2.5`, expected i64";
+        assert_eq!(with_suggestion(small), "invalid type: floating point `2.5`, expected an integer");
+    }
 
     #[test]
     fn suggestions_and_positions() {
