@@ -166,6 +166,35 @@ fn two_million_buckets_hold_only_the_runs_in_flight() {
     );
 }
 
+/// Rule: a trace replayed at a million times its volume (trace-growth's capture, 2,674 requests a
+/// minute, at `volume_scale = 1e6`) offers 45M requests a second to a hop that serves thousands:
+/// its backlog grows for the whole run. It was accepted and killed by the system at 24 GB; the
+/// requests waiting beyond the entry hop's capacity are now in the estimate (5.8 TiB), refused.
+#[test]
+fn a_trace_replayed_at_a_million_times_its_volume_is_refused_by_its_backlog() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = workdir();
+    let out = tmp.path().join("out");
+    let args = [
+        "run",
+        "scenarios/trace-growth.toml",
+        "--set",
+        "tenant.orders.arrival.volume_scale=1e6",
+        "--threads",
+        "2",
+        "--quiet",
+        "--max-memory",
+        LIMIT,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let output = retrystorm(root, &args);
+    let text = String::from_utf8_lossy(&output.stderr).trim_end().to_string();
+    assert_eq!(output.status.code(), Some(2), "{text}");
+    assert_eq!(text, format!("error: this run would need about 5.8 TiB of memory (requests waiting in an overload's backlog, 2 run(s) at a time (arrivals beyond the entry hop's capacity: a lower rate or more workers): 5.8 TiB; the program itself: 12.0 MiB; the tallest chart: 8.7 MiB), more than the limit of 4.0 GiB; {FIX}"));
+    assert!(!out.exists(), "nothing written");
+}
+
 /// Rule: past 24 tenants the tenant charts keep the 24 with the most requests (here t6…t29,
 /// whose client counts are 7…30; the load chart draws the 4 busiest alone and sums the other 20)
 /// and say, on the chart and in the report, what was left out; summary.json keeps every tenant.

@@ -180,6 +180,43 @@ pub fn requests(spec: &SimSpec) -> f64 {
         .sum()
 }
 
+/// Requests that may be waiting at once in one run of `spec` (an upper bound's main term): the
+/// open-loop arrivals beyond the entry hop's capacity, integrated over the horizon (the backlog an
+/// overload builds), at most the requests the run issues. Closed loops and herds are bounded by
+/// their clients, counted with the clients. Retries that multiply the backlog are not counted.
+pub fn pending_requests(spec: &SimSpec) -> f64 {
+    let Some(capacity) = spec.run_shape().hops.first().and_then(|h| h.capacity_per_s) else { return 0.0 };
+    let mut starts: Vec<u64> = vec![0];
+    for t in &spec.tenants {
+        if let Arrival::Profile { steps } = &t.arrival {
+            starts.extend(steps.iter().map(|s| s.0).filter(|&s| s < spec.horizon));
+        }
+    }
+    starts.sort_unstable();
+    starts.dedup();
+    let rate_at = |at: u64| -> f64 {
+        spec.tenants
+            .iter()
+            .map(|t| match &t.arrival {
+                Arrival::Poisson { rate_per_s } => *rate_per_s,
+                Arrival::Ramp { from_rate_per_s, rate_per_s, .. } => rate_per_s.max(*from_rate_per_s),
+                Arrival::Profile { steps } => steps.iter().take_while(|s| s.0 <= at).last().map_or(0.0, |s| s.1),
+                Arrival::Trace(trace) => trace.mean_rate_per_s(),
+                Arrival::Herd { .. } | Arrival::Closed { .. } => 0.0,
+            })
+            .sum()
+    };
+    let excess: f64 = starts
+        .iter()
+        .enumerate()
+        .map(|(i, &from)| {
+            let to = starts.get(i + 1).copied().unwrap_or(spec.horizon);
+            (rate_at(from) - capacity).max(0.0) * (to.saturating_sub(from)) as f64 / 1e9
+        })
+        .sum();
+    excess.min(requests(spec))
+}
+
 /// Fewest events per request per hop: a first try costs at least this many queued events at
 /// each hop (arrivals answered in place and retries run ahead cost none; the bundled scenarios
 /// run 1.5 to 120 per request per hop, the high end from retries multiplying down a chain).
@@ -227,12 +264,19 @@ pub fn estimate_run(scenario: &Scenario, variants: &[crate::scenario::Variant], 
         (variants.len() as u64).saturating_mul(scenario.base.bucket_count() as u64).saturating_mul(scopes * 160);
     let events: f64 = variants.iter().map(|v| events(&v.spec)).sum::<f64>() * f64::from(scenario.replications);
     let state = variants.iter().map(|v| state_bytes(&v.spec)).max().unwrap_or(0);
+    // A request waiting in a backlog holds at most what a herd client does (call, attempt, event).
+    let pending = variants.iter().map(|v| pending_requests(&v.spec)).fold(0.0, f64::max);
+    let pending_bytes = (pending * BYTES_PER_CLIENT_MAX as f64).min(u64::MAX as f64) as u64;
     let tables = variants.iter().map(|v| key_table_bytes(&v.spec)).fold(0, u64::saturating_add);
     let mut parts = vec![
         (format!("clients and their retry state, {in_flight} run(s) at a time"), in_flight.saturating_mul(clients)),
         (
             format!("cache stores and replica states, {in_flight} run(s) at a time (fewer cache.keys or a smaller cache.capacity, fewer replicas or a lower autoscale.max)"),
             in_flight.saturating_mul(state),
+        ),
+        (
+            format!("requests waiting in an overload's backlog, {in_flight} run(s) at a time (arrivals beyond the entry hop's capacity: a lower rate or more workers)"),
+            in_flight.saturating_mul(pending_bytes),
         ),
         (format!("Zipf key tables of {} variant(s)", variants.len()), tables),
         ("the traces replayed".to_string(), trace_bytes(variants)),
@@ -443,6 +487,25 @@ mod state_tests {
             .find(|(n, _)| n.starts_with(name))
             .map(|p| p.1)
             .unwrap_or_else(|| panic!("no part {name}: {e:?}"))
+    }
+
+    #[test]
+    fn the_backlog_is_the_arrivals_beyond_capacity_over_time() {
+        let mm1 = |arrival: &str| {
+            let text = include_str!("../../scenarios/mm1.toml")
+                .replace("arrival = { kind = \"poisson\", rate_per_s = 800.0 }", arrival);
+            Scenario::from_source("mm1.toml", &text, &[]).expect("valid").base
+        };
+        // Capacity 1,000/s (one worker, 1 ms): 800/s builds nothing.
+        assert_eq!(pending_requests(&mm1("arrival = { kind = \"poisson\", rate_per_s = 800.0 }")), 0.0);
+        // 1,500/s for the 250 s horizon: 500/s × 250 s wait.
+        let steady = pending_requests(&mm1("arrival = { kind = \"poisson\", rate_per_s = 1500.0 }"));
+        assert!((steady - 125_000.0).abs() < 1e-6, "{steady}");
+        // A 10 s spike to 3,000/s in a profile of 500/s: only the spike's 2,000/s × 10 s.
+        let spike =
+            "arrival = { kind = \"profile\", steps = [[\"0s\", 500.0], [\"100s\", 3000.0], [\"110s\", 500.0]] }";
+        let spiked = pending_requests(&mm1(spike));
+        assert!((spiked - 20_000.0).abs() < 1e-6, "{spiked}");
     }
 
     #[test]
