@@ -29,7 +29,49 @@ pub(super) fn edges(raw: &RawScenario, policy_names: &[&str]) -> V<Option<Vec<Ve
         out.push(hop_edges(h, &hop_names, policy_names)?);
     }
     acyclic(&hop_names, &out)?;
+    bounded_fan_out(&hop_names, &out)?;
     Ok(Some(out))
+}
+
+/// Most hop visits one request may make through the call graph, retries aside.
+pub const VISITS_PER_REQUEST_MAX: f64 = 1_000_000.0;
+
+/// Refuses a graph whose fan-out multiplies level after level: the expected visits of one
+/// request to every hop (from the entry hop, each call weighted by its probability, before any
+/// retry) above [`VISITS_PER_REQUEST_MAX`]. A diamond repeated 30 times reaches its last hops
+/// along 2^30 paths: every request would make a billion calls, and the run never ends.
+fn bounded_fan_out(names: &[&str], edges: &[Vec<Edge>]) -> V<()> {
+    // Hops in an order where every caller comes before the hops it calls (the graph is acyclic).
+    fn post_order(u: usize, edges: &[Vec<Edge>], seen: &mut [bool], out: &mut Vec<usize>) {
+        seen[u] = true;
+        for e in &edges[u] {
+            if !seen[e.hop] {
+                post_order(e.hop, edges, seen, out);
+            }
+        }
+        out.push(u);
+    }
+    let mut order = Vec::with_capacity(names.len());
+    post_order(0, edges, &mut vec![false; names.len()], &mut order);
+    let mut visits = vec![0.0f64; names.len()];
+    visits[0] = 1.0;
+    for &u in order.iter().rev() {
+        for e in &edges[u] {
+            visits[e.hop] += visits[u] * e.probability;
+        }
+    }
+    let total: f64 = visits.iter().sum();
+    if total > VISITS_PER_REQUEST_MAX {
+        let (most, n) =
+            visits.iter().enumerate().fold((0, 0.0), |best, (h, &v)| if v > best.1 { (h, v) } else { best });
+        return Err(Invalid::at(
+            &format!("hop.{}", names[most]),
+            format!(
+                "one request reaches this hop {n:.3e} times through the calls (the graph makes {total:.3e} calls per request before any retry; at most {VISITS_PER_REQUEST_MAX:.0e}): fan-out multiplies at every level of calls; remove calls, or lower their probability"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn hop_edges(h: &RawHop, hop_names: &[&str], policy_names: &[&str]) -> V<Vec<Edge>> {
