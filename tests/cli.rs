@@ -178,6 +178,10 @@ fn bad_flag_values_name_the_flag_the_value_and_the_fix() {
         (&["init", file, "--capacity", "1e300"], &["--capacity 1e300", "workers", "at most"]),
         (&["init", file, "--select", "shop.Checkout"], &["--select shop.Checkout", "no --from", "leave out --select"]),
         (
+            &["init", file, "--preset", "aws"],
+            &["init: --preset aws: unknown preset `aws`", "did you mean `aws-standard`?"],
+        ),
+        (
             &["init", file, "--rate", "10", "--from", aws_repeated, "--select", "orders"],
             &["--from ", "aws-repeated-key: [orders] max_attempts (line 4): given twice", "keep one"],
         ),

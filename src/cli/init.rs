@@ -76,6 +76,14 @@ fn import_message(error: &str) -> Option<String> {
     Some(format!("--from {out}"))
 }
 
+/// A preset the scenario refused is the user's `--preset` to fix, not a line of the file `init`
+/// would have written: `--preset aws: unknown preset … (did you mean `aws-standard`?)`.
+fn preset_message(error: &str, preset: Option<&str>) -> Option<String> {
+    const AT: &str = "`policy.client.preset`: ";
+    let at = error.find(AT)?;
+    Some(format!("--preset {}: {}", preset?, &error[at + AT.len()..]))
+}
+
 /// A flag's number as typed: plain, or in exponent form when huge (`1e308`, not 309 digits).
 fn number(x: f64) -> String {
     if x.abs() >= 1e15 {
@@ -107,7 +115,9 @@ pub fn run(args: InitArgs) -> Result<(), CliError> {
     // Validate as `run` will (paths relative to the file's directory) before writing anything.
     let scenario = Scenario::from_source(&name, &text, &[]).map_err(|e| {
         let text = e.to_string();
-        bad(import_message(&text).unwrap_or_else(|| format!("the generated scenario does not validate: {text}")))
+        bad(import_message(&text)
+            .or_else(|| preset_message(&text, args.preset.as_deref()))
+            .unwrap_or_else(|| format!("the generated scenario does not validate: {text}")))
     })?;
     crate::report::files::write_atomic(&args.file, text.as_bytes()).map_err(|e| bad(e.to_string()))?;
     for w in &scenario.warnings {
@@ -220,6 +230,9 @@ fn scenario_text(args: &InitArgs, sources: &[Source]) -> Result<String, CliError
         if h.is_empty() || h.contains('.') || h.contains('"') {
             return Err(bad(format!("--hops: `{h}` is not a hop name (non-empty, no `.` or quote)")));
         }
+    }
+    if let Some(twice) = args.hops.iter().enumerate().find_map(|(i, h)| args.hops[..i].contains(h).then_some(h)) {
+        return Err(bad(format!("--hops: `{twice}` is named twice; give each hop of the chain its own name")));
     }
     let outage =
         args.outage.as_deref().map(|o| parse_duration(o).map_err(|e| bad(format!("--outage: {e}")))).transpose()?;
