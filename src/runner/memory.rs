@@ -142,14 +142,20 @@ fn state_bytes(spec: &SimSpec) -> u64 {
     caches.saturating_add(replicas.saturating_mul(crate::model::sim::replica_state_bytes()))
 }
 
-/// Bytes a variant's spec holds for its caches' Zipf key tables (one f64 per key).
-fn key_table_bytes(spec: &SimSpec) -> u64 {
-    spec.hops
-        .iter()
-        .filter_map(|h| h.cache())
-        .filter(|c| matches!(c.distribution, crate::model::cache::KeyDistribution::Zipf { .. }))
-        .map(|c| u64::from(c.keys) * 8)
-        .sum()
+/// Bytes the variants' caches hold in Zipf key tables (one f64 per key), each distinct table
+/// once: specs with the same keys and exponent share one (`KeyDistribution::zipf`).
+fn key_table_bytes(variants: &[crate::scenario::Variant]) -> u64 {
+    let mut seen: Vec<*const f64> = Vec::new();
+    let mut bytes = 0u64;
+    for c in variants.iter().flat_map(|v| &v.spec.hops).filter_map(|h| h.cache()) {
+        if let crate::model::cache::KeyDistribution::Zipf { cdf, .. } = &c.distribution {
+            if !seen.contains(&cdf.as_ptr()) {
+                seen.push(cdf.as_ptr());
+                bytes = bytes.saturating_add(cdf.len() as u64 * 8);
+            }
+        }
+    }
+    bytes
 }
 
 /// Requests one replication issues (an upper bound for open loops: the highest rate throughout).
@@ -267,7 +273,7 @@ pub fn estimate_run(scenario: &Scenario, variants: &[crate::scenario::Variant], 
     // A request waiting in a backlog holds at most what a herd client does (call, attempt, event).
     let pending = variants.iter().map(|v| pending_requests(&v.spec)).fold(0.0, f64::max);
     let pending_bytes = (pending * BYTES_PER_CLIENT_MAX as f64).min(u64::MAX as f64) as u64;
-    let tables = variants.iter().map(|v| key_table_bytes(&v.spec)).fold(0, u64::saturating_add);
+    let tables = key_table_bytes(variants);
     let mut parts = vec![
         (format!("clients and their retry state, {in_flight} run(s) at a time"), in_flight.saturating_mul(clients)),
         (
@@ -542,6 +548,25 @@ mod state_tests {
         assert_eq!(runs(1), bound(10_000_000, 10_000_000) - bound(1_000, 100));
         // The Zipf table: 8 B a key in every variant's spec.
         assert_eq!(part(&big, 1, "Zipf key tables"), 80_000_000);
+        // Variants that differ elsewhere share the table: three variants, one table.
+        let text = cached(10_000_000, 100)
+            + "[[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\nset = { \"hop.db.workers\" = 8 }\n";
+        let three = Scenario::from_source("v.toml", &text, &[]).expect("valid");
+        let variants = three.run_variants();
+        let tables: Vec<_> = variants
+            .iter()
+            .flat_map(|v| &v.spec.hops)
+            .filter_map(|h| h.cache())
+            .filter_map(|c| match &c.distribution {
+                crate::model::cache::KeyDistribution::Zipf { cdf, .. } => Some(cdf.clone()),
+                crate::model::cache::KeyDistribution::Uniform => None,
+            })
+            .collect();
+        assert!(
+            tables.len() >= 2 && tables.windows(2).all(|w| std::sync::Arc::ptr_eq(&w[0], &w[1])),
+            "one shared table"
+        );
+        assert_eq!(part(&three, 1, "Zipf key tables"), 80_000_000);
         // Replicas: an autoscaled hop holds the state of every replica up to max.
         let hop = |extra: &str| {
             let text = cached(1_000, 100).replace("workers = 4", &format!("workers = 4\nreplicas = 2\n{extra}"));
