@@ -109,12 +109,6 @@ impl RetryDelays {
         }
         out
     }
-
-    /// The largest delay counted before retry `retry` (1-based), in seconds: a point mass's
-    /// value, or a log bin's upper bound.
-    pub fn max_s(&self, retry: usize) -> Option<f64> {
-        self.bins().into_iter().filter(|b| b.retry as usize == retry).map(|b| b.high_s).reduce(f64::max)
-    }
 }
 
 #[cfg(test)]
@@ -139,7 +133,6 @@ mod tests {
         assert_eq!(at(1, 10.0), Some(1));
         assert_eq!(at(2, 10.0), Some(1));
         assert_eq!(bins.iter().map(|b| b.count).sum::<u64>(), 5);
-        assert_eq!(delays.max_s(2), Some(10.0));
         let bin = bins.iter().find(|b| b.retry == 1 && b.low_s > 0.0 && b.low_s < 10.0).expect("the 0.15 s bin");
         assert!(bin.low_s <= 0.15 && 0.15 < bin.high_s);
     }

@@ -83,12 +83,12 @@ pub fn digest(spec: &SimSpec, shape: &RunShape, record: RunRecord) -> Digest {
     }
 }
 
-/// A variant's results so far: the digests of its first `added` replications folded in.
+/// A variant's results so far: the digests of its first replications folded in (one scalar row
+/// each in `per_replication`).
 pub struct Aggregate<'a> {
     variant: &'a Variant,
     /// Replications the variant will have (the replica means divide by it as they add).
     replications: usize,
-    added: usize,
     per_replication: Vec<Scalars>,
     hop_sums: Vec<Vec<Row>>,
     tenant_sums: Vec<Vec<Row>>,
@@ -107,7 +107,6 @@ impl<'a> Aggregate<'a> {
         Aggregate {
             variant,
             replications,
-            added: 0,
             per_replication: Vec::with_capacity(replications),
             hop_sums: vec![Vec::new(); spec.hops.len()],
             tenant_sums: vec![Vec::new(); spec.tenants.len()],
@@ -121,7 +120,7 @@ impl<'a> Aggregate<'a> {
 
     /// Folds in the next replication's digest (replications in order: 0, 1, …).
     pub fn add(&mut self, digest: Digest) {
-        let replication = self.added;
+        let replication = self.per_replication.len();
         let spec = &self.variant.spec;
         let bucket_s = ns_to_secs(spec.bucket);
         let hop_rows: Vec<Vec<Row>> = digest.hop_series.iter().map(|s| hop_columns(s, bucket_s)).collect();
@@ -167,13 +166,12 @@ impl<'a> Aggregate<'a> {
             self.truncated.push(format!("replication {replication}: {why}"));
         }
         self.per_replication.push(digest.scalars);
-        self.added += 1;
     }
 
     /// The variant's results.
     pub fn finish(self) -> VariantResult {
         let spec = &self.variant.spec;
-        let n = self.added as f64;
+        let n = self.per_replication.len() as f64;
         let mean = |sums: Vec<Vec<Row>>| -> Vec<Vec<Row>> {
             sums.into_iter().map(|rows| rows.into_iter().map(|row| row.map(|s| s / n)).collect()).collect()
         };
@@ -201,7 +199,7 @@ impl<'a> Aggregate<'a> {
             replicas.push((name.clone(), scope(&|s| &s.replicas[i])));
             replica_series.push(ReplicaSeries { name, rows });
         }
-        let metrics = if per.is_empty() { StatRow(Vec::new()) } else { scope(&|s| &s.global) };
+        let metrics = scope(&|s| &s.global);
         let latency_us = self.latency.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
         VariantResult {
             attempts_range: self.attempts_range,

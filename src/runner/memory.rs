@@ -82,7 +82,8 @@ fn scalar_bytes(spec: &SimSpec) -> u64 {
     let rows = 1 + spec.hops.len() as u64 + spec.tenants.len() as u64 + balanced_replicas(spec);
     let row =
         crate::metrics::catalogue::Metric::ALL.len() * size_of::<(crate::metrics::catalogue::Metric, Option<f64>)>();
-    rows * (row as u64 + 24)
+    // Each row is a `Vec`: its entries plus the vector's own header.
+    rows * (row + size_of::<Vec<()>>()) as u64
 }
 
 /// Bytes of a replication's retry-delay samples: the entry hop's retries only, at most
@@ -102,25 +103,37 @@ fn delay_sample_bytes(spec: &SimSpec) -> u64 {
     (retries as u64).saturating_mul(per_retry).saturating_mul(8)
 }
 
-/// Bytes of the traces the variants replay, held once per file (`scenario::trace` caches them):
-/// a timestamp per request, or a (start, rate) pair per interval.
-fn trace_bytes(variants: &[crate::scenario::Variant]) -> u64 {
-    let mut seen: Vec<*const crate::model::trace::TraceData> = Vec::new();
+/// The bytes of each distinct allocation among `held` (its address and size) once: tables and
+/// traces that several specs share through an `Arc` are held once.
+fn distinct_bytes(held: impl Iterator<Item = (usize, u64)>) -> u64 {
+    let mut seen: Vec<usize> = Vec::new();
     let mut bytes = 0u64;
-    for t in variants.iter().flat_map(|v| &v.spec.tenants) {
-        if let Arrival::Trace(trace) = &t.arrival {
-            let data = std::sync::Arc::as_ptr(&trace.data);
-            if seen.contains(&data) {
-                continue;
-            }
-            seen.push(data);
-            bytes = bytes.saturating_add(match &*trace.data {
-                crate::model::trace::TraceData::Times { times, .. } => times.len() as u64 * 8,
-                crate::model::trace::TraceData::Rates { steps, .. } => steps.len() as u64 * 16,
-            });
+    for (at, size) in held {
+        if !seen.contains(&at) {
+            seen.push(at);
+            bytes = bytes.saturating_add(size);
         }
     }
     bytes
+}
+
+/// Bytes of the traces the variants replay, held once per file (`scenario::trace` caches them):
+/// a timestamp per request, or a (start, rate) pair per interval.
+fn trace_bytes(variants: &[crate::scenario::Variant]) -> u64 {
+    distinct_bytes(variants.iter().flat_map(|v| &v.spec.tenants).filter_map(|t| match &t.arrival {
+        Arrival::Trace(trace) => Some((
+            std::sync::Arc::as_ptr(&trace.data) as usize,
+            match &*trace.data {
+                crate::model::trace::TraceData::Times { times, .. } => times.len() as u64 * 8,
+                crate::model::trace::TraceData::Rates { steps, .. } => steps.len() as u64 * 16,
+            },
+        )),
+        Arrival::Herd { .. }
+        | Arrival::Poisson { .. }
+        | Arrival::Closed { .. }
+        | Arrival::Profile { .. }
+        | Arrival::Ramp { .. } => None,
+    }))
 }
 
 /// Replicas of the hops with more than one (each has its own series, issue 15).
@@ -145,17 +158,14 @@ fn state_bytes(spec: &SimSpec) -> u64 {
 /// Bytes the variants' caches hold in Zipf key tables (one f64 per key), each distinct table
 /// once: specs with the same keys and exponent share one (`KeyDistribution::zipf`).
 fn key_table_bytes(variants: &[crate::scenario::Variant]) -> u64 {
-    let mut seen: Vec<*const f64> = Vec::new();
-    let mut bytes = 0u64;
-    for c in variants.iter().flat_map(|v| &v.spec.hops).filter_map(|h| h.cache()) {
-        if let crate::model::cache::KeyDistribution::Zipf { cdf, .. } = &c.distribution {
-            if !seen.contains(&cdf.as_ptr()) {
-                seen.push(cdf.as_ptr());
-                bytes = bytes.saturating_add(cdf.len() as u64 * 8);
+    distinct_bytes(variants.iter().flat_map(|v| &v.spec.hops).filter_map(|h| h.cache()).filter_map(|c| {
+        match &c.distribution {
+            crate::model::cache::KeyDistribution::Zipf { cdf, .. } => {
+                Some((cdf.as_ptr() as usize, cdf.len() as u64 * 8))
             }
+            crate::model::cache::KeyDistribution::Uniform => None,
         }
-    }
-    bytes
+    }))
 }
 
 /// Requests one replication issues (an upper bound for open loops: the highest rate throughout).
