@@ -391,6 +391,12 @@ fn one_replication_is_never_called_95_percent_confidence() {
         assert_eq!(text.contains("95% confidence"), replications != "1", "{text}");
         let html = std::fs::read_to_string(out.join("report.html")).expect("report");
         assert!(html.contains(&format!("<th>{header}</th>")), "{replications}: probes header");
+        let (mean, meta) = if replications == "1" {
+            ("value (one run: no CI)", "1 replication per probe")
+        } else {
+            ("mean ± 95% CI", "2 replications per probe")
+        };
+        assert!(html.contains(&format!("<th>{mean}</th>")) && html.contains(meta), "{replications}: {mean}, {meta}");
     }
     let out = tmp.path().join("compare1");
     let output = retrystorm(&[

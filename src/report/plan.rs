@@ -437,8 +437,9 @@ impl Figure for PlanFigure<'_> {
 
     fn caption(&self) -> String {
         format!(
-            "Each requirement's metric against {} (mean and 95% CI per probe), the threshold dashed and each variant's chosen value as a vertical line.",
-            self.plan.parameter
+            "Each requirement's metric against {} ({}), the threshold dashed and each variant's chosen value as a vertical line.",
+            self.plan.parameter,
+            if self.plan.replications >= 2 { "mean and 95% CI per probe" } else { "one run's value per probe, no CI" }
         )
     }
 
@@ -588,12 +589,16 @@ pub fn plan_html(plan: &PlanFile, rendered: &Rendered) -> String {
     let mut h = head(&format!("retrystorm plan: {}", plan.scenario));
     let _ = write!(
         h,
-        "<h1>{} — capacity plan</h1>\n<p class=\"meta\">seed {} · {} replications per probe · retrystorm {}</p>\n\
+        "<h1>{} — capacity plan</h1>\n<p class=\"meta\">seed {} · {} per probe · retrystorm {}</p>\n\
          <nav><a href=\"#answer\">Answer</a> · <a href=\"#probes\">Probes</a> · <a href=\"#charts\">Chart</a></nav>\n\
          <h2 id=\"answer\">Answer</h2>\n<ul class=\"findings\">\n",
         escape(&plan.scenario),
         plan.seed,
-        plan.replications,
+        if plan.replications == 1 {
+            "1 replication".to_string()
+        } else {
+            format!("{} replications", plan.replications)
+        },
         escape(&plan.version)
     );
     for line in answer_lines(plan) {
@@ -602,8 +607,9 @@ pub fn plan_html(plan: &PlanFile, rendered: &Rendered) -> String {
     let second = plan.across.as_ref().map(|a| (a.parameter.as_str(), a.range()));
     let _ = write!(
         h,
-        "</ul>\n<h2 id=\"probes\">Probes</h2>\n<div class=\"scroll\"><table>\n<tr><th>variant</th>{}<th>value</th><th>requirement</th><th>mean ± 95% CI</th><th>{}</th><th>met</th></tr>\n",
+        "</ul>\n<h2 id=\"probes\">Probes</h2>\n<div class=\"scroll\"><table>\n<tr><th>variant</th>{}<th>value</th><th>requirement</th><th>{}</th><th>{}</th><th>met</th></tr>\n",
         second.as_ref().map_or(String::new(), |(name, _)| format!("<th><code>{}</code></th>", escape(name))),
+        if plan.replications >= 2 { "mean ± 95% CI" } else { "value (one run: no CI)" },
         if plan.replications >= 2 { "95% bound" } else { "bound (one run: its value)" }
     );
     for p in &plan.plans {
