@@ -187,6 +187,14 @@ fn swatches(html: &str) -> Vec<(String, String)> {
     out
 }
 
+/// The narrow drawings inlined in a report.
+fn narrow_svgs(html: &str) -> Vec<String> {
+    html.split("<div class=\"narrow\">")
+        .skip(1)
+        .map(|rest| rest[..rest.find("</svg>").expect("svg end") + 6].to_string())
+        .collect()
+}
+
 fn svgs(dir: &Path) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = std::fs::read_dir(dir)
         .expect("output dir")
@@ -242,11 +250,15 @@ fn charts_of_many_variants_and_wide_ranges_are_legible_and_keep_colours() {
     let herd = tmp.path().join("herd");
     let shed = tmp.path().join("shed");
     let plan = tmp.path().join("plan");
+    let chain = tmp.path().join("chain");
+    let tenants = tmp.path().join("tenants");
     let root = env!("CARGO_MANIFEST_DIR");
     let scenario = |name: &str| format!("{root}/scenarios/{name}.toml");
     let out = |p: &Path| p.to_str().unwrap().to_string();
     run(&["compare", &scenario("outage-herd"), "--replications", "2", "--quiet", "--out", &out(&herd)]);
     run(&["run", &scenario("overload-shedding"), "--replications", "2", "--quiet", "--out", &out(&shed)]);
+    run(&["compare", &scenario("chain-amplification"), "--replications", "2", "--quiet", "--out", &out(&chain)]);
+    run(&["run", &scenario("noisy-neighbor"), "--replications", "2", "--quiet", "--out", &out(&tenants)]);
     run(&[
         "plan",
         &scenario("outage-herd"),
@@ -261,7 +273,7 @@ fn charts_of_many_variants_and_wide_ranges_are_legible_and_keep_colours() {
         &out(&plan),
     ]);
     let mut failures = Vec::new();
-    for dir in [&herd, &shed, &plan] {
+    for dir in [&herd, &shed, &plan, &chain, &tenants] {
         for (name, svg) in svgs(dir) {
             let name = format!("{}/{name}", dir.file_name().unwrap().to_string_lossy());
             failures.extend(layout_failures(&name, &svg));
@@ -272,6 +284,20 @@ fn charts_of_many_variants_and_wide_ranges_are_legible_and_keep_colours() {
                         .push(format!("{name}: colour #{:02x}{:02x}{:02x} has contrast {r:.2} < 3", c[0], c[1], c[2]));
                 }
             }
+        }
+    }
+    // The narrow drawings report.html shows below 1,000 px: 760 px wide, the same checks, and
+    // one for every chart of the run.
+    for dir in [&herd, &shed, &chain, &tenants] {
+        let html = std::fs::read_to_string(dir.join("report.html")).expect("report");
+        let narrow = narrow_svgs(&html);
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let charts = svgs(dir).len();
+        assert_eq!(narrow.len(), charts, "{name}: {} narrow drawings for {charts} charts", narrow.len());
+        for (k, svg) in narrow.iter().enumerate() {
+            let name = format!("{name}/report.html narrow chart {}", k + 1);
+            assert_eq!(canvas(svg).0, 760.0, "{name}");
+            failures.extend(layout_failures(&name, svg));
         }
     }
     assert!(failures.is_empty(), "{} failure(s):\n{}", failures.len(), failures.join("\n"));

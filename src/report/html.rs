@@ -25,9 +25,12 @@ td.num:has(span.nw) { white-space: normal; } .nw { white-space: nowrap; }
 .swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
 .findings li { margin-bottom: 6px; } .warn { background: #fff7e0; border-left: 4px solid #e69f00; padding: 8px 14px; }
 figure { margin: 20px 0 36px; overflow-x: auto; } figcaption { color: #444; margin-bottom: 8px; }
-/* A chart keeps at least 1,000 px (its text ≥ 2/3 of its drawn size): on a narrow screen it
-   scrolls sideways rather than shrinking its axis text below reading size. */
+/* A chart keeps at least 1,000 px (its text ≥ 2/3 of its drawn size). Below 1,000 px the charts
+   that have one show their narrow drawing instead (760 px wide, panels stacked); the others
+   scroll sideways rather than shrink their axis text below reading size. */
 figure svg { max-width: 100%; min-width: 1000px; height: auto; border: 1px solid #eee; }
+figure .narrow { display: none; } figure .narrow svg { min-width: 600px; }
+@media (max-width: 999px) { figure .wide.has-narrow { display: none; } figure .narrow { display: block; } }
 code { background: #f3f3f3; padding: 1px 4px; border-radius: 3px; }
 ";
 
@@ -89,7 +92,17 @@ pub fn charts_and_tail(h: &mut String, charts: &[RenderedChart], plot_hint: &str
     for chart in charts {
         let _ =
             write!(h, "<figure id=\"{}\">\n<figcaption>{}</figcaption>\n", escape(&chart.stem), escape(&chart.caption));
-        h.push_str(chart.svg.trim());
+        match &chart.narrow_svg {
+            Some(narrow) => {
+                let _ = write!(
+                    h,
+                    "<div class=\"wide has-narrow\">{}</div>\n<div class=\"narrow\">{}</div>",
+                    chart.svg.trim(),
+                    narrow.trim()
+                );
+            }
+            None => h.push_str(chart.svg.trim()),
+        }
         h.push_str("\n</figure>\n");
     }
     let _ = write!(

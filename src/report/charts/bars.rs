@@ -3,6 +3,7 @@
 
 use super::axes::CategoryAxis;
 use super::key::{with_key, KeyItem, Swatch};
+use super::narrow;
 use super::{variant_colour, DrawResult, Group, FONT};
 use crate::metrics::catalogue::Metric;
 use crate::metrics::stats::Stat;
@@ -106,18 +107,29 @@ impl<'a> Panel<'a> {
     }
 }
 
+impl Panel<'_> {
+    /// The largest value drawn (interval tops included, the reference line too), at least 0.
+    fn x_max(&self) -> f64 {
+        let s = self.scale;
+        let high = |st: &Stat| st.ci95.map_or(st.mean.unwrap_or(0.0), |c| c[1]) * s;
+        let x_max = self.bars.iter().filter_map(|b| b.stat).map(high).fold(0.0, f64::max);
+        self.reference.map_or(x_max, |(r, _)| x_max.max(r * s))
+    }
+
+    /// Every bar is known and nothing rises above zero: the panel is one line of text.
+    fn is_zero(&self) -> bool {
+        self.x_max() == 0.0 && self.bars.iter().all(|b| b.stat.and_then(|st| st.mean).is_some())
+    }
+}
+
 fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
     let s = panel.scale;
-    let high = |st: &Stat| st.ci95.map_or(st.mean.unwrap_or(0.0), |c| c[1]) * s;
-    let mut x_max = panel.bars.iter().filter_map(|b| b.stat).map(high).fold(0.0, f64::max);
-    if let Some((r, _)) = panel.reference {
-        x_max = x_max.max(r * s);
-    }
+    let x_max = panel.x_max();
     let all_zero = x_max == 0.0;
-    if all_zero && panel.bars.iter().all(|b| b.stat.and_then(|st| st.mean).is_some()) {
+    if panel.is_zero() {
         // Nothing to compare: one line of text instead of an axis of empty bars.
         let text = format!("{}: 0 in every variant and replication", panel.title);
         return super::empty::one_line(area, &text, BLACK);
@@ -213,27 +225,71 @@ where
         "{}: key metrics per variant (mean of {} replications, whiskers: 95% CI)",
         data.scenario, data.replications
     );
-    let root = root.titled(&title, (FONT, 24))?;
+    let root = narrow::titled(root, &title, 24)?;
+    let narrow = narrow::is_narrow(&root);
+    metric_panels(data, |panels| {
+        let areas = if narrow {
+            // Narrow: one panel per row, a panel of zeros one line high.
+            let mut rest = root.clone();
+            let mut areas = Vec::new();
+            for panel in panels {
+                let (area, below) = rest.split_vertically(bar_panel_px(panel, data.variants.len()));
+                areas.push(area);
+                rest = below;
+            }
+            areas
+        } else {
+            root.split_evenly((2, 3))
+        };
+        for (panel, area) in panels.iter().zip(&areas) {
+            draw_panel(area, panel)?;
+        }
+        Ok(())
+    })
+}
+
+/// Height of one bar panel of `variants` bars drawn one per row (a panel of zeros: its line).
+fn bar_panel_px(panel: &Panel, variants: usize) -> u32 {
+    if panel.is_zero() {
+        super::empty::LINE_PANEL_PX + 16
+    } else {
+        90 + 34 * variants as u32
+    }
+}
+
+/// Height of the narrow drawing of the headline metrics: title and panels one per row.
+pub fn metrics_narrow_px(data: &ReportData) -> u32 {
+    metric_panels(data, |panels| 60 + panels.iter().map(|p| bar_panel_px(p, data.variants.len())).sum::<u32>())
+}
+
+/// The headline metrics' panels, handed to `f`.
+fn metric_panels<R>(data: &ReportData, f: impl FnOnce(&[Panel]) -> R) -> R {
     let with_recovery = data.shows_recovery();
     let rows: Vec<&StatRow> = data.variants.iter().map(|v| &v.metrics).collect();
     let metrics: Vec<Shown> = headline_metrics(with_recovery)
         .into_iter()
         .map(|m| peak_fallback(m, &rows, "Peak load at the first hop"))
         .collect();
-    let areas = root.split_evenly((2, 3));
     let n = data.variants.len();
     let labels: Vec<(f64, String)> =
         data.variants.iter().enumerate().map(|(i, v)| ((n - 1 - i) as f64, v.name.clone())).collect();
-    for (m, area) in metrics.iter().zip(&areas) {
-        let bars = data
-            .variants
-            .iter()
-            .enumerate()
-            .map(|(i, v)| Bar { y: (n - 1 - i) as f64, stat: v.metrics.get(m.metric), colour: variant_colour(data, i) })
-            .collect();
-        draw_panel(area, &Panel::of(m, bars, labels.clone()))?;
-    }
-    Ok(())
+    let panels: Vec<Panel> = metrics
+        .iter()
+        .map(|m| {
+            let bars = data
+                .variants
+                .iter()
+                .enumerate()
+                .map(|(i, v)| Bar {
+                    y: (n - 1 - i) as f64,
+                    stat: v.metrics.get(m.metric),
+                    colour: variant_colour(data, i),
+                })
+                .collect();
+            Panel::of(m, bars, labels.clone())
+        })
+        .collect();
+    f(&panels)
 }
 
 /// Peak over capacity says little when there is no capacity (an `occ` register) or the load
@@ -287,7 +343,7 @@ where
         "{}: metrics per {what} and variant (mean of {} replications, whiskers: 95% CI)",
         data.scenario, data.replications
     );
-    let root = root.titled(&title, (FONT, 24))?;
+    let root = narrow::titled(root, &title, 24)?;
     let key: Vec<KeyItem> = data
         .variants
         .iter()
@@ -295,7 +351,7 @@ where
         .map(|(i, v)| (Swatch::Fill(variant_colour(data, i).mix(1.0)), v.label()))
         .collect();
     let root = with_key(&root, &key)?;
-    let areas = root.split_evenly((2, 2));
+    let areas = if narrow::is_narrow(&root) { root.split_evenly((4, 1)) } else { root.split_evenly((2, 2)) };
     let rows =
         |v: &crate::report::data::VariantData| if scope == Group::Hops { v.hops.clone() } else { v.tenants.clone() };
     let groups: Vec<String> = rows(&data.variants[0]).into_iter().map(|r| r.0).collect();

@@ -4,6 +4,7 @@
 
 use super::key::with_key;
 use super::load::{draw_time_mesh, fault_key, rate, shade_faults, spike_key, time_axis, variant_lines_key, POINTS_MAX};
+use super::narrow;
 use super::{downsample, DrawResult, FONT};
 use crate::report::data::ReportData;
 use crate::runner::SERIES_COLUMNS;
@@ -36,7 +37,7 @@ where
         "{}: retry budget per tenant — tokens and denials (mean of {} replications)",
         data.scenario, data.replications
     );
-    let root = root.titled(&title, (FONT, 24))?;
+    let root = narrow::titled(root, &title, 24)?;
     let mut key = variant_lines_key(data);
     key.extend(fault_key(data, None));
     key.extend(spike_key(data));

@@ -5,19 +5,15 @@
 //! Variants: the baseline (the first) and the best-ranked others by the verdict. Tenants: those
 //! with the most requests in the baseline (ties in file order), drawn in file order.
 
-use super::{DrawResult, Figure, FONT};
+use super::{narrow, DrawResult, Figure};
 use crate::metrics::catalogue::Metric;
 use crate::report::data::ReportData;
 use crate::runner::verdict::{verdict, Candidate};
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// The most variants, and the most tenants, a run's charts draw (counted by the memory estimate).
 pub const PANELS_MAX: usize = crate::runner::memory::CHART_PANELS_MAX;
-
-/// Height of the line that says what a capped chart left out.
-const NOTE_PX: u32 = 28;
 
 /// `data` cut to what the charts draw, and the line saying what was left out (None: nothing).
 pub fn capped(data: &ReportData) -> (std::borrow::Cow<'_, ReportData>, Option<String>) {
@@ -77,6 +73,21 @@ pub struct Noted<'a, F> {
     pub note: &'a str,
 }
 
+/// Size of the note's text.
+const NOTE_FONT_PX: u32 = 15;
+
+impl<F> Noted<'_, F> {
+    /// The note's lines on a canvas `width` wide.
+    fn lines(&self, width: u32) -> Vec<String> {
+        narrow::wrap_chars(&format!("Capped: {}", self.note), NOTE_FONT_PX, width.saturating_sub(24))
+    }
+
+    /// Height of the note on a canvas `width` wide.
+    fn note_px(&self, width: u32) -> u32 {
+        10 + NOTE_FONT_PX * 5 / 4 * self.lines(width).len() as u32
+    }
+}
+
 impl<F: Figure> Figure for Noted<'_, F> {
     fn stem(&self) -> String {
         self.inner.stem()
@@ -88,18 +99,21 @@ impl<F: Figure> Figure for Noted<'_, F> {
 
     fn size(&self) -> (u32, u32) {
         let (w, h) = self.inner.size();
-        (w, h + NOTE_PX)
+        (w, h + self.note_px(w))
+    }
+
+    fn narrow_size(&self) -> Option<(u32, u32)> {
+        let (w, h) = self.inner.narrow_size()?;
+        Some((w, h + self.note_px(w)))
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
     where
         DB::ErrorType: 'static,
     {
-        let (top, rest) = root.split_vertically(NOTE_PX);
-        let style = TextStyle::from((FONT, 15).into_font())
-            .color(&RGBColor(150, 40, 0))
-            .pos(Pos::new(HPos::Left, VPos::Center));
-        top.draw(&Text::new(format!("Capped: {}", self.note), (12, NOTE_PX as i32 / 2), style))?;
+        let width = root.dim_in_pixel().0;
+        let (top, rest) = root.split_vertically(self.note_px(width));
+        narrow::draw_lines(&top, &self.lines(width), (12, 5), NOTE_FONT_PX, &RGBColor(150, 40, 0))?;
         self.inner.draw(&rest)
     }
 }

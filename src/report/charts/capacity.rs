@@ -2,6 +2,7 @@
 //! axis, fault windows and load spikes shaded.
 
 use super::load::{draw_time_mesh, fault_key, shade_faults, spike_key, time_axis, variant_lines_key, POINTS_MAX};
+use super::narrow;
 use super::{downsample, DrawResult, Lines, FONT};
 use crate::report::data::ReportData;
 use crate::runner::WORKERS_COLUMN;
@@ -27,7 +28,7 @@ where
     DB::ErrorType: 'static,
 {
     let title = format!("{}: workers serving over time (mean of {} replications)", data.scenario, data.replications);
-    let root = root.titled(&title, (FONT, 24))?;
+    let root = narrow::titled(root, &title, 24)?;
     let mut key = variant_lines_key(data);
     key.extend(fault_key(data, None));
     key.extend(spike_key(data));

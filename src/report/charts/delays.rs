@@ -3,6 +3,7 @@
 
 use super::axes::{log_bound, LogAxis};
 use super::key::{with_key, KeyItem, Swatch};
+use super::narrow;
 use super::{variant_colour, DrawResult, Lines, FONT};
 use crate::report::data::{delay_bin, delay_bin_low, DelayBin, ReportData, VariantData};
 use crate::report::format::{fmt_num, fmt_secs};
@@ -94,7 +95,7 @@ where
         "{}: delay before a retry, per variant (all retry numbers, {} replications pooled)",
         data.scenario, data.replications
     );
-    let root = root.titled(&title, (FONT, 24))?;
+    let root = narrow::titled(root, &title, 24)?;
     let (first, last) = axis_range(data);
     let pooled: Vec<Pooled> = data
         .variants
@@ -149,12 +150,15 @@ where
     let policies: Vec<String> =
         v.client_policies().iter().map(|p| format!("policy {}: {}", p.name, p.summary)).collect();
     let k_max = v.delays.iter().map(|b| b.retry).max().unwrap_or(0);
-    let caption = format!(
-        "{} · {} · {} delays sampled (retries 1–{k_max})",
-        v.name,
-        policies.join("; "),
-        fmt_num(p.total as f64)
-    );
+    // The policies when they fit on the line (they are also in the report's table), else the
+    // name and the count only.
+    let sampled = format!("{} delays sampled (retries 1–{k_max})", fmt_num(p.total as f64));
+    let full = format!("{} · {} · {sampled}", v.name, policies.join("; "));
+    let caption = if narrow::fits(panel, &full, 16, panel.dim_in_pixel().0.saturating_sub(20)) {
+        full
+    } else {
+        format!("{} · {sampled}", v.name)
+    };
     let (x_min, x_max) = (delay_bin_low(first), delay_bin_low(last));
     let mut chart = ChartBuilder::on(panel)
         .caption(caption, (FONT, 16).into_font().color(&colour.mix(1.0)))
@@ -219,7 +223,7 @@ where
         "{}: delay before retry k per variant — median and 10th–90th percentile ({} replications pooled)",
         data.scenario, data.replications
     );
-    let root = root.titled(&title, (FONT, 22))?;
+    let root = narrow::titled(root, &title, 22)?;
     let styles = Lines::of(data);
     let mut key: Vec<KeyItem> = styles.key(|i| {
         let v = &data.variants[i];

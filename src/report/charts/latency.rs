@@ -2,6 +2,7 @@
 
 use super::axes::{log_bound, LogAxis};
 use super::key::{with_key, KeyItem, Swatch};
+use super::narrow;
 use super::{DrawResult, Lines, FONT};
 use crate::engine::time::us_to_secs;
 use crate::metrics::catalogue::Metric;
@@ -40,7 +41,7 @@ where
         "{}: latency of succeeded requests per variant ({} replications pooled)",
         data.scenario, data.replications
     );
-    let root = root.titled(&title, (FONT, 24))?;
+    let root = narrow::titled(root, &title, 24)?;
     let cdfs: Vec<Vec<(f64, f64)>> = data.variants.iter().map(|v| cdf_points(&v.latency_us)).collect();
     let styles = Lines::of(data);
     let mut key: Vec<KeyItem> = styles.key(|i| key_label(&data.variants[i], &cdfs[i]));

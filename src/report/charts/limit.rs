@@ -3,6 +3,7 @@
 
 use super::key::with_key;
 use super::load::{draw_time_mesh, fault_key, shade_faults, spike_key, time_axis, POINTS_MAX};
+use super::narrow;
 use super::{downsample, DrawResult, Lines, FONT};
 use crate::report::data::ReportData;
 use crate::runner::SERIES_COLUMNS;
@@ -27,7 +28,7 @@ where
     DB::ErrorType: 'static,
 {
     let title = format!("{}: admission limit over time (mean of {} replications)", data.scenario, data.replications);
-    let root = root.titled(&title, (FONT, 24))?;
+    let root = narrow::titled(root, &title, 24)?;
     let hops = limited_hops(data);
     let col = limit_column();
     let limited =

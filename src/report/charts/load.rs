@@ -3,6 +3,7 @@
 
 use super::axes::{log_bound, LogAxis};
 use super::key::{with_key, KeyItem, Swatch};
+use super::narrow;
 use super::{downsample, variant_colour, DrawResult, Group, Lines, FAULT_FILL, FONT};
 use crate::metrics::capacity::capacity_with_workers;
 use crate::metrics::catalogue::Metric;
@@ -220,7 +221,7 @@ where
         "{}: attempts/s at {what} per variant — first attempts vs retries (mean of {} replications)",
         data.scenario, data.replications
     );
-    let root = root.titled(&title, (FONT, 24))?;
+    let root = narrow::titled(root, &title, 24)?;
     // Many tenants: the busiest few keep a column, the rest are summed into "others".
     let grouping = if scope == Group::Tenants { tenants::grouping(data) } else { None };
     let grid: Vec<Vec<tenants::Column>> = data
@@ -268,11 +269,13 @@ where
     key.extend(fault_key(data, None));
     key.extend(spike_key(data));
     let root = with_key(&root, &key)?;
-    let panels = root.split_evenly((data.variants.len(), columns));
+    // Narrow: one panel per row, a variant's columns one under the other.
+    let per_row = narrow::columns(&root, columns);
+    let panels = root.split_evenly((data.variants.len() * columns / per_row, per_row));
     for (i, v) in data.variants.iter().enumerate() {
         for (c, column) in grid[i].iter().enumerate() {
             let panel = &panels[i * columns + c];
-            let bottom_row = i + 1 == data.variants.len();
+            let bottom_row = i + 1 == data.variants.len() && (per_row == columns || c + 1 == columns);
             draw_panel(panel, data, v, i, scope, (c, column), (t_max, y_scales[c]), bottom_row)?;
         }
     }
@@ -456,7 +459,7 @@ where
         if has_capacity { " against capacity" } else { "" },
         data.replications
     );
-    let root = root.titled(&title, (FONT, 24))?;
+    let root = narrow::titled(root, &title, 24)?;
     let mut key = variant_lines_key(data);
     if has_capacity {
         key.push((Swatch::Dashed(BLACK.mix(1.0)), "capacity".to_string()));
@@ -474,6 +477,13 @@ where
         let lines: Vec<Vec<(f64, f64)>> =
             data.variants.iter().map(|v| rate(&v.hop_series[h], ATTEMPTS, data.bucket_s, unit)).collect();
         let (panel, zoom) = match after {
+            Some(_) if narrow::is_narrow(row) => {
+                // Narrow: the log panel on top, the zoom and its list under it.
+                let (top, bottom) = row.split_vertically(row.dim_in_pixel().1 * 400 / 760);
+                let width = bottom.dim_in_pixel().0;
+                let (zoom, list) = bottom.split_horizontally(width.saturating_sub(after_list_px(data)).max(width / 2));
+                (top, Some((zoom, list)))
+            }
             Some(_) => {
                 // The list of figures gets a column of its own, right of the zoom, never on it.
                 let list_px = after_list_px(data);
@@ -518,7 +528,7 @@ where
 }
 
 /// End of the last trigger (fault or load spike) in seconds, the same in every variant.
-fn trigger_end(data: &ReportData) -> Option<f64> {
+pub(super) fn trigger_end(data: &ReportData) -> Option<f64> {
     data.variants.iter().filter_map(|v| v.setup.trigger_end_s).reduce(f64::max)
 }
 
@@ -646,7 +656,7 @@ where
     DB::ErrorType: 'static,
 {
     let title = format!("{}: goodput and backlog per hop (mean of {} replications)", data.scenario, data.replications);
-    let root = root.titled(&title, (FONT, 24))?;
+    let root = narrow::titled(root, &title, 24)?;
     let mut key = variant_lines_key(data);
     key.extend(fault_key(data, None));
     key.extend(spike_key(data));

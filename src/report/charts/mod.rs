@@ -15,6 +15,7 @@ pub(crate) mod latency;
 pub(crate) mod limit;
 pub(crate) mod load;
 pub(crate) mod measured;
+pub(crate) mod narrow;
 pub(crate) mod palette;
 pub(crate) mod replicas;
 pub(crate) mod sweep;
@@ -188,6 +189,35 @@ impl Chart {
         }
     }
 
+    /// Height of the narrow drawing ([`narrow`]): the wide one's, but with the panels that sit
+    /// side by side stacked.
+    fn narrow_height(self, data: &ReportData) -> u32 {
+        let variants = data.variants.len() as u32;
+        let first = &data.variants[0];
+        let hops = first.setup.hops.len() as u32;
+        let tenants = first.setup.tenants.len() as u32;
+        let (_, wide) = self.size(data);
+        // A legend of the variants takes about half a row more per variant at 760 px.
+        let key_rows = 10 * variants;
+        match self {
+            Chart::Load => 70 + 240 * variants * hops,
+            Chart::TenantLoad => 70 + 240 * variants * tenants.min(load::TENANT_COLUMNS_MAX as u32),
+            Chart::LoadCompare if load::trigger_end(data).is_some() => 90 + 760 * hops + key_rows,
+            Chart::Metrics => bars::metrics_narrow_px(data),
+            Chart::TenantMetrics => 140 + 4 * (90 + 18 * tenants * (variants + 1)),
+            Chart::HopMetrics => 140 + 4 * (90 + 18 * hops * (variants + 1)),
+            Chart::LoadCompare
+            | Chart::GoodputBacklog
+            | Chart::Latency
+            | Chart::DelaysByRetry
+            | Chart::Budget
+            | Chart::Cache
+            | Chart::AdmissionLimit
+            | Chart::Capacity => wide + key_rows,
+            Chart::Replicas | Chart::Delays => wide,
+        }
+    }
+
     fn draw<DB: DrawingBackend>(self, root: &DrawingArea<DB, Shift>, data: &ReportData) -> DrawResult
     where
         DB::ErrorType: 'static,
@@ -221,6 +251,11 @@ pub trait Figure {
     fn caption(&self) -> String;
     /// Canvas size in pixels.
     fn size(&self) -> (u32, u32);
+    /// Canvas size of the narrow drawing for the HTML report ([`narrow`]), when the chart has
+    /// one: then `draw` is called a second time on a canvas [`narrow::NARROW_PX`] wide.
+    fn narrow_size(&self) -> Option<(u32, u32)> {
+        None
+    }
     /// Draws onto a white canvas.
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
     where
@@ -248,6 +283,10 @@ impl Figure for RunFigure<'_> {
         self.chart.size(self.data)
     }
 
+    fn narrow_size(&self) -> Option<(u32, u32)> {
+        Some((narrow::NARROW_PX, self.chart.narrow_height(self.data)))
+    }
+
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
     where
         DB::ErrorType: 'static,
@@ -265,6 +304,8 @@ pub struct RenderedChart {
     pub caption: String,
     /// The SVG text.
     pub svg: String,
+    /// The narrow drawing's SVG text, for a narrow screen, when the chart has one.
+    pub narrow_svg: Option<String>,
 }
 
 fn draw_on<DB: DrawingBackend, F: Figure>(root: DrawingArea<DB, Shift>, figure: &F) -> DrawResult
@@ -307,7 +348,18 @@ pub fn render<F: Figure>(dir: &Path, figure: &F, files: &mut Vec<PathBuf>) -> Re
     }
     commit_temp(&tmp, &png_path)?;
     files.push(png_path);
-    Ok(RenderedChart { stem, caption: figure.caption(), svg })
+    let narrow_svg = match figure.narrow_size() {
+        Some(size) => {
+            let mut narrow = String::new();
+            {
+                let root = SVGBackend::with_string(&mut narrow, size).into_drawing_area();
+                draw_on(root, figure).map_err(|e| failed(&dir.join(format!("{stem}.svg")), e))?;
+            }
+            Some(narrow)
+        }
+        None => None,
+    };
+    Ok(RenderedChart { stem, caption: figure.caption(), svg, narrow_svg })
 }
 
 /// What [`write_charts`] produced: the files, and each chart's SVG text for the HTML report.

@@ -4,6 +4,7 @@
 
 use super::key::{with_key, KeyItem, Swatch};
 use super::load::{draw_time_mesh, fault_key, shade_faults, time_axis};
+use super::narrow;
 use super::{downsample, palette, DrawResult, FONT};
 use crate::report::data::ReportData;
 use crate::runner::{column_index, REPLICA_COLUMNS};
@@ -21,7 +22,7 @@ where
     DB::ErrorType: 'static,
 {
     let title = format!("{}: attempts/s per replica (mean of {} replications)", data.scenario, data.replications);
-    let root = root.titled(&title, (FONT, 24))?;
+    let root = narrow::titled(root, &title, 24)?;
     let first = &data.variants[0];
     let names: Vec<&str> = first.replica_series.iter().take(LINES_MAX).map(|s| s.name.as_str()).collect();
     let mut key: Vec<KeyItem> =

@@ -3,6 +3,7 @@
 
 use super::axes::{log_bound, CategoryAxis, LogAxis};
 use super::key::{with_key, KeyItem, Swatch};
+use super::narrow;
 use super::{palette, DrawResult, FONT};
 use crate::metrics::catalogue::Metric;
 use crate::report::data::{SweepAxis, SweepData};
@@ -93,7 +94,7 @@ where
         "{}: metrics against {} per variant (mean, band: 95% CI, {} replications per cell)",
         data.scenario, axis.path, data.replications
     );
-    let root = root.titled(&title, (FONT, 22))?;
+    let root = narrow::titled(root, &title, 22)?;
     let key: Vec<KeyItem> = data
         .variants
         .iter()
@@ -251,7 +252,7 @@ where
         "{}: {} over {} × {} per variant (mean of {} replications per cell)",
         data.scenario, m.title, rows.path, cols.path, data.replications
     );
-    let root = root.titled(&title, (FONT, 22))?;
+    let root = narrow::titled(root, &title, 22)?;
     let values: Vec<f64> = (0..data.variants.len())
         .flat_map(|v| (0..rows.labels.len() * cols.labels.len()).filter_map(move |c| data.stat(c, v, m.metric)?.mean))
         .map(|x| x * m.scale())

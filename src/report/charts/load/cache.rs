@@ -7,6 +7,7 @@ use super::{
     downsample, draw_time_mesh, fault_key, rate, shade_faults, spike_key, time_axis, variant_lines_key, with_key,
     DrawResult, ATTEMPTS, FONT, POINTS_MAX,
 };
+use crate::report::charts::narrow;
 use crate::report::data::ReportData;
 use crate::runner::SERIES_COLUMNS;
 use plotters::coord::Shift;
@@ -25,7 +26,7 @@ where
 {
     let title =
         format!("{}: cache hit ratio and backend load (mean of {} replications)", data.scenario, data.replications);
-    let root = root.titled(&title, (FONT, 24))?;
+    let root = narrow::titled(root, &title, 24)?;
     let mut key = variant_lines_key(data);
     key.extend(fault_key(data, None));
     key.extend(spike_key(data));
