@@ -425,6 +425,74 @@ fn ten_deposits_of_a_tenth_pay_for_a_hedge() {
     assert_eq!(r.hops[0].hedges, 2, "attempts 10 and 20 are hedged");
 }
 
+/// gRFC A6's retry throttle in front of a server that fails every attempt, from its rule: a
+/// failure takes one token (not below zero), and a retry goes only while more than half of
+/// `max_tokens` is left. The retries granted to `requests` sequential calls of at most
+/// `max_attempts` attempts.
+fn reference_a6_against_a_failing_server(requests: u32, max_attempts: u32, max_tokens: f64) -> u64 {
+    let mut tokens = max_tokens;
+    let mut retries = 0;
+    for _ in 0..requests {
+        for attempt in 1..=max_attempts {
+            tokens = (tokens - 1.0).max(0.0);
+            if attempt == max_attempts || tokens <= max_tokens / 2.0 {
+                break;
+            }
+            retries += 1;
+        }
+    }
+    retries
+}
+
+#[test]
+fn a_grpc_throttle_keeps_one_bucket_per_server_called() {
+    // gRFC A6: "throttling is per server name". One hop calls two servers with the same policy
+    // (a global `grpc_throttle`: 10 tokens, 0.1 per success): `a` always answers, `b` is in an
+    // outage. b's bucket sees only b's failures, so b gets exactly the retries of the rule for a
+    // failing server (2 + 1 = 3), whatever a's successes do; one bucket shared by both (the
+    // simulator before this) let a's successes pay for a fourth. One call at a time (1 s apart),
+    // a answering in 0.5 ms, between b's refusals, so the counts are exact.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let times: Vec<u64> = (0..50).map(|k| 1_000 * k).collect();
+    let graph = r#"calls = [{ hop = "a", policy = "down", stage = 0 }, { hop = "b", policy = "down", stage = 0 }]
+
+[[hop]]
+name = "a"
+workers = 4
+service = { dist = "constant", mean = "500us" }
+
+[[hop]]
+name = "b"
+workers = 4
+service = { dist = "constant", mean = "500us" }
+
+[policy.down]
+jitter = "none"
+base = "1ms"
+max_attempts = 3
+budget = { kind = "grpc_throttle", scope = "global" }
+
+[[fault]]
+hop = "b"
+kind = "outage"
+from = "0s"
+to = "100s""#;
+    let s = trace_probe(
+        dir.path(),
+        &times,
+        "jitter = \"none\"\nmax_attempts = 1",
+        4,
+        r#"{ dist = "constant", mean = "1ms" }"#,
+        graph,
+    );
+    let r = run(&s.base, s.seed, 0);
+    let expected = reference_a6_against_a_failing_server(50, 3, 10.0);
+    assert_eq!(expected, 3);
+    assert_eq!((r.hops[1].attempts, r.hops[1].retries), (50, 0), "a answers every first attempt");
+    assert_eq!(r.hops[2].retries, expected, "b's retries: its own bucket, drained by its failures alone");
+    assert_eq!(r.hops[2].attempts, 50 + expected);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Envoy's concurrent retries
 

@@ -435,6 +435,12 @@ impl BudgetKind {
         ((requests - k * accepts) / (requests + 1.0)).max(0.0)
     }
 
+    /// Whether one instance serves each hop called (gRFC A6 keeps one retry-throttle bucket
+    /// per server name, shared by the retries and hedges of every call to that server).
+    pub fn per_server(&self) -> bool {
+        matches!(self, BudgetKind::GrpcThrottle { .. })
+    }
+
     /// An attempt failed (before the retry decision): gRPC spends a token.
     pub fn on_failure(&self, state: &mut BudgetState) {
         if let BudgetKind::GrpcThrottle { .. } = self {

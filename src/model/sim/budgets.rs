@@ -1,8 +1,8 @@
 //! The simulation's side of retry budgets, client-side throttles and circuit breakers: which
 //! instance a call uses (by scope) and when each is consulted.
 
-use super::hop_queue::scope_key;
-use super::{Call, ScopeKey, Simulation};
+use super::scoped::ScopeKey;
+use super::{Call, Simulation};
 use crate::engine::Handle;
 use crate::model::budget::FailureKind;
 use crate::model::SimSpec;
@@ -10,19 +10,23 @@ use rand::RngExt;
 
 /// The budget and breaker instances of a call's policy, keyed by their scopes.
 pub(super) fn scope_keys(spec: &SimSpec, call: &Call) -> (Option<ScopeKey>, Option<ScopeKey>) {
-    scope_keys_of(spec, call.policy, call.tenant, call.client)
+    scope_keys_of(spec, call.policy, call.tenant, call.client, call.hop)
 }
 
-/// The budget and breaker instances a call of `client` of `tenant` under `policy` uses.
+/// The budget and breaker instances a call of `client` of `tenant` under `policy` to `hop` uses:
+/// a budget kept per server name (`grpc_throttle`) is one instance per hop called.
 pub(super) fn scope_keys_of(
     spec: &SimSpec,
     policy: u16,
     tenant: u16,
     client: u32,
+    hop: u16,
 ) -> (Option<ScopeKey>, Option<ScopeKey>) {
     let p = &spec.policies[policy as usize];
-    let key = |scope| scope_key(scope, policy, tenant, client);
-    (p.budget.as_ref().map(|b| key(b.scope)), p.breaker.as_ref().map(|b| key(b.scope)))
+    let key = |scope| ScopeKey::new(scope, policy, tenant, client);
+    let budget =
+        p.budget.as_ref().map(|b| if b.kind.per_server() { key(b.scope).at_server(hop) } else { key(b.scope) });
+    (budget, p.breaker.as_ref().map(|b| key(b.scope)))
 }
 
 impl Simulation<'_> {
@@ -113,7 +117,7 @@ impl Simulation<'_> {
     pub(super) fn budget_on_call_end(&mut self, call: &Call) {
         let budget = self.spec.policies[call.policy as usize].budget.as_ref();
         let Some(budget) = budget.filter(|b| b.kind.holds_retries()) else { return };
-        let key = scope_key(budget.scope, call.policy, call.tenant, call.client);
+        let (Some(key), _) = scope_keys(self.spec, call) else { return };
         let state = self.states.budget(key, || budget.kind.new_state());
         budget.kind.on_call_end(state, call.paid);
     }

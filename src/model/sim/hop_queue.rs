@@ -1,6 +1,5 @@
-//! A hop's waiting room and the keys of budget and breaker instances.
+//! A hop's waiting room.
 
-use super::super::budget::Scope;
 use crate::engine::{Handle, Nanos};
 use crate::model::Discipline;
 use std::collections::VecDeque;
@@ -201,17 +200,6 @@ impl HopQueue {
             self.last_empty = now;
         }
         true
-    }
-}
-
-/// Key of a budget or breaker instance: (policy, tenant, client), zeroed beyond the scope.
-pub(super) type ScopeKey = (u16, u16, u32);
-
-pub(super) fn scope_key(scope: Scope, policy: u16, tenant: u16, client: u32) -> ScopeKey {
-    match scope {
-        Scope::Global => (policy, 0, 0),
-        Scope::Tenant => (policy, tenant, 0),
-        Scope::Client => (policy, tenant, client),
     }
 }
 

@@ -36,7 +36,7 @@ use crate::engine::{mix64, stream, stream_key, EventQueue, Handle, KeyedDraws, N
 use crate::metrics::{new_latency_histogram, DlqReason, HopBucket, RunRecord};
 use discipline::OverloadState;
 use hdrhistogram::Histogram;
-use hop_queue::{HopQueue, ScopeKey};
+use hop_queue::HopQueue;
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
@@ -1073,9 +1073,9 @@ impl Touches<'_> {
     }
 
     /// Starts loading the budget and breaker states a call of `client` of `tenant` under
-    /// `policy` will touch.
+    /// `policy` to the entry hop will touch.
     fn prefetch_states(&self, policy: u16, tenant: u16, client: u32) {
-        let (budget, breaker) = budgets::scope_keys_of(self.spec, policy, tenant, client);
+        let (budget, breaker) = budgets::scope_keys_of(self.spec, policy, tenant, client, 0);
         self.states.prefetch(budget, breaker);
     }
 }

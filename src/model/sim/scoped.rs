@@ -14,10 +14,37 @@
 //! reads both, and with ten million clients each array is a page-table walk per access (the
 //! prefetch waits for it), so one array instead of two halves the walks.
 
-use super::hop_queue::ScopeKey;
 use crate::model::budget::{BreakerState, BudgetState, Scope};
 use crate::model::SimSpec;
 use std::collections::HashMap;
+
+/// Key of a budget or breaker instance: its policy, and the tenant and client its scope keeps
+/// (zeroed beyond the scope); for a budget kept per server name (`grpc_throttle`, gRFC A6), the
+/// hop called is `server` (0, the entry hop, for a tenant's clients).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) struct ScopeKey {
+    pub(super) policy: u16,
+    pub(super) tenant: u16,
+    pub(super) client: u32,
+    pub(super) server: u16,
+}
+
+impl ScopeKey {
+    /// The instance `scope` gives a call of `client` of `tenant` under `policy`.
+    pub(super) fn new(scope: Scope, policy: u16, tenant: u16, client: u32) -> ScopeKey {
+        let (tenant, client) = match scope {
+            Scope::Global => (0, 0),
+            Scope::Tenant => (tenant, 0),
+            Scope::Client => (tenant, client),
+        };
+        ScopeKey { policy, tenant, client, server: 0 }
+    }
+
+    /// The same instance, kept apart for each hop called.
+    pub(super) fn at_server(self, hop: u16) -> ScopeKey {
+        ScopeKey { server: hop, ..self }
+    }
+}
 
 /// The budget and breaker states of every scope.
 #[derive(Clone)]
@@ -138,11 +165,11 @@ impl<S> ScopedStates<S> {
     }
 
     /// Where `key`'s state lives in `dense` (tenant, client), if it is a dense key: a client of
-    /// a tenant calling with the tenant's own policy (or index 0 for a wider scope).
+    /// a tenant calling the entry hop with the tenant's own policy (or index 0 for a wider scope).
     fn dense_slot(&self, key: ScopeKey) -> Option<(usize, usize)> {
-        let (policy, tenant, client) = key;
+        let ScopeKey { policy, tenant, client, server } = key;
         let (own, clients, _) = self.dense.get(tenant as usize)?;
-        (*own == policy && client < *clients).then_some((tenant as usize, client as usize))
+        (*own == policy && client < *clients && server == 0).then_some((tenant as usize, client as usize))
     }
 
     /// The state of `key`, made by `make` on first use.
