@@ -786,6 +786,62 @@ fn a_crash_reset_ejects_the_replica_at_once_instead_of_after_the_work_in_service
     );
 }
 
+/// A crash of a hop while it waits on its downstream call: one request every 10 ms (at 0, 10, …,
+/// 990 ms, one attempt each, 2 s timeout) to `server` (1 ms of work), which calls `back` (100 ms)
+/// once; `server` crashes from 505 ms to 705 ms with `in_service` = `mode`.
+fn crash_downstream_probe(dir: &std::path::Path, mode: &str) -> (Vec<u64>, retrystorm::metrics::RunRecord) {
+    let times: Vec<u64> = (0..100).map(|k| 10 * k).collect();
+    let policy = "jitter = \"none\"\nmax_attempts = 1\nattempt_timeout = \"2s\"";
+    let graph = format!(
+        r#"calls = [{{ hop = "back", policy = "down" }}]
+
+[[hop]]
+name = "back"
+workers = 100
+service = {{ dist = "constant", mean = "100ms" }}
+
+[policy.down]
+jitter = "none"
+max_attempts = 1
+attempt_timeout = "2s"
+
+[[fault]]
+hop = "server"
+kind = "outage"
+in_service = "{mode}"
+from = "505ms"
+to = "705ms""#
+    );
+    let s = trace_probe(dir, &times, policy, 100, r#"{ dist = "constant", mean = "1ms" }"#, &graph);
+    (times, run(&s.base, s.seed, 0))
+}
+
+#[test]
+fn a_crash_stops_the_work_waiting_on_its_downstream_call() {
+    // By the rule: a request arriving at t is at `server` from t to t + 1 ms, then waits on
+    // `back` until t + 101 ms. The crash at 505 ms finds the requests with t + 1 ≤ 505 < t + 101
+    // waiting (410–500 ms: 10): `reset` fails them at once and cancels their calls to `back`;
+    // the requests arriving during the crash (510–700 ms: 20) are refused. 30 fail, 70 succeed.
+    // Before, the 10 waiting ones finished successfully through the crashed server.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (crash, back, to) = (505u64, 101u64, 705u64);
+    let (times, reset) = crash_downstream_probe(dir.path(), "reset");
+    let waiting = times.iter().filter(|&&t| t < crash && t + back > crash).count() as u64;
+    let refused = times.iter().filter(|&&t| (crash..to).contains(&t)).count() as u64;
+    assert_eq!((waiting, refused), (10, 20));
+    let t = &reset.tenants[0];
+    assert_eq!(t.succeeded, 100 - waiting - refused, "reset: the waiting and the refused fail");
+    assert_eq!(reset.hops[0].crashed_in_service, waiting, "reset: the jobs waiting downstream are stopped");
+    assert_eq!(reset.hops[1].cancelled, waiting, "their calls to back are cancelled");
+    // `lost`: the same failures, but heard only at the callers' timeouts (2 s after arrival).
+    let (_, lost) = crash_downstream_probe(dir.path(), "lost");
+    assert_eq!((lost.tenants[0].succeeded, lost.hops[0].crashed_in_service), (100 - waiting - refused, waiting));
+    assert_eq!(lost.completion_time_ns, (500 + 2_000) * 1_000_000, "the last waiting request times out at 2.5 s");
+    // `complete`: the crash stops nothing: only the refused fail.
+    let (_, complete) = crash_downstream_probe(dir.path(), "complete");
+    assert_eq!(complete.tenants[0].succeeded, 100 - refused);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Documented numbers
 

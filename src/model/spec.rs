@@ -252,6 +252,13 @@ impl SimSpec {
             .min_by_key(|&(at, _)| at)
     }
 
+    /// Whether some fault crashes hop `hop` (an `outage` whose `in_service` is not `complete`).
+    pub fn crashes(&self, hop: usize) -> bool {
+        self.faults.iter().any(|f| {
+            f.hop == hop && matches!(f.kind, FaultKind::Outage { in_service } if in_service != InService::Complete)
+        })
+    }
+
     /// End of the last fault window (0 without faults).
     pub fn last_fault_end(&self) -> Nanos {
         self.faults.iter().map(|f| f.to).max().unwrap_or(0)

@@ -46,9 +46,11 @@ impl Links {
         Links { on: Links::needed(spec), ..Links::default() }
     }
 
-    /// Some policy hedges or cancels, so the links must be kept.
+    /// Some policy hedges or cancels, or a crash can stop a hop while it waits on its
+    /// downstream calls (which are then cancelled), so the links must be kept.
     pub(super) fn needed(spec: &SimSpec) -> bool {
         spec.policies.iter().any(|p| p.cancel_on_timeout || p.hedge.is_some())
+            || (0..spec.hops.len()).any(|h| !spec.hops[h].calls.is_empty() && spec.crashes(h))
     }
 
     /// A call ended: forget its attempts and its place under its parent attempt.
@@ -214,7 +216,7 @@ impl Simulation<'_> {
     /// copy; a freed worker takes the next queued attempt, which CoDel or deadline_drop may drop.
     /// With the call still waiting on that copy, the answer reached it (it retried or ended, and
     /// gave its connection back) and the cancel then gave the connection back a second time.
-    fn cancel_calls(&mut self, calls: &[Handle]) {
+    pub(super) fn cancel_calls(&mut self, calls: &[Handle]) {
         let mut cancels = Vec::new();
         let mut releases = Vec::new();
         for &call in calls {

@@ -4,8 +4,8 @@
 //! one stage. A chain hop has one required edge with probability 1, so its job is exactly the
 //! old "call the next hop, finish with its outcome".
 
-use super::{Reply, Simulation};
-use crate::engine::Handle;
+use super::{Event, Phase, Reply, Simulation};
+use crate::engine::{Handle, Nanos};
 use crate::model::graph::edge_coin;
 
 /// A job's progress through its hop's downstream calls (kept in its [`super::Attempt`]).
@@ -46,9 +46,38 @@ impl Simulation<'_> {
         p >= 1.0 || edge_coin(key, i) < p
     }
 
-    /// The handler reached its downstream calls (`hop` has at least one edge).
+    /// The handler reached its downstream calls (`hop` has at least one edge). A crash of its
+    /// replica while it waits on them is an event at the crash instant.
     pub(super) fn start_calls(&mut self, handle: Handle, hop: usize) {
+        let srv = self.attempts.get(handle).expect("live").server as usize;
+        if let Some((at, _)) = self.crash_during(hop, srv, self.now, Nanos::MAX) {
+            self.queue.push(at, Event::CrashDownstream { attempt: handle });
+        }
         self.start_stage(handle, hop, 0);
+    }
+
+    /// The replica of `handle` crashes (an `outage` whose `in_service` is `reset` or `lost`):
+    /// if the attempt still waits on its downstream calls, the process that made them is gone.
+    /// The calls are cancelled (their connections reset: every attempt they wait on is sent a
+    /// cancel, as `cancel_on_timeout` does), an idempotency key it holds is released, and the
+    /// attempt ends as work in service does in that crash: `reset`, its caller gets a 503 now;
+    /// `lost`, no reply (the caller's timeout fires). An attempt that ended before the crash (a
+    /// stale handle, or past its calls) is left alone.
+    pub(super) fn on_crash_downstream(&mut self, handle: Handle) {
+        let now = self.now;
+        let Some(a) = self.attempts.get(handle).filter(|a| a.phase == Phase::Downstream) else { return };
+        let (hop, srv) = (a.hop as usize, a.server as usize);
+        let Some((_, in_service)) = self.crash_during(hop, srv, now, now).filter(|&(at, _)| at == now) else {
+            return;
+        };
+        let children = self.links.child.remove(&handle).unwrap_or_default();
+        self.cancel_calls(&children);
+        let a = self.attempts.get_mut(handle).expect("a crashed job is live");
+        if std::mem::take(&mut a.holds_key) {
+            let (tenant, request_id) = (a.tenant as usize, a.request_id);
+            self.settle_key(hop, tenant, request_id, false);
+        }
+        self.crashed_in_service(handle, hop, srv, in_service);
     }
 
     /// Makes the calls of the first stage from edge `from` on that makes any (each edge's coin),

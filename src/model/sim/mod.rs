@@ -147,6 +147,10 @@ enum Event {
     CancelArrive {
         attempt: Handle,
     },
+    /// The replica of an attempt waiting on its downstream calls crashes (`sim/graph.rs`).
+    CrashDownstream {
+        attempt: Handle,
+    },
     /// A `capacity` fault of hop `hop` ends: its workers back in force take queued attempts.
     CapacityRestored {
         hop: u16,
@@ -520,7 +524,7 @@ impl<'a> Simulation<'a> {
                 // when client-scoped, in arrays of millions), as `prefetch_next` does for events.
                 if let Some(&(_, tenant, client)) = firsts.get(cursor + FIRSTS_AHEAD).filter(|_| has_states) {
                     let policy = self.spec.tenants[tenant as usize].policy as u16;
-                    touches!(self).prefetch_states(policy, tenant, client);
+                    touches!(self).prefetch_states(policy, tenant, client, 0);
                 }
                 self.advance_to(t);
                 self.new_request(tenant, client);
@@ -637,6 +641,7 @@ impl<'a> Simulation<'a> {
             Event::CapacityReady { hop, units } => self.on_capacity_ready(hop, units),
             Event::HedgeFire { attempt } => self.on_hedge_fire(attempt),
             Event::CancelArrive { attempt } => self.cancel_attempt(attempt),
+            Event::CrashDownstream { attempt } => self.on_crash_downstream(attempt),
             Event::CapacityRestored { hop } => self.on_capacity_restored(hop as usize),
         }
     }
@@ -1055,7 +1060,7 @@ impl Touches<'_> {
             | Event::AttemptTimeout { attempt } => self.attempts.prefetch(*attempt),
             Event::Retry { call } => {
                 self.history.prefetch(call.request_id);
-                self.prefetch_states(call.policy, call.tenant, call.client)
+                self.prefetch_states(call.policy, call.tenant, call.client, call.hop)
             }
             // Nothing of these is worth fetching ahead.
             Event::PoissonArrival { .. }
@@ -1068,14 +1073,15 @@ impl Touches<'_> {
             | Event::CapacityReady { .. }
             | Event::HedgeFire { .. }
             | Event::CancelArrive { .. }
+            | Event::CrashDownstream { .. }
             | Event::CapacityRestored { .. } => {}
         }
     }
 
     /// Starts loading the budget and breaker states a call of `client` of `tenant` under
-    /// `policy` to the entry hop will touch.
-    fn prefetch_states(&self, policy: u16, tenant: u16, client: u32) {
-        let (budget, breaker) = budgets::scope_keys_of(self.spec, policy, tenant, client, 0);
+    /// `policy` to `hop` will touch.
+    fn prefetch_states(&self, policy: u16, tenant: u16, client: u32, hop: u16) {
+        let (budget, breaker) = budgets::scope_keys_of(self.spec, policy, tenant, client, hop);
         self.states.prefetch(budget, breaker);
     }
 }

@@ -193,7 +193,7 @@ impl Simulation<'_> {
     /// A crash (`outage` whose `in_service` is not `complete`) of replica `srv` of hop `hop`
     /// that stops a service from `start` to `end` (see [`crate::model::SimSpec::crash_during`]).
     /// A cache or register hop is one store and is not crashed this way.
-    fn crash_during(&self, hop: usize, srv: usize, start: Nanos, end: Nanos) -> Option<(Nanos, InService)> {
+    pub(super) fn crash_during(&self, hop: usize, srv: usize, start: Nanos, end: Nanos) -> Option<(Nanos, InService)> {
         let spec = &self.spec.hops[hop];
         if self.spec.faults.is_empty() || spec.cache().is_some() || spec.is_occ() {
             return None;
@@ -232,7 +232,7 @@ impl Simulation<'_> {
     /// The replica crashed while serving `handle` (its service stopped at the crash instant):
     /// `reset`, the connection is reset and the caller gets a 503 now; `lost`, no reply ever
     /// comes (the caller's timeout fires). Either way its worker is free, and not `served`.
-    fn crashed_in_service(&mut self, handle: Handle, hop: usize, srv: usize, in_service: InService) {
+    pub(super) fn crashed_in_service(&mut self, handle: Handle, hop: usize, srv: usize, in_service: InService) {
         self.record.hops[hop].crashed_in_service += 1;
         match in_service {
             InService::Reset => self.finish_job(handle, Reply::Failed),
