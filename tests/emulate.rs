@@ -88,6 +88,73 @@ fn a_small_herd_on_loopback_agrees_with_the_simulation() {
     }
 }
 
+/// A chain of two hops in small: 40 clients, `front` (2 attempts) calling `back` (3 attempts
+/// per call) over its socket, `back` down throughout: every layer's retries multiply.
+const TINY_CHAIN: &str = r#"
+name = "tiny-chain"
+seed = 5
+horizon = "4s"
+bucket = "100ms"
+replications = 4
+
+[[tenant]]
+name = "main"
+clients = 40
+arrival = { kind = "herd", start = "0s", spread = "1s", requests_per_client = 1 }
+policy = "client"
+
+[policy.client]
+jitter = "full"
+base = "20ms"
+max_attempts = 2
+attempt_timeout = "2s"
+
+[policy.down]
+jitter = "full"
+base = "10ms"
+max_attempts = 3
+attempt_timeout = "500ms"
+
+[[hop]]
+name = "front"
+workers = 8
+service = { dist = "constant", mean = "5ms" }
+downstream_policy = "down"
+
+[[hop]]
+name = "back"
+workers = 8
+service = { dist = "constant", mean = "5ms" }
+
+[[fault]]
+hop = "back"
+kind = "outage"
+from = "0s"
+to = "10s"
+"#;
+
+#[test]
+fn a_chain_calls_its_next_hop_over_its_socket_and_the_retries_multiply_as_simulated() {
+    // By the rule, and in the simulation: each of the 40 requests makes 2 attempts at `front`,
+    // each of which calls `back` 3 times: 80 attempts at front, 240 at back, nothing succeeds.
+    let scenario = Scenario::from_source("tiny-chain", TINY_CHAIN, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let variants = scenario.run_variants();
+    let simulated = run_study(&scenario, &variants, &RunOptions { threads: Some(2), progress: false });
+    let options =
+        Options { time_scale: 1.0, max_seconds: 30.0, max_requests: 1_000, allow_late: true, ..Options::default() };
+    let spec = &variants[0].spec;
+    let checked = emulate::preflight(spec, &options).unwrap_or_else(|e| panic!("{e}"));
+    let (record, emulation) = emulate::run(spec, scenario.seed, &options, &checked).unwrap_or_else(|e| panic!("{e}"));
+    assert!(record.truncated.is_none(), "the run stopped early: {:?}", record.truncated);
+    let attempts = |r: &retrystorm::metrics::RunRecord| (r.hops[0].attempts, r.hops[1].attempts);
+    assert_eq!(attempts(&record), (80, 240), "measured attempts at front and back");
+    assert_eq!((record.hops[1].retries, record.tenants[0].dlq), (160, 40));
+    let sim_front = values(&simulated, Metric::Attempts);
+    assert!(sim_front.iter().all(|&a| a == 80.0), "simulated attempts at the first hop: {sim_front:?}");
+    let measured = retrystorm::runner::assemble(&scenario, &variants, vec![record], 1, emulation.wall_s);
+    assert_eq!(measured.variants[0].metrics.mean(Metric::SuccessRatio), Some(0.0));
+}
+
 #[test]
 fn an_unsupported_feature_is_refused_by_name_with_exit_code_2_and_nothing_written() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -99,7 +166,7 @@ fn an_unsupported_feature_is_refused_by_name_with_exit_code_2_and_nothing_writte
         .expect("binary runs");
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("a chain of 3 hops") && stderr.contains("not emulated"), "{stderr}");
+    assert!(stderr.contains("hop `edge`'s network delay") && stderr.contains("not emulated"), "{stderr}");
     assert!(!out.exists(), "a refused run wrote {}", out.display());
     // `compare --emulate` refuses before it simulates, writing neither directory.
     let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
@@ -109,7 +176,7 @@ fn an_unsupported_feature_is_refused_by_name_with_exit_code_2_and_nothing_writte
         .expect("binary runs");
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("--emulate, variant") && stderr.contains("a chain of 3 hops"), "{stderr}");
+    assert!(stderr.contains("--emulate, variant") && stderr.contains("network delay"), "{stderr}");
     assert!(!out.exists() && !dir.path().join("out-emulated").exists());
     // A fault kind the emulator does not reproduce is named too.
     let scenario = dir.path().join("lost.toml");

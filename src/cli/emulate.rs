@@ -4,6 +4,7 @@
 use super::{check_jitters, claim, parse_seed, result_command, table, CliError};
 use crate::emulate::{self, ClientMode, EmulateError, Options};
 use crate::metrics::catalogue::Metric;
+use crate::metrics::stats::StatRow;
 use crate::runner::{Emulation, Study};
 use crate::scenario::{parse_assignment, Override, Scenario, Variant};
 use clap::Args;
@@ -319,11 +320,19 @@ fn side_by_side_text(
     let _ = writeln!(text, "  {:<16} {:<34} {:>30} {:>12}  inside", "variant", "metric", "simulated", "measured");
     let (mut inside, mut judged) = (0, 0);
     for (sim, meas) in simulated.variants.iter().zip(&measured.variants) {
-        for metric in SIDE_BY_SIDE {
+        // The system's metrics, then, in a chain, each later hop's amplification: where the
+        // layers' retries multiply.
+        let mut rows: Vec<(String, Metric, &StatRow, &StatRow)> =
+            SIDE_BY_SIDE.iter().map(|&m| (m.def().label.to_string(), m, &sim.metrics, &meas.metrics)).collect();
+        for ((name, sim_hop), (_, meas_hop)) in sim.hops.iter().zip(&meas.hops).skip(1) {
+            let m = Metric::Amplification;
+            rows.push((format!("hop {name} · {}", m.def().label), m, sim_hop, meas_hop));
+        }
+        for (label, metric, sim_row, meas_row) in rows {
             let values: Vec<f64> =
-                sim.metrics.get(metric).map(|s| s.values.iter().flatten().copied().collect()).unwrap_or_default();
-            let sim_mean = sim.metrics.mean(metric);
-            let got = meas.metrics.mean(metric);
+                sim_row.get(metric).map(|s| s.values.iter().flatten().copied().collect()).unwrap_or_default();
+            let sim_mean = sim_row.mean(metric);
+            let got = meas_row.mean(metric);
             // Recovery time is read off the series in whole buckets: the interval is widened by
             // that resolution, one bucket each side.
             let resolution =
@@ -344,15 +353,8 @@ fn side_by_side_text(
                 (None, _, _) => (format!("none ({})", metric.def().null_means), "-"),
             };
             let got_cell = got.map_or_else(|| "none".to_string(), num);
-            let _ = writeln!(
-                text,
-                "  {:<16} {:<34} {:>30} {:>12}  {}",
-                sim.name,
-                metric.def().label,
-                simulated_cell,
-                got_cell,
-                verdict
-            );
+            let _ =
+                writeln!(text, "  {:<16} {:<34} {:>30} {:>12}  {}", sim.name, label, simulated_cell, got_cell, verdict);
         }
     }
     let _ = writeln!(

@@ -67,7 +67,7 @@ pub(crate) async fn run_clients(shared: Arc<Shared>, addr: SocketAddr, seed: u64
                             if k > 0 && arrived >= shared.spec.horizon {
                                 break;
                             }
-                            request(&shared, addr, ti, first_id + k, arrived).await;
+                            call(&shared, Caller::Tenant(ti), addr, first_id + k, arrived).await;
                         }
                     });
                 }
@@ -81,7 +81,7 @@ pub(crate) async fn run_clients(shared: Arc<Shared>, addr: SocketAddr, seed: u64
                     next_id += 1;
                     tasks.spawn(async move {
                         shared.sleep_until(at).await;
-                        request(&shared, addr, ti, id, at).await;
+                        call(&shared, Caller::Tenant(ti), addr, id, at).await;
                     });
                 }
             }
@@ -92,28 +92,63 @@ pub(crate) async fn run_clients(shared: Arc<Shared>, addr: SocketAddr, seed: u64
     while tasks.join_next().await.is_some() {}
 }
 
-/// One logical request of tenant `ti`, created at scenario time `arrived`: attempts until a
-/// success, the policy gives up, or the deadline passes.
-async fn request(shared: &Shared, addr: SocketAddr, ti: usize, id: u64, arrived: Nanos) {
+/// Who makes a call: a tenant's client (its logical request), or a hop calling the next one
+/// for a job of that tenant's request, with the edge's policy.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Caller {
+    /// Tenant `0`'s client: the entry hop is called.
+    Tenant(usize),
+    /// A chain hop's call to hop `to` under policy `policy`, for a request of tenant `tenant`.
+    Hop { to: usize, tenant: usize, policy: usize },
+}
+
+impl Caller {
+    fn tenant(self) -> usize {
+        match self {
+            Caller::Tenant(t) | Caller::Hop { tenant: t, .. } => t,
+        }
+    }
+
+    /// The hop called.
+    fn target(self) -> usize {
+        match self {
+            Caller::Tenant(_) => 0,
+            Caller::Hop { to, .. } => to,
+        }
+    }
+}
+
+/// One call of `caller` (request `id`, created at scenario time `arrived`) to the hop at `addr`:
+/// attempts until a success, the policy gives up, or the deadline passes; true on success.
+/// A tenant's call is its logical request (counted in the tenant's metrics, its retry delays
+/// sampled); a hop's call is counted by the hop it calls, as the simulator counts it.
+pub(crate) async fn call(shared: &Shared, caller: Caller, addr: SocketAddr, id: u64, arrived: Nanos) -> bool {
     let spec = &shared.spec;
-    let policy = &spec.policies[spec.tenants[ti].policy];
+    let (ti, target) = (caller.tenant(), caller.target());
+    let tenant_call = matches!(caller, Caller::Tenant(_));
+    let policy = match caller {
+        Caller::Tenant(t) => &spec.policies[spec.tenants[t].policy],
+        Caller::Hop { policy, .. } => &spec.policies[policy],
+    };
     let deadline_at = policy.deadline.map_or(Nanos::MAX, |d| arrived.saturating_add(d));
-    {
+    if tenant_call {
         let mut r = shared.record.lock().expect("record lock");
         r.tenants[ti].requests += 1;
         r.tenant_series[ti][shared.bucket(arrived)].arrivals += 1;
     }
-    let mut rng = ChaCha8Rng::seed_from_u64(crate::engine::rng::mix64(id));
+    let mut rng = ChaCha8Rng::seed_from_u64(crate::engine::rng::mix64(id ^ ((target as u64) << 48)));
     let mut jitter = JitterState::default();
     let mut backon = match shared.client {
-        ClientMode::Backon => Some(super::backon_client::delays(policy, crate::engine::rng::mix64(id ^ 0xb4c0))),
-        ClientMode::Policy => None,
+        ClientMode::Backon if tenant_call => {
+            Some(super::backon_client::delays(policy, crate::engine::rng::mix64(id ^ 0xb4c0)))
+        }
+        ClientMode::Backon | ClientMode::Policy => None,
     };
     let mut attempts: u32 = 0;
     loop {
         attempts += 1;
         let sent = shared.clock.now();
-        {
+        if tenant_call {
             let mut r = shared.record.lock().expect("record lock");
             let b = shared.bucket(sent);
             let c = &mut r.tenants[ti];
@@ -136,14 +171,16 @@ async fn request(shared: &Shared, addr: SocketAddr, ti: usize, id: u64, arrived:
             Ok(()) => {
                 let mut r = shared.record.lock().expect("record lock");
                 let b = shared.bucket(now);
-                r.hops[0].timely_ok += 1;
-                r.hop_series[0][b].timely_ok += 1;
-                let c = &mut r.tenants[ti];
-                c.succeeded += 1;
-                let _ = c.latency_us.record(now.saturating_sub(arrived) / 1_000);
-                r.tenant_series[ti][b].successes += 1;
-                r.completion_time_ns = r.completion_time_ns.max(now);
-                return;
+                r.hops[target].timely_ok += 1;
+                r.hop_series[target][b].timely_ok += 1;
+                if tenant_call {
+                    let c = &mut r.tenants[ti];
+                    c.succeeded += 1;
+                    let _ = c.latency_us.record(now.saturating_sub(arrived) / 1_000);
+                    r.tenant_series[ti][b].successes += 1;
+                    r.completion_time_ns = r.completion_time_ns.max(now);
+                }
+                return true;
             }
             Err(e) => e,
         };
@@ -162,28 +199,32 @@ async fn request(shared: &Shared, addr: SocketAddr, ti: usize, id: u64, arrived:
             let b = shared.bucket(now);
             match verdict {
                 Err(reason) => {
-                    let c = &mut r.tenants[ti];
-                    c.dlq += 1;
-                    c.dlq_deadline += u64::from(reason == DlqReason::Deadline);
-                    r.tenant_series[ti][b].failures += 1;
-                    r.completion_time_ns = r.completion_time_ns.max(now);
+                    if tenant_call {
+                        let c = &mut r.tenants[ti];
+                        c.dlq += 1;
+                        c.dlq_deadline += u64::from(reason == DlqReason::Deadline);
+                        r.tenant_series[ti][b].failures += 1;
+                        r.completion_time_ns = r.completion_time_ns.max(now);
+                    }
                     None
                 }
                 Ok(wait) => {
-                    r.hop_series[0][b].retries_scheduled += 1;
-                    if let Some(samples) = r.retry_delays_ns.get_mut(attempts as usize - 1) {
-                        if samples.len() < RETRY_DELAY_SAMPLES_MAX {
-                            samples.push(wait);
+                    r.hop_series[target][b].retries_scheduled += 1;
+                    if tenant_call {
+                        if let Some(samples) = r.retry_delays_ns.get_mut(attempts as usize - 1) {
+                            if samples.len() < RETRY_DELAY_SAMPLES_MAX {
+                                samples.push(wait);
+                            }
                         }
                     }
                     Some(now.saturating_add(wait))
                 }
             }
         };
-        let Some(at) = retry_at else { return };
+        let Some(at) = retry_at else { return false };
         shared.sleep_until(at).await;
         let fired = shared.bucket(shared.clock.now());
-        shared.record.lock().expect("record lock").hop_series[0][fired].retries_fired += 1;
+        shared.record.lock().expect("record lock").hop_series[target][fired].retries_fired += 1;
     }
 }
 

@@ -81,9 +81,6 @@ pub fn check_supported(spec: &SimSpec) -> Result<(), EmulateError> {
             "emulate: {what} is not emulated yet (docs/MODEL.md, \"Emulation on real sockets\", lists what is); `retrystorm run` simulates it"
         )))
     };
-    if spec.hops.len() != 1 {
-        return refuse(format!("a chain of {} hops (this version emulates one hop)", spec.hops.len()));
-    }
     for hop in &spec.hops {
         let h = &hop.name;
         if !hop.network.is_zero() {
@@ -98,8 +95,16 @@ pub fn check_supported(spec: &SimSpec) -> Result<(), EmulateError> {
         if hop.fair || hop.is_occ() || hop.cache().is_some() || hop.pool.is_some() || hop.load_latency.is_some() {
             return refuse(format!("hop `{h}`'s kind (fair queues, occ, cache, pool or load_latency)"));
         }
-        if !hop.calls.is_empty() {
-            return refuse(format!("hop `{h}`'s downstream calls"));
+        // A chain is emulated: one required call, made every time.
+        match hop.calls.as_slice() {
+            [] => {}
+            [edge] if edge.required && edge.probability >= 1.0 => {
+                let p = &spec.policies[edge.policy];
+                if p.deadline_mode == crate::model::policy::DeadlineMode::Propagate {
+                    return refuse(format!("policy `{}`'s propagated deadline", p.name));
+                }
+            }
+            _ => return refuse(format!("hop `{h}`'s call graph (a chain of one required call per hop is emulated)")),
         }
     }
     for t in &spec.tenants {
@@ -187,6 +192,8 @@ pub(crate) struct Shared {
     pub(crate) lateness_ns: Mutex<Vec<u64>>,
     /// Connection set-up times (wall nanoseconds from connect to a ready HTTP/1.1 connection).
     pub(crate) connect_ns: Mutex<Vec<u64>>,
+    /// Where each hop listens, set once every hop is bound.
+    pub(crate) addrs: std::sync::OnceLock<Vec<std::net::SocketAddr>>,
 }
 
 impl Shared {
@@ -343,6 +350,7 @@ async fn run_async(
         record: Mutex::new(record),
         lateness_ns: Mutex::new(Vec::new()),
         connect_ns: Mutex::new(Vec::new()),
+        addrs: std::sync::OnceLock::new(),
     });
     let servers = server::start(&shared, seed).await?;
     let addr = servers.addrs[0];

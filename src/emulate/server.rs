@@ -2,6 +2,7 @@
 //! `queue_limit`, `workers` concurrent services (a FIFO semaphore) that sleep the drawn service
 //! time, and the idempotency store with its TTL in scenario time.
 
+use super::client::Caller;
 use super::{EmulateError, Shared};
 use crate::engine::Nanos;
 use crate::model::fault::{FaultKind, InService};
@@ -56,15 +57,21 @@ struct Hop {
 }
 
 /// Binds every hop to 127.0.0.1 and starts accepting.
+/// Every hop is bound before any accepts, so that a chain hop knows where the next one listens.
 pub(crate) async fn start(shared: &Arc<Shared>, seed: u64) -> Result<Servers, EmulateError> {
     let mut addrs = Vec::new();
-    let mut accept = Vec::new();
-    for (index, spec) in shared.spec.hops.iter().enumerate() {
+    let mut listeners = Vec::new();
+    for _ in &shared.spec.hops {
         let socket = tokio::net::TcpSocket::new_v4().map_err(io_failure)?;
         socket.set_reuseaddr(true).map_err(io_failure)?;
         socket.bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).map_err(io_failure)?;
         let listener = socket.listen(4096).map_err(io_failure)?;
         addrs.push(listener.local_addr().map_err(io_failure)?);
+        listeners.push(listener);
+    }
+    let _ = shared.addrs.set(addrs.clone());
+    let mut accept = Vec::new();
+    for ((index, spec), listener) in shared.spec.hops.iter().enumerate().zip(listeners) {
         let hop = Arc::new(Hop {
             index,
             workers: Semaphore::new(spec.workers as usize),
@@ -215,12 +222,55 @@ async fn handle(hop: &Hop, shared: &Shared, req: &Request<Incoming>) -> Response
     hop.busy.fetch_sub(1, Ordering::SeqCst);
     let end = shared.clock.now();
     let crashed = spec.crash_during(h, 0, start, start.saturating_add(service));
+    if let Some(crashed) = service_ended(hop, shared, (start, end), crashed, (key, tenant)) {
+        return crashed;
+    }
+    // A chain hop calls the next one over its socket with the edge's policy, holding its worker
+    // until the call ends; a crash of this hop meanwhile stops the job at the crash instant, and
+    // dropping the call closes its connections (the simulator cancels them).
+    if let Some(edge) = spec.hops[h].calls.first() {
+        let next = shared.addrs.get().expect("every hop is bound before any accepts")[edge.hop];
+        let caller = Caller::Hop { to: edge.hop, tenant, policy: edge.policy };
+        let downstream = super::client::call(shared, caller, next, key, shared.clock.now());
+        let ok = match spec.crash_during(h, 0, shared.clock.now(), Nanos::MAX) {
+            None => downstream.await,
+            Some((at, _)) => tokio::select! {
+                ok = downstream => ok,
+                () = shared.sleep_until(at) => {
+                    let mut r = shared.record.lock().expect("record lock");
+                    r.hops[h].crashed_in_service += 1;
+                    r.hop_series[h][shared.bucket(shared.clock.now())].failures += 1;
+                    return reply(StatusCode::SERVICE_UNAVAILABLE, None);
+                }
+            },
+        };
+        if !ok {
+            return fail(StatusCode::SERVICE_UNAVAILABLE, None);
+        }
+    }
+    let mut r = shared.record.lock().expect("record lock");
+    let b = shared.bucket(shared.clock.now());
+    r.hops[h].ok_replies += 1;
+    r.hop_series[h][b].successes += 1;
+    reply(StatusCode::OK, None)
+}
+
+/// The service of request `key` of tenant `tenant` ran from `start` to `end`: counted, and its
+/// effect executed (or deduplicated); the 503 to send when a crash (`reset`) stopped it.
+fn service_ended(
+    hop: &Hop,
+    shared: &Shared,
+    (start, end): (Nanos, Nanos),
+    crashed: Option<(Nanos, InService)>,
+    (key, tenant): (u64, usize),
+) -> Option<Response<Full<Bytes>>> {
+    let (h, spec) = (hop.index, &shared.spec);
     let mut r = shared.record.lock().expect("record lock");
     r.hops[h].busy_ns += end.saturating_sub(start);
     if let Some((_, InService::Reset)) = crashed {
         r.hops[h].crashed_in_service += 1;
         r.hop_series[h][shared.bucket(end)].failures += 1;
-        return reply(StatusCode::SERVICE_UNAVAILABLE, None);
+        return Some(reply(StatusCode::SERVICE_UNAVAILABLE, None));
     }
     let b = shared.bucket(end);
     r.hops[h].served += 1;
@@ -251,7 +301,5 @@ async fn handle(hop: &Hop, shared: &Shared, req: &Request<Incoming>) -> Response
             }
         }
     }
-    r.hops[h].ok_replies += 1;
-    r.hop_series[h][b].successes += 1;
-    reply(StatusCode::OK, None)
+    None
 }
