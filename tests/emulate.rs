@@ -156,6 +156,51 @@ fn a_chain_calls_its_next_hop_over_its_socket_and_the_retries_multiply_as_simula
 }
 
 #[test]
+fn repeated_emulated_runs_draw_other_jitter_and_compare_means() {
+    // Three runs per variant, each with its own seed: the measurement gets an interval, the
+    // runs differ (the jitter follows the run's seed), and each measured mean is judged against
+    // the simulated one.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let scenario = dir.path().join("tiny.toml");
+    std::fs::write(&scenario, TINY_HERD).expect("write scenario");
+    let out = dir.path().join("out");
+    let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .arg("compare")
+        .arg(&scenario)
+        .args(["--jitter", "full", "--replications", "4", "--emulate", "--emulate-runs", "3", "--allow-late"])
+        .args(["--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .expect("binary runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("(3 runs, --time-scale 1)") && stdout.contains("measured means agree"), "{stdout}");
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("out-emulated/summary.json")).expect("summary.json"),
+    )
+    .expect("json");
+    assert_eq!(summary["replications"], 3);
+    let values: Vec<f64> = summary["variants"][0]["metrics"]["amplification"]["values"]
+        .as_array()
+        .expect("values")
+        .iter()
+        .filter_map(serde_json::Value::as_f64)
+        .collect();
+    assert_eq!(values.len(), 3);
+    assert!(values.iter().any(|&v| v != values[0]), "three runs, one outcome: {values:?}");
+    // The flag is checked like the others.
+    let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .arg("compare")
+        .arg(&scenario)
+        .args(["--emulate", "--emulate-runs", "0", "--out"])
+        .arg(dir.path().join("refused"))
+        .output()
+        .expect("binary runs");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--emulate-runs 0: give 1 to 50"));
+}
+
+#[test]
 fn an_unsupported_feature_is_refused_by_name_with_exit_code_2_and_nothing_written() {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("out");
@@ -289,6 +334,7 @@ fn a_small_herd_through_backon_agrees_with_the_simulated_equal_jitter() {
         max_requests: 1_000,
         allow_late: true,
         client: emulate::ClientMode::Backon,
+        runs: 1,
     };
     let spec = &variants[0].spec;
     let checked = emulate::preflight(spec, &options).unwrap_or_else(|e| panic!("{e}"));

@@ -39,6 +39,10 @@ pub struct EmulateArgs {
     /// Run even when this machine's timers are later than a tenth of the mean service time.
     #[arg(long)]
     allow_late: bool,
+    /// Emulated runs per variant (1 to 50), each with its own seed: more than one gives the
+    /// measurement a 95% interval of its own.
+    #[arg(long, default_value_t = 1)]
+    runs: u32,
     /// Whose code decides the backoff: `policy` (the simulator's) or `backon` (the backon
     /// crate's exponential backoff with its jitter; needs jitter = "equal").
     #[arg(long, value_name = "policy|backon", default_value = "policy", value_parser = parse_client)]
@@ -68,13 +72,55 @@ fn check_options(args: &EmulateArgs) -> Result<Options, CliError> {
     if args.max_requests == 0 {
         return Err(CliError::BadInput("--max-requests 0: give at least 1".into()));
     }
+    if !(1..=RUNS_MAX).contains(&args.runs) {
+        return Err(CliError::BadInput(format!(
+            "--runs {}: give 1 to {RUNS_MAX} emulated runs per variant (each takes the scenario's wall time)",
+            args.runs
+        )));
+    }
     Ok(Options {
         time_scale: args.time_scale,
         max_seconds: args.max_seconds,
         max_requests: args.max_requests,
         allow_late: args.allow_late,
         client: args.client,
+        runs: args.runs,
     })
+}
+
+/// Most emulated runs per variant.
+const RUNS_MAX: u32 = 50;
+
+/// Runs every variant `options.runs` times on loopback (run `k` with seed + `k`), variant by
+/// variant as [`crate::runner::assemble`] reads them: the records and each run's overhead.
+fn measure(
+    seed: u64,
+    variants: &[Variant],
+    checked: &[emulate::Preflight],
+    options: &Options,
+    quiet: bool,
+) -> Result<(Vec<crate::metrics::RunRecord>, Vec<Emulation>), CliError> {
+    let mut records = Vec::with_capacity(variants.len() * options.runs as usize);
+    let mut measured: Vec<Emulation> = Vec::new();
+    for (v, checked) in variants.iter().zip(checked) {
+        for k in 0..options.runs {
+            if !quiet {
+                let which =
+                    if options.runs > 1 { format!(" (run {} of {})", k + 1, options.runs) } else { String::new() };
+                eprintln!("emulating `{}`{which} on 127.0.0.1 at --time-scale {} …", v.name, options.time_scale);
+            }
+            let (record, emulation) = emulate::run(&v.spec, seed.wrapping_add(u64::from(k)), options, checked)?;
+            for w in &emulation.warnings {
+                eprintln!("warning: `{}`: {w}", v.name);
+            }
+            if let Some(why) = &record.truncated {
+                eprintln!("warning: emulated `{}` stopped early ({why}); its results are partial", v.name);
+            }
+            records.push(record);
+            measured.push(emulation);
+        }
+    }
+    Ok((records, measured))
 }
 
 fn parse_client(text: &str) -> Result<ClientMode, String> {
@@ -125,24 +171,9 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
         .collect::<Result<_, _>>()?;
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("output").join(format!("{}-emulated", scenario.name)));
     let claim = claim(&out, args.force)?;
-    let mut records = Vec::with_capacity(variants.len());
-    let mut measured: Vec<Emulation> = Vec::new();
-    for (v, checked) in variants.iter().zip(&checked) {
-        if !args.quiet {
-            eprintln!("emulating `{}` on 127.0.0.1 at --time-scale {} …", v.name, options.time_scale);
-        }
-        let (record, emulation) = emulate::run(&v.spec, scenario.seed, &options, checked)?;
-        for w in &emulation.warnings {
-            eprintln!("warning: `{}`: {w}", v.name);
-        }
-        if let Some(why) = &record.truncated {
-            eprintln!("warning: `{}` stopped early ({why}); its results are partial", v.name);
-        }
-        records.push(record);
-        measured.push(emulation);
-    }
+    let (records, measured) = measure(scenario.seed, &variants, &checked, &options, args.quiet)?;
     let wall_s = measured.iter().map(|e| e.wall_s).sum();
-    let mut study = crate::runner::assemble(&scenario, &variants, records, 1, wall_s);
+    let mut study = crate::runner::assemble(&scenario, &variants, records, options.runs, wall_s);
     study.emulation = Some(merge(&measured));
     study.provenance.command = result_command(std::env::args());
     study.provenance.overrides = args.set.clone();
@@ -214,6 +245,10 @@ pub struct CompareEmulation {
     /// With --emulate: run even when this machine's timers are too late for the service time.
     #[arg(long, requires = "emulate")]
     allow_late: bool,
+    /// With --emulate: emulated runs per variant (1 to 50); with more than one, each metric's
+    /// measured mean is compared with the simulated mean (Welch's 95% interval).
+    #[arg(long, default_value_t = 1, requires = "emulate")]
+    emulate_runs: u32,
 }
 
 impl CompareEmulation {
@@ -221,6 +256,12 @@ impl CompareEmulation {
     pub fn options(&self) -> Result<Option<Options>, CliError> {
         if !self.emulate {
             return Ok(None);
+        }
+        if !(1..=RUNS_MAX).contains(&self.emulate_runs) {
+            return Err(CliError::BadInput(format!(
+                "--emulate-runs {}: give 1 to {RUNS_MAX} emulated runs per variant (each takes the scenario's wall time)",
+                self.emulate_runs
+            )));
         }
         let (time_scale, max_seconds) = (self.time_scale, self.max_seconds);
         let flags = EmulateArgs {
@@ -234,6 +275,7 @@ impl CompareEmulation {
             max_requests: self.max_requests,
             allow_late: self.allow_late,
             client: ClientMode::Policy,
+            runs: self.emulate_runs,
             force: false,
             quiet: true,
         };
@@ -275,22 +317,9 @@ pub fn side_by_side(
     out: &std::path::Path,
     claim: &crate::report::Claim,
 ) -> Result<String, CliError> {
-    let mut records = Vec::with_capacity(variants.len());
-    let mut measured = Vec::new();
-    for (v, checked) in variants.iter().zip(checked) {
-        eprintln!("emulating `{}` on 127.0.0.1 at --time-scale {} …", v.name, options.time_scale);
-        let (record, emulation) = emulate::run(&v.spec, scenario.seed, options, checked)?;
-        for w in &emulation.warnings {
-            eprintln!("warning: `{}`: {w}", v.name);
-        }
-        if let Some(why) = &record.truncated {
-            eprintln!("warning: emulated `{}` stopped early ({why}); its results are partial", v.name);
-        }
-        records.push(record);
-        measured.push(emulation);
-    }
+    let (records, measured) = measure(scenario.seed, variants, checked, options, false)?;
     let wall_s = measured.iter().map(|e| e.wall_s).sum();
-    let mut study = crate::runner::assemble(scenario, variants, records, 1, wall_s);
+    let mut study = crate::runner::assemble(scenario, variants, records, options.runs, wall_s);
     let emulation = merge(&measured);
     study.emulation = Some(emulation.clone());
     study.provenance = simulated.provenance.clone();
@@ -313,12 +342,33 @@ fn side_by_side_text(
     out: &std::path::Path,
 ) -> String {
     use std::fmt::Write as _;
-    let mut text = format!(
-        "\nsimulated ({} replications: mean and 95% prediction interval for one run) vs measured on 127.0.0.1 (one run, --time-scale {}):\n",
-        simulated.replications, e.time_scale
+    // One measured run is one more draw: it is judged against the simulation's prediction
+    // interval for one run. Several are a sample: their mean is judged against the simulated
+    // mean (Welch's 95% interval of the difference contains 0).
+    let runs = measured.replications.max(1) as usize;
+    let mut text = if runs == 1 {
+        format!(
+            "\nsimulated ({} replications: mean and 95% prediction interval for one run) vs measured on 127.0.0.1 (one run, --time-scale {}):\n",
+            simulated.replications, e.time_scale
+        )
+    } else {
+        format!(
+            "\nsimulated ({} replications) vs measured on 127.0.0.1 ({runs} runs, --time-scale {}): means and 95% confidence intervals; `agree` when Welch's 95% interval of their difference holds 0:\n",
+            simulated.replications, e.time_scale
+        )
+    };
+    let verdict_heading = if runs == 1 { "inside" } else { "agree" };
+    // Column widths: one run, an interval beside a number; several, two "mean ±half" cells.
+    let (metric_w, sim_w, meas_w) = if runs == 1 { (34, 30, 12) } else { (30, 20, 20) };
+    let _ = writeln!(
+        text,
+        "  {:<16} {:<metric_w$} {:>sim_w$} {:>meas_w$}  {verdict_heading}",
+        "variant", "metric", "simulated", "measured"
     );
-    let _ = writeln!(text, "  {:<16} {:<34} {:>30} {:>12}  inside", "variant", "metric", "simulated", "measured");
     let (mut inside, mut judged) = (0, 0);
+    let present = |row: &StatRow, metric: Metric| -> Vec<f64> {
+        row.get(metric).map(|s| s.values.iter().flatten().copied().collect()).unwrap_or_default()
+    };
     for (sim, meas) in simulated.variants.iter().zip(&measured.variants) {
         // The system's metrics, then, in a chain, each later hop's amplification: where the
         // layers' retries multiply.
@@ -329,39 +379,64 @@ fn side_by_side_text(
             rows.push((format!("hop {name} · {}", m.def().label), m, sim_hop, meas_hop));
         }
         for (label, metric, sim_row, meas_row) in rows {
-            let values: Vec<f64> =
-                sim_row.get(metric).map(|s| s.values.iter().flatten().copied().collect()).unwrap_or_default();
+            let values = present(sim_row, metric);
+            let measured_values = present(meas_row, metric);
             let sim_mean = sim_row.mean(metric);
             let got = meas_row.mean(metric);
             // Recovery time is read off the series in whole buckets: the interval is widened by
             // that resolution, one bucket each side.
             let resolution =
                 if metric == Metric::RecoveryTimeS { crate::engine::time::ns_to_secs(simulated.bucket) } else { 0.0 };
-            let interval = crate::metrics::stats::prediction_interval(&values, 0.95)
-                .map(|[lo, hi]| [lo - resolution, hi + resolution]);
-            let (simulated_cell, verdict) = match (sim_mean, interval, got) {
-                (Some(m), Some([lo, hi]), Some(g)) => {
-                    judged += 1;
-                    // A degenerate interval (no spread among the replications) is a point: the
-                    // measurement is inside only if it is that value (to rounding).
-                    let ok = g >= lo - 1e-9 * lo.abs().max(1.0) && g <= hi + 1e-9 * hi.abs().max(1.0);
-                    inside += usize::from(ok);
-                    (format!("{} [{}, {}]", num(m), num(lo), num(hi)), if ok { "yes" } else { "NO" })
-                }
-                (Some(m), _, Some(_)) => (num(m), "-"),
-                (Some(m), _, None) => (num(m), "- (none measured)"),
-                (None, _, _) => (format!("none ({})", metric.def().null_means), "-"),
+            // A degenerate interval (no spread) is a point: inside only at that value (to rounding).
+            let holds = |[lo, hi]: [f64; 2], x: f64| {
+                x >= lo - resolution - 1e-9 * lo.abs().max(1.0) && x <= hi + resolution + 1e-9 * hi.abs().max(1.0)
             };
-            let got_cell = got.map_or_else(|| "none".to_string(), num);
-            let _ =
-                writeln!(text, "  {:<16} {:<34} {:>30} {:>12}  {}", sim.name, label, simulated_cell, got_cell, verdict);
+            let judged_interval = if runs == 1 {
+                crate::metrics::stats::prediction_interval(&values, 0.95).map(|i| (i, got))
+            } else {
+                crate::metrics::stats::welch_interval(&measured_values, &values, 0.95).map(|i| (i, Some(0.0)))
+            };
+            let (simulated_cell, verdict) = match (sim_mean, judged_interval) {
+                (Some(m), Some((interval, Some(x)))) if got.is_some() => {
+                    judged += 1;
+                    let ok = holds(interval, x);
+                    inside += usize::from(ok);
+                    let cell = if runs == 1 {
+                        format!("{} [{}, {}]", num(m), num(interval[0]), num(interval[1]))
+                    } else {
+                        mean_cell(&values)
+                    };
+                    (cell, if ok { "yes" } else { "NO" })
+                }
+                (Some(m), _) if got.is_some() => (num(m), "-"),
+                (Some(m), _) => (num(m), "- (none measured)"),
+                (None, _) => (format!("none ({})", metric.def().null_means), "-"),
+            };
+            let got_cell = match got {
+                None => "none".to_string(),
+                Some(g) if runs == 1 => num(g),
+                Some(_) => mean_cell(&measured_values),
+            };
+            let _ = writeln!(
+                text,
+                "  {:<16} {label:<metric_w$} {simulated_cell:>sim_w$} {got_cell:>meas_w$}  {verdict}",
+                sim.name
+            );
         }
     }
-    let _ = writeln!(
-        text,
-        "{inside} of {judged} measurements fall inside the simulation's 95% prediction interval (about 1 in 20 falls outside by chance alone; recovery times, read in whole {} s buckets, get one bucket each side).",
-        crate::engine::time::ns_to_secs(simulated.bucket)
-    );
+    let _ = if runs == 1 {
+        writeln!(
+            text,
+            "{inside} of {judged} measurements fall inside the simulation's 95% prediction interval (about 1 in 20 falls outside by chance alone; recovery times, read in whole {} s buckets, get one bucket each side).",
+            crate::engine::time::ns_to_secs(simulated.bucket)
+        )
+    } else {
+        writeln!(
+            text,
+            "{inside} of {judged} measured means agree with the simulated ones (about 1 in 20 disagrees by chance alone; recovery times, read in whole {} s buckets, get one bucket each side).",
+            crate::engine::time::ns_to_secs(simulated.bucket)
+        )
+    };
     let _ = writeln!(
         text,
         "what the simulation leaves out, measured: timers {:.3} ms off their deadlines on average (p99 {:.3} ms; raw lateness {:.3} ms, corrected); connection set-up {:.3} ms (p99 {:.3} ms) over {} connections; {:.1} s of wall time{}.",
@@ -380,6 +455,16 @@ fn side_by_side_text(
         out.display()
     );
     text
+}
+
+/// "mean ±half-width" of `xs` (95% confidence interval of the mean).
+fn mean_cell(xs: &[f64]) -> String {
+    let (mean, sd) = crate::metrics::stats::mean_sd(xs);
+    let half = crate::metrics::stats::ci_half_width(sd, xs.len(), 0.95);
+    // The half-width to the mean's decimals.
+    let mean_text = num(mean);
+    let decimals = mean_text.split_once('.').map_or(0, |(_, d)| d.len());
+    format!("{mean_text} ±{half:.decimals$}")
 }
 
 /// A value with 4 significant digits, plain.

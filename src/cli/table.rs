@@ -83,8 +83,10 @@ fn precision_note(study: &Study) -> String {
         "1 replication: values without ± (a 95% confidence interval needs at least 2 replications)".into()
     } else {
         let few = if (study.replications as usize) < crate::metrics::stats::USEFUL_REPLICATIONS_MIN {
+            // An emulated study's replications are its runs.
+            let flag = if study.emulation.is_some() { "--runs" } else { "--replications" };
             format!(
-                "; too few for a useful interval: with {} replications each interval spans over four standard errors each side (use --replications 10)",
+                "; too few for a useful interval: with {} replications each interval spans over four standard errors each side (use {flag} 10)",
                 study.replications
             )
         } else {

@@ -136,11 +136,13 @@ pub(crate) async fn call(shared: &Shared, caller: Caller, addr: SocketAddr, id: 
         r.tenants[ti].requests += 1;
         r.tenant_series[ti][shared.bucket(arrived)].arrivals += 1;
     }
-    let mut rng = ChaCha8Rng::seed_from_u64(crate::engine::rng::mix64(id ^ ((target as u64) << 48)));
+    // The run's seed with the request and the hop called: runs with other seeds draw other jitter.
+    let mix = crate::engine::rng::mix64;
+    let mut rng = ChaCha8Rng::seed_from_u64(mix(shared.seed ^ mix(id ^ ((target as u64) << 48))));
     let mut jitter = JitterState::default();
     let mut backon = match shared.client {
         ClientMode::Backon if tenant_call => {
-            Some(super::backon_client::delays(policy, crate::engine::rng::mix64(id ^ 0xb4c0)))
+            Some(super::backon_client::delays(policy, mix(shared.seed ^ mix(id ^ 0xb4c0))))
         }
         ClientMode::Backon | ClientMode::Policy => None,
     };

@@ -37,6 +37,9 @@ pub struct Options {
     pub allow_late: bool,
     /// Whose code decides the backoff.
     pub client: ClientMode,
+    /// Emulated runs per variant (`--runs`), run `k` with seed + k: more than one gives the
+    /// measurement an interval of its own. [`run`] makes one; the command loops.
+    pub runs: u32,
 }
 
 /// Whose code decides a client's backoff.
@@ -57,6 +60,7 @@ impl Default for Options {
             max_requests: 20_000,
             allow_late: false,
             client: ClientMode::Policy,
+            runs: 1,
         }
     }
 }
@@ -192,6 +196,8 @@ pub(crate) struct Shared {
     pub(crate) lateness_ns: Mutex<Vec<u64>>,
     /// Connection set-up times (wall nanoseconds from connect to a ready HTTP/1.1 connection).
     pub(crate) connect_ns: Mutex<Vec<u64>>,
+    /// The run's seed (arrival times, every request's jitter draws).
+    pub(crate) seed: u64,
     /// Where each hop listens, set once every hop is bound.
     pub(crate) addrs: std::sync::OnceLock<Vec<std::net::SocketAddr>>,
 }
@@ -351,6 +357,7 @@ async fn run_async(
         lateness_ns: Mutex::new(Vec::new()),
         connect_ns: Mutex::new(Vec::new()),
         addrs: std::sync::OnceLock::new(),
+        seed,
     });
     let servers = server::start(&shared, seed).await?;
     let addr = servers.addrs[0];

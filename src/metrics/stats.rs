@@ -172,9 +172,41 @@ pub fn prediction_interval(xs: &[f64], level: f64) -> Option<[f64; 2]> {
     Some([mean - half, mean + half])
 }
 
+/// Welch's two-sided `level` interval for mean(a) − mean(b) (unequal variances,
+/// Welch–Satterthwaite degrees of freedom); `None` with fewer than 2 values on either side. With
+/// no spread on either side it is the single point of the difference.
+pub fn welch_interval(a: &[f64], b: &[f64], level: f64) -> Option<[f64; 2]> {
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let ((mean_a, sd_a), (mean_b, sd_b)) = (mean_sd(a), mean_sd(b));
+    let (va, vb) = (sd_a * sd_a / a.len() as f64, sd_b * sd_b / b.len() as f64);
+    let diff = mean_a - mean_b;
+    let se2 = va + vb;
+    if se2 == 0.0 {
+        return Some([diff, diff]);
+    }
+    let freedom = se2 * se2 / (va * va / (a.len() - 1) as f64 + vb * vb / (b.len() - 1) as f64);
+    let t = StudentsT::new(0.0, 1.0, freedom).expect("positive freedom").inverse_cdf(0.5 + level / 2.0);
+    let half = t * se2.sqrt();
+    Some([diff - half, diff + half])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn welch_matches_a_hand_computation() {
+        // a: mean 2, var 1, n 3; b: mean 5, var 4, n 3. se² = 1/3 + 4/3 = 5/3;
+        // ν = (5/3)² / ((1/3)²/2 + (4/3)²/2) = 25/9 / (17/18) = 50/17 ≈ 2.941; t(0.975, 2.941) is just above t(0.975, 3) = 3.182.
+        let [lo, hi] = welch_interval(&[1.0, 2.0, 3.0], &[3.0, 5.0, 7.0], 0.95).expect("two samples");
+        assert!(((lo + hi) / 2.0 + 3.0).abs() < 1e-12);
+        let t = StudentsT::new(0.0, 1.0, 50.0 / 17.0).expect("valid").inverse_cdf(0.975);
+        assert!(((hi - lo) / 2.0 - t * (5.0f64 / 3.0).sqrt()).abs() < 1e-9);
+        assert!(t > 3.182 && t < 3.3, "t = {t}");
+        assert_eq!(welch_interval(&[1.0], &[2.0, 3.0], 0.95), None);
+    }
 
     #[test]
     fn wilson_bounds_are_exact_at_none_and_all() {

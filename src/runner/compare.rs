@@ -9,8 +9,7 @@
 
 use super::VariantResult;
 use crate::metrics::catalogue::Metric;
-use crate::metrics::stats::{mean_sd, Stat};
-use statrs::distribution::{ContinuousCDF, StudentsT};
+use crate::metrics::stats::Stat;
 
 /// The difference of one metric between a variant and the baseline.
 #[derive(Clone, Debug, PartialEq)]
@@ -48,30 +47,12 @@ pub fn difference(variant: &Stat, baseline: &Stat) -> Difference {
     Difference {
         paired: Stat::from_values(d),
         unpaired_mean,
-        unpaired_ci95: welch_ci95(&present(variant), &present(baseline)),
+        unpaired_ci95: crate::metrics::stats::welch_interval(&present(variant), &present(baseline), 0.95),
     }
 }
 
 fn present(stat: &Stat) -> Vec<f64> {
     stat.values.iter().flatten().copied().collect()
-}
-
-/// Welch's 95% interval for mean(a) − mean(b).
-fn welch_ci95(a: &[f64], b: &[f64]) -> Option<[f64; 2]> {
-    if a.len() < 2 || b.len() < 2 {
-        return None;
-    }
-    let ((mean_a, sd_a), (mean_b, sd_b)) = (mean_sd(a), mean_sd(b));
-    let (va, vb) = (sd_a * sd_a / a.len() as f64, sd_b * sd_b / b.len() as f64);
-    let diff = mean_a - mean_b;
-    let se2 = va + vb;
-    if se2 == 0.0 {
-        return Some([diff, diff]);
-    }
-    let freedom = se2 * se2 / (va * va / (a.len() - 1) as f64 + vb * vb / (b.len() - 1) as f64);
-    let t = StudentsT::new(0.0, 1.0, freedom).expect("positive freedom").inverse_cdf(0.975);
-    let half = t * se2.sqrt();
-    Some([diff - half, diff + half])
 }
 
 /// Every variant but the baseline, compared with `variants[baseline]` on the system metrics.
@@ -113,18 +94,6 @@ mod tests {
         // t(0.975, 2) = 4.3027 (tables); half-width 4.3027 × 1 / √3.
         let [lo, hi] = d.paired.ci95.expect("three pairs");
         assert!((hi - lo - 2.0 * 4.3027 / 3f64.sqrt()).abs() < 1e-3, "{lo} {hi}");
-    }
-
-    #[test]
-    fn welch_matches_a_hand_computation() {
-        // a: mean 2, var 1, n 3; b: mean 5, var 4, n 3. se² = 1/3 + 4/3 = 5/3;
-        // ν = (5/3)² / ((1/3)²/2 + (4/3)²/2) = 25/9 / (17/18) = 50/17 ≈ 2.941; t(0.975, 2.941) is just above t(0.975, 3) = 3.182.
-        let [lo, hi] = welch_ci95(&[1.0, 2.0, 3.0], &[3.0, 5.0, 7.0]).expect("two samples");
-        assert!(((lo + hi) / 2.0 + 3.0).abs() < 1e-12);
-        let t = StudentsT::new(0.0, 1.0, 50.0 / 17.0).expect("valid").inverse_cdf(0.975);
-        assert!(((hi - lo) / 2.0 - t * (5.0f64 / 3.0).sqrt()).abs() < 1e-9);
-        assert!(t > 3.182 && t < 3.3, "t = {t}");
-        assert_eq!(welch_ci95(&[1.0], &[2.0, 3.0]), None);
     }
 
     #[test]
