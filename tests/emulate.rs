@@ -200,6 +200,95 @@ fn repeated_emulated_runs_draw_other_jitter_and_compare_means() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("--emulate-runs 0: give 1 to 50"));
 }
 
+/// A real endpoint written with the standard library alone: on 127.0.0.1, it answers each
+/// request's first attempt 503 and any later one 200, records the request lines it saw, and
+/// stops after `connections` connections (or 30 s).
+fn first_attempt_fails_endpoint(connections: usize) -> (std::net::SocketAddr, std::thread::JoinHandle<Vec<String>>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    let addr = listener.local_addr().expect("addr");
+    let handle = std::thread::spawn(move || {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        listener.set_nonblocking(true).expect("nonblocking");
+        let mut seen = Vec::new();
+        while seen.len() < connections && std::time::Instant::now() < until {
+            let Ok((stream, _)) = listener.accept() else {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                continue;
+            };
+            stream.set_nonblocking(false).expect("blocking");
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut request_line = String::new();
+            let _ = reader.read_line(&mut request_line);
+            let mut attempt = 1;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("x-retrystorm-attempt:") {
+                    attempt = v.trim().parse().unwrap_or(1);
+                }
+            }
+            let status = if attempt == 1 { "503 Service Unavailable" } else { "200 OK" };
+            let mut stream = stream;
+            let _ = write!(stream, "HTTP/1.1 {status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            seen.push(request_line.trim_end().to_string());
+        }
+        seen
+    });
+    (addr, handle)
+}
+
+#[test]
+fn a_target_replaces_a_hop_by_a_real_endpoint_on_this_machine() {
+    // 20 requests to an endpoint that fails every first attempt: each takes exactly 2 attempts,
+    // counted by the caller (the endpoint counts nothing for us), and every one succeeds.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let scenario = dir.path().join("tiny.toml");
+    let text = TINY_HERD
+        .replace("clients = 300", "clients = 20")
+        .replace("[[fault]]\nhop = \"api\"\nkind = \"outage\"\nfrom = \"0s\"\nto = \"3s\"\n", "");
+    std::fs::write(&scenario, text).expect("write scenario");
+    let (addr, endpoint) = first_attempt_fails_endpoint(40);
+    let out = dir.path().join("out");
+    let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .arg("emulate")
+        .arg(&scenario)
+        .arg("--target")
+        .arg(format!("api=http://{addr}/hook?x=1"))
+        .args(["--allow-late", "--max-seconds", "20", "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .expect("binary runs");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let seen = endpoint.join().expect("endpoint thread");
+    assert_eq!(seen.len(), 40, "the endpoint saw {} requests", seen.len());
+    assert!(seen.iter().all(|l| l == "GET /hook?x=1 HTTP/1.1"), "{:?}", &seen[..3]);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).expect("summary")).expect("json");
+    let metric = |name: &str| summary["variants"][0]["metrics"][name]["mean"].as_f64().expect("a mean");
+    assert_eq!((metric("requests"), metric("attempts"), metric("succeeded")), (20.0, 40.0, 20.0));
+    // Off this machine only with the flag; a hop the scenario does not have is named.
+    for (target, needle) in [
+        ("api=http://192.0.2.1:80/", "not on this machine"),
+        ("db=http://127.0.0.1:9/", "has no hop `db`"),
+        ("api=https://127.0.0.1:9/", "only http://"),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+            .arg("emulate")
+            .arg(&scenario)
+            .args(["--target", target, "--out"])
+            .arg(dir.path().join("refused"))
+            .output()
+            .expect("binary runs");
+        assert_eq!(output.status.code(), Some(2), "{target}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(needle), "{target}: {stderr}");
+        assert!(!dir.path().join("refused").exists());
+    }
+}
+
 #[test]
 fn an_unsupported_feature_is_refused_by_name_with_exit_code_2_and_nothing_written() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -334,7 +423,7 @@ fn a_small_herd_through_backon_agrees_with_the_simulated_equal_jitter() {
         max_requests: 1_000,
         allow_late: true,
         client: emulate::ClientMode::Backon,
-        runs: 1,
+        ..Options::default()
     };
     let spec = &variants[0].spec;
     let checked = emulate::preflight(spec, &options).unwrap_or_else(|e| panic!("{e}"));

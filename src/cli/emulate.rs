@@ -43,6 +43,14 @@ pub struct EmulateArgs {
     /// measurement a 95% interval of its own.
     #[arg(long, default_value_t = 1)]
     runs: u32,
+    /// A real endpoint in place of a hop, e.g. --target api=http://127.0.0.1:8080/ (repeatable;
+    /// 127.0.0.1 only unless --allow-remote-target). Its callers send the scenario's requests
+    /// there and count its replies.
+    #[arg(long = "target", value_name = "HOP=URL")]
+    targets: Vec<String>,
+    /// Let --target name an endpoint off this machine (the scenario's load goes there).
+    #[arg(long)]
+    allow_remote_target: bool,
     /// Whose code decides the backoff: `policy` (the simulator's) or `backon` (the backon
     /// crate's exponential backoff with its jitter; needs jitter = "equal").
     #[arg(long, value_name = "policy|backon", default_value = "policy", value_parser = parse_client)]
@@ -85,6 +93,12 @@ fn check_options(args: &EmulateArgs) -> Result<Options, CliError> {
         allow_late: args.allow_late,
         client: args.client,
         runs: args.runs,
+        targets: args
+            .targets
+            .iter()
+            .map(|t| emulate::Target::parse(t, args.allow_remote_target))
+            .collect::<Result<_, _>>()
+            .map_err(CliError::BadInput)?,
     })
 }
 
@@ -249,6 +263,12 @@ pub struct CompareEmulation {
     /// measured mean is compared with the simulated mean (Welch's 95% interval).
     #[arg(long, default_value_t = 1, requires = "emulate")]
     emulate_runs: u32,
+    /// With --emulate: a real endpoint in place of a hop (as `emulate --target`).
+    #[arg(long = "target", value_name = "HOP=URL", requires = "emulate")]
+    targets: Vec<String>,
+    /// With --emulate: let --target name an endpoint off this machine.
+    #[arg(long, requires = "emulate")]
+    allow_remote_target: bool,
 }
 
 impl CompareEmulation {
@@ -276,6 +296,8 @@ impl CompareEmulation {
             allow_late: self.allow_late,
             client: ClientMode::Policy,
             runs: self.emulate_runs,
+            targets: self.targets.clone(),
+            allow_remote_target: self.allow_remote_target,
             force: false,
             quiet: true,
         };

@@ -146,6 +146,7 @@ pub(crate) async fn call(shared: &Shared, caller: Caller, addr: SocketAddr, id: 
         }
         ClientMode::Backon | ClientMode::Policy => None,
     };
+    let external = shared.targets[target].as_ref();
     let mut attempts: u32 = 0;
     loop {
         attempts += 1;
@@ -161,14 +162,41 @@ pub(crate) async fn call(shared: &Shared, caller: Caller, addr: SocketAddr, id: 
             bucket.first_attempts += u32::from(attempts == 1);
             bucket.retries += u32::from(attempts > 1);
         }
+        if external.is_some() {
+            // A real endpoint counts nothing for us: its attempts are counted as they are sent.
+            let mut r = shared.record.lock().expect("record lock");
+            let b = shared.bucket(sent);
+            let c = &mut r.hops[target];
+            c.attempts += 1;
+            c.first_attempts += u64::from(attempts == 1);
+            c.retries += u64::from(attempts > 1);
+            let bucket = &mut r.hop_series[target][b];
+            bucket.attempts += 1;
+            bucket.first_attempts += u32::from(attempts == 1);
+            bucket.retries += u32::from(attempts > 1);
+        }
         let timeout_at = policy.attempt_timeout.map_or(deadline_at, |t| sent.saturating_add(t)).min(deadline_at);
+        let attempt = send(shared, addr, external, (ti, id, attempts));
         let outcome = match timeout_at {
-            Nanos::MAX => send(shared, addr, ti, id, attempts).await,
-            at => tokio::time::timeout_at(shared.clock.instant_of(at).into(), send(shared, addr, ti, id, attempts))
+            Nanos::MAX => attempt.await,
+            at => tokio::time::timeout_at(shared.clock.instant_of(at).into(), attempt)
                 .await
                 .unwrap_or(Err((FailureKind::Timeout, None))),
         };
         let now = shared.clock.now();
+        if external.is_some() {
+            // Its replies, as they come back (a timeout is no reply).
+            let mut r = shared.record.lock().expect("record lock");
+            let b = shared.bucket(now);
+            match outcome {
+                Ok(()) => {
+                    r.hops[target].ok_replies += 1;
+                    r.hop_series[target][b].successes += 1;
+                }
+                Err((FailureKind::Timeout, _)) => {}
+                Err(_) => r.hop_series[target][b].failures += 1,
+            }
+        }
         let (failure, retry_after) = match outcome {
             Ok(()) => {
                 let mut r = shared.record.lock().expect("record lock");
@@ -234,7 +262,13 @@ type Failure = (FailureKind, Option<Nanos>);
 
 /// One attempt over a fresh connection: the reply's status as a success or a failure kind, with
 /// the server's Retry-After (wall seconds, converted to scenario time).
-async fn send(shared: &Shared, addr: SocketAddr, ti: usize, id: u64, attempt: u32) -> Result<(), Failure> {
+/// To a real endpoint (`--target`), the request goes to its path with its Host header.
+async fn send(
+    shared: &Shared,
+    addr: SocketAddr,
+    external: Option<&super::Target>,
+    (ti, id, attempt): (usize, u64, u32),
+) -> Result<(), Failure> {
     let refused = (FailureKind::Transient, None);
     let began = std::time::Instant::now();
     let stream = tokio::net::TcpStream::connect(addr).await.map_err(|_| refused)?;
@@ -242,9 +276,10 @@ async fn send(shared: &Shared, addr: SocketAddr, ti: usize, id: u64, attempt: u3
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|_| refused)?;
     tokio::spawn(conn);
     shared.connect_ns.lock().expect("connect lock").push(began.elapsed().as_nanos() as u64);
+    let (path, host) = external.map_or(("/", "127.0.0.1"), |t| (t.path.as_str(), t.host.as_str()));
     let req = Request::builder()
-        .uri("/")
-        .header(hyper::header::HOST, "127.0.0.1")
+        .uri(path)
+        .header(hyper::header::HOST, host)
         .header(REQUEST_HEADER, id)
         .header(ATTEMPT_HEADER, attempt)
         .header(TENANT_HEADER, ti)

@@ -24,7 +24,7 @@ pub use clock::Clock;
 use std::sync::{Arc, Mutex};
 
 /// How to run an emulation.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Options {
     /// Wall seconds per scenario second (2 = twice as slow as the scenario's clock).
     pub time_scale: f64,
@@ -40,6 +40,49 @@ pub struct Options {
     /// Emulated runs per variant (`--runs`), run `k` with seed + k: more than one gives the
     /// measurement an interval of its own. [`run`] makes one; the command loops.
     pub runs: u32,
+    /// Real endpoints in place of hops (`--target HOP=URL`): nothing is bound for those hops;
+    /// their callers send to the endpoint and count its replies.
+    pub targets: Vec<Target>,
+}
+
+/// A real endpoint in place of an emulated hop (`--target HOP=URL`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// The hop it replaces (by name; checked against the scenario in [`preflight`]).
+    pub hop: String,
+    /// Where it listens.
+    pub addr: std::net::SocketAddr,
+    /// The Host header sent.
+    pub host: String,
+    /// The request path (with its query).
+    pub path: String,
+}
+
+impl Target {
+    /// Reads `HOP=http://HOST:PORT/PATH`. The host must be loopback (`127.0.0.1`, `::1` or
+    /// `localhost`) unless `remote`; only plain HTTP/1.1 is spoken.
+    pub fn parse(text: &str, remote: bool) -> Result<Target, String> {
+        let fix = "give HOP=http://127.0.0.1:PORT/PATH (a hop's name and a plain-HTTP URL)";
+        let (hop, url) = text.split_once('=').ok_or_else(|| format!("--target {text}: {fix}"))?;
+        let uri: hyper::Uri = url.parse().map_err(|e| format!("--target {text}: `{url}` is not a URL ({e}); {fix}"))?;
+        if uri.scheme_str() != Some("http") {
+            return Err(format!("--target {text}: only http:// is spoken (no TLS); {fix}"));
+        }
+        let host = uri.host().ok_or_else(|| format!("--target {text}: the URL has no host; {fix}"))?.to_string();
+        let port = uri.port_u16().unwrap_or(80);
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(&(bare, port))
+            .map_err(|e| format!("--target {text}: cannot resolve `{host}` ({e})"))?
+            .next()
+            .ok_or_else(|| format!("--target {text}: `{host}` resolves to no address"))?;
+        if !remote && !addr.ip().is_loopback() {
+            return Err(format!(
+                "--target {text}: `{host}` is not on this machine; the emulator talks to 127.0.0.1 only unless you pass --allow-remote-target"
+            ));
+        }
+        let path = uri.path_and_query().map_or("/".to_string(), |p| p.as_str().to_string());
+        Ok(Target { hop: hop.to_string(), addr, host: format!("{host}:{port}"), path })
+    }
 }
 
 /// Whose code decides a client's backoff.
@@ -61,6 +104,7 @@ impl Default for Options {
             allow_late: false,
             client: ClientMode::Policy,
             runs: 1,
+            targets: Vec::new(),
         }
     }
 }
@@ -198,6 +242,8 @@ pub(crate) struct Shared {
     pub(crate) connect_ns: Mutex<Vec<u64>>,
     /// The run's seed (arrival times, every request's jitter draws).
     pub(crate) seed: u64,
+    /// Per hop, the real endpoint in its place (`--target`), if any.
+    pub(crate) targets: Vec<Option<Target>>,
     /// Where each hop listens, set once every hop is bound.
     pub(crate) addrs: std::sync::OnceLock<Vec<std::net::SocketAddr>>,
 }
@@ -241,6 +287,29 @@ fn runtime() -> Result<tokio::runtime::Runtime, EmulateError> {
 /// `allow_late`, when they are off by more than a tenth of the mean service time).
 pub fn preflight(spec: &SimSpec, options: &Options) -> Result<Preflight, EmulateError> {
     check_supported(spec)?;
+    for t in &options.targets {
+        let Some(h) = spec.hops.iter().position(|h| h.name == t.hop) else {
+            let names: Vec<&str> = spec.hops.iter().map(|h| h.name.as_str()).collect();
+            return Err(EmulateError::Refused(format!(
+                "--target {}=…: the scenario has no hop `{}`; its hops are {}",
+                t.hop,
+                t.hop,
+                names.join(", ")
+            )));
+        };
+        if !spec.hops[h].calls.is_empty() {
+            return Err(EmulateError::Refused(format!(
+                "--target {}=…: hop `{}` calls other hops; a real endpoint makes its own calls, so only a hop that calls none can be replaced",
+                t.hop, t.hop
+            )));
+        }
+        if spec.faults.iter().any(|f| f.hop == h) {
+            return Err(EmulateError::Refused(format!(
+                "--target {}=…: the scenario puts faults on hop `{}`, which a real endpoint does not play; remove them (--set) or target another hop",
+                t.hop, t.hop
+            )));
+        }
+    }
     if options.client == ClientMode::Backon {
         let retry_after_sent = spec.faults.iter().any(|f| matches!(f.kind, FaultKind::Throttle { .. }));
         for t in &spec.tenants {
@@ -298,7 +367,7 @@ pub fn run(
     let mut warnings = preflight.warnings.clone();
     let started = std::time::Instant::now();
     let cpu_before = clock::process_cpu_s();
-    let outcome = runtime.block_on(run_async(spec.clone(), seed, *options, lead));
+    let outcome = runtime.block_on(run_async(spec.clone(), seed, options.clone(), lead));
     let wall_s = started.elapsed().as_secs_f64();
     let cpu_s = cpu_before.zip(clock::process_cpu_s()).map(|(before, after)| (after - before).max(0.0));
     let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
@@ -348,6 +417,7 @@ async fn run_async(
     lead: std::time::Duration,
 ) -> Result<Outcome, EmulateError> {
     let record = client::empty_record(&spec);
+    let targets = spec.hops.iter().map(|h| options.targets.iter().find(|t| t.hop == h.name).cloned()).collect();
     let shared = Arc::new(Shared {
         clock: Clock::new(options.time_scale),
         client: options.client,
@@ -358,6 +428,7 @@ async fn run_async(
         connect_ns: Mutex::new(Vec::new()),
         addrs: std::sync::OnceLock::new(),
         seed,
+        targets,
     });
     let servers = server::start(&shared, seed).await?;
     let addr = servers.addrs[0];

@@ -61,17 +61,24 @@ struct Hop {
 pub(crate) async fn start(shared: &Arc<Shared>, seed: u64) -> Result<Servers, EmulateError> {
     let mut addrs = Vec::new();
     let mut listeners = Vec::new();
-    for _ in &shared.spec.hops {
+    for target in &shared.targets {
+        // A real endpoint in place of the hop: nothing to bind, its callers go there.
+        if let Some(t) = target {
+            addrs.push(t.addr);
+            listeners.push(None);
+            continue;
+        }
         let socket = tokio::net::TcpSocket::new_v4().map_err(io_failure)?;
         socket.set_reuseaddr(true).map_err(io_failure)?;
         socket.bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).map_err(io_failure)?;
         let listener = socket.listen(4096).map_err(io_failure)?;
         addrs.push(listener.local_addr().map_err(io_failure)?);
-        listeners.push(listener);
+        listeners.push(Some(listener));
     }
     let _ = shared.addrs.set(addrs.clone());
     let mut accept = Vec::new();
     for ((index, spec), listener) in shared.spec.hops.iter().enumerate().zip(listeners) {
+        let Some(listener) = listener else { continue };
         let hop = Arc::new(Hop {
             index,
             workers: Semaphore::new(spec.workers as usize),
