@@ -204,7 +204,10 @@ fn every_bundled_scenario_writes_every_chart_as_valid_svg_and_png_naming_its_var
             assert!(idat > 20_000, "{name}/{stem}.png looks blank ({idat} bytes of image data)");
         }
         let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
-        assert_eq!(html.matches("<svg ").count(), stems.len(), "{name}: the report inlines every chart");
+        // Each chart inline twice: its wide drawing and its narrow one (shown below 1,000 px).
+        let narrow = html.matches("<div class=\"narrow\"><svg ").count();
+        assert_eq!(narrow, stems.len(), "{name}: every chart has a narrow drawing");
+        assert_eq!(html.matches("<svg ").count(), 2 * stems.len(), "{name}: the report inlines every chart");
         for forbidden in ["<script", "<link", "src=\"http", "href=\"http", "url(http", "@import"] {
             assert!(!html.contains(forbidden), "{name}: report.html must not load `{forbidden}`");
         }
@@ -461,13 +464,15 @@ fn charts_of_many_variants_are_capped_and_say_what_they_left_out() {
     compare(&scenario, &out, 2);
     let svg = std::fs::read_to_string(out.join("load.svg")).expect("load.svg");
     let note = "Capped: 24 of 30 variants drawn (the baseline and the best ranked by the verdict); the other 6 are in summary.json and timeseries.csv";
-    assert!(svg.contains(note), "the chart states the cap");
     let (_, texts) = parse_svg(&svg);
+    // The note wraps to the chart's width: its lines, read in order, say it.
+    assert!(texts.join(" ").contains(note), "the chart states the cap");
     assert!(texts.iter().any(|t| t.starts_with("v0")), "the baseline is always drawn");
     let drawn = (0..30).filter(|i| texts.iter().any(|t| t.starts_with(&format!("v{i} ")))).count();
     assert_eq!(drawn, 24, "24 variants drawn");
     let (_, height, _) = parse_png(&std::fs::read(out.join("load.png")).expect("png"));
-    assert!(height <= 70 + 240 * 24 + 28, "height {height} follows the capped count");
+    // The note takes at most two lines (10 px + 18 px each).
+    assert!(height <= 70 + 240 * 24 + 46, "height {height} follows the capped count");
     let html = std::fs::read_to_string(out.join("report.html")).expect("report");
     assert!(html.contains("Capped: 24 of 30 variants drawn"), "the report says so too");
 }

@@ -176,14 +176,26 @@ fn herds_at_each_condition_record_the_same() {
             vec!["policy.client.retry_on=[\"transient\"]"],
             false,
         ),
+        // The api's outage lets its work complete: a crash of a hop that calls another (below)
+        // keeps the links its waiting jobs' calls are cancelled by, and nothing runs ahead.
         (
             "a chain: the api's calls to the db",
+            format!(
+                "[[hop]]\nname = \"db\"\nworkers = 4\nservice = {{ dist = \"constant\", mean = \"1ms\" }}\n\
+                 [[fault]]\nhop = \"db\"\nkind = \"outage\"\nfrom = \"0s\"\nto = \"3s\"\n{}",
+                outage.replace("kind = \"outage\"\n", "kind = \"outage\"\nin_service = \"complete\"\n")
+            ),
+            vec!["hop.api.downstream_policy=client"],
+            true,
+        ),
+        (
+            "a chain whose calling hop crashes",
             format!(
                 "[[hop]]\nname = \"db\"\nworkers = 4\nservice = {{ dist = \"constant\", mean = \"1ms\" }}\n\
                  [[fault]]\nhop = \"db\"\nkind = \"outage\"\nfrom = \"0s\"\nto = \"3s\"\n{outage}"
             ),
             vec!["hop.api.downstream_policy=client"],
-            true,
+            false,
         ),
         // A client-scoped budget is state the retries share with nothing but their client, but
         // its decisions are summed per bucket in floating point: not run ahead.

@@ -1,8 +1,7 @@
 //! The clients: each logical request a tokio task that connects to the hop over 127.0.0.1,
 //! waits with a real attempt timeout, and retries with the simulator's policy code.
 
-use super::server::{ATTEMPT_HEADER, REQUEST_HEADER, TENANT_HEADER};
-use super::{ClientMode, Shared};
+use super::{ClientMode, Shared, ATTEMPT_HEADER, REQUEST_HEADER, TENANT_HEADER};
 use crate::engine::Nanos;
 use crate::metrics::{DlqReason, RunRecord, RETRY_DELAY_SAMPLES_MAX};
 use crate::model::budget::FailureKind;

@@ -227,6 +227,13 @@ pub fn planned_requests(spec: &SimSpec) -> u64 {
         .sum()
 }
 
+/// The request headers a client sends: the logical request's id and the attempt number.
+pub(crate) const REQUEST_HEADER: &str = "x-retrystorm-request";
+/// See [`REQUEST_HEADER`].
+pub(crate) const ATTEMPT_HEADER: &str = "x-retrystorm-attempt";
+/// See [`REQUEST_HEADER`]: the index of the request's tenant.
+pub(crate) const TENANT_HEADER: &str = "x-retrystorm-tenant";
+
 /// Shared by the servers and the clients of one run: the clock and what was recorded.
 pub(crate) struct Shared {
     pub(crate) spec: SimSpec,

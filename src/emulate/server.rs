@@ -3,7 +3,7 @@
 //! time, and the idempotency store with its TTL in scenario time.
 
 use super::client::Caller;
-use super::{EmulateError, Shared};
+use super::{EmulateError, Shared, ATTEMPT_HEADER, REQUEST_HEADER, TENANT_HEADER};
 use crate::engine::Nanos;
 use crate::model::fault::{FaultKind, InService};
 use bytes::Bytes;
@@ -20,13 +20,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
-
-/// The request headers a client sends: the logical request's id and the attempt number.
-pub(crate) const REQUEST_HEADER: &str = "x-retrystorm-request";
-/// See [`REQUEST_HEADER`].
-pub(crate) const ATTEMPT_HEADER: &str = "x-retrystorm-attempt";
-/// See [`REQUEST_HEADER`]: the index of the request's tenant.
-pub(crate) const TENANT_HEADER: &str = "x-retrystorm-tenant";
 
 /// The running servers, one per hop.
 pub(crate) struct Servers {

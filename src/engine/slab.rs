@@ -127,6 +127,16 @@ impl<T> Slab<T> {
         self.pages.iter().flatten().filter_map(|slot| slot.value.as_ref())
     }
 
+    /// The live values with their handles, in slot order.
+    pub fn iter_handles(&self) -> impl Iterator<Item = (Handle, &T)> {
+        self.pages.iter().enumerate().flat_map(|(p, page)| {
+            page.iter().enumerate().filter_map(move |(o, slot)| {
+                let index = ((p << PAGE_BITS) + o) as u32;
+                slot.value.as_ref().map(|v| (Handle { index, generation: slot.generation }, v))
+            })
+        })
+    }
+
     /// Hints the cache to load the slot behind `handle` (no effect on results).
     pub fn prefetch(&self, handle: Handle) {
         if let Some(slot) = self.slot(handle.index) {

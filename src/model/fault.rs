@@ -121,6 +121,12 @@ pub struct Fault {
 }
 
 impl Fault {
+    /// Whether it crashes its hop: an `outage` whose `in_service` is not `complete` (the work in
+    /// service, and the jobs waiting on their downstream calls, stop at `from`).
+    pub fn is_crash(&self) -> bool {
+        matches!(self.kind, FaultKind::Outage { in_service } if in_service != InService::Complete)
+    }
+
     /// True while the fault is active at `now`.
     pub fn active_at(&self, now: Nanos) -> bool {
         self.from <= now && now < self.to

@@ -254,9 +254,7 @@ impl SimSpec {
 
     /// Whether some fault crashes hop `hop` (an `outage` whose `in_service` is not `complete`).
     pub fn crashes(&self, hop: usize) -> bool {
-        self.faults.iter().any(|f| {
-            f.hop == hop && matches!(f.kind, FaultKind::Outage { in_service } if in_service != InService::Complete)
-        })
+        self.faults.iter().any(|f| f.hop == hop && f.is_crash())
     }
 
     /// End of the last fault window (0 without faults).

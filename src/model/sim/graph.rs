@@ -5,7 +5,7 @@
 //! old "call the next hop, finish with its outcome".
 
 use super::{Event, Phase, Reply, Simulation};
-use crate::engine::{Handle, Nanos};
+use crate::engine::Handle;
 use crate::model::graph::edge_coin;
 
 /// A job's progress through its hop's downstream calls (kept in its [`super::Attempt`]).
@@ -46,38 +46,53 @@ impl Simulation<'_> {
         p >= 1.0 || edge_coin(key, i) < p
     }
 
-    /// The handler reached its downstream calls (`hop` has at least one edge). A crash of its
-    /// replica while it waits on them is an event at the crash instant.
+    /// The handler reached its downstream calls (`hop` has at least one edge).
     pub(super) fn start_calls(&mut self, handle: Handle, hop: usize) {
-        let srv = self.attempts.get(handle).expect("live").server as usize;
-        if let Some((at, _)) = self.crash_during(hop, srv, self.now, Nanos::MAX) {
-            self.queue.push(at, Event::CrashDownstream { attempt: handle });
-        }
         self.start_stage(handle, hop, 0);
     }
 
-    /// The replica of `handle` crashes (an `outage` whose `in_service` is `reset` or `lost`):
-    /// if the attempt still waits on its downstream calls, the process that made them is gone.
-    /// The calls are cancelled (their connections reset: every attempt they wait on is sent a
-    /// cancel, as `cancel_on_timeout` does), an idempotency key it holds is released, and the
-    /// attempt ends as work in service does in that crash: `reset`, its caller gets a 503 now;
-    /// `lost`, no reply (the caller's timeout fires). An attempt that ended before the crash (a
-    /// stale handle, or past its calls) is left alone.
-    pub(super) fn on_crash_downstream(&mut self, handle: Handle) {
-        let now = self.now;
-        let Some(a) = self.attempts.get(handle).filter(|a| a.phase == Phase::Downstream) else { return };
-        let (hop, srv) = (a.hop as usize, a.server as usize);
-        let Some((_, in_service)) = self.crash_during(hop, srv, now, now).filter(|&(at, _)| at == now) else {
-            return;
-        };
-        let children = self.links.child.remove(&handle).unwrap_or_default();
-        self.cancel_calls(&children);
-        let a = self.attempts.get_mut(handle).expect("a crashed job is live");
-        if std::mem::take(&mut a.holds_key) {
-            let (tenant, request_id) = (a.tenant as usize, a.request_id);
-            self.settle_key(hop, tenant, request_id, false);
+    /// Queues the start of every crash (an `outage` whose `in_service` is `reset` or `lost`) of
+    /// a hop that makes downstream calls, within the run: [`Simulation::on_crash_downstream`].
+    pub(super) fn schedule_downstream_crashes(&mut self) {
+        for f in &self.spec.faults {
+            if f.is_crash() && !self.spec.hops[f.hop].calls.is_empty() && f.from <= self.spec.drain_limit {
+                self.queue.push(f.from, Event::CrashDownstream { hop: f.hop as u16 });
+            }
         }
-        self.crashed_in_service(handle, hop, srv, in_service);
+    }
+
+    /// A crash of hop `hop` starts: every job of the crashed replicas still waiting on its
+    /// downstream calls is stopped, the process that made them being gone. Its calls are
+    /// cancelled (their connections reset: every attempt they wait on is sent a cancel, as
+    /// `cancel_on_timeout` does), an idempotency key it holds is released, and the job ends as
+    /// work in service does in that crash: `reset`, its caller gets a 503 now; `lost`, no reply
+    /// (the caller's timeout fires). The jobs are found by one pass over the attempts, in slot
+    /// order, when the crash starts.
+    pub(super) fn on_crash_downstream(&mut self, hop: usize) {
+        let now = self.now;
+        let waiting: Vec<Handle> = self
+            .attempts
+            .iter_handles()
+            .filter(|(_, a)| a.hop as usize == hop && a.phase == Phase::Downstream)
+            .map(|(h, _)| h)
+            .collect();
+        for handle in waiting {
+            // Stopping one job can end another in the same instant (a cancel that frees a
+            // worker, a connection handed on): each is looked at again when its turn comes.
+            let Some(a) = self.attempts.get(handle).filter(|a| a.phase == Phase::Downstream) else { continue };
+            let srv = a.server as usize;
+            let Some((_, in_service)) = self.crash_during(hop, srv, now, now).filter(|&(at, _)| at == now) else {
+                continue;
+            };
+            let children = self.links.child.remove(&handle).unwrap_or_default();
+            self.cancel_calls(&children);
+            let Some(a) = self.attempts.get_mut(handle) else { continue };
+            if std::mem::take(&mut a.holds_key) {
+                let (tenant, request_id) = (a.tenant as usize, a.request_id);
+                self.settle_key(hop, tenant, request_id, false);
+            }
+            self.crashed_in_service(handle, hop, srv, in_service);
+        }
     }
 
     /// Makes the calls of the first stage from edge `from` on that makes any (each edge's coin),

@@ -147,9 +147,10 @@ enum Event {
     CancelArrive {
         attempt: Handle,
     },
-    /// The replica of an attempt waiting on its downstream calls crashes (`sim/graph.rs`).
+    /// A crash of hop `hop` starts: the jobs it has waiting on their downstream calls stop
+    /// (`sim/graph.rs`).
     CrashDownstream {
-        attempt: Handle,
+        hop: u16,
     },
     /// A `capacity` fault of hop `hop` ends: its workers back in force take queued attempts.
     CapacityRestored {
@@ -483,6 +484,7 @@ impl<'a> Simulation<'a> {
         self.schedule_poisson_starts();
         self.schedule_probes();
         self.schedule_capacity_restores();
+        self.schedule_downstream_crashes();
         self.start_autoscaling();
         let mut cursor = 0;
         // Budget or breaker states to load ahead of first requests (below).
@@ -641,7 +643,7 @@ impl<'a> Simulation<'a> {
             Event::CapacityReady { hop, units } => self.on_capacity_ready(hop, units),
             Event::HedgeFire { attempt } => self.on_hedge_fire(attempt),
             Event::CancelArrive { attempt } => self.cancel_attempt(attempt),
-            Event::CrashDownstream { attempt } => self.on_crash_downstream(attempt),
+            Event::CrashDownstream { hop } => self.on_crash_downstream(hop as usize),
             Event::CapacityRestored { hop } => self.on_capacity_restored(hop as usize),
         }
     }

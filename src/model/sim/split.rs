@@ -57,6 +57,7 @@ impl Simulation<'_> {
         self.schedule_poisson_starts();
         self.schedule_probes();
         self.schedule_capacity_restores();
+        self.schedule_downstream_crashes();
         self.start_autoscaling();
     }
 
