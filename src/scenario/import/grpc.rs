@@ -13,70 +13,75 @@ use serde_json::{Map, Value};
 /// gRPC's own upper limit on maxAttempts.
 const MAX_ATTEMPTS_LIMIT: i64 = 5;
 
-/// Refuses a key given twice in one JSON object, as gRPC's own service-config parser does
-/// (grpc-core's JSON reader: "duplicate key"); serde_json would keep the last silently.
-fn no_repeated_key(text: &str) -> Result<(), String> {
+/// Parses `text` into a JSON value in one pass, refusing a key given twice in one object as
+/// gRPC's own service-config parser does (grpc-core's JSON reader: "duplicate key"); serde_json's
+/// own `Value` would keep the last silently.
+fn parse_without_repeated_keys(text: &str) -> Result<Value, String> {
     use serde::de::{DeserializeSeed, Error, MapAccess, SeqAccess, Visitor};
     struct Walk<'p>(&'p str);
     impl<'de> DeserializeSeed<'de> for Walk<'_> {
-        type Value = ();
-        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        type Value = Value;
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
             d.deserialize_any(self)
         }
     }
     impl<'de> Visitor<'de> for Walk<'_> {
-        type Value = ();
+        type Value = Value;
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             f.write_str("a JSON value")
         }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-            let mut seen = std::collections::HashSet::new();
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            let mut object = Map::new();
             while let Some(key) = map.next_key::<String>()? {
                 let path = if self.0.is_empty() { key.clone() } else { format!("{}.{key}", self.0) };
-                map.next_value_seed(Walk(&path))?;
-                if !seen.insert(key) {
+                let value = map.next_value_seed(Walk(&path))?;
+                if object.insert(key, value).is_some() {
                     return Err(A::Error::custom(format!(
                         "`{path}` is given twice in one object; gRPC's parser refuses a repeated key: keep one"
                     )));
                 }
             }
-            Ok(())
+            Ok(Value::Object(object))
         }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-            let mut i = 0;
-            while seq.next_element_seed(Walk(&format!("{}[{i}]", self.0)))?.is_some() {
-                i += 1;
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+            let mut items = Vec::new();
+            while let Some(item) = seq.next_element_seed(Walk(&format!("{}[{}]", self.0, items.len())))? {
+                items.push(item);
             }
-            Ok(())
+            Ok(Value::Array(items))
         }
-        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-            Ok(())
+        fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+            Ok(Value::Bool(b))
         }
-        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-            Ok(())
+        fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+            Ok(Value::from(n))
         }
-        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-            Ok(())
+        fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+            Ok(Value::from(n))
         }
-        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-            Ok(())
+        fn visit_f64<E>(self, x: f64) -> Result<Value, E> {
+            Ok(serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number))
         }
-        fn visit_str<E>(self, _: &str) -> Result<(), E> {
-            Ok(())
+        fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+            Ok(Value::String(s.to_string()))
         }
-        fn visit_unit<E>(self) -> Result<(), E> {
-            Ok(())
+        fn visit_string<E>(self, s: String) -> Result<Value, E> {
+            Ok(Value::String(s))
+        }
+        fn visit_unit<E>(self) -> Result<Value, E> {
+            Ok(Value::Null)
         }
     }
     let mut reader = serde_json::Deserializer::from_str(text);
-    Walk("").deserialize(&mut reader).map_err(|e| e.to_string())
+    let value = Walk("").deserialize(&mut reader).and_then(|v| reader.end().map(|()| v));
+    // A repeated key is the deserializer's data error; anything else is the text's syntax.
+    value.map_err(|e| if e.is_data() { e.to_string() } else { format!("not valid JSON: {e}") })
 }
 
 /// Imports the method config matching `select` ("package.Service/Method", "package.Service",
 /// or none for the only or the default entry).
 pub fn import(text: &str, select: Option<&str>) -> Result<Imported, String> {
-    let root: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
-    no_repeated_key(text)?;
+    let root = parse_without_repeated_keys(text)?;
     let root = root.as_object().ok_or("a service config is a JSON object with `methodConfig`")?;
     let mut out = Imported::default();
     let top = ["methodConfig", "retryThrottling"];
