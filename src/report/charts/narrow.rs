@@ -4,7 +4,7 @@
 //! The PNG and SVG files keep the wide drawing.
 //!
 //! A chart chooses its layout from the width of the area it is given ([`is_narrow`]), so one
-//! drawing function serves both; titles and notes wrap to the width ([`titled`], [`wrap`]).
+//! drawing function serves both; titles and notes wrap to the width ([`titled`], [`wrap_chars`]).
 
 use super::FONT;
 use plotters::coord::Shift;
@@ -55,7 +55,7 @@ where
     if text_width(root, title, px) <= width {
         return Ok(root.titled(title, (FONT, px))?);
     }
-    // Smaller first (down to three quarters), then on more lines at that size.
+    // Too wide: at three quarters of the size, on as many lines as it needs.
     let small = (px * 3 / 4).max(14);
     let lines = wrap_chars(title, small, width);
     let line_px = small * 5 / 4;
