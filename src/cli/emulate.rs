@@ -80,12 +80,7 @@ fn check_options(args: &EmulateArgs) -> Result<Options, CliError> {
     if args.max_requests == 0 {
         return Err(CliError::BadInput("--max-requests 0: give at least 1".into()));
     }
-    if !(1..=RUNS_MAX).contains(&args.runs) {
-        return Err(CliError::BadInput(format!(
-            "--runs {}: give 1 to {RUNS_MAX} emulated runs per variant (each takes the scenario's wall time)",
-            args.runs
-        )));
-    }
+    check_runs("--runs", args.runs)?;
     Ok(Options {
         time_scale: args.time_scale,
         max_seconds: args.max_seconds,
@@ -104,6 +99,16 @@ fn check_options(args: &EmulateArgs) -> Result<Options, CliError> {
 
 /// Most emulated runs per variant.
 const RUNS_MAX: u32 = 50;
+
+/// Refuses a count of emulated runs per variant (given as `flag`) outside 1 to [`RUNS_MAX`].
+fn check_runs(flag: &str, runs: u32) -> Result<(), CliError> {
+    if (1..=RUNS_MAX).contains(&runs) {
+        return Ok(());
+    }
+    Err(CliError::BadInput(format!(
+        "{flag} {runs}: give 1 to {RUNS_MAX} emulated runs per variant (each takes the scenario's wall time)"
+    )))
+}
 
 /// Runs every variant `options.runs` times on loopback (run `k` with seed + `k`), variant by
 /// variant as [`crate::runner::assemble`] reads them: the records and each run's overhead.
@@ -277,12 +282,7 @@ impl CompareEmulation {
         if !self.emulate {
             return Ok(None);
         }
-        if !(1..=RUNS_MAX).contains(&self.emulate_runs) {
-            return Err(CliError::BadInput(format!(
-                "--emulate-runs {}: give 1 to {RUNS_MAX} emulated runs per variant (each takes the scenario's wall time)",
-                self.emulate_runs
-            )));
-        }
+        check_runs("--emulate-runs", self.emulate_runs)?;
         let (time_scale, max_seconds) = (self.time_scale, self.max_seconds);
         let flags = EmulateArgs {
             scenario: String::new(),
@@ -413,13 +413,14 @@ fn side_by_side_text(
             let holds = |[lo, hi]: [f64; 2], x: f64| {
                 x >= lo - resolution - 1e-9 * lo.abs().max(1.0) && x <= hi + resolution + 1e-9 * hi.abs().max(1.0)
             };
+            // The interval the verdict reads, and the value that must fall in it.
             let judged_interval = if runs == 1 {
-                crate::metrics::stats::prediction_interval(&values, 0.95).map(|i| (i, got))
+                crate::metrics::stats::prediction_interval(&values, 0.95).zip(got)
             } else {
-                crate::metrics::stats::welch_interval(&measured_values, &values, 0.95).map(|i| (i, Some(0.0)))
+                crate::metrics::stats::welch_interval(&measured_values, &values, 0.95).map(|i| (i, 0.0))
             };
             let (simulated_cell, verdict) = match (sim_mean, judged_interval) {
-                (Some(m), Some((interval, Some(x)))) if got.is_some() => {
+                (Some(m), Some((interval, x))) => {
                     judged += 1;
                     let ok = holds(interval, x);
                     inside += usize::from(ok);

@@ -47,8 +47,8 @@ pub(crate) fn finish_record(record: &mut RunRecord, truncated: Option<String>) {
 }
 
 /// Every tenant's requests, from their arrival times to a terminal state.
-pub(crate) async fn run_clients(shared: Arc<Shared>, addr: SocketAddr, seed: u64) {
-    let spec = &shared.spec;
+pub(crate) async fn run_clients(shared: Arc<Shared>, addr: SocketAddr) {
+    let (spec, seed) = (&shared.spec, shared.seed);
     let mut tasks = tokio::task::JoinSet::new();
     let mut next_id: u64 = 1;
     for (ti, tenant) in spec.tenants.iter().enumerate() {
@@ -95,7 +95,7 @@ pub(crate) async fn run_clients(shared: Arc<Shared>, addr: SocketAddr, seed: u64
 /// for a job of that tenant's request, with the edge's policy.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Caller {
-    /// Tenant `0`'s client: the entry hop is called.
+    /// A client of tenant `0`: it calls the entry hop.
     Tenant(usize),
     /// A chain hop's call to hop `to` under policy `policy`, for a request of tenant `tenant`.
     Hop { to: usize, tenant: usize, policy: usize },
@@ -150,29 +150,16 @@ pub(crate) async fn call(shared: &Shared, caller: Caller, addr: SocketAddr, id: 
     loop {
         attempts += 1;
         let sent = shared.clock.now();
-        if tenant_call {
-            let mut r = shared.record.lock().expect("record lock");
-            let b = shared.bucket(sent);
-            let c = &mut r.tenants[ti];
-            c.attempts += 1;
-            c.retries += u64::from(attempts > 1);
-            let bucket = &mut r.tenant_series[ti][b];
-            bucket.attempts += 1;
-            bucket.first_attempts += u32::from(attempts == 1);
-            bucket.retries += u32::from(attempts > 1);
-        }
-        if external.is_some() {
-            // A real endpoint counts nothing for us: its attempts are counted as they are sent.
-            let mut r = shared.record.lock().expect("record lock");
-            let b = shared.bucket(sent);
-            let c = &mut r.hops[target];
-            c.attempts += 1;
-            c.first_attempts += u64::from(attempts == 1);
-            c.retries += u64::from(attempts > 1);
-            let bucket = &mut r.hop_series[target][b];
-            bucket.attempts += 1;
-            bucket.first_attempts += u32::from(attempts == 1);
-            bucket.retries += u32::from(attempts > 1);
+        if tenant_call || external.is_some() {
+            let mut guard = shared.record.lock().expect("record lock");
+            let (r, b, retry) = (&mut *guard, shared.bucket(sent), attempts > 1);
+            if tenant_call {
+                r.tenants[ti].count_attempt(&mut r.tenant_series[ti][b], retry);
+            }
+            if external.is_some() {
+                // A real endpoint counts nothing for us: its attempts are counted as they are sent.
+                r.hops[target].count_attempt(&mut r.hop_series[target][b], retry);
+            }
         }
         let timeout_at = policy.attempt_timeout.map_or(deadline_at, |t| sent.saturating_add(t)).min(deadline_at);
         let attempt = send(shared, addr, external, (ti, id, attempts));

@@ -437,10 +437,10 @@ async fn run_async(
         seed,
         targets,
     });
-    let servers = server::start(&shared, seed).await?;
+    let servers = server::start(&shared).await?;
     let addr = servers.addrs[0];
     shared.clock.start();
-    let clients = tokio::spawn(client::run_clients(Arc::clone(&shared), addr, seed));
+    let clients = tokio::spawn(client::run_clients(Arc::clone(&shared), addr));
     let limit = std::time::Duration::from_secs_f64(options.max_seconds);
     let drain = shared.clock.instant_of(shared.spec.drain_limit);
     let stop_at = drain.min(std::time::Instant::now() + limit);

@@ -51,7 +51,8 @@ struct Hop {
 
 /// Binds every hop to 127.0.0.1 and starts accepting.
 /// Every hop is bound before any accepts, so that a chain hop knows where the next one listens.
-pub(crate) async fn start(shared: &Arc<Shared>, seed: u64) -> Result<Servers, EmulateError> {
+pub(crate) async fn start(shared: &Arc<Shared>) -> Result<Servers, EmulateError> {
+    let seed = shared.seed;
     let mut addrs = Vec::new();
     let mut listeners = Vec::new();
     for target in &shared.targets {
@@ -142,22 +143,9 @@ async fn handle(hop: &Hop, shared: &Shared, req: &Request<Incoming>) -> Response
     let key = header(req, REQUEST_HEADER).unwrap_or(0);
     let tenant = header(req, TENANT_HEADER).map_or(0, |t| (t as usize).min(spec.tenants.len() - 1));
     {
-        let mut r = shared.record.lock().expect("record lock");
-        let b = shared.bucket(arrived);
-        let c = &mut r.hops[h];
-        c.attempts += 1;
-        if attempt <= 1 {
-            c.first_attempts += 1;
-        } else {
-            c.retries += 1;
-        }
-        let bucket = &mut r.hop_series[h][b];
-        bucket.attempts += 1;
-        if attempt <= 1 {
-            bucket.first_attempts += 1;
-        } else {
-            bucket.retries += 1;
-        }
+        let mut guard = shared.record.lock().expect("record lock");
+        let r = &mut *guard;
+        r.hops[h].count_attempt(&mut r.hop_series[h][shared.bucket(arrived)], attempt > 1);
     }
     let fail = |status: StatusCode, retry_after_s: Option<f64>| {
         let mut r = shared.record.lock().expect("record lock");

@@ -113,6 +113,23 @@ pub struct HopCounters {
     pub wasted_lost_reply_ns: u64,
 }
 
+impl HopCounters {
+    /// One attempt reaching the hop (a first try or a `retry`): counted over the run and in its
+    /// time bucket. The one definition the simulator and the emulator count with.
+    #[inline]
+    pub fn count_attempt(&mut self, bucket: &mut HopBucket, retry: bool) {
+        self.attempts += 1;
+        bucket.attempts += 1;
+        if retry {
+            self.retries += 1;
+            bucket.retries += 1;
+        } else {
+            self.first_attempts += 1;
+            bucket.first_attempts += 1;
+        }
+    }
+}
+
 /// Counters of one tenant over a run.
 #[derive(Clone, Debug)]
 pub struct TenantCounters {
@@ -148,6 +165,22 @@ pub struct TenantCounters {
     pub released: u64,
     /// Event timestamp → success, in microseconds.
     pub latency_us: Histogram<u64>,
+}
+
+impl TenantCounters {
+    /// One attempt a client of the tenant sends to the entry hop (a first try or a `retry`):
+    /// counted over the run and in its time bucket.
+    #[inline]
+    pub fn count_attempt(&mut self, bucket: &mut TenantBucket, retry: bool) {
+        self.attempts += 1;
+        bucket.attempts += 1;
+        if retry {
+            self.retries += 1;
+            bucket.retries += 1;
+        } else {
+            bucket.first_attempts += 1;
+        }
+    }
 }
 
 impl Default for TenantCounters {

@@ -30,7 +30,7 @@ figure { margin: 20px 0 36px; overflow-x: auto; } figcaption { color: #444; marg
    scroll sideways rather than shrink their axis text below reading size. */
 figure svg { max-width: 100%; min-width: 1000px; height: auto; border: 1px solid #eee; }
 figure .narrow { display: none; } figure .narrow svg { min-width: 600px; }
-@media (max-width: 999px) { figure .wide.has-narrow { display: none; } figure .narrow { display: block; } }
+@media (max-width: 999px) { figure .wide { display: none; } figure .narrow { display: block; } }
 code { background: #f3f3f3; padding: 1px 4px; border-radius: 3px; }
 ";
 
@@ -96,7 +96,7 @@ pub fn charts_and_tail(h: &mut String, charts: &[RenderedChart], plot_hint: &str
             Some(narrow) => {
                 let _ = write!(
                     h,
-                    "<div class=\"wide has-narrow\">{}</div>\n<div class=\"narrow\">{}</div>",
+                    "<div class=\"wide\">{}</div>\n<div class=\"narrow\">{}</div>",
                     chart.svg.trim(),
                     narrow.trim()
                 );

@@ -13,24 +13,9 @@ pub(super) fn count_attempt_in(
     tenant: Option<(&mut TenantCounters, &mut TenantBucket)>,
     retry: bool,
 ) {
-    counters.attempts += 1;
-    bucket.attempts += 1;
-    if retry {
-        counters.retries += 1;
-        bucket.retries += 1;
-    } else {
-        counters.first_attempts += 1;
-        bucket.first_attempts += 1;
-    }
+    counters.count_attempt(bucket, retry);
     if let Some((t, tb)) = tenant {
-        t.attempts += 1;
-        tb.attempts += 1;
-        if retry {
-            t.retries += 1;
-            tb.retries += 1;
-        } else {
-            tb.first_attempts += 1;
-        }
+        t.count_attempt(tb, retry);
     }
 }
 

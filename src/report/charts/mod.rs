@@ -318,6 +318,13 @@ where
     Ok(())
 }
 
+/// `figure` drawn as SVG text on a canvas of `size`.
+fn svg_text<F: Figure>(figure: &F, size: (u32, u32)) -> Result<String, Box<dyn std::error::Error>> {
+    let mut svg = String::new();
+    draw_on(SVGBackend::with_string(&mut svg, size).into_drawing_area(), figure)?;
+    Ok(svg)
+}
+
 /// Renders `figure` to `dir/<stem>.svg` and `dir/<stem>.png` (each written atomically), adding
 /// each to `files` once it is complete; returns the SVG text, for the HTML report.
 pub fn render<F: Figure>(dir: &Path, figure: &F, files: &mut Vec<PathBuf>) -> Result<RenderedChart, OutputError> {
@@ -328,11 +335,10 @@ pub fn render<F: Figure>(dir: &Path, figure: &F, files: &mut Vec<PathBuf>) -> Re
         path: path.to_path_buf(),
         message: format!("drawing the chart failed: {e}"),
     };
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-        draw_on(root, figure).map_err(|e| failed(&svg_path, e))?;
-    }
+    // Both SVG drawings (the narrow one for the HTML report only) before any file is written.
+    let svg = svg_text(figure, size).map_err(|e| failed(&svg_path, e))?;
+    let narrow_svg =
+        figure.narrow_size().map(|size| svg_text(figure, size)).transpose().map_err(|e| failed(&svg_path, e))?;
     write_atomic(&svg_path, svg.as_bytes())?;
     files.push(svg_path);
     let png_path = dir.join(format!("{stem}.png"));
@@ -348,17 +354,6 @@ pub fn render<F: Figure>(dir: &Path, figure: &F, files: &mut Vec<PathBuf>) -> Re
     }
     commit_temp(&tmp, &png_path)?;
     files.push(png_path);
-    let narrow_svg = match figure.narrow_size() {
-        Some(size) => {
-            let mut narrow = String::new();
-            {
-                let root = SVGBackend::with_string(&mut narrow, size).into_drawing_area();
-                draw_on(root, figure).map_err(|e| failed(&dir.join(format!("{stem}.svg")), e))?;
-            }
-            Some(narrow)
-        }
-        None => None,
-    };
     Ok(RenderedChart { stem, caption: figure.caption(), svg, narrow_svg })
 }
 
