@@ -37,6 +37,7 @@ fn policy(jitter: Jitter) -> RetryPolicy {
         retry_on: retrystorm::model::RetryOn::ALL,
         hedge: None,
         cancel_on_timeout: false,
+        requeue: false,
     }
 }
 

@@ -883,3 +883,108 @@ fn the_plan_example_on_mm1_answers_what_the_model_doc_says() {
     assert!((theory - 907.9).abs() < 0.05, "{theory}");
     assert!(answer <= theory && answer > 0.99 * theory, "{answer}/s vs M/M/1's {theory:.1}/s");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Finagle's requeues
+
+/// Finagle's `RequeueFilter` over its `RetryBudget`, transcribed from their rules (finagle-core
+/// `service/RequeueFilter.scala`, `service/Retries.scala`, `service/RetryBudget.scala`), in the
+/// budget's own integer units (1,000 to a retry): every request deposits `percent × 1000`; the
+/// reserve is `min_retries_per_s × ttl × 1000`; a request may be requeued at most
+/// `ceil(0.2 × balance)` times, balance = tokens / 1000 (integer division) after its deposit;
+/// each requeue withdraws 1,000 when the bucket holds it. Every attempt is refused (an outage),
+/// every request lies inside one ttl (nothing expires). Returns the attempts of each request.
+fn reference_requeues(requests: usize, percent: f64, min_retries_per_s: u64, ttl_s: u64) -> Vec<u64> {
+    let mut tokens: i64 = (min_retries_per_s * ttl_s * 1_000) as i64;
+    let deposit = (percent * 1_000.0) as i64;
+    (0..requests)
+        .map(|_| {
+            tokens += deposit;
+            let mut left = (0.2 * (tokens / 1_000) as f64).ceil() as u64;
+            let mut attempts = 1;
+            while left > 0 && tokens >= 1_000 {
+                tokens -= 1_000;
+                left -= 1;
+                attempts += 1;
+            }
+            attempts
+        })
+        .collect()
+}
+
+#[test]
+fn finagle_requeues_refused_attempts_at_once_capped_by_its_budgets_balance() {
+    // 40 requests, one every 100 ms, into a hop in an outage (connections refused) for the
+    // whole run, under the `finagle` preset (3 attempts, 5–200 ms backoff, RetryBudget of 20%
+    // plus 10/s over 10 s). Finagle requeues each refusal at once, outside the 3 attempts, at
+    // most ceil(0.2 × balance) times per request, and once a request may not requeue its
+    // failure is final: the first request makes 21 attempts at t = 0, the budget drains, and
+    // the simulator must make exactly the attempts the reference makes, each request's all in
+    // the bucket of its arrival (no backoff: nothing spills into the next one).
+    let dir = tempfile::tempdir().expect("temp dir");
+    let times: Vec<u64> = (0..40).map(|i| i * 100).collect();
+    let outage = "[[fault]]\nhop = \"server\"\nkind = \"outage\"\nfrom = \"0s\"\nto = \"1h\"";
+    let s =
+        trace_probe(dir.path(), &times, "preset = \"finagle\"", 1, r#"{ dist = "constant", mean = "1ms" }"#, outage);
+    let r = run(&s.base, s.seed, 0);
+    let expected = reference_requeues(times.len(), 0.2, 10, 10);
+    assert_eq!(expected[0], 21, "the first request: 20 requeues (ceil(0.2 × 100))");
+    let t = &r.tenants[0];
+    assert_eq!(t.attempts, expected.iter().sum::<u64>(), "attempts (reference per request: {expected:?})");
+    assert_eq!(t.dlq_budget, times.len() as u64, "every request ends refused by its budget");
+    assert_eq!(t.retries_denied, times.len() as u64);
+    for (i, want) in expected.iter().enumerate() {
+        let b = (times[i] * 1_000_000 / s.base.bucket) as usize;
+        assert_eq!(u64::from(r.hop_series[0][b].attempts), *want, "bucket {b}: request {i}'s attempts, at once");
+    }
+
+    // A 503 from the application (error_rate) is no refusal: the same client retries it with
+    // backoff, 3 attempts per request, and never requeues.
+    let errors = "[[fault]]\nhop = \"server\"\nkind = \"error_rate\"\np = 1.0\nfrom = \"0s\"\nto = \"1h\"";
+    let s =
+        trace_probe(dir.path(), &times, "preset = \"finagle\"", 1, r#"{ dist = "constant", mean = "1ms" }"#, errors);
+    let r = run(&s.base, s.seed, 0);
+    assert_eq!(r.tenants[0].attempts, 3 * times.len() as u64, "3 attempts each");
+    assert_eq!(r.tenants[0].dlq_budget, 0);
+
+    // Without requeues (the same preset, `requeue = false`) an outage's refusals are retried as
+    // any 503: 3 attempts each.
+    let plain = "preset = \"finagle\"\nrequeue = false";
+    let s = trace_probe(dir.path(), &times, plain, 1, r#"{ dist = "constant", mean = "1ms" }"#, outage);
+    assert_eq!(run(&s.base, s.seed, 0).tenants[0].attempts, 3 * times.len() as u64);
+}
+
+#[test]
+fn a_request_refused_by_a_full_queue_is_requeued_at_once_until_its_allowance_runs_out() {
+    // Overload control's refusal is Finagle's NACK: one worker, no queue (queue_limit 0), 10 ms
+    // service; two clients' requests at the same instant. The second is refused while the
+    // first is in service and requeued at once — refused again in the same instant until its
+    // requeues (its own client budget: ceil(0.2 × 100) = 20) run out: it ends refused by its
+    // budget, having made 21 attempts, all in that instant.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let text = r#"name = "shed"
+horizon = "2s"
+replications = 1
+
+[[tenant]]
+name = "t"
+clients = 2
+arrival = { kind = "herd", start = "0s", spread = "0s", requests_per_client = 1 }
+policy = "p"
+
+[policy.p]
+preset = "finagle"
+
+[[hop]]
+name = "server"
+workers = 1
+queue_limit = 0
+service = { dist = "constant", mean = "10ms" }
+"#;
+    let s = inline(dir.path(), text, &[]);
+    let r = run(&s.base, s.seed, 0);
+    let t = &r.tenants[0];
+    assert_eq!((t.requests, t.succeeded, t.dlq_budget), (2, 1, 1), "one served, one refused by its budget");
+    assert_eq!(t.attempts, 1 + 21, "1 served + 1 refused and requeued 20 times (ceil(0.2 × 100))");
+    assert_eq!(r.hops[0].overflow, 21, "every requeue meets the full queue");
+}

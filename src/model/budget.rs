@@ -448,26 +448,64 @@ impl BudgetKind {
         }
     }
 
+    /// What a retry after `failure` pays when [`BudgetKind::try_retry`] allows it: a call keeps
+    /// only the failure it paid for (one byte) and reads its cost back here for the refund.
+    pub fn cost_of(&self, failure: FailureKind) -> f64 {
+        match self {
+            BudgetKind::AwsQuota { retry_cost, timeout_cost, throttling_cost, .. } => match failure {
+                FailureKind::Transient => *retry_cost,
+                FailureKind::Timeout => *timeout_cost,
+                FailureKind::Throttling => *throttling_cost,
+            },
+            BudgetKind::GrpcThrottle { .. }
+            | BudgetKind::Finagle { .. }
+            | BudgetKind::Ratio { .. }
+            | BudgetKind::AdaptiveThrottle { .. } => 0.0,
+            BudgetKind::TokenBucket { .. } | BudgetKind::ConcurrentRetries { .. } => 1.0,
+        }
+    }
+
+    /// Finagle's `RetryBudget.balance`: the whole retries the budget would allow now (its
+    /// tokens, 1,000 to a retry, divided down to an integer), which caps a request's requeues
+    /// (`policy.requeue`); `None` for the other kinds, which have no such balance.
+    pub fn balance(&self, state: &mut BudgetState, now: Nanos) -> Option<f64> {
+        match self {
+            &BudgetKind::Finagle { ttl, percent, min_retries_per_s } => {
+                let credit = Self::finagle_credit(state, now, ttl, percent, min_retries_per_s);
+                // With the tolerance of every token comparison: ten 0.1 deposits are one token.
+                Some((credit + crate::model::tokens::EPS).floor().max(0.0))
+            }
+            BudgetKind::AwsQuota { .. }
+            | BudgetKind::GrpcThrottle { .. }
+            | BudgetKind::Ratio { .. }
+            | BudgetKind::AdaptiveThrottle { .. }
+            | BudgetKind::TokenBucket { .. }
+            | BudgetKind::ConcurrentRetries { .. } => None,
+        }
+    }
+
+    /// A Finagle budget's retries available now: `percent` of the requests within `ttl` plus
+    /// the reserve (`min_retries_per_s × ttl`), less the retries paid within `ttl`.
+    fn finagle_credit(state: &mut BudgetState, now: Nanos, ttl: Nanos, percent: f64, min_retries_per_s: f64) -> f64 {
+        let reserve = min_retries_per_s * crate::engine::time::ns_to_secs(ttl);
+        let w = state.window();
+        percent * w.sum(now, REQUESTS) + reserve - w.sum(now, RETRIES_PAID)
+    }
+
     /// May the call retry now? On yes, the retry is paid for; returns the cost paid (AWS refunds
     /// it on success; concurrent retries: the one slot it holds), or `None` to refuse.
     pub fn try_retry(&self, state: &mut BudgetState, now: Nanos, failure: FailureKind) -> Option<f64> {
         match self {
-            BudgetKind::AwsQuota { retry_cost, timeout_cost, throttling_cost, .. } => {
-                let cost = match failure {
-                    FailureKind::Transient => *retry_cost,
-                    FailureKind::Timeout => *timeout_cost,
-                    FailureKind::Throttling => *throttling_cost,
-                };
+            BudgetKind::AwsQuota { .. } => {
+                let cost = self.cost_of(failure);
                 TokenBucket::try_take(&mut state.tokens, cost).then_some(cost)
             }
             &BudgetKind::GrpcThrottle { max_tokens, token_ratio } => {
                 GrpcTokens { max_tokens, token_ratio }.allows(state.tokens).then_some(0.0)
             }
-            BudgetKind::Finagle { ttl, percent, min_retries_per_s } => {
-                let reserve = min_retries_per_s * crate::engine::time::ns_to_secs(*ttl);
-                let w = state.window();
-                let credit = percent * w.sum(now, REQUESTS) + reserve - w.sum(now, RETRIES_PAID);
-                TokenBucket::covers(credit, 1.0).then(|| w.add(now, RETRIES_PAID, 1.0)).map(|_| 0.0)
+            &BudgetKind::Finagle { ttl, percent, min_retries_per_s } => {
+                let credit = Self::finagle_credit(state, now, ttl, percent, min_retries_per_s);
+                TokenBucket::covers(credit, 1.0).then(|| state.window().add(now, RETRIES_PAID, 1.0)).map(|_| 0.0)
             }
             BudgetKind::Ratio { ratio, min_retries, .. } => {
                 let w = state.window();

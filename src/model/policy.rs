@@ -156,6 +156,10 @@ pub struct RetryPolicy {
     /// When the caller gives up on an attempt (timeout, deadline, lost hedge race), the work it
     /// started downstream is cancelled (issue 16; off by default).
     pub cancel_on_timeout: bool,
+    /// Finagle's automatic requeues: an attempt refused before any work (connection refused,
+    /// shed by overload control) is sent again at once, paid by the policy's `finagle` budget,
+    /// at most `ceil(0.2 × balance)` times per try, outside `max_attempts` (off by default).
+    pub requeue: bool,
 }
 
 /// Per-call state some strategies carry between retries: one word, since a call's policy has
@@ -189,6 +193,7 @@ impl RetryPolicy {
             retry_on: RetryOn::ALL,
             hedge: None,
             cancel_on_timeout: false,
+            requeue: false,
         }
     }
 

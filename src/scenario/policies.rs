@@ -66,6 +66,14 @@ fn resolved(name: &str, written: &RawPolicy) -> V<RetryPolicy> {
     };
     let budget = raw.budget.as_ref().map(|b| budget(b, &at("budget"))).transpose()?;
     let hedge = raw.hedge.as_ref().map(|h| super::hedge::hedge(h, budget.as_ref(), &at)).transpose()?;
+    let requeue = raw.requeue.unwrap_or(false);
+    if requeue && !matches!(budget.as_ref().map(|b| &b.kind), Some(BudgetKind::Finagle { .. })) {
+        return Err(Invalid::at(
+            &at("requeue"),
+            "is true, but Finagle's requeues draw on its RetryBudget and are capped by its balance; add \
+             budget = { kind = \"finagle\" } (or preset = \"finagle\"), or remove `requeue`",
+        ));
+    }
     Ok(RetryPolicy {
         name: name.to_string(),
         jitter,
@@ -84,6 +92,7 @@ fn resolved(name: &str, written: &RawPolicy) -> V<RetryPolicy> {
         retry_on: retry_on(raw.retry_on.as_deref(), &at("retry_on"))?,
         hedge,
         cancel_on_timeout: raw.cancel_on_timeout.unwrap_or(false),
+        requeue,
     })
 }
 

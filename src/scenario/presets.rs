@@ -81,14 +81,16 @@ budget = { kind = "concurrent_retries", scope = "client", budget_percent = 20.0,
     ),
     (
         "finagle",
-        "Finagle: RetryBudget with ttl 10 s, 20% of requests plus 10 retries/s; jittered exponential backoff \
-         5 ms to 200 ms (Backoff.exponentialJittered), 3 attempts; no Retry-After handling",
+        "Finagle: RetryBudget with ttl 10 s, 20% of requests plus 10 retries/s; automatic requeues of refused \
+         attempts with no delay, at most ceil(0.2 × balance) per try (RequeueFilter); jittered exponential \
+         backoff 5 ms to 200 ms (Backoff.exponentialJittered), 3 attempts; no Retry-After handling",
         r#"jitter = "full"
 base = "5ms"
 multiplier = 2.0
 cap = "200ms"
 max_attempts = 3
 honor_retry_after = "ignore"
+requeue = true
 budget = { kind = "finagle", scope = "client", ttl = "10s", percent = 0.2, min_retries_per_s = 10.0 }"#,
     ),
     (
@@ -180,6 +182,7 @@ pub fn overlay(raw: &RawPolicy, mut base: RawPolicy) -> RawPolicy {
         retry_on: raw.retry_on.clone().or(base.retry_on),
         hedge: raw.hedge.clone().or(base.hedge),
         cancel_on_timeout: raw.cancel_on_timeout.or(base.cancel_on_timeout),
+        requeue: raw.requeue.or(base.requeue),
     }
 }
 

@@ -181,6 +181,8 @@ pub struct RawPolicy {
     pub hedge: Option<RawHedge>,
     /// Cancel the work started downstream when the caller gives up (issue 16).
     pub cancel_on_timeout: Option<bool>,
+    /// Finagle's automatic requeues of refused attempts (needs a `finagle` budget).
+    pub requeue: Option<bool>,
 }
 
 /// `hedge = { after = "50ms" | "p95", max_share = 0.1 }`.

@@ -94,7 +94,7 @@ impl Simulation<'_> {
         let Some(key) = budget_key else { return true };
         let tenant = call.tenant as usize;
         let spec = policy.budget.as_ref().expect("keyed");
-        let settled = call.paid && spec.kind.holds_retries();
+        let settled = call.paid.is_some() && spec.kind.holds_retries();
         let state = self.states.budget(key, || spec.kind.new_state());
         if settled {
             // Envoy frees a retry's slot when its outcome is known, before the next decision.
@@ -104,12 +104,25 @@ impl Simulation<'_> {
         let tokens = state.tokens;
         self.record_budget_decision(tenant, tokens, paid.is_some());
         let call = self.calls.get_mut(call_handle).expect("live");
-        if let Some(cost) = paid {
-            (call.paid, call.last_cost) = (true, cost);
+        if paid.is_some() {
+            call.paid = Some(failure);
         } else if settled {
-            call.paid = false;
+            call.paid = None;
         }
         paid.is_some()
+    }
+
+    /// The requeues a new try of `call` may make: Finagle's `ceil(0.2 × balance)` of its
+    /// budget now (a policy with `requeue` has a `finagle` budget: validated).
+    pub(super) fn requeue_allowance(&mut self, call_handle: Handle) -> u16 {
+        let now = self.now;
+        let call = self.calls.get(call_handle).expect("live");
+        let (Some(key), _) = self.scope_keys(call) else { return 0 };
+        let spec = self.spec.policies[call.policy as usize].budget.as_ref().expect("keyed");
+        let state = self.states.budget(key, || spec.kind.new_state());
+        let balance = spec.kind.balance(state, now).unwrap_or(0.0);
+        // Below u16::MAX (the unset mark): 65,534 requeues in one try are beyond any real budget.
+        (super::REQUEUES_PER_BALANCE * balance).ceil().min(f64::from(super::REQUEUES_UNSET - 1)) as u16
     }
 
     /// `call` ended or was cancelled (it is out of the slab): a concurrent-retries budget stops
@@ -119,7 +132,7 @@ impl Simulation<'_> {
         let Some(budget) = budget.filter(|b| b.kind.holds_retries()) else { return };
         let (Some(key), _) = scope_keys(self.spec, call) else { return };
         let state = self.states.budget(key, || budget.kind.new_state());
-        budget.kind.on_call_end(state, call.paid);
+        budget.kind.on_call_end(state, call.paid.is_some());
     }
 
     /// A reply that is not a failure: a success feeds the budget; both count as healthy calls
@@ -127,7 +140,7 @@ impl Simulation<'_> {
     pub(super) fn budget_on_success(&mut self, call_handle: Handle, succeeded: bool) {
         let now = self.now;
         let call = self.calls.get(call_handle).expect("live");
-        let last_cost = call.last_cost();
+        let paid_for = call.paid_for();
         let (budget_key, breaker_key) = self.scope_keys(call);
         let policy = &self.spec.policies[call.policy as usize];
         if let (Some(key), Some(spec)) = (breaker_key, policy.breaker.as_ref()) {
@@ -136,7 +149,7 @@ impl Simulation<'_> {
         }
         if let (Some(key), Some(spec), true) = (budget_key, policy.budget.as_ref(), succeeded) {
             let state = self.states.budget(key, || spec.kind.new_state());
-            spec.kind.on_success(state, now, last_cost);
+            spec.kind.on_success(state, now, paid_for.map(|f| spec.kind.cost_of(f)));
         }
     }
 

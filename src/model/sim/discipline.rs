@@ -114,7 +114,7 @@ impl Simulation<'_> {
         if !admitted {
             self.record.hops[hop].rejected_by_limit += 1;
             let reply = match spec.reject {
-                RejectReply::Unavailable => Reply::Failed,
+                RejectReply::Unavailable => Reply::Refused,
                 RejectReply::Throttled(after) => Reply::Throttled(after),
             };
             self.send_reply(handle, reply);
@@ -134,14 +134,14 @@ impl Simulation<'_> {
         let o = &spec.overload;
         if len >= o.shed_queue_length || (retry && len >= o.shed_retries_queue_length) {
             self.record.hops[hop].shed += 1;
-            self.send_reply(handle, Reply::Failed);
+            self.send_reply(handle, Reply::Refused);
         } else if state.queue.push(now, tenant, retry, handle, deadline, spec.queue_limit) {
             a.phase = super::Phase::Queued;
             let bucket = &mut self.record.hop_series[hop][b];
             bucket.queue_len_max = bucket.queue_len_max.max(state.queue.len() as u32);
         } else {
             self.record.hops[hop].overflow += 1;
-            self.send_reply(handle, Reply::Failed);
+            self.send_reply(handle, Reply::Refused);
         }
     }
 
@@ -154,7 +154,7 @@ impl Simulation<'_> {
                 return Some(q.handle);
             }
             self.record.hops[hop].dropped_expired += 1;
-            self.send_reply(q.handle, Reply::Failed);
+            self.send_reply(q.handle, Reply::Refused);
         }
     }
 

@@ -137,7 +137,9 @@ impl Simulation<'_> {
             let this = match reply {
                 Reply::Ok => Outcome::Ok,
                 Reply::Rejected => Outcome::Rejected,
-                Reply::Failed | Reply::Throttled(_) | Reply::Timeout | Reply::LocalReject => Outcome::Failed,
+                Reply::Failed | Reply::Refused | Reply::Throttled(_) | Reply::Timeout | Reply::LocalReject => {
+                    Outcome::Failed
+                }
             };
             a.calls.outcome = a.calls.outcome.max(this);
         }

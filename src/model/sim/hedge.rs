@@ -172,7 +172,7 @@ impl Simulation<'_> {
         *tokens = match reply {
             Reply::Ok => t.tokens.after_success(*tokens),
             Reply::Rejected => *tokens,
-            Reply::Failed | Reply::Throttled(_) | Reply::Timeout | Reply::LocalReject => {
+            Reply::Failed | Reply::Refused | Reply::Throttled(_) | Reply::Timeout | Reply::LocalReject => {
                 GrpcTokens::after_failure(*tokens)
             }
         };

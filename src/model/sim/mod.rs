@@ -55,8 +55,13 @@ enum Reply {
     Ok,
     /// Non-retryable 4xx.
     Rejected,
-    /// Retryable 5xx (outage, error, overflow, poison, downstream exhausted).
+    /// Retryable 5xx (error, poison, downstream exhausted, a crash resetting the work in service).
     Failed,
+    /// Retryable, and refused before any work began: the connection was refused (an outage) or
+    /// the hop's overload control turned the attempt away (shed, queue full, admission limit,
+    /// dropped from the queue) — what Finagle calls a NACK. Every policy treats it as `Failed`
+    /// but one with `requeue`, which sends it again at once ([`Simulation::requeue`]).
+    Refused,
     /// 429 with a Retry-After.
     Throttled(Nanos),
     /// The caller's attempt timeout fired first.
@@ -174,9 +179,15 @@ struct Call {
     policy: u16,
     payload: Payload,
     jitter: JitterState,
-    /// A retry paid `last_cost` to the budget (AWS refunds it on success; see [`Call::last_cost`]).
-    paid: bool,
-    last_cost: f64,
+    /// The failure the last retry paid the budget for, if it paid (AWS refunds its cost on
+    /// success; see [`Call::paid_for`]). One byte where a flag and the cost took nine.
+    paid: Option<FailureKind>,
+    /// Attempts of `attempts_made` that were requeues (`policy.requeue`): they do not count
+    /// against `max_attempts` and add no backoff.
+    requeues: u16,
+    /// Requeues left in the current try ([`REQUEUES_UNSET`] until the try's first attempt sets
+    /// them from the budget's balance; always 0 under a policy without `requeue`).
+    requeues_left: u16,
 }
 
 /// The `parent` of a call no attempt made (a client's). Kept out of an `Option` so that a call
@@ -184,15 +195,38 @@ struct Call {
 /// state: 104): every retry reads its call from a random slot, so each byte is memory traffic.
 const NO_PARENT: Handle = Handle::NONE;
 
+/// A call's `requeues_left` before its try's first attempt has read the budget's balance.
+const REQUEUES_UNSET: u16 = u16::MAX;
+
+/// A new try's `requeues_left`: [`REQUEUES_UNSET`] under a policy that requeues (its first
+/// attempt sizes them), 0 under any other, whose attempts then never look at the policy for it.
+fn requeues_unset(policy: &crate::model::RetryPolicy) -> u16 {
+    if policy.requeue {
+        REQUEUES_UNSET
+    } else {
+        0
+    }
+}
+
+/// Finagle's cap on one request's requeues, a share of the budget's balance when the request (a
+/// try of it) starts (`Retries.MaxRequeuesPerReq`, "we don't want requeues to eat the entire
+/// budget").
+const REQUEUES_PER_BALANCE: f64 = 0.2;
+
 impl Call {
     /// The attempt this call was made for, `None` for a client's call.
     fn parent(&self) -> Option<Handle> {
         (self.parent != NO_PARENT).then_some(self.parent)
     }
 
-    /// What the last retry paid to the budget, if it paid.
-    fn last_cost(&self) -> Option<f64> {
-        self.paid.then_some(self.last_cost)
+    /// The failure the last retry paid the budget for, if it paid.
+    fn paid_for(&self) -> Option<FailureKind> {
+        self.paid
+    }
+
+    /// Tries of the retry policy so far: the attempts made less the requeues among them.
+    fn tries(&self) -> u32 {
+        self.attempts_made - u32::from(self.requeues)
     }
 }
 
@@ -718,8 +752,9 @@ impl<'a> Simulation<'a> {
             policy: spec.policy as u16,
             payload,
             jitter: JitterState::default(),
-            paid: false,
-            last_cost: 0.0,
+            paid: None,
+            requeues: 0,
+            requeues_left: requeues_unset(policy),
         };
         let deadline_at = call.deadline_at;
         let handle = self.insert_call(call);
@@ -747,6 +782,11 @@ impl<'a> Simulation<'a> {
         }
         call.attempts_made += 1;
         let tenant = call.tenant;
+        if call.requeues_left == REQUEUES_UNSET {
+            // A try starts: Finagle sizes its requeues from the budget's balance now.
+            let allowance = self.requeue_allowance(call_handle);
+            self.calls.get_mut(call_handle).expect("live").requeues_left = allowance;
+        }
         if self.rejected_locally(call_handle) {
             self.record.tenants[tenant as usize].local_rejections += 1;
             self.caller_sees(call_handle, Reply::LocalReject);
@@ -861,8 +901,9 @@ impl<'a> Simulation<'a> {
             policy: policy as u16,
             payload: a.payload,
             jitter: JitterState::default(),
-            paid: false,
-            last_cost: 0.0,
+            paid: None,
+            requeues: 0,
+            requeues_left: requeues_unset(p),
         };
         let handle = self.insert_call(call);
         if self.links.on {
@@ -945,10 +986,14 @@ impl<'a> Simulation<'a> {
             return self.end_call(call_handle, end);
         };
         self.budget_on_failure(call_handle, reply != Reply::LocalReject);
+        if reply == Reply::Refused
+            && self.spec.policies[self.calls.get(call_handle).expect("live").policy as usize].requeue
+        {
+            return self.requeue(call_handle);
+        }
         let (now, spec, jitter) = (self.now, self.spec, &self.rngs.jitter);
         let call = self.calls.get_mut(call_handle).expect("caller of a live call");
-        let (tenant, hop, retry, request_id) =
-            (call.tenant as usize, call.hop as usize, call.attempts_made, call.request_id);
+        let (tenant, hop, retry, request_id) = (call.tenant as usize, call.hop as usize, call.tries(), call.request_id);
         let draws = jitter_item_key(jitter, call);
         let (at, wait) = match next_retry(spec, draws, call, now, failure, retry_after) {
             Ok(next) => next,
@@ -959,7 +1004,30 @@ impl<'a> Simulation<'a> {
             return self.end_call(call_handle, CallEnd::Dlq(DlqReason::Budget));
         }
         self.count_retry_scheduled(hop, retry, request_id, wait);
+        let call = self.calls.get_mut(call_handle).expect("live");
+        call.requeues_left = requeues_unset(&spec.policies[call.policy as usize]);
         self.schedule_retry(at, call_handle);
+    }
+
+    /// Finagle's `RequeueFilter`: an attempt refused before any work (`Reply::Refused`) goes
+    /// again at once, with no backoff and outside `max_attempts`, while this try has requeues
+    /// left (`ceil(0.2 × balance)` when it started) and the budget pays for one. Otherwise
+    /// Finagle marks the failure non-retryable: the policy's retries do not take it up either,
+    /// and the call ends, refused by its budget.
+    fn requeue(&mut self, call_handle: Handle) {
+        let call = self.calls.get(call_handle).expect("live");
+        let (tenant, hop, left) = (call.tenant as usize, call.hop as usize, call.requeues_left);
+        if left == 0 || !self.budget_allows_retry(call_handle, FailureKind::Transient) {
+            self.record.tenants[tenant].retries_denied += 1;
+            return self.end_call(call_handle, CallEnd::Dlq(DlqReason::Budget));
+        }
+        let call = self.calls.get_mut(call_handle).expect("live");
+        call.requeues_left = left - 1;
+        call.requeues = call.requeues.saturating_add(1);
+        let b = self.bucket();
+        // A retry scheduled with no wait; not a backoff delay, so not among the delay samples.
+        self.record.hop_series[hop][b].retries_scheduled += 1;
+        self.schedule_retry(self.now, call_handle);
     }
 
     /// A retry is scheduled (see [`count_retry_scheduled_in`]).
@@ -1125,7 +1193,7 @@ fn failure_of(reply: Reply) -> Option<(FailureKind, Option<Nanos>)> {
         Reply::Ok | Reply::Rejected => None,
         Reply::Throttled(after) => Some((FailureKind::Throttling, Some(after))),
         Reply::Timeout => Some((FailureKind::Timeout, None)),
-        Reply::Failed | Reply::LocalReject => Some((FailureKind::Transient, None)),
+        Reply::Failed | Reply::Refused | Reply::LocalReject => Some((FailureKind::Transient, None)),
     }
 }
 
@@ -1144,10 +1212,10 @@ fn next_retry(
     retry_after: Option<Nanos>,
 ) -> Result<(Nanos, Nanos), DlqReason> {
     let policy = &spec.policies[call.policy as usize];
-    let rng = &mut KeyedDraws::at(draws, call.attempts_made);
-    let wait = policy
-        .wait_after_failure(call.attempts_made, failure, retry_after, &mut call.jitter, rng)
-        .ok_or(DlqReason::Attempts)?;
+    let tries = call.tries();
+    let rng = &mut KeyedDraws::at(draws, tries);
+    let wait =
+        policy.wait_after_failure(tries, failure, retry_after, &mut call.jitter, rng).ok_or(DlqReason::Attempts)?;
     let at = now.saturating_add(wait);
     if at >= call.deadline_at {
         return Err(DlqReason::Deadline);

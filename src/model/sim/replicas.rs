@@ -204,7 +204,7 @@ impl Simulation<'_> {
         if caller_waiting {
             match reply {
                 Reply::Ok => self.outcome_seen(hop, server, false),
-                Reply::Failed => self.outcome_seen(hop, server, true),
+                Reply::Failed | Reply::Refused => self.outcome_seen(hop, server, true),
                 // Outlier detection counts a 5xx as a failure and a success as good; a 4xx or
                 // a 429 is neither (timeouts are counted by `replica_timed_out`).
                 Reply::Rejected | Reply::Throttled(_) | Reply::Timeout | Reply::LocalReject => {}

@@ -88,7 +88,7 @@ impl RunAhead {
             .zip(answers_in_place)
             .map(|(h, &in_place)| in_place && h.replicas.count == 1 && h.cache().is_none())
             .collect();
-        let policies = spec.policies.iter().map(|p| p.budget.is_none() && p.breaker.is_none()).collect();
+        let policies = spec.policies.iter().map(|p| p.budget.is_none() && p.breaker.is_none() && !p.requeue).collect();
         let n = spec.hops.len();
         RunAhead { enabled: scenario_ok, hops, policies, retries: 0, refusal: vec![None; n], answer: vec![None; n] }
     }

@@ -83,7 +83,7 @@ impl Simulation<'_> {
         let (hop, replica) = (self.hops[srv].hop as usize, self.hops[srv].replica);
         for kind in spec.active_faults_on(hop, replica, self.now) {
             match *kind {
-                FaultKind::Outage { .. } => return Some(Some(Reply::Failed)),
+                FaultKind::Outage { .. } => return Some(Some(Reply::Refused)),
                 FaultKind::Hang => return Some(None),
                 FaultKind::Throttle { retry_after } => return Some(Some(Reply::Throttled(retry_after))),
                 FaultKind::ErrorRate { p } => {
