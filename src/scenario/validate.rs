@@ -233,17 +233,19 @@ fn arrival(a: &RawArrival, at: &str) -> V<Arrival> {
     };
     let start = a.start.map_or(0, |d| d.0);
     let spread = a.spread.map_or(0, |d| d.0);
-    if a.kind != "trace" {
+    // The name is read first, refused after the fields that belong to other kinds.
+    let kind = super::tagged::read_name::<ArrivalKindName>(&a.kind);
+    if kind != Ok(ArrivalKindName::Trace) {
         super::trace::forbid_fields(a, at)?;
     }
-    if a.kind != "ramp" {
+    if kind != Ok(ArrivalKindName::Ramp) {
         forbid(a.from_rate_per_s.is_some(), "from_rate_per_s")?;
         forbid(a.over.is_some(), "over")?;
     }
-    match a.kind.as_str() {
-        "trace" => super::trace::arrival(a, at),
-        "ramp" => ramp(a, at),
-        "herd" => {
+    match kind.map_err(|names| unknown(&field("kind"), "arrival kind", &a.kind, names))? {
+        ArrivalKindName::Trace => super::trace::arrival(a, at),
+        ArrivalKindName::Ramp => ramp(a, at),
+        ArrivalKindName::Herd => {
             forbid(a.rate_per_s.is_some(), "rate_per_s")?;
             forbid(a.think.is_some(), "think")?;
             forbid(a.steps.is_some(), "steps")?;
@@ -251,7 +253,7 @@ fn arrival(a: &RawArrival, at: &str) -> V<Arrival> {
                 count(a.requests_per_client.unwrap_or(1), &field("requests_per_client"), 1, 1_000_000)? as u32;
             Ok(Arrival::Herd { start, spread, requests_per_client })
         }
-        "poisson" => {
+        ArrivalKindName::Poisson => {
             forbid(a.start.is_some(), "start")?;
             forbid(a.spread.is_some(), "spread")?;
             forbid(a.think.is_some(), "think")?;
@@ -264,13 +266,13 @@ fn arrival(a: &RawArrival, at: &str) -> V<Arrival> {
             }
             Ok(Arrival::Poisson { rate_per_s })
         }
-        "closed" => {
+        ArrivalKindName::Closed => {
             forbid(a.rate_per_s.is_some(), "rate_per_s")?;
             forbid(a.steps.is_some(), "steps")?;
             forbid(a.requests_per_client.is_some(), "requests_per_client")?;
             Ok(Arrival::Closed { start, spread, think: a.think.map_or(0, |d| d.0) })
         }
-        "profile" => {
+        ArrivalKindName::Profile => {
             forbid(a.start.is_some(), "start")?;
             forbid(a.spread.is_some(), "spread")?;
             forbid(a.rate_per_s.is_some(), "rate_per_s")?;
@@ -300,12 +302,6 @@ fn arrival(a: &RawArrival, at: &str) -> V<Arrival> {
             }
             Ok(Arrival::Profile { steps: out })
         }
-        other => Err(unknown(
-            &field("kind"),
-            "arrival kind",
-            other,
-            &["herd", "poisson", "closed", "profile", "trace", "ramp"],
-        )),
     }
 }
 
@@ -329,12 +325,14 @@ fn dist(d: &RawDist, at: &str) -> V<Dist> {
             Ok(())
         }
     };
-    if d.dist != "empirical" {
+    // The name is read first, refused after the fields that belong to `empirical`.
+    let name = super::tagged::read_name::<DistName>(&d.dist);
+    if name != Ok(DistName::Empirical) {
         super::empirical::forbid_fields(d, at)?;
     }
-    match d.dist.as_str() {
-        "empirical" => super::empirical::dist(d, at),
-        "lognormal"
+    match name.map_err(|names| unknown(&field("dist"), "dist", &d.dist, names))? {
+        DistName::Empirical => super::empirical::dist(d, at),
+        DistName::Lognormal
             if d.p50.is_some()
                 || d.p75.is_some()
                 || d.p90.is_some()
@@ -344,18 +342,18 @@ fn dist(d: &RawDist, at: &str) -> V<Dist> {
         {
             Ok(super::empirical::fitted_lognormal(d, at)?.expect("percentiles are given"))
         }
-        "constant" | "exponential" => {
+        name @ (DistName::Constant | DistName::Exponential) => {
             forbid(d.sd.is_some(), "sd")?;
             forbid(d.base.is_some(), "base")?;
             forbid(d.per_inflight.is_some(), "per_inflight")?;
             let mean = need(d.mean, "mean")?;
-            Ok(if d.dist == "constant" { Dist::Constant { mean } } else { Dist::Exponential { mean } })
+            Ok(if name == DistName::Constant { Dist::Constant { mean } } else { Dist::Exponential { mean } })
         }
-        "lognormal" | "normal_abs" => {
+        name @ (DistName::Lognormal | DistName::NormalAbs) => {
             forbid(d.base.is_some(), "base")?;
             forbid(d.per_inflight.is_some(), "per_inflight")?;
             let (mean, sd) = (need(d.mean, "mean")?, need(d.sd, "sd")?);
-            if d.dist == "lognormal" {
+            if name == DistName::Lognormal {
                 if mean == 0 {
                     return Err(Invalid::at(&field("mean"), "is 0; a log-normal needs a positive mean"));
                 }
@@ -364,33 +362,29 @@ fn dist(d: &RawDist, at: &str) -> V<Dist> {
                 Ok(Dist::NormalAbs { mean, sd })
             }
         }
-        "load" => {
+        DistName::Load => {
             forbid(d.mean.is_some(), "mean")?;
             forbid(d.sd.is_some(), "sd")?;
             Ok(Dist::Load { base: need(d.base, "base")?, per_inflight: need(d.per_inflight, "per_inflight")? })
         }
-        other => Err(unknown(
-            &field("dist"),
-            "dist",
-            other,
-            &["constant", "exponential", "lognormal", "normal_abs", "load", "empirical"],
-        )),
     }
 }
 
 /// `{ kind = "ramp", from_rate_per_s = 0.0, rate_per_s = 300.0, over = "8s" }`.
 fn ramp(a: &RawArrival, at: &str) -> V<Arrival> {
     let field = |f: &str| format!("{at}.{f}");
-    let present = [
-        ("start", a.start.is_some()),
-        ("spread", a.spread.is_some()),
-        ("think", a.think.is_some()),
-        ("steps", a.steps.is_some()),
-        ("requests_per_client", a.requests_per_client.is_some()),
-    ];
-    if let Some((f, _)) = present.iter().find(|(_, p)| *p) {
-        return Err(Invalid::at(&field(f), "is not used by arrival kind `ramp`; remove it"));
-    }
+    let forbid = |present: bool, f: &str| {
+        if present {
+            Err(Invalid::at(&field(f), "is not used by arrival kind `ramp`; remove it"))
+        } else {
+            Ok(())
+        }
+    };
+    forbid(a.start.is_some(), "start")?;
+    forbid(a.spread.is_some(), "spread")?;
+    forbid(a.think.is_some(), "think")?;
+    forbid(a.steps.is_some(), "steps")?;
+    forbid(a.requests_per_client.is_some(), "requests_per_client")?;
     let rate = a.rate_per_s.ok_or_else(|| {
         Invalid::at(at, "kind `ramp` needs rate_per_s (the rate at the end of the ramp) and over, e.g. rate_per_s = 300.0, over = \"8s\"")
     })?;
@@ -402,6 +396,32 @@ fn ramp(a: &RawArrival, at: &str) -> V<Arrival> {
     let over = a.over.ok_or_else(|| Invalid::at(at, "kind `ramp` needs over, the ramp's length, e.g. \"8s\""))?;
     let over = positive(over, &field("over"))?;
     Ok(Arrival::Ramp { from_rate_per_s, rate_per_s, over })
+}
+
+/// An arrival's `kind` as written (the validated arrival is `model::Arrival`, which carries
+/// each kind's values); the names listed in messages come from this type, in this order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ArrivalKindName {
+    Herd,
+    Poisson,
+    Closed,
+    Profile,
+    Trace,
+    Ramp,
+}
+
+/// A service or network `dist` as written (the validated one is `model::Dist`); the names
+/// listed in messages come from this type, in this order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum DistName {
+    Constant,
+    Exponential,
+    Lognormal,
+    NormalAbs,
+    Load,
+    Empirical,
 }
 
 /// A hop's `kind` as written (the validated kind is `model::HopKind`, which carries the cache's
