@@ -65,6 +65,12 @@ fn a_small_herd_on_loopback_agrees_with_the_simulation() {
     let (record, emulation) = emulate::run(spec, scenario.seed, &options, &checked).unwrap_or_else(|e| panic!("{e}"));
     assert!(emulation.emulated && emulation.connections > 0 && emulation.timer_samples > 0);
     assert!(record.truncated.is_none(), "the run stopped early: {:?}", record.truncated);
+    // Every retry of the tenant's clients had its own delay measured (the data `client_timing`
+    // is fitted from): one per retry the tenant made.
+    let retries = record.tenants[0].attempts - record.tenants[0].requests;
+    assert!(retries > 0, "the tiny herd retries");
+    assert_eq!(emulation.client_delays.n, retries, "one client delay per retry");
+    assert!(emulation.client_delays.advice().is_some());
     let measured = retrystorm::runner::assemble(&scenario, &variants, vec![record], 1, emulation.wall_s);
     let got = |m: Metric| measured.variants[0].metrics.mean(m).expect("measured");
     // Every request reached a terminal state and every attempt reached the server on the wire.
@@ -429,6 +435,12 @@ fn a_small_herd_through_backon_agrees_with_the_simulated_equal_jitter() {
     let checked = emulate::preflight(spec, &options).unwrap_or_else(|e| panic!("{e}"));
     let (record, emulation) = emulate::run(spec, scenario.seed, &options, &checked).unwrap_or_else(|e| panic!("{e}"));
     assert!(record.truncated.is_none(), "the run stopped early: {:?}", record.truncated);
+    // Every retry of the tenant's clients had its own delay measured (the data `client_timing`
+    // is fitted from): one per retry the tenant made.
+    let retries = record.tenants[0].attempts - record.tenants[0].requests;
+    assert!(retries > 0, "the tiny herd retries");
+    assert_eq!(emulation.client_delays.n, retries, "one client delay per retry");
+    assert!(emulation.client_delays.advice().is_some());
     let measured = retrystorm::runner::assemble(&scenario, &variants, vec![record], 1, emulation.wall_s);
     // Attempts per request and success, within the same 4-sd prediction band as above. Equal
     // jitter's delays are at least half the exponential's, so every request outlasts the

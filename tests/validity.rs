@@ -1,5 +1,6 @@
 //! Model validity against independent computations written from the sources: CoDel as
-//! folly runs it, the gRFC A6 hedge throttle, balancer ties, crashes, and the documented numbers.
+//! folly runs it, the gRFC A6 hedge throttle, balancer ties, crashes, Finagle's requeues, the
+//! client's own timing, and the documented numbers.
 //! Each reference here is a few lines written from the source's rule, not from the simulator.
 
 use rand::{RngExt, SeedableRng};
@@ -987,4 +988,68 @@ service = { dist = "constant", mean = "10ms" }
     assert_eq!((t.requests, t.succeeded, t.dlq_budget), (2, 1, 1), "one served, one refused by its budget");
     assert_eq!(t.attempts, 1 + 21, "1 served + 1 refused and requeued 20 times (ceil(0.2 × 100))");
     assert_eq!(r.hops[0].overflow, 21, "every requeue meets the full queue");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client timing
+
+/// `clients` herd clients at t = 0, one request each, into a hop refusing everything (an
+/// outage), 4 attempts of un-jittered exponential backoff from 100 ms; `timing` is the
+/// tenant's `client_timing` table (empty: none). Horizon 1 s, so 1 ms buckets. The instants
+/// (ms) at which attempts were sent, one entry per attempt.
+fn attempt_instants_ms(clients: u32, timing: &str) -> Vec<usize> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let timing = if timing.is_empty() { String::new() } else { format!("client_timing = {{ {timing} }}\n") };
+    let text = format!(
+        r#"name = "timing"
+horizon = "1s"
+replications = 1
+
+[[tenant]]
+name = "t"
+clients = {clients}
+arrival = {{ kind = "herd", start = "0s", spread = "0s", requests_per_client = 1 }}
+policy = "p"
+{timing}
+[policy.p]
+jitter = "exponential"
+base = "100ms"
+max_attempts = 4
+
+[[hop]]
+name = "server"
+service = {{ dist = "constant", mean = "1ms" }}
+
+[[fault]]
+hop = "server"
+kind = "outage"
+from = "0s"
+to = "1h"
+"#
+    );
+    let s = inline(dir.path(), &text, &[]);
+    assert_eq!(s.base.bucket, 1_000_000, "1 ms buckets");
+    let r = run(&s.base, s.seed, 0);
+    r.hop_series[0].iter().enumerate().flat_map(|(i, b)| std::iter::repeat_n(i, b.attempts as usize)).collect()
+}
+
+#[test]
+fn a_clients_own_delays_shift_its_retries_and_the_busy_part_spreads_a_herds_wave() {
+    // Backoff alone: attempts at 0, 100, 300 and 700 ms (delays 100, 200, 400).
+    assert_eq!(attempt_instants_ms(1, ""), [0, 100, 300, 700]);
+    // 1 ms of overhead and 2 ms of timer lateness: each retry 3 ms after its backoff, from the
+    // failure before it: 0, 103, 306 (103 + 200 + 3), 709 (306 + 400 + 3).
+    assert_eq!(attempt_instants_ms(1, r#"overhead = "1ms", lateness = "2ms""#), [0, 103, 306, 709]);
+    // The busy part, 1 ms per 1,000 attempts/s: when a retry is decided, its bucket (1 ms) holds
+    // the one attempt that just failed, 1,000/s: 1 ms more per retry: 0, 104, 308, 712.
+    let one_ms = r#"overhead = "1ms", lateness = "2ms", lateness_per_1000_per_s = "1ms""#;
+    assert_eq!(attempt_instants_ms(1, one_ms), [0, 104, 308, 712]);
+    // Ten clients at once: the k-th refusal (k = 1…10) finds k attempts in the bucket, so the
+    // first retries leave at 103 + k ms, one per millisecond, where without the busy part all ten
+    // go at 103 ms: the same client delays, correlated through how busy the process is.
+    let wave = attempt_instants_ms(10, one_ms);
+    assert_eq!(&wave[..10], &[0; 10]);
+    assert_eq!(&wave[10..20], &(104..114).collect::<Vec<_>>()[..]);
+    let flat = attempt_instants_ms(10, r#"overhead = "1ms", lateness = "2ms""#);
+    assert_eq!(&flat[10..20], &[103; 10]);
 }

@@ -211,6 +211,9 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
                 e.wall_s
             );
             println!("{}", cpu_words(e).trim_start_matches("; "));
+            if let Some(advice) = e.client_delays.advice() {
+                println!("{advice}");
+            }
         }
         println!("wrote {} files to {}", written.len(), out.display());
     }
@@ -242,6 +245,7 @@ fn merge(runs: &[Emulation]) -> Emulation {
         cpu_s: runs.iter().map(|e| e.cpu_s).sum(),
         cpu_share: runs.iter().map(|e| e.cpu_share).try_fold(0.0f64, |m, s| s.map(|s| m.max(s))),
         warnings: runs.iter().flat_map(|e| e.warnings.iter().cloned()).collect(),
+        client_delays: runs.iter().fold(Default::default(), |fit, e| fit.merged(&e.client_delays)),
     }
 }
 
@@ -472,6 +476,9 @@ fn side_by_side_text(
         e.wall_s,
         cpu_words(e)
     );
+    if let Some(advice) = e.client_delays.advice() {
+        let _ = writeln!(text, "{advice}.");
+    }
     let _ = writeln!(
         text,
         "wrote {files} files of the measured run to {} (load_measured.png: the measured load over the simulated range)",

@@ -2,6 +2,7 @@
 //! waits with a real attempt timeout, and retries with the simulator's policy code.
 
 use super::{ClientMode, Shared, ATTEMPT_HEADER, REQUEST_HEADER, TENANT_HEADER};
+use crate::engine::time::ns_to_secs;
 use crate::engine::Nanos;
 use crate::metrics::{DlqReason, RunRecord, RETRY_DELAY_SAMPLES_MAX};
 use crate::model::budget::FailureKind;
@@ -147,9 +148,16 @@ pub(crate) async fn call(shared: &Shared, caller: Caller, addr: SocketAddr, id: 
     };
     let external = shared.targets[target].as_ref();
     let mut attempts: u32 = 0;
+    // A tenant's retry: the instant its backoff asked for, and its tenant's attempts per second
+    // in that bucket so far when it was decided (the model's `client_timing`).
+    let mut asked: Option<(Nanos, f64)> = None;
     loop {
         attempts += 1;
         let sent = shared.clock.now();
+        if let Some((at, busy)) = asked.take() {
+            let late_s = (sent as f64 - at as f64) / crate::engine::NS_PER_S as f64;
+            shared.client_delays.lock().expect("client delays lock").add(busy, late_s);
+        }
         if tenant_call || external.is_some() {
             let mut guard = shared.record.lock().expect("record lock");
             let (r, b, retry) = (&mut *guard, shared.bucket(sent), attempts > 1);
@@ -226,6 +234,10 @@ pub(crate) async fn call(shared: &Shared, caller: Caller, addr: SocketAddr, id: 
                 }
                 Ok(wait) => {
                     r.hop_series[target][b].retries_scheduled += 1;
+                    if tenant_call {
+                        let busy = f64::from(r.tenant_series[ti][b].attempts) / ns_to_secs(spec.bucket);
+                        asked = Some((now.saturating_add(wait), busy));
+                    }
                     if tenant_call {
                         if let Some(samples) = r.retry_delays_ns.get_mut(attempts as usize - 1) {
                             if samples.len() < RETRY_DELAY_SAMPLES_MAX {

@@ -165,6 +165,10 @@ pub fn check_supported(spec: &SimSpec) -> Result<(), EmulateError> {
         if t.invalid_fraction > 0.0 || t.poison_fraction > 0.0 {
             return refuse(format!("tenant `{}`'s invalid or poison fraction", t.name));
         }
+        if !t.timing.is_zero() {
+            // The emulated clients have real delays of their own; this models them.
+            return refuse(format!("tenant `{}`'s client_timing (the emulated clients' own delays are real)", t.name));
+        }
     }
     for p in &spec.policies {
         if p.budget.is_some() || p.breaker.is_some() {
@@ -247,6 +251,8 @@ pub(crate) struct Shared {
     pub(crate) lateness_ns: Mutex<Vec<u64>>,
     /// Connection set-up times (wall nanoseconds from connect to a ready HTTP/1.1 connection).
     pub(crate) connect_ns: Mutex<Vec<u64>>,
+    /// The clients' own delay on each retry against how busy their tenant was.
+    pub(crate) client_delays: Mutex<crate::runner::ClientDelayFit>,
     /// The run's seed (arrival times, every request's jitter draws).
     pub(crate) seed: u64,
     /// Per hop, the real endpoint in its place (`--target`), if any.
@@ -386,7 +392,7 @@ pub fn run(
         ));
     }
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
-    let (record, lateness, connect) = outcome?;
+    let (record, lateness, connect, client_delays) = outcome?;
     let (late_mean, late_p99) = clock::mean_p99_s(&lateness);
     let (connect_mean, connect_p99) = clock::mean_p99_s(&connect);
     if late_mean > limit {
@@ -411,11 +417,12 @@ pub fn run(
         cpu_s,
         cpu_share,
         warnings,
+        client_delays,
     };
     Ok((record, emulation))
 }
 
-type Outcome = (RunRecord, Vec<u64>, Vec<u64>);
+type Outcome = (RunRecord, Vec<u64>, Vec<u64>, crate::runner::ClientDelayFit);
 
 async fn run_async(
     spec: SimSpec,
@@ -433,6 +440,7 @@ async fn run_async(
         record: Mutex::new(record),
         lateness_ns: Mutex::new(Vec::new()),
         connect_ns: Mutex::new(Vec::new()),
+        client_delays: Mutex::new(Default::default()),
         addrs: std::sync::OnceLock::new(),
         seed,
         targets,
@@ -461,5 +469,6 @@ async fn run_async(
     client::finish_record(&mut record, truncated);
     let lateness = std::mem::take(&mut *shared.lateness_ns.lock().expect("lateness lock"));
     let connect = std::mem::take(&mut *shared.connect_ns.lock().expect("connect lock"));
-    Ok((record, lateness, connect))
+    let client_delays = *shared.client_delays.lock().expect("client delays lock");
+    Ok((record, lateness, connect, client_delays))
 }

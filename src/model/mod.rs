@@ -28,4 +28,4 @@ pub use load_latency::LoadLatency;
 pub use overload::{Admission, Discipline, OverloadSpec, RejectReply};
 pub use policy::{DeadlineMode, Jitter, JitterState, RetryAfterMode, RetryOn, RetryPolicy};
 pub use replicas::{Balancer, HealthCheck, OutlierDetection, ReplicaSpec};
-pub use spec::{Arrival, HopKind, HopSpec, IdempotencySpec, InProgress, SimSpec, TenantSpec};
+pub use spec::{Arrival, ClientTiming, HopKind, HopSpec, IdempotencySpec, InProgress, SimSpec, TenantSpec};

@@ -69,6 +69,37 @@ pub struct TenantSpec {
     pub invalid_fraction: f64,
     /// Share of requests that always fail with a retryable 5xx at the effect hop.
     pub poison_fraction: f64,
+    /// What the tenant's client process adds to each retry's backoff (zero: nothing).
+    pub timing: ClientTiming,
+}
+
+/// The client process's own delays on a retry (`client_timing`; docs/MODEL.md, "Client
+/// timing"): a real client fires a retry later than its backoff says, by its per-retry
+/// overhead, its timers' lateness, and a part that grows with how busy the process is — the
+/// attempts it has sent in the current time-series bucket so far, per second — which is the same
+/// for every client of a herd at once, so backoff without jitter carries it into the wall.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientTiming {
+    /// Added to every retry: the work between the failure and the next attempt.
+    pub overhead: Nanos,
+    /// Added to every retry: the timer's lateness on an idle process.
+    pub lateness: Nanos,
+    /// Added per 1,000 attempts/s the tenant is sending (the current bucket's count so far,
+    /// divided by the bucket's width).
+    pub lateness_per_1000_per_s: Nanos,
+}
+
+impl ClientTiming {
+    /// Whether it adds nothing (the default: today's results).
+    pub fn is_zero(&self) -> bool {
+        *self == ClientTiming::default()
+    }
+
+    /// The delay added to a retry while the tenant sends `attempts_per_s`.
+    pub fn added(&self, attempts_per_s: f64) -> Nanos {
+        let busy = (self.lateness_per_1000_per_s as f64 * attempts_per_s / 1_000.0).min(Nanos::MAX as f64) as Nanos;
+        self.overhead.saturating_add(self.lateness).saturating_add(busy)
+    }
 }
 
 /// What a delivery gets when it finds its key claimed by a delivery still being processed.

@@ -114,6 +114,17 @@ pub struct RawTenant {
     pub policy: String,
     pub invalid_fraction: Option<f64>,
     pub poison_fraction: Option<f64>,
+    /// What the client process adds to each retry (`{ overhead, lateness, lateness_per_1000_per_s }`).
+    pub client_timing: Option<RawClientTiming>,
+}
+
+/// `client_timing = { overhead = "0.2ms", lateness = "1ms", lateness_per_1000_per_s = "2ms" }`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawClientTiming {
+    pub overhead: Option<Dur>,
+    pub lateness: Option<Dur>,
+    pub lateness_per_1000_per_s: Option<Dur>,
 }
 
 /// `arrival = { kind = "…", … }`.

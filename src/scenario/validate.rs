@@ -6,8 +6,12 @@ use super::error::{shorten, Invalid};
 use super::raw::{parse_duration, Dur, RawArrival, RawDist, RawFault, RawHop, RawScenario, RawTenant};
 use crate::engine::{Nanos, NS_PER_MS, NS_PER_S};
 use crate::model::{
-    Arrival, Dist, Fault, FaultKind, HopSpec, IdempotencySpec, InProgress, RetryPolicy, SimSpec, TenantSpec,
+    Arrival, ClientTiming, Dist, Fault, FaultKind, HopSpec, IdempotencySpec, InProgress, RetryPolicy, SimSpec,
+    TenantSpec,
 };
+
+/// The most a client's own delay (`client_timing`, each part) may add to a retry.
+const CLIENT_DELAY_MAX: Nanos = 60 * NS_PER_S;
 
 /// Clients above this many are refused before anything is allocated.
 pub const CLIENTS_MAX: i64 = 50_000_000;
@@ -219,7 +223,27 @@ fn tenant(t: &RawTenant, policy_names: &[&str]) -> V<TenantSpec> {
         ));
     }
     let arrival = arrival(&t.arrival, &at("arrival"))?;
-    Ok(TenantSpec { name: t.name.clone(), clients, arrival, policy, invalid_fraction, poison_fraction })
+    let timing = t.client_timing.as_ref().map_or_else(ClientTiming::default, |c| ClientTiming {
+        overhead: c.overhead.map_or(0, |d| d.0),
+        lateness: c.lateness.map_or(0, |d| d.0),
+        lateness_per_1000_per_s: c.lateness_per_1000_per_s.map_or(0, |d| d.0),
+    });
+    for (field, value) in [
+        ("overhead", timing.overhead),
+        ("lateness", timing.lateness),
+        ("lateness_per_1000_per_s", timing.lateness_per_1000_per_s),
+    ] {
+        if value > CLIENT_DELAY_MAX {
+            return Err(Invalid::at(
+                &at(&format!("client_timing.{field}")),
+                format!(
+                    "is {}; a client's own delay on a retry is at most 1m (it is added to every retry)",
+                    show(value)
+                ),
+            ));
+        }
+    }
+    Ok(TenantSpec { name: t.name.clone(), clients, arrival, policy, invalid_fraction, poison_fraction, timing })
 }
 
 fn arrival(a: &RawArrival, at: &str) -> V<Arrival> {

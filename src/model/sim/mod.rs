@@ -995,10 +995,20 @@ impl<'a> Simulation<'a> {
         let call = self.calls.get_mut(call_handle).expect("caller of a live call");
         let (tenant, hop, retry, request_id) = (call.tenant as usize, call.hop as usize, call.tries(), call.request_id);
         let draws = jitter_item_key(jitter, call);
-        let (at, wait) = match next_retry(spec, draws, call, now, failure, retry_after) {
+        let (mut at, wait) = match next_retry(spec, draws, call, now, failure, retry_after) {
             Ok(next) => next,
             Err(reason) => return self.end_call(call_handle, CallEnd::Dlq(reason)),
         };
+        let timing = &spec.tenants[tenant].timing;
+        if call.parent == NO_PARENT && !timing.is_zero() {
+            // The client process fires the retry later than its backoff says (`ClientTiming`):
+            // how busy it is is the attempts its tenant sent in this bucket so far, per second.
+            let sent = self.record.tenant_series[tenant][self.bucket_now].attempts;
+            at = at.saturating_add(timing.added(f64::from(sent) / crate::engine::time::ns_to_secs(spec.bucket)));
+            if at >= call.deadline_at {
+                return self.end_call(call_handle, CallEnd::Dlq(DlqReason::Deadline));
+            }
+        }
         if !self.budget_allows_retry(call_handle, failure) {
             self.record.tenants[tenant].retries_denied += 1;
             return self.end_call(call_handle, CallEnd::Dlq(DlqReason::Budget));

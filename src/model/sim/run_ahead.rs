@@ -80,8 +80,10 @@ impl<T: Copy> Held<T> {
 
 impl RunAhead {
     pub(super) fn new(spec: &SimSpec, answers_in_place: &[bool]) -> RunAhead {
+        // A client's own delays depend on how busy its tenant is, which running ahead skips.
         let scenario_ok =
-            spec.hops.iter().all(|h| h.pool.is_none() && h.autoscale.is_none() && h.replicas.health_check.is_none());
+            spec.hops.iter().all(|h| h.pool.is_none() && h.autoscale.is_none() && h.replicas.health_check.is_none())
+                && spec.tenants.iter().all(|t| t.timing.is_zero());
         let hops = spec
             .hops
             .iter()
