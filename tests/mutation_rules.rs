@@ -622,3 +622,34 @@ fn a_ttl_one_nanosecond_past_the_window_holds_the_budget_invariant() {
     assert!(report.budget.idempotency_ttl.seconds > 3600.0, "1 h + 1 ns, not 1 h × 1");
     assert!(report.invariant_holds, "a TTL 1 ns longer than the window outlasts it");
 }
+
+/// Rule: a backlog has cleared once it is back to its normal level, the largest level at the
+/// bucket boundaries up to the first trigger's start — the boundary at or just before the start
+/// included — and at least the hop's workers.
+///
+/// 100 ms buckets, one worker, a fault over [250 ms, 500 ms). Per-bucket entered − left:
+/// +2, +4, +3, +3, then −2 six times, so the backlog at boundaries 0 … 10 (0 … 1 s) is
+/// 0, 2, 6, 9, 12, 10, 8, 6, 4, 2, 0. The boundaries before the start (250 ms) are 0, 100 and
+/// 200 ms: normal level max(0, 2, 6, 1 worker) = 6. From the trigger's end (boundary 5) the first
+/// level ≤ 6 is boundary 7 (700 ms): cleared 700 − 500 = 200 ms after it. Leaving out the 200 ms
+/// boundary (normal 2) would clear at boundary 9 (0.4 s); counting post-trigger levels as normal
+/// (12) would clear at once (0 s).
+#[test]
+fn a_backlog_clears_at_its_largest_level_up_to_the_trigger_start() {
+    use retrystorm::metrics::after::after_trigger;
+    let source = OUTAGE
+        .replace("from = \"0s\"", "from = \"250ms\"")
+        .replace("to = \"2s\"", "to = \"500ms\"")
+        .replace("name = \"api\"", "name = \"api\"\nworkers = 1");
+    let spec = Scenario::from_source("cleared.toml", &source, &[]).unwrap_or_else(|e| panic!("{e}")).base;
+    let shape = spec.run_shape();
+    assert_eq!((shape.first_trigger_start, shape.trigger_end), (Some(250_000_000), Some(500_000_000)));
+    assert_eq!((shape.bucket, shape.hops[0].workers), (100_000_000, 1));
+    let net = [2, 4, 3, 3, -2, -2, -2, -2, -2, -2];
+    let rec = record(&spec, None, |b| {
+        let n: i32 = net.get(b).copied().unwrap_or(0);
+        HopBucket { entered: n.max(0) as u32, left: (-n).max(0) as u32, ..HopBucket::default() }
+    });
+    let after = after_trigger(&rec.hop_series[0], &shape, 0, shape.hops[0].capacity_per_s);
+    assert_eq!(after.backlog_cleared_s, Some(0.2), "normal level 6 (the 200 ms boundary): 700 ms − 500 ms");
+}
