@@ -1027,13 +1027,14 @@ impl<'a> Simulation<'a> {
     fn requeue(&mut self, call_handle: Handle) {
         let call = self.calls.get(call_handle).expect("live");
         let (tenant, hop, left) = (call.tenant as usize, call.hop as usize, call.requeues_left);
-        if left == 0 || !self.budget_allows_retry(call_handle, FailureKind::Transient) {
+        // (A call's requeues are counted in 16 bits: one that has made 65,535 stops there.)
+        if left == 0 || call.requeues == u16::MAX || !self.budget_allows_retry(call_handle, FailureKind::Transient) {
             self.record.tenants[tenant].retries_denied += 1;
             return self.end_call(call_handle, CallEnd::Dlq(DlqReason::Budget));
         }
         let call = self.calls.get_mut(call_handle).expect("live");
         call.requeues_left = left - 1;
-        call.requeues = call.requeues.saturating_add(1);
+        call.requeues += 1;
         let b = self.bucket();
         // A retry scheduled with no wait; not a backoff delay, so not among the delay samples.
         self.record.hop_series[hop][b].retries_scheduled += 1;
