@@ -339,6 +339,10 @@ pub struct Simulation<'a> {
     bucket_until: Nanos,
     /// Some hop has a connection pool (without, no call looks for one).
     any_pool: bool,
+    /// Some policy requeues refused attempts (`policy.requeue`): the requeue bookkeeping runs.
+    any_requeue: bool,
+    /// Some tenant has `client_timing`: its retries are shifted.
+    any_client_timing: bool,
     /// Per hop: an attempt arriving in the event that sent it is answered in place, without a
     /// slab slot, when the hop answers it at once ([`Simulation::arrive_in_place`]): no network
     /// delay either way (so the reply is in the same instant), no `lost_reply` fault that could
@@ -462,6 +466,8 @@ impl<'a> Simulation<'a> {
             bucket_now: 0,
             bucket_until: spec.bucket,
             any_pool: spec.hops.iter().any(|h| h.pool.is_some()),
+            any_requeue: spec.policies.iter().any(|p| p.requeue),
+            any_client_timing: spec.tenants.iter().any(|t| !t.timing.is_zero()),
             ahead: run_ahead::RunAhead::new(spec, &answers_in_place),
             answers_in_place,
             calls: Slab::default(),
@@ -986,7 +992,8 @@ impl<'a> Simulation<'a> {
             return self.end_call(call_handle, end);
         };
         self.budget_on_failure(call_handle, reply != Reply::LocalReject);
-        if reply == Reply::Refused
+        if self.any_requeue
+            && reply == Reply::Refused
             && self.spec.policies[self.calls.get(call_handle).expect("live").policy as usize].requeue
         {
             return self.requeue(call_handle);
@@ -999,8 +1006,8 @@ impl<'a> Simulation<'a> {
             Ok(next) => next,
             Err(reason) => return self.end_call(call_handle, CallEnd::Dlq(reason)),
         };
-        let timing = &spec.tenants[tenant].timing;
-        if call.parent == NO_PARENT && !timing.is_zero() {
+        if self.any_client_timing && call.parent == NO_PARENT && !spec.tenants[tenant].timing.is_zero() {
+            let timing = &spec.tenants[tenant].timing;
             // The client process fires the retry later than its backoff says (`ClientTiming`):
             // how busy it is is the attempts its tenant sent in this bucket so far, per second.
             let sent = self.record.tenant_series[tenant][self.bucket_now].attempts;
@@ -1014,8 +1021,10 @@ impl<'a> Simulation<'a> {
             return self.end_call(call_handle, CallEnd::Dlq(DlqReason::Budget));
         }
         self.count_retry_scheduled(hop, retry, request_id, wait);
-        let call = self.calls.get_mut(call_handle).expect("live");
-        call.requeues_left = requeues_unset(&spec.policies[call.policy as usize]);
+        if self.any_requeue {
+            let call = self.calls.get_mut(call_handle).expect("live");
+            call.requeues_left = requeues_unset(&spec.policies[call.policy as usize]);
+        }
         self.schedule_retry(at, call_handle);
     }
 
