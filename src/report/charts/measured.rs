@@ -1,6 +1,6 @@
 //! The measured load over the simulated one (`compare --emulate`): per variant, the attempts per
 //! second at the entry hop, the simulated range over the replications shaded, the simulated mean
-//! dashed and the emulated run's measurement as a line in the variant's colour.
+//! dashed and the emulated runs' measurement (their mean) as a line in the variant's colour.
 
 use super::{palette, DrawResult, Figure, FONT};
 use crate::engine::time::ns_to_secs;
@@ -18,6 +18,15 @@ pub struct MeasuredLoad<'a> {
     pub measured: &'a Study,
 }
 
+/// What the measured line is: one run, or the mean of several (`--emulate-runs`).
+fn measured_words(runs: u32) -> String {
+    if runs > 1 {
+        format!("mean of {runs} runs")
+    } else {
+        "one run".to_string()
+    }
+}
+
 /// Height of one variant's panel.
 const PANEL_PX: u32 = 260;
 
@@ -28,8 +37,9 @@ impl Figure for MeasuredLoad<'_> {
 
     fn caption(&self) -> String {
         format!(
-            "Attempts per second at the entry hop: the simulated range over {} replications shaded, its mean dashed, the load measured on 127.0.0.1 as a line.",
-            self.simulated.replications
+            "Attempts per second at the entry hop: the simulated range over {} replications shaded, its mean dashed, the load measured on 127.0.0.1 ({}) as a line.",
+            self.simulated.replications,
+            measured_words(self.measured.replications)
         )
     }
 
@@ -52,8 +62,9 @@ impl Figure for MeasuredLoad<'_> {
         let grey = RGBColor(110, 110, 110);
         title.draw(&Rectangle::new([(20, 46), (48, 58)], grey.mix(0.3).filled()))?;
         let key = format!(
-            "simulated range over {} replications        - - simulated mean        measured (one run, colour)",
-            sim.replications
+            "simulated range over {} replications        - - simulated mean        measured ({}, colour)",
+            sim.replications,
+            measured_words(self.measured.replications)
         );
         title.draw(&Text::new(key, (56, 44), (FONT, 15).into_font().color(&BLACK)))?;
         let names: Vec<&str> = sim.variants.iter().map(|v| v.name.as_str()).collect();
