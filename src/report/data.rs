@@ -206,6 +206,19 @@ fn dist_words(dist: &Dist) -> String {
     }
 }
 
+/// A tenant's `client_timing` in words, after its arrivals (nothing when it adds nothing).
+fn client_timing_words(t: &crate::model::ClientTiming) -> String {
+    if t.is_zero() {
+        return String::new();
+    }
+    format!(
+        "; each retry +{} overhead, +{} lateness, +{} per 1,000 attempts/s (client timing)",
+        duration_words(t.overhead),
+        duration_words(t.lateness),
+        duration_words(t.lateness_per_1000_per_s)
+    )
+}
+
 fn arrival_words(arrival: &Arrival) -> String {
     let d = |ns: Nanos| duration_words(ns);
     match arrival {
@@ -291,6 +304,9 @@ fn policy_info(p: &RetryPolicy) -> PolicyInfo {
     }
     if let Some(budget) = &p.budget {
         summary.push_str(&format!(", {}", budget_words(budget)));
+    }
+    if p.requeue {
+        summary.push_str(", requeues refused attempts at once (Finagle)");
     }
     if let Some(b) = &p.breaker {
         summary.push_str(&format!(
@@ -481,7 +497,7 @@ pub fn setup_of(spec: &SimSpec) -> Setup {
             .map(|t| TenantInfo {
                 name: t.name.clone(),
                 clients: t.clients,
-                arrival: arrival_words(&t.arrival),
+                arrival: arrival_words(&t.arrival) + &client_timing_words(&t.timing),
                 policy: policy_name(t.policy),
                 invalid_fraction: t.invalid_fraction,
                 poison_fraction: t.poison_fraction,
