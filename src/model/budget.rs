@@ -448,8 +448,9 @@ impl BudgetKind {
         }
     }
 
-    /// What a retry after `failure` pays when [`BudgetKind::try_retry`] allows it: a call keeps
-    /// only the failure it paid for (one byte) and reads its cost back here for the refund.
+    /// What a retry after `failure` pays when [`BudgetKind::try_retry`] allows it (the one
+    /// definition: `try_retry` returns it, and a call, which keeps only the failure it paid for,
+    /// reads it back here for the refund).
     pub fn cost_of(&self, failure: FailureKind) -> f64 {
         match self {
             BudgetKind::AwsQuota { retry_cost, timeout_cost, throttling_cost, .. } => match failure {
@@ -492,36 +493,46 @@ impl BudgetKind {
         percent * w.sum(now, REQUESTS) + reserve - w.sum(now, RETRIES_PAID)
     }
 
+    /// A windowed budget with `allowed` retries left pays for one when it covers it.
+    fn pay_in_window(window: &mut SlidingCounts<2>, now: Nanos, allowed: f64) -> bool {
+        let covered = TokenBucket::covers(allowed, 1.0);
+        if covered {
+            window.add(now, RETRIES_PAID, 1.0);
+        }
+        covered
+    }
+
     /// May the call retry now? On yes, the retry is paid for; returns the cost paid (AWS refunds
     /// it on success; concurrent retries: the one slot it holds), or `None` to refuse.
     pub fn try_retry(&self, state: &mut BudgetState, now: Nanos, failure: FailureKind) -> Option<f64> {
-        match self {
-            BudgetKind::AwsQuota { .. } => {
-                let cost = self.cost_of(failure);
-                TokenBucket::try_take(&mut state.tokens, cost).then_some(cost)
+        let cost = self.cost_of(failure);
+        let granted = match self {
+            // The kinds that pay in tokens pay the cost itself.
+            BudgetKind::AwsQuota { .. } | BudgetKind::TokenBucket { .. } => {
+                TokenBucket::try_take(&mut state.tokens, cost)
             }
             &BudgetKind::GrpcThrottle { max_tokens, token_ratio } => {
-                GrpcTokens { max_tokens, token_ratio }.allows(state.tokens).then_some(0.0)
+                GrpcTokens { max_tokens, token_ratio }.allows(state.tokens)
             }
             &BudgetKind::Finagle { ttl, percent, min_retries_per_s } => {
                 let credit = Self::finagle_credit(state, now, ttl, percent, min_retries_per_s);
-                TokenBucket::covers(credit, 1.0).then(|| state.window().add(now, RETRIES_PAID, 1.0)).map(|_| 0.0)
+                Self::pay_in_window(state.window(), now, credit)
             }
             BudgetKind::Ratio { ratio, min_retries, .. } => {
                 let w = state.window();
                 let allowed = (ratio * w.sum(now, REQUESTS)).max(*min_retries) - w.sum(now, RETRIES_PAID);
-                TokenBucket::covers(allowed, 1.0).then(|| w.add(now, RETRIES_PAID, 1.0)).map(|_| 0.0)
+                Self::pay_in_window(w, now, allowed)
             }
-            BudgetKind::AdaptiveThrottle { .. } => Some(0.0),
-            BudgetKind::TokenBucket { .. } => TokenBucket::try_take(&mut state.tokens, 1.0).then_some(1.0),
+            BudgetKind::AdaptiveThrottle { .. } => true,
             &BudgetKind::ConcurrentRetries { budget_percent, min_retry_concurrency } => {
                 let (&mut calls, retries) = state.outstanding();
                 let granted = *retries < concurrent_retry_limit(budget_percent, min_retry_concurrency, calls);
                 *retries += u64::from(granted);
                 Self::refresh_slots(state, budget_percent, min_retry_concurrency);
-                granted.then_some(1.0)
+                granted
             }
-        }
+        };
+        granted.then_some(cost)
     }
 
     /// An attempt succeeded; `last_cost` is what its last retry paid (None if it was the first try).

@@ -246,15 +246,18 @@ fn tenant(t: &RawTenant, policy_names: &[&str]) -> V<TenantSpec> {
     Ok(TenantSpec { name: t.name.clone(), clients, arrival, policy, invalid_fraction, poison_fraction, timing })
 }
 
+/// A field of `a` present (`present`) that its arrival kind does not use: refused by name.
+fn forbid_arrival_field(a: &RawArrival, at: &str, present: bool, f: &str) -> V<()> {
+    if present {
+        Err(Invalid::at(&format!("{at}.{f}"), format!("is not used by arrival kind `{}`; remove it", a.kind)))
+    } else {
+        Ok(())
+    }
+}
+
 fn arrival(a: &RawArrival, at: &str) -> V<Arrival> {
     let field = |f: &str| format!("{at}.{f}");
-    let forbid = |present: bool, f: &str| {
-        if present {
-            Err(Invalid::at(&field(f), format!("is not used by arrival kind `{}`; remove it", a.kind)))
-        } else {
-            Ok(())
-        }
-    };
+    let forbid = |present: bool, f: &str| forbid_arrival_field(a, at, present, f);
     let start = a.start.map_or(0, |d| d.0);
     let spread = a.spread.map_or(0, |d| d.0);
     // The name is read first, refused after the fields that belong to other kinds.
@@ -397,13 +400,7 @@ fn dist(d: &RawDist, at: &str) -> V<Dist> {
 /// `{ kind = "ramp", from_rate_per_s = 0.0, rate_per_s = 300.0, over = "8s" }`.
 fn ramp(a: &RawArrival, at: &str) -> V<Arrival> {
     let field = |f: &str| format!("{at}.{f}");
-    let forbid = |present: bool, f: &str| {
-        if present {
-            Err(Invalid::at(&field(f), "is not used by arrival kind `ramp`; remove it"))
-        } else {
-            Ok(())
-        }
-    };
+    let forbid = |present: bool, f: &str| forbid_arrival_field(a, at, present, f);
     forbid(a.start.is_some(), "start")?;
     forbid(a.spread.is_some(), "spread")?;
     forbid(a.think.is_some(), "think")?;

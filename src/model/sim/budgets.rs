@@ -140,7 +140,7 @@ impl Simulation<'_> {
     pub(super) fn budget_on_success(&mut self, call_handle: Handle, succeeded: bool) {
         let now = self.now;
         let call = self.calls.get(call_handle).expect("live");
-        let paid_for = call.paid_for();
+        let paid_for = call.paid;
         let (budget_key, breaker_key) = self.scope_keys(call);
         let policy = &self.spec.policies[call.policy as usize];
         if let (Some(key), Some(spec)) = (breaker_key, policy.breaker.as_ref()) {

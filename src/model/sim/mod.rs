@@ -180,7 +180,7 @@ struct Call {
     payload: Payload,
     jitter: JitterState,
     /// The failure the last retry paid the budget for, if it paid (AWS refunds its cost on
-    /// success; see [`Call::paid_for`]). One byte where a flag and the cost took nine.
+    /// success, reading the cost back from its budget kind). One byte where a flag and the cost took nine.
     paid: Option<FailureKind>,
     /// Attempts of `attempts_made` that were requeues (`policy.requeue`): they do not count
     /// against `max_attempts` and add no backoff.
@@ -217,11 +217,6 @@ impl Call {
     /// The attempt this call was made for, `None` for a client's call.
     fn parent(&self) -> Option<Handle> {
         (self.parent != NO_PARENT).then_some(self.parent)
-    }
-
-    /// The failure the last retry paid the budget for, if it paid.
-    fn paid_for(&self) -> Option<FailureKind> {
-        self.paid
     }
 
     /// Tries of the retry policy so far: the attempts made less the requeues among them.
