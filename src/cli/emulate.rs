@@ -477,7 +477,7 @@ fn side_by_side_text(
         cpu_words(e)
     );
     if let Some(advice) = e.client_delays.advice() {
-        let _ = writeln!(text, "{advice}.");
+        let _ = writeln!(text, "{advice}");
     }
     let _ = writeln!(
         text,

@@ -291,9 +291,11 @@ impl ClientDelayFit {
     pub fn advice(&self) -> Option<String> {
         let (at_rest, per_1000) = self.line()?;
         let ms = |s: f64| format!("{:.3}ms", s.max(0.0) * 1e3);
-        let clipped = if at_rest < 0.0 || per_1000 < 0.0 { " (a negative part is written as 0)" } else { "" };
+        let clipped =
+            if at_rest < 0.0 || per_1000 < 0.0 { "\n(a negative part of the fit is written as 0)" } else { "" };
+        // Lines within 100 columns; the third is the field to paste.
         Some(format!(
-            "the clients' own delay on a retry, over {} retries: {:.3} ms on average, fitted {:.3} ms + {:.3} ms per 1,000 attempts/s; to simulate it: client_timing = {{ lateness = \"{}\", lateness_per_1000_per_s = \"{}\" }}{clipped}",
+            "the clients' own delay on a retry, over {} retries: {:.3} ms on average,\nfitted {:.3} ms + {:.3} ms per 1,000 attempts/s; to simulate it, on the tenant:\n  client_timing = {{ lateness = \"{}\", lateness_per_1000_per_s = \"{}\" }}{clipped}",
             self.n,
             self.sum_y / self.n as f64 * 1e3,
             at_rest * 1e3,
@@ -542,5 +544,6 @@ mod client_delay_fit_tests {
         assert_eq!(ClientDelayFit::default().line(), None);
         let advice = all.merged(&ClientDelayFit::default()).advice().expect("advice");
         assert!(advice.contains("lateness = \"2.000ms\", lateness_per_1000_per_s = \"0.500ms\""), "{advice}");
+        assert!(advice.lines().all(|l| l.chars().count() <= 100), "{advice}");
     }
 }

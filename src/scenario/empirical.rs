@@ -30,8 +30,9 @@ fn percentiles(d: &RawDist) -> Vec<(&'static str, f64, Dur)> {
 }
 
 /// The fields only `empirical` (and a fitted `lognormal`) use, checked absent elsewhere.
-pub fn forbid_fields(d: &RawDist, at: &str) -> V<()> {
-    let fitted = d.dist == "lognormal";
+///
+/// `fitted`: the dist is a lognormal, which may be given by percentiles too.
+pub fn forbid_fields(d: &RawDist, at: &str, fitted: bool) -> V<()> {
     let present = [
         ("file", d.file.is_some()),
         ("unit", d.unit.is_some()),

@@ -15,6 +15,17 @@ use crate::model::trace::{TraceArrival, TraceData};
 use crate::model::Arrival;
 use std::sync::{Arc, Mutex};
 
+/// A trace's `format` as written; the names listed in messages come from this type, in this
+/// order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum TraceFormat {
+    /// One request per row, at its timestamp.
+    Timestamps,
+    /// A count or rate per interval.
+    Counts,
+}
+
 /// Header names read as the time column.
 const TIME_NAMES: [&str; 7] = ["timestamp", "time", "ts", "t", "start_time", "@timestamp", "date"];
 /// Header names read as a per-interval value, with what they count.
@@ -155,20 +166,13 @@ fn read(a: &RawArrival, file: &str, handle: Bounded, at: &str) -> V<TraceData> {
     let value_named = named("column", &a.column)?;
     let value_auto = VALUE_NAMES.iter().find_map(|(n, per)| find(n).map(|i| (i, *per)));
     let format = match a.format.as_deref() {
-        Some(f @ ("timestamps" | "counts")) => f,
-        Some(other) => {
-            return Err(super::checks::unknown(
-                &at.replace(".file", ".format"),
-                "trace format",
-                other,
-                &["timestamps", "counts"],
-            ))
-        }
-        None if value_auto.is_some() && value_named.is_none_or(|c| Some(c) != time_col) => "counts",
-        None => "timestamps",
+        Some(f) => super::tagged::read_name::<TraceFormat>(f)
+            .map_err(|names| super::checks::unknown(&at.replace(".file", ".format"), "trace format", f, names))?,
+        None if value_auto.is_some() && value_named.is_none_or(|c| Some(c) != time_col) => TraceFormat::Counts,
+        None => TraceFormat::Timestamps,
     };
     let unit = unit_ns(a.unit.as_deref(), &at.replace(".file", ".unit"))?;
-    if format == "timestamps" {
+    if format == TraceFormat::Timestamps {
         let col = value_named.or(time_col).or((headers.len() == 1).then_some(0)).ok_or_else(|| {
             at_line(
                 at,

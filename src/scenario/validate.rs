@@ -355,7 +355,7 @@ fn dist(d: &RawDist, at: &str) -> V<Dist> {
     // The name is read first, refused after the fields that belong to `empirical`.
     let name = super::tagged::read_name::<DistName>(&d.dist);
     if name != Ok(DistName::Empirical) {
-        super::empirical::forbid_fields(d, at)?;
+        super::empirical::forbid_fields(d, at, name == Ok(DistName::Lognormal))?;
     }
     match name.map_err(|names| unknown(&field("dist"), "dist", &d.dist, names))? {
         DistName::Empirical => super::empirical::dist(d, at),
