@@ -200,7 +200,7 @@ pub(crate) async fn call(shared: &Shared, caller: Caller, addr: SocketAddr, id: 
                 if tenant_call {
                     let c = &mut r.tenants[ti];
                     c.succeeded += 1;
-                    let _ = c.latency_us.record(now.saturating_sub(arrived) / 1_000);
+                    c.record_latency(now.saturating_sub(arrived) / 1_000);
                     r.tenant_series[ti][b].successes += 1;
                     r.completion_time_ns = r.completion_time_ns.max(now);
                 }

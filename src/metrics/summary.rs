@@ -27,7 +27,11 @@ fn ratio(num: f64, den: f64) -> Option<f64> {
     (den > 0.0).then(|| num / den)
 }
 
-fn latency_rows(hist: &Histogram<u64>) -> MetricRow {
+/// The latency metrics of `hist`, whose latencies sum to `sum_us`: the mean is that sum over
+/// the count, exact (HdrHistogram's `mean` estimates it from the buckets' midpoints, and
+/// walking every bucket for it was most of a short replication's fixed cost,
+/// docs/PERFORMANCE.md); the quantiles are the histogram's.
+fn latency_rows(hist: &Histogram<u64>, sum_us: u128) -> MetricRow {
     // The four quantiles in one pass over the counts (`value_at_quantiles`: the same values as
     // `value_at_quantile` one at a time, which walked them four times in every replication).
     let mut quantiles = [None; 4];
@@ -38,7 +42,7 @@ fn latency_rows(hist: &Histogram<u64>) -> MetricRow {
     }
     let [p50, p90, p99, p999] = quantiles;
     vec![
-        (Metric::LatencySMean, (!hist.is_empty()).then(|| us_to_secs(hist.mean()))),
+        (Metric::LatencySMean, (!hist.is_empty()).then(|| us_to_secs(sum_us as f64 / hist.len() as f64))),
         (Metric::LatencySP50, p50),
         (Metric::LatencySP90, p90),
         (Metric::LatencySP99, p99),
@@ -59,7 +63,8 @@ pub fn scalars(record: &RunRecord, spec: &RunShape) -> Scalars {
     let succeeded = sum(|t| t.succeeded);
     // Each tenant's latency metrics, read once; with one tenant they are the system's too (the
     // histograms' walks were a tenth of a short run's cost), more are pooled into a new one.
-    let tenant_latency: Vec<MetricRow> = record.tenants.iter().map(|t| latency_rows(&t.latency_us)).collect();
+    let tenant_latency: Vec<MetricRow> =
+        record.tenants.iter().map(|t| latency_rows(&t.latency_us, t.latency_sum_us)).collect();
     let latency = match tenant_latency.as_slice() {
         [one] => one.clone(),
         _ => {
@@ -67,7 +72,7 @@ pub fn scalars(record: &RunRecord, spec: &RunShape) -> Scalars {
             for t in &record.tenants {
                 all.add(&t.latency_us).expect("histograms of one config add");
             }
-            latency_rows(&all)
+            latency_rows(&all, record.tenants.iter().map(|t| t.latency_sum_us).sum())
         }
     };
     let hops: Vec<MetricRow> = (0..spec.hops.len()).map(|h| hop_row(record, spec, h, requests)).collect();

@@ -37,7 +37,7 @@ impl Simulation<'_> {
             CallEnd::Succeeded => {
                 t.succeeded += 1;
                 tb.successes += 1;
-                t.latency_us.record((now - call.created_at) / 1_000).expect("auto-resizing histograms accept any u64");
+                t.record_latency((now - call.created_at) / 1_000);
             }
             CallEnd::Rejected => {
                 t.rejected += 1;

@@ -524,6 +524,9 @@ impl<'a> Simulation<'a> {
         let mut cursor = 0;
         // Budget or breaker states to load ahead of first requests (below).
         let has_states = self.spec.policies.iter().any(|p| p.budget.is_some() || p.breaker.is_some());
+        // Asked now, not first at the 1,024th event: a short run's first events were a twentieth
+        // of its time, and hints that do not pay were most of theirs (docs/PERFORMANCE.md).
+        self.prefetching = self.prefetch_pays();
         loop {
             let arrival_at = firsts.get(cursor).map(|f| f.0).filter(|&t| t < self.spec.horizon);
             let event_at = self.queue.peek_time();
