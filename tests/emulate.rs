@@ -3,8 +3,9 @@
 
 use retrystorm::emulate::{self, Options};
 use retrystorm::metrics::catalogue::Metric;
-use retrystorm::runner::{run_study, RunOptions, Study};
-use retrystorm::scenario::Scenario;
+use retrystorm::metrics::RunRecord;
+use retrystorm::runner::{run_study, Emulation, RunOptions, Study};
+use retrystorm::scenario::{Scenario, Variant};
 use std::process::Command;
 
 /// An outage-herd in small: 300 clients in the first second, full jitter (8 attempts), an outage of the
@@ -41,6 +42,16 @@ from = "0s"
 to = "3s"
 "#;
 
+/// The first variant emulated once in real time on loopback (30 s at most; a loaded test
+/// machine's late timers are recorded, not refused).
+fn emulate_once(scenario: &Scenario, variants: &[Variant]) -> (RunRecord, Emulation) {
+    let options =
+        Options { time_scale: 1.0, max_seconds: 30.0, max_requests: 1_000, allow_late: true, ..Options::default() };
+    let spec = &variants[0].spec;
+    let checked = emulate::preflight(spec, &options).unwrap_or_else(|e| panic!("{e}"));
+    emulate::run(spec, scenario.seed, &options, &checked).unwrap_or_else(|e| panic!("{e}"))
+}
+
 fn values(study: &Study, metric: Metric) -> Vec<f64> {
     study.variants[0].metrics.get(metric).expect("catalogued").values.iter().flatten().copied().collect()
 }
@@ -57,12 +68,7 @@ fn a_small_herd_on_loopback_agrees_with_the_simulation() {
     let scenario = Scenario::from_source("tiny-herd", TINY_HERD, &[]).unwrap_or_else(|e| panic!("{e}"));
     let variants = scenario.run_variants();
     let simulated = run_study(&scenario, &variants, &RunOptions { threads: Some(2), progress: false });
-    // A loaded test machine may be late; the run records it rather than refusing.
-    let options =
-        Options { time_scale: 1.0, max_seconds: 30.0, max_requests: 1_000, allow_late: true, ..Options::default() };
-    let spec = &variants[0].spec;
-    let checked = emulate::preflight(spec, &options).unwrap_or_else(|e| panic!("{e}"));
-    let (record, emulation) = emulate::run(spec, scenario.seed, &options, &checked).unwrap_or_else(|e| panic!("{e}"));
+    let (record, emulation) = emulate_once(&scenario, &variants);
     assert!(emulation.emulated && emulation.connections > 0 && emulation.timer_samples > 0);
     assert!(record.truncated.is_none(), "the run stopped early: {:?}", record.truncated);
     // Every retry of the tenant's clients had its own delay measured (the data `client_timing`
@@ -146,11 +152,7 @@ fn a_chain_calls_its_next_hop_over_its_socket_and_the_retries_multiply_as_simula
     let scenario = Scenario::from_source("tiny-chain", TINY_CHAIN, &[]).unwrap_or_else(|e| panic!("{e}"));
     let variants = scenario.run_variants();
     let simulated = run_study(&scenario, &variants, &RunOptions { threads: Some(2), progress: false });
-    let options =
-        Options { time_scale: 1.0, max_seconds: 30.0, max_requests: 1_000, allow_late: true, ..Options::default() };
-    let spec = &variants[0].spec;
-    let checked = emulate::preflight(spec, &options).unwrap_or_else(|e| panic!("{e}"));
-    let (record, emulation) = emulate::run(spec, scenario.seed, &options, &checked).unwrap_or_else(|e| panic!("{e}"));
+    let (record, emulation) = emulate_once(&scenario, &variants);
     assert!(record.truncated.is_none(), "the run stopped early: {:?}", record.truncated);
     let attempts = |r: &retrystorm::metrics::RunRecord| (r.hops[0].attempts, r.hops[1].attempts);
     assert_eq!(attempts(&record), (80, 240), "measured attempts at front and back");
@@ -159,6 +161,63 @@ fn a_chain_calls_its_next_hop_over_its_socket_and_the_retries_multiply_as_simula
     assert!(sim_front.iter().all(|&a| a == 80.0), "simulated attempts at the first hop: {sim_front:?}");
     let measured = retrystorm::runner::assemble(&scenario, &variants, vec![record], 1, emulation.wall_s);
     assert_eq!(measured.variants[0].metrics.mean(Metric::SuccessRatio), Some(0.0));
+}
+
+/// Network delays and a rate profile on real sockets: no request before 2 s (the profile's
+/// rate is 0 there), then 40/s; each leg of every attempt 40 ms, the service 10 ms.
+const DELAYED_PROFILE: &str = r#"
+name = "delayed-profile"
+seed = 11
+horizon = "4s"
+bucket = "500ms"
+replications = 1
+
+[[tenant]]
+name = "main"
+clients = 100
+arrival = { kind = "profile", steps = [{ from = "0s", rate_per_s = 0.0 }, { from = "2s", rate_per_s = 40.0 }] }
+policy = "once"
+
+[policy.once]
+jitter = "none"
+max_attempts = 1
+attempt_timeout = "2s"
+
+[[hop]]
+name = "api"
+workers = 8
+service = { dist = "constant", mean = "10ms" }
+network = { dist = "constant", mean = "40ms" }
+"#;
+
+#[test]
+fn network_delays_and_a_rate_profile_are_emulated() {
+    let scenario = Scenario::from_source("delayed-profile", DELAYED_PROFILE, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let variants = scenario.run_variants();
+    let (record, emulation) = emulate_once(&scenario, &variants);
+    assert!(record.truncated.is_none(), "the run stopped early: {:?}", record.truncated);
+    let arrivals: Vec<u32> = record.tenant_series[0].iter().map(|b| b.arrivals).collect();
+    // The profile: nothing in the first four buckets (0–2 s); after it, 80 expected in 2 s, a
+    // Poisson count (± 5 sd = ± 45 keeps a false failure below one in a million).
+    assert!(arrivals[..4].iter().all(|&a| a == 0), "arrivals before 2 s: {arrivals:?}");
+    let requests = record.tenants[0].requests;
+    assert!((35..=125).contains(&requests), "{requests} requests where 80 are expected");
+    // Every request succeeds after 40 + 10 + 40 ms. The emulator wakes each of its timers
+    // early by this machine's mean lateness (measured before the run) so that they are on time
+    // on average, and a timer is never early otherwise: four waits (the arrival, both legs and
+    // the service) can end at most 4 × that early; the histogram's minimum is its bucket's lower
+    // edge, within 0.1% (90 µs).
+    assert_eq!(record.tenants[0].succeeded, requests);
+    let hist = &record.tenants[0].latency_us;
+    let early_us = 4.0 * emulation.timer_lateness_calibration_mean_s * 1e6;
+    assert!(
+        hist.min() as f64 >= 90_000.0 - early_us - 90.0,
+        "a request took {} µs, under the two legs and the service ({early_us} µs of timers' correction)",
+        hist.min()
+    );
+    let mean_s = record.tenants[0].latency_sum_us as f64 / requests as f64 / 1e6;
+    let late = emulation.timer_lateness_p99_s;
+    assert!(mean_s < 0.090 + 3.0 * late.max(0.005), "mean latency {mean_s} s; timers p99 {late} s late");
 }
 
 #[test]
@@ -300,23 +359,23 @@ fn an_unsupported_feature_is_refused_by_name_with_exit_code_2_and_nothing_writte
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("out");
     let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
-        .args(["emulate", "scenarios/chain-amplification.toml", "--out"])
+        .args(["emulate", "scenarios/overload-shedding.toml", "--out"])
         .arg(&out)
         .output()
         .expect("binary runs");
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("hop `edge`'s network delay") && stderr.contains("not emulated"), "{stderr}");
+    assert!(stderr.contains("a `capacity` fault") && stderr.contains("not emulated"), "{stderr}");
     assert!(!out.exists(), "a refused run wrote {}", out.display());
     // `compare --emulate` refuses before it simulates, writing neither directory.
     let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
-        .args(["compare", "scenarios/chain-amplification.toml", "--emulate", "--quiet", "--out"])
+        .args(["compare", "scenarios/overload-shedding.toml", "--emulate", "--quiet", "--out"])
         .arg(&out)
         .output()
         .expect("binary runs");
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("--emulate, variant") && stderr.contains("network delay"), "{stderr}");
+    assert!(stderr.contains("--emulate, variant") && stderr.contains("`capacity` fault"), "{stderr}");
     assert!(!out.exists() && !dir.path().join("out-emulated").exists());
     // A fault kind the emulator does not reproduce is named too.
     let scenario = dir.path().join("lost.toml");

@@ -131,9 +131,6 @@ pub fn check_supported(spec: &SimSpec) -> Result<(), EmulateError> {
     };
     for hop in &spec.hops {
         let h = &hop.name;
-        if !hop.network.is_zero() {
-            return refuse(format!("hop `{h}`'s network delay"));
-        }
         if hop.replicas.count != 1 || hop.autoscale.is_some() {
             return refuse(format!("hop `{h}`'s replicas or autoscaling"));
         }
@@ -157,9 +154,9 @@ pub fn check_supported(spec: &SimSpec) -> Result<(), EmulateError> {
     }
     for t in &spec.tenants {
         match t.arrival {
-            Arrival::Herd { .. } | Arrival::Poisson { .. } => {}
-            Arrival::Closed { .. } | Arrival::Profile { .. } | Arrival::Trace(_) | Arrival::Ramp { .. } => {
-                return refuse(format!("tenant `{}`'s arrival kind (herd and poisson are emulated)", t.name));
+            Arrival::Herd { .. } | Arrival::Poisson { .. } | Arrival::Profile { .. } => {}
+            Arrival::Closed { .. } | Arrival::Trace(_) | Arrival::Ramp { .. } => {
+                return refuse(format!("tenant `{}`'s arrival kind (herd, poisson and profile are emulated)", t.name));
             }
         }
         if t.invalid_fraction > 0.0 || t.poison_fraction > 0.0 {
@@ -214,8 +211,8 @@ fn lost_note(kind: &FaultKind) -> &'static str {
     }
 }
 
-/// Logical requests the scenario plans (herd: clients × requests each; Poisson: the mean count
-/// over the horizon plus five standard deviations).
+/// Logical requests the scenario plans (herd: clients × requests each; Poisson and profile: the
+/// mean count over the horizon plus five standard deviations).
 pub fn planned_requests(spec: &SimSpec) -> u64 {
     let horizon_s = crate::engine::time::ns_to_secs(spec.horizon);
     spec.tenants
@@ -226,7 +223,20 @@ pub fn planned_requests(spec: &SimSpec) -> u64 {
                 let mean = rate_per_s * horizon_s;
                 (mean + 5.0 * mean.sqrt()).ceil() as u64
             }
-            Arrival::Closed { .. } | Arrival::Profile { .. } | Arrival::Trace(_) | Arrival::Ramp { .. } => 0,
+            Arrival::Profile { ref steps } => {
+                // Each step's rate over its span, the last to the horizon.
+                let ends = steps.iter().skip(1).map(|s| s.0).chain(std::iter::once(spec.horizon));
+                let mean: f64 = steps
+                    .iter()
+                    .zip(ends)
+                    .map(|(&(from, rate), to)| {
+                        let span = to.min(spec.horizon).saturating_sub(from);
+                        rate * crate::engine::time::ns_to_secs(span)
+                    })
+                    .sum();
+                (mean + 5.0 * mean.sqrt()).ceil() as u64
+            }
+            Arrival::Closed { .. } | Arrival::Trace(_) | Arrival::Ramp { .. } => 0,
         })
         .sum()
 }

@@ -134,19 +134,40 @@ impl Drop for Inside<'_> {
     }
 }
 
-/// One attempt at the hop.
+/// One attempt: counted when it is sent (on loopback, when it is received), carried over the
+/// hop's network delay to the hop, served there, and its reply carried back over another draw
+/// of the delay (docs/MODEL.md: an attempt is counted at its send, and each leg takes its own
+/// draw). The delays are waited out here, holding no worker.
 async fn handle(hop: &Hop, shared: &Shared, req: &Request<Incoming>) -> Response<Full<Bytes>> {
     let h = hop.index;
-    let spec = &shared.spec;
-    let arrived = shared.clock.now();
+    let network = &shared.spec.hops[h].network;
+    let sent = shared.clock.now();
     let attempt = header(req, ATTEMPT_HEADER).unwrap_or(1);
-    let key = header(req, REQUEST_HEADER).unwrap_or(0);
-    let tenant = header(req, TENANT_HEADER).map_or(0, |t| (t as usize).min(spec.tenants.len() - 1));
     {
         let mut guard = shared.record.lock().expect("record lock");
         let r = &mut *guard;
-        r.hops[h].count_attempt(&mut r.hop_series[h][shared.bucket(arrived)], attempt > 1);
+        r.hops[h].count_attempt(&mut r.hop_series[h][shared.bucket(sent)], attempt > 1);
     }
+    let leg = || if network.is_zero() { 0 } else { network.sample(&mut *hop.rng.lock().expect("rng lock"), 0) };
+    let there = leg();
+    if there > 0 {
+        shared.sleep_until(sent.saturating_add(there)).await;
+    }
+    let response = serve(hop, shared, req).await;
+    let back = leg();
+    if back > 0 {
+        shared.sleep_until(shared.clock.now().saturating_add(back)).await;
+    }
+    response
+}
+
+/// The attempt at the hop, from its arrival to its reply.
+async fn serve(hop: &Hop, shared: &Shared, req: &Request<Incoming>) -> Response<Full<Bytes>> {
+    let h = hop.index;
+    let spec = &shared.spec;
+    let arrived = shared.clock.now();
+    let key = header(req, REQUEST_HEADER).unwrap_or(0);
+    let tenant = header(req, TENANT_HEADER).map_or(0, |t| (t as usize).min(spec.tenants.len() - 1));
     let fail = |status: StatusCode, retry_after_s: Option<f64>| {
         let mut r = shared.record.lock().expect("record lock");
         r.hop_series[h][shared.bucket(shared.clock.now())].failures += 1;
