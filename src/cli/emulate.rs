@@ -200,20 +200,22 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
     if !args.quiet {
         print!("{}", table::summary_table(&study, table::WIDTH));
         if let Some(e) = &study.emulation {
-            println!(
-                "measured on 127.0.0.1: timers {:.3} ms off their deadlines on average (p99 {:.3} ms) over {} sleeps; connection set-up {:.3} ms (p99 {:.3} ms) over {} connections; {:.1} s of wall time",
+            let mut text = format!(
+                "measured on 127.0.0.1: timers {:.3} ms off their deadlines on average (p99 {:.3} ms) over {} sleeps; connection set-up {:.3} ms (p99 {:.3} ms) over {} connections; {:.1} s of wall time\n{}\n",
                 e.timer_lateness_mean_s * 1e3,
                 e.timer_lateness_p99_s * 1e3,
                 e.timer_samples,
                 e.connect_mean_s * 1e3,
                 e.connect_p99_s * 1e3,
                 e.connections,
-                e.wall_s
+                e.wall_s,
+                cpu_words(e).trim_start_matches("; ")
             );
-            println!("{}", cpu_words(e).trim_start_matches("; "));
             if let Some(advice) = e.client_delays.advice() {
-                println!("{advice}");
+                text.push_str(&advice);
+                text.push('\n');
             }
+            print!("{}", table::fit(&text, table::WIDTH));
         }
         println!("wrote {} files to {}", written.len(), out.display());
     }
@@ -372,7 +374,7 @@ fn side_by_side_text(
     // interval for one run. Several are a sample: their mean is judged against the simulated
     // mean (Welch's 95% interval of the difference contains 0).
     let runs = measured.replications.max(1) as usize;
-    let mut text = if runs == 1 {
+    let header = if runs == 1 {
         format!(
             "\nsimulated ({} replications: mean and 95% prediction interval for one run) vs measured on 127.0.0.1 (one run, --time-scale {}):\n",
             simulated.replications, e.time_scale
@@ -383,9 +385,11 @@ fn side_by_side_text(
             simulated.replications, e.time_scale
         )
     };
+    // The prose is fitted to 100 columns; the table's rows are laid out within them.
+    let mut text = table::fit(&header, table::WIDTH);
     let verdict_heading = if runs == 1 { "inside" } else { "agree" };
     // Column widths: one run, an interval beside a number; several, two "mean ±half" cells.
-    let (metric_w, sim_w, meas_w) = if runs == 1 { (34, 30, 12) } else { (30, 20, 20) };
+    let (metric_w, sim_w, meas_w) = if runs == 1 { (30, 28, 12) } else { (30, 20, 20) };
     let _ = writeln!(
         text,
         "  {:<16} {:<metric_w$} {:>sim_w$} {:>meas_w$}  {verdict_heading}",
@@ -451,21 +455,22 @@ fn side_by_side_text(
             );
         }
     }
+    let mut tail = String::new();
     let _ = if runs == 1 {
         writeln!(
-            text,
+            tail,
             "{inside} of {judged} measurements fall inside the simulation's 95% prediction interval (about 1 in 20 falls outside by chance alone; recovery times, read in whole {} s buckets, get one bucket each side).",
             crate::engine::time::ns_to_secs(simulated.bucket)
         )
     } else {
         writeln!(
-            text,
+            tail,
             "{inside} of {judged} measured means agree with the simulated ones (about 1 in 20 disagrees by chance alone; recovery times, read in whole {} s buckets, get one bucket each side).",
             crate::engine::time::ns_to_secs(simulated.bucket)
         )
     };
     let _ = writeln!(
-        text,
+        tail,
         "what the simulation leaves out, measured: timers {:.3} ms off their deadlines on average (p99 {:.3} ms; raw lateness {:.3} ms, corrected); connection set-up {:.3} ms (p99 {:.3} ms) over {} connections; {:.1} s of wall time{}.",
         e.timer_lateness_mean_s * 1e3,
         e.timer_lateness_p99_s * 1e3,
@@ -477,13 +482,14 @@ fn side_by_side_text(
         cpu_words(e)
     );
     if let Some(advice) = e.client_delays.advice() {
-        let _ = writeln!(text, "{advice}");
+        let _ = writeln!(tail, "{advice}");
     }
     let _ = writeln!(
-        text,
+        tail,
         "wrote {files} files of the measured run to {} (load_measured.png: the measured load over the simulated range)",
         out.display()
     );
+    text.push_str(&table::fit(&tail, table::WIDTH));
     text
 }
 
