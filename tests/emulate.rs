@@ -220,6 +220,54 @@ fn network_delays_and_a_rate_profile_are_emulated() {
     assert!(mean_s < 0.090 + 3.0 * late.max(0.005), "mean latency {mean_s} s; timers p99 {late} s late");
 }
 
+/// Every attempt times out (100 ms) long before its service ends (300 ms): the hop goes on
+/// with the work its callers left, as the simulator's hop does, so each request is executed
+/// twice.
+const ABANDONED: &str = r#"
+name = "abandoned"
+seed = 3
+horizon = "3s"
+bucket = "500ms"
+replications = 2
+
+[[tenant]]
+name = "main"
+clients = 20
+arrival = { kind = "herd", start = "0s", spread = "2s", requests_per_client = 1 }
+policy = "impatient"
+
+[policy.impatient]
+jitter = "none"
+max_attempts = 2
+attempt_timeout = "100ms"
+
+[[hop]]
+name = "api"
+workers = 100
+service = { dist = "constant", mean = "300ms" }
+"#;
+
+#[test]
+fn a_hop_finishes_the_work_its_caller_gave_up_on() {
+    let scenario = Scenario::from_source("abandoned", ABANDONED, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let variants = scenario.run_variants();
+    let simulated = retrystorm::model::sim::run(&variants[0].spec, scenario.seed, 0);
+    // The simulator: both attempts of each of the 20 requests are served in full.
+    assert_eq!((simulated.hops[0].executions, simulated.hops[0].duplicates_no_key), (40, 20));
+    let (record, _) = emulate_once(&scenario, &variants);
+    assert_eq!(record.tenants[0].dlq, 20, "every request gives up after two timeouts");
+    // On real sockets the run ends when the last request does (at most 2.2 s), so a service
+    // still running then (the last requests', ending up to 0.4 s later) is not counted; every
+    // request that arrived before 1.6 s has both of its services counted. Dropping the work with
+    // the caller's connection (as hyper does unless the service runs in a task of its own)
+    // counted none.
+    let (executions, duplicates) = (record.hops[0].executions, record.hops[0].duplicates_no_key);
+    assert!(
+        executions > 0 && duplicates > 0 && duplicates <= 20 && executions <= 40,
+        "{executions} executions, {duplicates} duplicates"
+    );
+}
+
 #[test]
 fn repeated_emulated_runs_draw_other_jitter_and_compare_means() {
     // Three runs per variant, each with its own seed: the measurement gets an interval, the

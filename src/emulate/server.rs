@@ -90,9 +90,20 @@ pub(crate) async fn start(shared: &Arc<Shared>) -> Result<Servers, EmulateError>
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |req| {
                         let (hop, shared) = (Arc::clone(&hop), Arc::clone(&shared));
-                        async move { Ok::<_, Infallible>(handle(&hop, &shared, &req).await) }
+                        // The attempt is served in a task of its own: a client that timed out
+                        // closes its connection, which drops this future, but the hop goes on
+                        // with the work it took in (the simulator's model: a hop serves every
+                        // attempt it admitted, and the work done after the caller left is wasted
+                        // or, when it has an effect, a duplicate). The task ends with the run.
+                        let served = tokio::spawn(async move { handle(&hop, &shared, &req).await });
+                        async move {
+                            Ok::<_, Infallible>(
+                                served.await.unwrap_or_else(|_| reply(StatusCode::SERVICE_UNAVAILABLE, None)),
+                            )
+                        }
                     });
-                    // A client that timed out closes its connection; that ends this one.
+                    // A client that timed out closes its connection; that ends this one (not
+                    // the attempt's service, above).
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)
                         .await;
@@ -131,6 +142,16 @@ impl Drop for Inside<'_> {
         let b = self.shared.bucket(self.shared.clock.now());
         let mut r = self.shared.record.lock().expect("record lock");
         r.hop_series[self.hop.index][b].left += 1;
+    }
+}
+
+/// A service in progress, counted in `busy` (the load-dependent service time reads it) until
+/// it ends or its task is stopped.
+struct Busy<'a>(&'a Hop);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -215,6 +236,7 @@ async fn serve(hop: &Hop, shared: &Shared, req: &Request<Incoming>) -> Response<
         return fail(StatusCode::SERVICE_UNAVAILABLE, None);
     };
     let busy = hop.busy.fetch_add(1, Ordering::SeqCst) + 1;
+    let busy_guard = Busy(hop);
     let start = shared.clock.now();
     let drawn = spec.hops[h].service.sample(&mut *hop.rng.lock().expect("rng lock"), busy);
     let service = (drawn as f64 * slow) as Nanos;
@@ -228,7 +250,7 @@ async fn serve(hop: &Hop, shared: &Shared, req: &Request<Incoming>) -> Response<
         bucket.queue_wait_max_ns = bucket.queue_wait_max_ns.max(wait);
     }
     shared.sleep_until(start.saturating_add(service)).await;
-    hop.busy.fetch_sub(1, Ordering::SeqCst);
+    drop(busy_guard);
     let end = shared.clock.now();
     let crashed = spec.crash_during(h, 0, start, start.saturating_add(service));
     if let Some(crashed) = service_ended(hop, shared, (start, end), crashed, (key, tenant)) {
