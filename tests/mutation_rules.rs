@@ -885,3 +885,14 @@ fn a_shared_hedge_throttle_counts_each_timeout_the_call_sees_once() {
     assert_eq!((r.tenants[0].succeeded, r.tenants[0].dlq), (40, 4), "the four calls in the hang time out");
     assert_eq!(r.hops[0].hedges, 3 + 19);
 }
+
+/// Rule: the admission-limit series is 0 at a hop without a concurrency limit, even one whose
+/// other overload controls (a shed threshold) make it check every arrival. 100 requests, one
+/// hop guarded by `shed_queue_length` alone. Kills `is_concurrency_limit` → `true`
+/// (src/model/overload.rs): the hop's unlimited limit (infinite) was recorded as 4,294,967,295.
+#[test]
+fn a_hop_without_a_concurrency_limit_records_no_admission_limit() {
+    let r = run_toml(&hedged_hop(100, "10s", "", "10ms", "0s", "shed_queue_length = 5\n"));
+    assert_eq!(r.tenants[0].succeeded, 100);
+    assert!(r.hop_series[0].iter().all(|b| b.admission_limit == 0), "no limit series without a limit");
+}
