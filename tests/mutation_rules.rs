@@ -653,3 +653,246 @@ fn a_backlog_clears_at_its_largest_level_up_to_the_trigger_start() {
     let after = after_trigger(&rec.hop_series[0], &shape, 0, shape.hops[0].capacity_per_s);
     assert_eq!(after.backlog_cleared_s, Some(0.2), "normal level 6 (the 200 ms boundary): 700 ms − 500 ms");
 }
+
+// Hedging (src/model/sim/hedge.rs). Each scenario below is deterministic: herd clients, constant
+// service and network delays, so the counts follow from the timeline written beside each test.
+
+/// One run of `toml` (replication 0).
+fn run_toml(toml: &str) -> RunRecord {
+    let s = Scenario::from_source("rule.toml", toml, &[]).unwrap_or_else(|e| panic!("{e}"));
+    retrystorm::model::sim::run(&s.base, s.seed, 0)
+}
+
+/// `clients` herd clients sending one request each over `spread`, policy `p` (`policy`), one
+/// hop "server" (1,000 workers, constant `service` and `network`), then `rest` (more of its keys,
+/// further hops, faults).
+fn hedged_hop(clients: u32, spread: &str, policy: &str, service: &str, network: &str, rest: &str) -> String {
+    format!(
+        r#"name = "hedge-rule"
+seed = 7
+horizon = "20s"
+[[tenant]]
+name = "c"
+clients = {clients}
+arrival = {{ kind = "herd", start = "0s", spread = "{spread}", requests_per_client = 1 }}
+policy = "p"
+[policy.p]
+jitter = "none"
+max_attempts = 1
+{policy}
+[[hop]]
+name = "server"
+workers = 1000
+service = {{ dist = "constant", mean = "{service}" }}
+network = {{ dist = "constant", mean = "{network}" }}
+{rest}"#
+    )
+}
+
+/// Rule: a hedge is armed only when its delay falls strictly before the attempt's timeout
+/// (a copy sent at the instant its caller gives up could never be waited for). 100 requests,
+/// 100 ms of service, a 50 ms timeout, one hedge token per attempt (`max_share = 1`): a hedge
+/// 1 ns before the timeout goes for every attempt, one at the timeout for none. Kills `<` →
+/// `<=` in `track_attempt` (the hedge's event, queued before the timeout's, would fire first)
+/// and, in src/model/sim/cancel.rs, `&&` → `||` in `copy_awaited` (a copy that timed out still
+/// counted as awaited: the call never saw its hedge time out and never ended).
+#[test]
+fn a_hedge_is_armed_only_when_its_delay_falls_before_the_attempt_timeout() {
+    for (after, hedges) in [("49999999ns", 100), ("50ms", 0)] {
+        let policy = format!("attempt_timeout = \"50ms\"\nhedge = {{ after = \"{after}\", max_share = 1.0 }}");
+        let r = run_toml(&hedged_hop(100, "10s", &policy, "100ms", "0s", ""));
+        let h = &r.hops[0];
+        assert_eq!((h.hedges, h.attempts), (hedges, 100 + hedges), "hedge after {after}, timeout 50 ms");
+        assert_eq!(r.tenants[0].dlq, 100, "hedge after {after}: every call ends, timed out");
+    }
+}
+
+/// Rule: a hedge starts with no service of its own: work a copy never did is never counted as
+/// wasted, so wasted work is at most the work done. 10 requests at t = 0 (the ten tokens the
+/// hedge bucket can save: all hedged), 10 ms network delay each way, 100 ms of service, a 55 ms
+/// timeout, a hedge after 40 ms, an outage over [45 ms, 55 ms) that lets work in service
+/// complete. Each original is in service over [10, 110) ms; its hedge, sent at 40 ms, is
+/// refused at 50 ms and its refusal reaches the caller at 60 ms, after both copies timed out
+/// at 55 ms. The original's 100 ms are wasted (timed out) and nothing else: wasted = busy =
+/// 10 × 100 ms. Kills deleting `service_ns: 0` from the copy in `on_hedge_fire` (the copy
+/// inherited the original's 100 ms and wasted twice the work done).
+#[test]
+fn a_hedge_refused_without_service_wastes_no_work() {
+    let policy = "attempt_timeout = \"55ms\"\nhedge = { after = \"40ms\", max_share = 1.0 }";
+    let outage =
+        "[[fault]]\nhop = \"server\"\nkind = \"outage\"\nin_service = \"complete\"\nfrom = \"45ms\"\nto = \"55ms\"\n";
+    let r = run_toml(&hedged_hop(10, "0s", policy, "100ms", "10ms", outage));
+    let h = &r.hops[0];
+    assert_eq!((h.hedges, h.served), (10, 10), "every original served, every hedge refused");
+    assert_eq!(h.busy_ns, 10 * 100_000_000);
+    assert_eq!((h.wasted_work_ns, h.wasted_timed_out_ns), (h.busy_ns, h.busy_ns), "wasted work is the work done");
+    assert_eq!(r.tenants[0].succeeded, 0);
+}
+
+/// Rule: a hedge draws apart from its original (its own draw key): the coin of each downstream
+/// edge is tossed again for the copy. client → server (10 ms) → b, the edge taken with probability
+/// 1/2, b in an outage for the whole run (the call fails, and with it the job); the client
+/// hedges every attempt after 1 ms. A request succeeds when at least one of its two copies
+/// skips the edge: 1 − (1/2)² = 3/4 of 4,000 (σ = 0.7%; within 3 points). Kills deleting the
+/// copy's `draw_key` in `on_hedge_fire`: with the original's key both copies toss the same
+/// coin and half the requests succeed.
+#[test]
+fn a_hedge_tosses_its_own_coin_for_a_downstream_edge() {
+    let policy = "attempt_timeout = \"1s\"\nhedge = { after = \"1ms\", max_share = 1.0 }\n[policy.inner]\njitter = \"none\"\nmax_attempts = 1";
+    let b = r#"calls = [{ hop = "b", policy = "inner", probability = 0.5 }]
+[[hop]]
+name = "b"
+workers = 1000
+service = { dist = "constant", mean = "1ms" }
+network = { dist = "constant", mean = "0s" }
+[[fault]]
+hop = "b"
+kind = "outage"
+from = "0s"
+to = "20s"
+"#;
+    let r = run_toml(&hedged_hop(4000, "10s", policy, "10ms", "0s", b));
+    assert_eq!(r.hops[0].hedges, 4000, "every attempt is hedged (10 ms of service, hedge after 1 ms)");
+    let t = &r.tenants[0];
+    let ratio = t.succeeded as f64 / t.requests as f64;
+    assert!((ratio - 0.75).abs() < 0.03, "success ratio {ratio} vs 1 − (1/2)² = 0.75");
+}
+
+/// Rule: a hedge is an attempt in every count of its hop — the run's total and its time series —
+/// and, sent by a client to the entry hop, in its tenant's total and series too (a hedge sent by
+/// an inner hop is not the tenant's). client → server → b, both policies hedging every attempt
+/// after 5 ms of 10 ms services, no cancellation: each request is 2 attempts at server (its
+/// original and its hedge), each of those jobs calls b once and hedges that call: 4 attempts at b.
+/// Kills `+=` → `-=`/`*=` on the hop series', the tenant's and the tenant series' attempt
+/// counts and `hop == 0` → `!=` in `on_hedge_fire`.
+#[test]
+fn a_hedge_counts_as_an_attempt_of_its_hop_and_only_at_the_entry_hop_of_its_tenant() {
+    let n = 100u64;
+    let policy = "attempt_timeout = \"1s\"\nhedge = { after = \"5ms\", max_share = 1.0 }";
+    let b = r#"downstream_policy = "p"
+[[hop]]
+name = "b"
+workers = 1000
+service = { dist = "constant", mean = "10ms" }
+network = { dist = "constant", mean = "0s" }
+"#;
+    let r = run_toml(&hedged_hop(n as u32, "10s", policy, "10ms", "0s", b));
+    assert_eq!((r.hops[0].attempts, r.hops[0].hedges), (2 * n, n));
+    assert_eq!((r.hops[1].attempts, r.hops[1].hedges), (4 * n, 2 * n));
+    for (h, hop) in r.hops.iter().enumerate() {
+        let series: u64 = r.hop_series[h].iter().map(|b| u64::from(b.attempts)).sum();
+        assert_eq!(series, hop.attempts, "hop {h}: its series counts every attempt, hedges included");
+    }
+    let t = &r.tenants[0];
+    assert_eq!(t.attempts, 2 * n, "the tenant's attempts are those sent to the entry hop");
+    let series: u64 = r.tenant_series[0].iter().map(|b| u64::from(b.attempts)).sum();
+    assert_eq!(series, t.attempts);
+    assert_eq!(t.succeeded, n);
+}
+
+/// One call a second: a `trace` arrival at 0.5 s, 1.5 s, … (`calls` of them) with policy lines
+/// `policy` (max_attempts 1, no jitter), one hop "server" of 4 workers with `service` (constant),
+/// then `rest` (faults); the horizon is 2 s past the last call. Replication 0 of its run.
+fn one_call_a_second(calls: u64, policy: &str, service: &str, rest: &str) -> RunRecord {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let times: Vec<String> = (0..calls).map(|k| (500 + 1_000 * k).to_string()).collect();
+    std::fs::write(dir.path().join("times.csv"), format!("t\n{}\n", times.join("\n"))).expect("write trace");
+    let toml = format!(
+        r#"name = "one-call-a-second"
+horizon = "{}s"
+[[tenant]]
+name = "t"
+clients = 1
+arrival = {{ kind = "trace", file = "times.csv", unit = "ms" }}
+policy = "p"
+[policy.p]
+jitter = "none"
+max_attempts = 1
+{policy}
+[[hop]]
+name = "server"
+workers = 4
+service = {{ dist = "constant", mean = "{service}" }}
+network = {{ dist = "constant", mean = "0s" }}
+{rest}"#,
+        calls + 2
+    );
+    let file = dir.path().join("rule.toml");
+    let s = Scenario::from_source(file.to_str().expect("utf-8 path"), &toml, &[]).unwrap_or_else(|e| panic!("{e}"));
+    retrystorm::model::sim::run(&s.base, s.seed, 0)
+}
+
+/// Rule: with a shared gRFC A6 bucket (a `grpc_throttle` budget), the outcome the call sees is
+/// counted once, by the budget, and only a copy's outcome the call does not see (a copy failing
+/// while the other is still awaited) by the hedge code. One call at a time (1 s apart), 100 ms
+/// of service, a hedge after 50 ms when more than 5 of the 10 tokens are left, each success
+/// giving back 0.1, each failure taking 1 (`hedges_and_retries_share_the_policys_grpc_bucket`
+/// in tests/validity.rs, extended by a second outage):
+/// - 10 calls in an outage over [0, 10 s): refused at once, never hedged; the bucket empties.
+/// - 60 successes: the first 51 bring it to 5.1 unhedged, the other 9 are hedged: 6.0.
+/// - 2 calls in an outage over [70 s, 72 s): 4.0.
+/// - 40 successes: 11 unhedged (5.1), 29 hedged.
+///
+/// 38 hedges. Counting a success the call sees twice when its hedge is still out (`||` → `&&`
+/// or `==` → `!=` in `hedge_reply`'s `caller_sees`) ends the second phase at 6.9 and gives 27
+/// or 47; counting a failure the call sees twice (`||` → `&&`, or deleting the `!`) leaves 2.9
+/// or 2.0 after the second outage: 27 or 18.
+#[test]
+fn a_shared_hedge_throttle_counts_each_outcome_the_call_sees_once() {
+    let policy =
+        "budget = { kind = \"grpc_throttle\", scope = \"global\" }\nhedge = { after = \"50ms\", max_share = 1.0 }";
+    let outages = [("0s", "10s"), ("70s", "72s")]
+        .map(|(from, to)| format!("[[fault]]\nhop = \"server\"\nkind = \"outage\"\nfrom = \"{from}\"\nto = \"{to}\"\n"))
+        .concat();
+    let r = one_call_a_second(112, policy, "100ms", &outages);
+    assert_eq!(r.tenants[0].succeeded, 100, "the twelve calls in the outages fail, the rest succeed");
+    assert_eq!(r.hops[0].hedges, 9 + 29);
+}
+
+/// Rule: a quantile hedge delay is recomputed every 100 latencies, not at each one. One call
+/// at a time (1 s apart), constant 10 ms of service made 100 ms (`slow`, × 10) from the 101st
+/// call on; a hedge after the p90 of the latencies, one token per attempt. Calls 1–100 are the
+/// warm-up (no hedge); their p90, 10 ms, is the delay from then on, so calls 101–200 (100 ms)
+/// are all hedged. At the 200th latency the p90 becomes 100 ms (its histogram bucket's top,
+/// above the 100 ms the original answers in): calls 201–250 are not hedged. 100 hedges.
+/// Recomputed at every latency (`&&` → `||`), the p90 reaches 100 ms once 12 of 112 latencies
+/// are slow, and only 12 calls are hedged.
+#[test]
+fn a_quantile_hedge_delay_is_recomputed_every_hundred_latencies() {
+    let policy = "hedge = { after = \"p90\", max_share = 1.0 }";
+    let slow = "[[fault]]\nhop = \"server\"\nkind = \"slow\"\nfactor = 10.0\nfrom = \"100s\"\nto = \"252s\"\n";
+    let r = one_call_a_second(250, policy, "10ms", slow);
+    assert_eq!(r.tenants[0].succeeded, 250);
+    assert_eq!(r.hops[0].hedges, 100, "calls 101–200 hedged after the warm-up's p90");
+}
+
+/// Rule: with a shared gRFC A6 bucket, a timeout the call sees is counted once (by the
+/// budget), and a copy's timeout the call does not see (its hedge is still awaited) by the
+/// hedge code. One call a second, 70 ms of service, an 80 ms timeout, a hedge after 50 ms when
+/// more than 5 of the 10 tokens are left:
+/// - 4 calls in a hang over [0, 4 s): each of the first three is hedged and both its copies
+///   time out (−1 each: 10 → 8 → 6 → 4); the fourth is not hedged (4 tokens) and times out: 3.
+/// - 40 successes (+0.1 each): 21 unhedged (5.1), 19 hedged.
+///
+/// 3 + 19 = 22 hedges. Kills deleting the `!` of `!awaited` in `gave_up`
+/// (src/model/sim/cancel.rs): the unhedged timeout is then counted twice (2 tokens left, 31
+/// calls unhedged, 12 hedges).
+#[test]
+fn a_shared_hedge_throttle_counts_each_timeout_the_call_sees_once() {
+    let policy = "attempt_timeout = \"80ms\"\nbudget = { kind = \"grpc_throttle\", scope = \"global\" }\nhedge = { after = \"50ms\", max_share = 1.0 }";
+    let hang = "[[fault]]\nhop = \"server\"\nkind = \"hang\"\nfrom = \"0s\"\nto = \"4s\"\n";
+    let r = one_call_a_second(44, policy, "70ms", hang);
+    assert_eq!((r.tenants[0].succeeded, r.tenants[0].dlq), (40, 4), "the four calls in the hang time out");
+    assert_eq!(r.hops[0].hedges, 3 + 19);
+}
+
+/// Rule: the admission-limit series is 0 at a hop without a concurrency limit, even one whose
+/// other overload controls (a shed threshold) make it check every arrival. 100 requests, one
+/// hop guarded by `shed_queue_length` alone. Kills `is_concurrency_limit` → `true`
+/// (src/model/overload.rs): the hop's unlimited limit (infinite) was recorded as 4,294,967,295.
+#[test]
+fn a_hop_without_a_concurrency_limit_records_no_admission_limit() {
+    let r = run_toml(&hedged_hop(100, "10s", "", "10ms", "0s", "shed_queue_length = 5\n"));
+    assert_eq!(r.tenants[0].succeeded, 100);
+    assert!(r.hop_series[0].iter().all(|b| b.admission_limit == 0), "no limit series without a limit");
+}
