@@ -259,6 +259,8 @@ pub(crate) struct Shared {
     pub(crate) lead: std::time::Duration,
     /// Timer error samples: wall nanoseconds between a sleep's deadline and its wake-up.
     pub(crate) lateness_ns: Mutex<Vec<u64>>,
+    /// Attempts the servers are still handling (each in a task of its own, `server::start`).
+    pub(crate) serving: std::sync::atomic::AtomicU32,
     /// Connection set-up times (wall nanoseconds from connect to a ready HTTP/1.1 connection).
     pub(crate) connect_ns: Mutex<Vec<u64>>,
     /// The clients' own delay on each retry against how busy their tenant was.
@@ -449,6 +451,7 @@ async fn run_async(
         lead,
         record: Mutex::new(record),
         lateness_ns: Mutex::new(Vec::new()),
+        serving: std::sync::atomic::AtomicU32::new(0),
         connect_ns: Mutex::new(Vec::new()),
         client_delays: Mutex::new(Default::default()),
         addrs: std::sync::OnceLock::new(),
@@ -472,6 +475,26 @@ async fn run_async(
         } else {
             format!("--max-seconds {} reached with requests in flight", options.max_seconds)
         }),
+    };
+    // As the simulator drains its queue, the run ends when the hops have finished the work they
+    // took in, the attempts whose callers left included (within the same limits).
+    let truncated = match truncated {
+        Some(t) => Some(t),
+        None => {
+            let settled = async {
+                while shared.serving.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                }
+            };
+            tokio::select! {
+                () = settled => None,
+                _ = tokio::time::sleep_until(stop_at.into()) => Some(if stop_at == drain {
+                    "drain limit reached with attempts still in service".to_string()
+                } else {
+                    format!("--max-seconds {} reached with attempts still in service", options.max_seconds)
+                }),
+            }
+        }
     };
     servers.stop();
     let mut record =

@@ -95,7 +95,12 @@ pub(crate) async fn start(shared: &Arc<Shared>) -> Result<Servers, EmulateError>
                         // with the work it took in (the simulator's model: a hop serves every
                         // attempt it admitted, and the work done after the caller left is wasted
                         // or, when it has an effect, a duplicate). The task ends with the run.
-                        let served = tokio::spawn(async move { handle(&hop, &shared, &req).await });
+                        shared.serving.fetch_add(1, Ordering::SeqCst);
+                        let served = tokio::spawn(async move {
+                            let response = handle(&hop, &shared, &req).await;
+                            shared.serving.fetch_sub(1, Ordering::SeqCst);
+                            response
+                        });
                         async move {
                             Ok::<_, Infallible>(
                                 served.await.unwrap_or_else(|_| reply(StatusCode::SERVICE_UNAVAILABLE, None)),
