@@ -72,45 +72,24 @@ pub(crate) async fn run_clients(shared: Arc<Shared>, addr: SocketAddr) {
                     });
                 }
             }
-            // A constant rate is a profile of one step, drawn as the simulator draws it.
-            Arrival::Poisson { rate_per_s } => {
-                let open = OpenLoop { shared: &shared, tenant: ti, addr, steps: &[(0, rate_per_s)] };
-                open.spawn(&mut tasks, &mut rng, &mut next_id);
-            }
-            Arrival::Profile { ref steps } => {
-                let open = OpenLoop { shared: &shared, tenant: ti, addr, steps };
-                open.spawn(&mut tasks, &mut rng, &mut next_id);
+            Arrival::Poisson { .. } | Arrival::Profile { .. } => {
+                let steps = crate::model::arrivals::poisson_steps(&tenant.arrival).expect("an open-loop tenant");
+                let mut t = 0;
+                while let Some(at) = crate::model::arrivals::next_poisson(t, &steps, spec.horizon, &mut rng) {
+                    t = at;
+                    let (shared, id) = (Arc::clone(&shared), next_id);
+                    next_id += 1;
+                    tasks.spawn(async move {
+                        shared.sleep_until(at).await;
+                        call(&shared, Caller::Tenant(ti), addr, id, at).await;
+                    });
+                }
             }
             // Refused before the run (`check_supported`).
             Arrival::Closed { .. } | Arrival::Trace(_) | Arrival::Ramp { .. } => {}
         }
     }
     while tasks.join_next().await.is_some() {}
-}
-
-/// An open-loop tenant's arrivals: a Poisson process whose rate steps at `steps` (`from`, rate
-/// per second), each request a task that waits for its instant.
-struct OpenLoop<'a> {
-    shared: &'a Arc<Shared>,
-    tenant: usize,
-    addr: SocketAddr,
-    steps: &'a [(Nanos, f64)],
-}
-
-impl OpenLoop<'_> {
-    fn spawn(self, tasks: &mut tokio::task::JoinSet<()>, rng: &mut ChaCha8Rng, next_id: &mut u64) {
-        let (ti, addr) = (self.tenant, self.addr);
-        let mut t = 0;
-        while let Some(at) = crate::model::arrivals::next_poisson(t, self.steps, self.shared.spec.horizon, rng) {
-            t = at;
-            let (shared, id) = (Arc::clone(self.shared), *next_id);
-            *next_id += 1;
-            tasks.spawn(async move {
-                shared.sleep_until(at).await;
-                call(&shared, Caller::Tenant(ti), addr, id, at).await;
-            });
-        }
-    }
 }
 
 /// Who makes a call: a tenant's client (its logical request), or a hop calling the next one

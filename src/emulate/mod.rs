@@ -214,25 +214,19 @@ fn lost_note(kind: &FaultKind) -> &'static str {
 /// Logical requests the scenario plans (herd: clients × requests each; Poisson and profile: the
 /// mean count over the horizon plus five standard deviations).
 pub fn planned_requests(spec: &SimSpec) -> u64 {
-    let horizon_s = crate::engine::time::ns_to_secs(spec.horizon);
+    use crate::engine::time::ns_to_secs;
     spec.tenants
         .iter()
         .map(|t| match t.arrival {
             Arrival::Herd { requests_per_client, .. } => u64::from(t.clients) * u64::from(requests_per_client),
-            Arrival::Poisson { rate_per_s } => {
-                let mean = rate_per_s * horizon_s;
-                (mean + 5.0 * mean.sqrt()).ceil() as u64
-            }
-            Arrival::Profile { ref steps } => {
+            Arrival::Poisson { .. } | Arrival::Profile { .. } => {
                 // Each step's rate over its span, the last to the horizon.
+                let steps = crate::model::arrivals::poisson_steps(&t.arrival).expect("an open-loop tenant");
                 let ends = steps.iter().skip(1).map(|s| s.0).chain(std::iter::once(spec.horizon));
                 let mean: f64 = steps
                     .iter()
                     .zip(ends)
-                    .map(|(&(from, rate), to)| {
-                        let span = to.min(spec.horizon).saturating_sub(from);
-                        rate * crate::engine::time::ns_to_secs(span)
-                    })
+                    .map(|(&(from, rate), to)| rate * ns_to_secs(to.min(spec.horizon).saturating_sub(from)))
                     .sum();
                 (mean + 5.0 * mean.sqrt()).ceil() as u64
             }
@@ -465,16 +459,19 @@ async fn run_async(
     let limit = std::time::Duration::from_secs_f64(options.max_seconds);
     let drain = shared.clock.instant_of(shared.spec.drain_limit);
     let stop_at = drain.min(std::time::Instant::now() + limit);
+    let stopped = |what: &str| {
+        if stop_at == drain {
+            format!("drain limit reached with {what}")
+        } else {
+            format!("--max-seconds {} reached with {what}", options.max_seconds)
+        }
+    };
     let truncated = tokio::select! {
         done = clients => {
             done.map_err(|e| EmulateError::Failed(format!("emulate: the clients' task failed: {e}")))?;
             None
         }
-        _ = tokio::time::sleep_until(stop_at.into()) => Some(if stop_at == drain {
-            "drain limit reached with requests in flight".to_string()
-        } else {
-            format!("--max-seconds {} reached with requests in flight", options.max_seconds)
-        }),
+        _ = tokio::time::sleep_until(stop_at.into()) => Some(stopped("requests in flight")),
     };
     // As the simulator drains its queue, the run ends when the hops have finished the work they
     // took in, the attempts whose callers left included (within the same limits).
@@ -488,11 +485,7 @@ async fn run_async(
             };
             tokio::select! {
                 () = settled => None,
-                _ = tokio::time::sleep_until(stop_at.into()) => Some(if stop_at == drain {
-                    "drain limit reached with attempts still in service".to_string()
-                } else {
-                    format!("--max-seconds {} reached with attempts still in service", options.max_seconds)
-                }),
+                _ = tokio::time::sleep_until(stop_at.into()) => Some(stopped("attempts still in service")),
             }
         }
     };

@@ -5,6 +5,16 @@ use crate::engine::{secs_to_ns, Nanos, NS_PER_S};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
+/// The rate steps (`from`, rate per second) of an open-loop Poisson tenant (a constant rate is
+/// one step at 0), as [`next_poisson`] reads them; `None` for any other arrival kind.
+pub fn poisson_steps(arrival: &Arrival) -> Option<Vec<(Nanos, f64)>> {
+    match arrival {
+        Arrival::Poisson { rate_per_s } => Some(vec![(0, *rate_per_s)]),
+        Arrival::Profile { steps } => Some(steps.clone()),
+        Arrival::Herd { .. } | Arrival::Closed { .. } | Arrival::Trace(_) | Arrival::Ramp { .. } => None,
+    }
+}
+
 /// A client's first request: `(time, tenant, client)`.
 pub type FirstRequest = (Nanos, u16, u32);
 

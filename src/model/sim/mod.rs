@@ -26,7 +26,7 @@ pub mod split;
 
 pub use replicas::replica_state_bytes;
 
-use super::arrivals::{first_requests, next_poisson, next_ramp};
+use super::arrivals::{first_requests, next_poisson, next_ramp, poisson_steps};
 use super::budget::FailureKind;
 use super::fault::FaultKind;
 use super::policy::{DeadlineMode, JitterState};
@@ -1261,14 +1261,6 @@ fn attempt_timeout_at(spec: &SimSpec, call: &Call, now: Nanos) -> Nanos {
 fn answers_in_place(spec: &SimSpec, hop: usize) -> bool {
     let lost_reply = spec.faults.iter().any(|f| f.hop == hop && matches!(f.kind, FaultKind::LostReply { .. }));
     spec.hops[hop].network.is_zero() && !lost_reply && !cancel::Links::needed(spec)
-}
-
-fn poisson_steps(arrival: &Arrival) -> Option<Vec<(Nanos, f64)>> {
-    match arrival {
-        Arrival::Poisson { rate_per_s } => Some(vec![(0, *rate_per_s)]),
-        Arrival::Profile { steps } => Some(steps.clone()),
-        Arrival::Herd { .. } | Arrival::Closed { .. } | Arrival::Trace(_) | Arrival::Ramp { .. } => None,
-    }
 }
 
 #[cfg(test)]
