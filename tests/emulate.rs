@@ -49,7 +49,7 @@ fn emulate_once(scenario: &Scenario, variants: &[Variant]) -> (RunRecord, Emulat
         Options { time_scale: 1.0, max_seconds: 30.0, max_requests: 1_000, allow_late: true, ..Options::default() };
     let spec = &variants[0].spec;
     let checked = emulate::preflight(spec, &options).unwrap_or_else(|e| panic!("{e}"));
-    emulate::run(spec, scenario.seed, &options, &checked).unwrap_or_else(|e| panic!("{e}"))
+    emulate::run(spec, (scenario.seed, 0), &options, &checked).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn values(study: &Study, metric: Metric) -> Vec<f64> {
@@ -71,6 +71,10 @@ fn a_small_herd_on_loopback_agrees_with_the_simulation() {
     let (record, emulation) = emulate_once(&scenario, &variants);
     assert!(emulation.emulated && emulation.connections > 0 && emulation.timer_samples > 0);
     assert!(record.truncated.is_none(), "the run stopped early: {:?}", record.truncated);
+    // The herd's requests arrive when simulated replication 0's do (the same stream).
+    let simulated_0 = retrystorm::model::sim::run(&variants[0].spec, scenario.seed, 0);
+    let per_bucket = |r: &RunRecord| r.tenant_series[0].iter().map(|b| b.arrivals).collect::<Vec<u32>>();
+    assert_eq!(per_bucket(&record), per_bucket(&simulated_0), "emulated run 0 against simulated replication 0");
     // Every retry of the tenant's clients had its own delay measured (the data `client_timing`
     // is fitted from): one per retry the tenant made.
     let retries = record.tenants[0].attempts - record.tenants[0].requests;
@@ -200,6 +204,11 @@ fn network_delays_and_a_rate_profile_are_emulated() {
     // The profile: nothing in the first four buckets (0–2 s); after it, 80 expected in 2 s, a
     // Poisson count (± 5 sd = ± 45 keeps a false failure below one in a million).
     assert!(arrivals[..4].iter().all(|&a| a == 0), "arrivals before 2 s: {arrivals:?}");
+    // Run 0 sends its requests at simulated replication 0's arrival times (the same stream):
+    // the same number in every bucket.
+    let simulated = retrystorm::model::sim::run(&variants[0].spec, scenario.seed, 0);
+    let simulated_arrivals: Vec<u32> = simulated.tenant_series[0].iter().map(|b| b.arrivals).collect();
+    assert_eq!(arrivals, simulated_arrivals, "emulated run 0 against simulated replication 0");
     let requests = record.tenants[0].requests;
     assert!((35..=125).contains(&requests), "{requests} requests where 80 are expected");
     // Every request succeeds after 40 + 10 + 40 ms. The emulator wakes each of its timers
@@ -218,6 +227,77 @@ fn network_delays_and_a_rate_profile_are_emulated() {
     let mean_s = record.tenants[0].latency_sum_us as f64 / requests as f64 / 1e6;
     let late = emulation.timer_lateness_p99_s;
     assert!(mean_s < 0.090 + 3.0 * late.max(0.005), "mean latency {mean_s} s; timers p99 {late} s late");
+}
+
+/// 300 clients fire within 1 ms into an outage that refuses every attempt at once, and retry
+/// at once (2 attempts each).
+const HERD_AT_ONCE: &str = r#"
+name = "herd-at-once"
+seed = 5
+horizon = "3s"
+bucket = "100ms"
+replications = 1
+
+[[tenant]]
+name = "main"
+clients = 300
+arrival = { kind = "herd", start = "0s", spread = "1ms", requests_per_client = 1 }
+policy = "eager"
+
+[policy.eager]
+jitter = "none"
+max_attempts = 2
+
+[[hop]]
+name = "api"
+workers = 4
+service = { dist = "constant", mean = "1ms" }
+
+[[fault]]
+hop = "api"
+kind = "outage"
+from = "0s"
+to = "10s"
+"#;
+
+#[test]
+fn clients_on_one_busy_thread_send_no_faster_than_their_work_allows() {
+    let scenario = Scenario::from_source("herd-at-once", HERD_AT_ONCE, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let variants = scenario.run_variants();
+    let spec = &variants[0].spec;
+    let run = |client_work: Option<std::time::Duration>| {
+        let options = Options {
+            time_scale: 1.0,
+            max_seconds: 30.0,
+            max_requests: 1_000,
+            allow_late: true,
+            client_work,
+            ..Options::default()
+        };
+        let checked = emulate::preflight(spec, &options).unwrap_or_else(|e| panic!("{e}"));
+        emulate::run(spec, (scenario.seed, 0), &options, &checked).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let per_bucket = |record: &RunRecord| record.tenant_series[0].iter().map(|b| b.attempts).collect::<Vec<u32>>();
+    // Without work the herd's 300 first attempts and their 300 immediate retries all leave in
+    // the first 100 ms bucket (on loopback a refusal comes back in well under a millisecond).
+    let (free, _) = run(None);
+    assert_eq!(free.tenants[0].attempts, 600);
+    assert!(per_bucket(&free)[0] >= 300, "{:?}", per_bucket(&free));
+    // With 2 ms of work per attempt on the clients' one thread, consecutive attempts leave at
+    // least 2 ms apart: at most 50 in a 100 ms bucket (51 where the first sits on its start).
+    let work = std::time::Duration::from_millis(2);
+    let (busy, emulation) = run(Some(work));
+    assert_eq!(busy.tenants[0].attempts, 600, "{:?}", busy.truncated);
+    let buckets = per_bucket(&busy);
+    assert!(buckets.iter().all(|&a| a <= 51), "attempts per 100 ms: {buckets:?}");
+    assert!(buckets.iter().filter(|&&a| a > 0).count() >= 12, "600 attempts need 1.2 s: {buckets:?}");
+    // Every retry leaves at least its own work after its backoff asked for it, less the early
+    // wake-up of the timer it slept on (the emulator's timer correction).
+    let fit = &emulation.client_delays;
+    assert_eq!(fit.n, 300);
+    let mean_late_s = fit.sum_y / fit.n as f64;
+    let floor_s = work.as_secs_f64() - emulation.timer_lateness_calibration_mean_s;
+    assert!(mean_late_s >= floor_s, "retries {mean_late_s} s late on average, under {floor_s} s");
 }
 
 /// Every attempt times out (100 ms) long before its service ends (300 ms): the hop goes on
@@ -276,14 +356,14 @@ fn repeated_emulated_runs_draw_other_jitter_and_compare_means() {
     let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
         .arg("compare")
         .arg(&scenario)
-        .args(["--jitter", "full", "--replications", "4", "--emulate", "--emulate-runs", "3", "--allow-late"])
+        .args(["--jitter", "full", "--replications", "5", "--emulate", "--emulate-runs", "3", "--allow-late"])
         .args(["--quiet", "--out"])
         .arg(&out)
         .output()
         .expect("binary runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
-    assert!(stdout.contains("(3 runs, --time-scale 1)") && stdout.contains("measured means agree"), "{stdout}");
+    assert!(stdout.contains("(3 runs, --time-scale 1, run k") && stdout.contains("measured samples agree"), "{stdout}");
     let summary: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(dir.path().join("out-emulated/summary.json")).expect("summary.json"),
     )
@@ -436,6 +516,18 @@ fn an_unsupported_feature_is_refused_by_name_with_exit_code_2_and_nothing_writte
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("`lost_reply` fault"), "{stderr}");
     assert!(!out.exists());
+    // A client's work per attempt outside (0, 100 ms] names the flag and the fix.
+    for bad in ["0ms", "1s", "fast"] {
+        let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+            .args(["emulate", "scenarios/outage-herd.toml", "--client-work", bad, "--out"])
+            .arg(&out)
+            .output()
+            .expect("binary runs");
+        assert_eq!(output.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(&format!("--client-work {bad}:")) && stderr.contains("e.g. 0.2ms"), "{stderr}");
+        assert!(!out.exists());
+    }
 }
 
 #[test]
@@ -536,8 +628,13 @@ fn a_small_herd_through_backon_agrees_with_the_simulated_equal_jitter() {
     };
     let spec = &variants[0].spec;
     let checked = emulate::preflight(spec, &options).unwrap_or_else(|e| panic!("{e}"));
-    let (record, emulation) = emulate::run(spec, scenario.seed, &options, &checked).unwrap_or_else(|e| panic!("{e}"));
+    let (record, emulation) =
+        emulate::run(spec, (scenario.seed, 0), &options, &checked).unwrap_or_else(|e| panic!("{e}"));
     assert!(record.truncated.is_none(), "the run stopped early: {:?}", record.truncated);
+    // The herd's requests arrive when simulated replication 0's do (the same stream).
+    let simulated_0 = retrystorm::model::sim::run(&variants[0].spec, scenario.seed, 0);
+    let per_bucket = |r: &RunRecord| r.tenant_series[0].iter().map(|b| b.arrivals).collect::<Vec<u32>>();
+    assert_eq!(per_bucket(&record), per_bucket(&simulated_0), "emulated run 0 against simulated replication 0");
     // Every retry of the tenant's clients had its own delay measured (the data `client_timing`
     // is fitted from): one per retry the tenant made.
     let retries = record.tenants[0].attempts - record.tenants[0].requests;

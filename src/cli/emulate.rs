@@ -39,8 +39,8 @@ pub struct EmulateArgs {
     /// Run even when this machine's timers are later than a tenth of the mean service time.
     #[arg(long)]
     allow_late: bool,
-    /// Emulated runs per variant (1 to 50), each with its own seed: more than one gives the
-    /// measurement a 95% interval of its own.
+    /// Emulated runs per variant (1 to 50), run k with the arrival times of simulated
+    /// replication k: more than one gives the measurement a 95% interval of its own.
     #[arg(long, default_value_t = 1)]
     runs: u32,
     /// A real endpoint in place of a hop, e.g. --target api=http://127.0.0.1:8080/ (repeatable;
@@ -55,6 +55,11 @@ pub struct EmulateArgs {
     /// crate's exponential backoff with its jitter; needs jitter = "equal").
     #[arg(long, value_name = "policy|backon", default_value = "policy", value_parser = parse_client)]
     client: ClientMode,
+    /// CPU work each attempt costs its client before it is sent, e.g. 0.2ms (busy wall time),
+    /// with all clients on one thread: one client process whose event loop congests when the
+    /// herd retries at once (a Python asyncio or Node client). Default: none.
+    #[arg(long, value_name = "DURATION")]
+    client_work: Option<String>,
     /// Write into --out even if it holds files retrystorm did not write.
     #[arg(long)]
     force: bool,
@@ -81,12 +86,14 @@ fn check_options(args: &EmulateArgs) -> Result<Options, CliError> {
         return Err(CliError::BadInput("--max-requests 0: give at least 1".into()));
     }
     check_runs("--runs", args.runs)?;
+    let client_work = args.client_work.as_deref().map(parse_client_work).transpose()?;
     Ok(Options {
         time_scale: args.time_scale,
         max_seconds: args.max_seconds,
         max_requests: args.max_requests,
         allow_late: args.allow_late,
         client: args.client,
+        client_work,
         runs: args.runs,
         targets: args
             .targets
@@ -95,6 +102,22 @@ fn check_options(args: &EmulateArgs) -> Result<Options, CliError> {
             .collect::<Result<_, _>>()
             .map_err(CliError::BadInput)?,
     })
+}
+
+/// Longest `--client-work`: 100 ms of CPU per attempt.
+const CLIENT_WORK_MAX_NS: u64 = 100_000_000;
+
+/// `--client-work DURATION`: above 0 and at most 100 ms.
+fn parse_client_work(text: &str) -> Result<std::time::Duration, CliError> {
+    let ns = crate::engine::time::parse_duration(text).map_err(|_| {
+        CliError::BadInput(format!("--client-work {text}: not a duration (a number and a unit); give e.g. 0.2ms"))
+    })?;
+    if ns == 0 || ns > CLIENT_WORK_MAX_NS {
+        return Err(CliError::BadInput(format!(
+            "--client-work {text}: give a duration above 0 and at most 100ms (CPU work per attempt), e.g. 0.2ms"
+        )));
+    }
+    Ok(std::time::Duration::from_nanos(ns))
 }
 
 /// Most emulated runs per variant.
@@ -110,7 +133,8 @@ fn check_runs(flag: &str, runs: u32) -> Result<(), CliError> {
     )))
 }
 
-/// Runs every variant `options.runs` times on loopback (run `k` with seed + `k`), variant by
+/// Runs every variant `options.runs` times on loopback (run `k` on simulated replication `k`'s
+/// arrivals), variant by
 /// variant as [`crate::runner::assemble`] reads them: the records and each run's overhead.
 fn measure(
     seed: u64,
@@ -128,7 +152,7 @@ fn measure(
                     if options.runs > 1 { format!(" (run {} of {})", k + 1, options.runs) } else { String::new() };
                 eprintln!("emulating `{}`{which} on 127.0.0.1 at --time-scale {} …", v.name, options.time_scale);
             }
-            let (record, emulation) = emulate::run(&v.spec, seed.wrapping_add(u64::from(k)), options, checked)?;
+            let (record, emulation) = emulate::run(&v.spec, (seed, u64::from(k)), options, checked)?;
             for w in &emulation.warnings {
                 eprintln!("warning: `{}`: {w}", v.name);
             }
@@ -270,8 +294,9 @@ pub struct CompareEmulation {
     /// With --emulate: run even when this machine's timers are too late for the service time.
     #[arg(long, requires = "emulate")]
     allow_late: bool,
-    /// With --emulate: emulated runs per variant (1 to 50); with more than one, each metric's
-    /// measured mean is compared with the simulated mean (Welch's 95% interval).
+    /// With --emulate: emulated runs per variant (1 to 50), run k on simulated replication k's
+    /// arrivals; with more than one, each metric's measured runs are compared with the
+    /// simulated replications by a permutation test of their means.
     #[arg(long, default_value_t = 1, requires = "emulate")]
     emulate_runs: u32,
     /// With --emulate: a real endpoint in place of a hop (as `emulate --target`).
@@ -280,6 +305,10 @@ pub struct CompareEmulation {
     /// With --emulate: let --target name an endpoint off this machine.
     #[arg(long, requires = "emulate")]
     allow_remote_target: bool,
+    /// With --emulate: CPU work each attempt costs its client, all clients on one thread (as
+    /// `emulate --client-work`).
+    #[arg(long, value_name = "DURATION", requires = "emulate")]
+    client_work: Option<String>,
 }
 
 impl CompareEmulation {
@@ -301,6 +330,7 @@ impl CompareEmulation {
             max_requests: self.max_requests,
             allow_late: self.allow_late,
             client: ClientMode::Policy,
+            client_work: self.client_work.clone(),
             runs: self.emulate_runs,
             targets: self.targets.clone(),
             allow_remote_target: self.allow_remote_target,
@@ -371,8 +401,11 @@ fn side_by_side_text(
 ) -> String {
     use std::fmt::Write as _;
     // One measured run is one more draw: it is judged against the simulation's prediction
-    // interval for one run. Several are a sample: their mean is judged against the simulated
-    // mean (Welch's 95% interval of the difference contains 0).
+    // interval for one run. Several are a sample: judged by a permutation test of the two
+    // samples' means (`stats::permutation_p`), which assumes no shape of the distribution —
+    // a metric with two modes (runs that stick in overload and runs that recover) measured a
+    // few times is judged by how often the simulated replications fall that way, where Welch's
+    // interval would read the few runs' spread as the distribution's.
     let runs = measured.replications.max(1) as usize;
     let header = if runs == 1 {
         format!(
@@ -381,7 +414,7 @@ fn side_by_side_text(
         )
     } else {
         format!(
-            "\nsimulated ({} replications) vs measured on 127.0.0.1 ({runs} runs, --time-scale {}): means and 95% confidence intervals; `agree` when Welch's 95% interval of their difference holds 0:\n",
+            "\nsimulated ({} replications) vs measured on 127.0.0.1 ({runs} runs, --time-scale {}, run k on replication k's arrivals): means and 95% confidence intervals; `agree` when a permutation test of the two samples finds their means' difference likely (p ≥ 0.05):\n",
             simulated.replications, e.time_scale
         )
     };
@@ -395,7 +428,7 @@ fn side_by_side_text(
         "  {:<16} {:<metric_w$} {:>sim_w$} {:>meas_w$}  {verdict_heading}",
         "variant", "metric", "simulated", "measured"
     );
-    let (mut inside, mut judged) = (0, 0);
+    let (mut inside, mut judged_count) = (0, 0);
     let present = |row: &StatRow, metric: Metric| -> Vec<f64> {
         row.get(metric).map(|s| s.values.iter().flatten().copied().collect()).unwrap_or_default()
     };
@@ -421,22 +454,23 @@ fn side_by_side_text(
             let holds = |[lo, hi]: [f64; 2], x: f64| {
                 x >= lo - resolution - 1e-9 * lo.abs().max(1.0) && x <= hi + resolution + 1e-9 * hi.abs().max(1.0)
             };
-            // The interval the verdict reads, and the value that must fall in it.
-            let judged_interval = if runs == 1 {
-                crate::metrics::stats::prediction_interval(&values, 0.95).zip(got)
+            // One run: the prediction interval it must fall in; several: the permutation test.
+            let judged = if runs == 1 {
+                crate::metrics::stats::prediction_interval(&values, 0.95).zip(got).map(|(interval, x)| {
+                    (
+                        format!("{} [{}, {}]", num(sim_mean.unwrap_or(x)), num(interval[0]), num(interval[1])),
+                        holds(interval, x),
+                    )
+                })
             } else {
-                crate::metrics::stats::welch_interval(&measured_values, &values, 0.95).map(|i| (i, 0.0))
+                let draws = crate::metrics::stats::PERMUTATION_DRAWS;
+                crate::metrics::stats::permutation_p(&measured_values, &values, resolution, draws)
+                    .map(|p| (mean_cell(&values), p >= 0.05))
             };
-            let (simulated_cell, verdict) = match (sim_mean, judged_interval) {
-                (Some(m), Some((interval, x))) => {
-                    judged += 1;
-                    let ok = holds(interval, x);
+            let (simulated_cell, verdict) = match (sim_mean, judged) {
+                (Some(_), Some((cell, ok))) => {
+                    judged_count += 1;
                     inside += usize::from(ok);
-                    let cell = if runs == 1 {
-                        format!("{} [{}, {}]", num(m), num(interval[0]), num(interval[1]))
-                    } else {
-                        mean_cell(&values)
-                    };
                     (cell, if ok { "yes" } else { "NO" })
                 }
                 (Some(m), _) if got.is_some() => (num(m), "-"),
@@ -459,13 +493,13 @@ fn side_by_side_text(
     let _ = if runs == 1 {
         writeln!(
             tail,
-            "{inside} of {judged} measurements fall inside the simulation's 95% prediction interval (about 1 in 20 falls outside by chance alone; recovery times, read in whole {} s buckets, get one bucket each side).",
+            "{inside} of {judged_count} measurements fall inside the simulation's 95% prediction interval (about 1 in 20 falls outside by chance alone; recovery times, read in whole {} s buckets, get one bucket each side).",
             crate::engine::time::ns_to_secs(simulated.bucket)
         )
     } else {
         writeln!(
             tail,
-            "{inside} of {judged} measured means agree with the simulated ones (about 1 in 20 disagrees by chance alone; recovery times, read in whole {} s buckets, get one bucket each side).",
+            "{inside} of {judged_count} measured samples agree with the simulated ones (about 1 in 20 disagrees by chance alone; recovery times, read in whole {} s buckets, get one bucket of slack).",
             crate::engine::time::ns_to_secs(simulated.bucket)
         )
     };

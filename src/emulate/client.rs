@@ -3,7 +3,7 @@
 
 use super::{ClientMode, Shared, ATTEMPT_HEADER, REQUEST_HEADER, TENANT_HEADER};
 use crate::engine::time::ns_to_secs;
-use crate::engine::Nanos;
+use crate::engine::{Nanos, StreamKind};
 use crate::metrics::{DlqReason, RunRecord, RETRY_DELAY_SAMPLES_MAX};
 use crate::model::budget::FailureKind;
 use crate::model::policy::JitterState;
@@ -12,7 +12,7 @@ use bytes::Bytes;
 use http_body_util::Empty;
 use hyper::Request;
 use hyper_util::rt::TokioIo;
-use rand::SeedableRng;
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -47,13 +47,54 @@ pub(crate) fn finish_record(record: &mut RunRecord, truncated: Option<String>) {
     record.truncated = truncated;
 }
 
+/// The clients of a run, started: `done` completes when every request has ended; dropping the
+/// value stops those still running (a run stopped at its limit).
+pub(crate) struct Clients {
+    pub(crate) done: tokio::sync::oneshot::Receiver<()>,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+/// Starts every tenant's requests: on the caller's runtime, or, when each attempt costs its client
+/// `work`, on one thread of their own (one client process), each attempt spinning for `work` on
+/// it before it is sent — so that attempts fired together leave one after another, each later by
+/// the work of those before it, as a busy event loop sends them.
+pub(crate) fn start(shared: Arc<Shared>, addr: SocketAddr, work: Option<std::time::Duration>) -> Clients {
+    let (done_tx, done) = tokio::sync::oneshot::channel();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = async move {
+        tokio::select! {
+            () = run_clients(shared, addr, work) => {
+                let _ = done_tx.send(());
+            }
+            _ = stopped => {}
+        }
+    };
+    match work {
+        None => {
+            tokio::spawn(run);
+        }
+        Some(_) => {
+            std::thread::spawn(move || {
+                match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                    Ok(runtime) => runtime.block_on(run),
+                    // `done` is dropped unsent: the run reports the clients failed.
+                    Err(_) => drop(run),
+                }
+            });
+        }
+    }
+    Clients { done, _stop: stop }
+}
+
 /// Every tenant's requests, from their arrival times to a terminal state.
-pub(crate) async fn run_clients(shared: Arc<Shared>, addr: SocketAddr) {
-    let (spec, seed) = (&shared.spec, shared.seed);
+async fn run_clients(shared: Arc<Shared>, addr: SocketAddr, work: Option<std::time::Duration>) {
+    let spec = &shared.spec;
     let mut tasks = tokio::task::JoinSet::new();
     let mut next_id: u64 = 1;
     for (ti, tenant) in spec.tenants.iter().enumerate() {
-        let mut rng = ChaCha8Rng::seed_from_u64(crate::engine::rng::mix64(seed ^ (ti as u64 + 1)));
+        // The simulated replication's own arrival stream: this run sends its requests when that
+        // replication's arrive (paired runs).
+        let mut rng = crate::engine::stream(shared.seed, shared.replication, StreamKind::Arrivals, ti as u32);
         match tenant.arrival {
             Arrival::Herd { requests_per_client, .. } => {
                 let firsts = crate::model::arrivals::first_requests(std::slice::from_ref(tenant), &mut [rng]);
@@ -61,27 +102,33 @@ pub(crate) async fn run_clients(shared: Arc<Shared>, addr: SocketAddr) {
                     let (shared, first_id) = (Arc::clone(&shared), next_id);
                     next_id += u64::from(requests_per_client);
                     tasks.spawn(async move {
-                        shared.sleep_until(at).await;
+                        shared.sleep(at, work.is_none()).await;
                         for k in 0..u64::from(requests_per_client) {
-                            let arrived = shared.clock.now();
+                            // The first request arrives when it was drawn to (as a Poisson
+                            // tenant's do, whatever the timer's error); the next ones when the
+                            // one before ended.
+                            let arrived = if k == 0 { at } else { shared.clock.now() };
                             if k > 0 && arrived >= shared.spec.horizon {
                                 break;
                             }
-                            call(&shared, Caller::Tenant(ti), addr, first_id + k, arrived).await;
+                            call(&shared, Caller::Tenant(ti), addr, first_id + k, arrived, work).await;
                         }
                     });
                 }
             }
             Arrival::Poisson { .. } | Arrival::Profile { .. } => {
                 let steps = crate::model::arrivals::poisson_steps(&tenant.arrival).expect("an open-loop tenant");
-                let mut t = 0;
-                while let Some(at) = crate::model::arrivals::next_poisson(t, &steps, spec.horizon, &mut rng) {
-                    t = at;
+                let mut next = crate::model::arrivals::next_poisson(0, &steps, spec.horizon, &mut rng);
+                while let Some(at) = next {
+                    // The simulator's order on the stream at each arrival: its client, then the
+                    // next arrival's time (`Simulation::on_poisson_arrival`).
+                    let _client = rng.random_range(0..tenant.clients);
+                    next = crate::model::arrivals::next_poisson(at, &steps, spec.horizon, &mut rng);
                     let (shared, id) = (Arc::clone(&shared), next_id);
                     next_id += 1;
                     tasks.spawn(async move {
-                        shared.sleep_until(at).await;
-                        call(&shared, Caller::Tenant(ti), addr, id, at).await;
+                        shared.sleep(at, work.is_none()).await;
+                        call(&shared, Caller::Tenant(ti), addr, id, at, work).await;
                     });
                 }
             }
@@ -122,7 +169,16 @@ impl Caller {
 /// attempts until a success, the policy gives up, or the deadline passes; true on success.
 /// A tenant's call is its logical request (counted in the tenant's metrics, its retry delays
 /// sampled); a hop's call is counted by the hop it calls, as the simulator counts it.
-pub(crate) async fn call(shared: &Shared, caller: Caller, addr: SocketAddr, id: u64, arrived: Nanos) -> bool {
+///
+/// `work`: the CPU work each attempt costs the client before it is sent ([`start`]).
+pub(crate) async fn call(
+    shared: &Shared,
+    caller: Caller,
+    addr: SocketAddr,
+    id: u64,
+    arrived: Nanos,
+    work: Option<std::time::Duration>,
+) -> bool {
     let spec = &shared.spec;
     let (ti, target) = (caller.tenant(), caller.target());
     let tenant_call = matches!(caller, Caller::Tenant(_));
@@ -136,14 +192,13 @@ pub(crate) async fn call(shared: &Shared, caller: Caller, addr: SocketAddr, id: 
         r.tenants[ti].requests += 1;
         r.tenant_series[ti][shared.bucket(arrived)].arrivals += 1;
     }
-    // The run's seed with the request and the hop called: runs with other seeds draw other jitter.
+    // The run's key with the request and the hop called: other runs draw other jitter.
     let mix = crate::engine::rng::mix64;
-    let mut rng = ChaCha8Rng::seed_from_u64(mix(shared.seed ^ mix(id ^ ((target as u64) << 48))));
+    let key = crate::engine::stream_key(shared.seed, shared.replication, StreamKind::Jitter, target as u32);
+    let mut rng = ChaCha8Rng::seed_from_u64(mix(key ^ mix(id)));
     let mut jitter = JitterState::default();
     let mut backon = match shared.client {
-        ClientMode::Backon if tenant_call => {
-            Some(super::backon_client::delays(policy, mix(shared.seed ^ mix(id ^ 0xb4c0))))
-        }
+        ClientMode::Backon if tenant_call => Some(super::backon_client::delays(policy, mix(key ^ mix(id ^ 0xb4c0)))),
         ClientMode::Backon | ClientMode::Policy => None,
     };
     let external = shared.targets[target].as_ref();
@@ -153,6 +208,13 @@ pub(crate) async fn call(shared: &Shared, caller: Caller, addr: SocketAddr, id: 
     let mut asked: Option<(Nanos, f64)> = None;
     loop {
         attempts += 1;
+        if let Some(work) = work {
+            // Busy, not asleep: the thread (the client process) does nothing else meanwhile.
+            let until = std::time::Instant::now() + work;
+            while std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
+        }
         let sent = shared.clock.now();
         if let Some((at, busy)) = asked.take() {
             let late_s = (sent as f64 - at as f64) / crate::engine::NS_PER_S as f64;
@@ -171,11 +233,16 @@ pub(crate) async fn call(shared: &Shared, caller: Caller, addr: SocketAddr, id: 
         }
         let timeout_at = policy.attempt_timeout.map_or(deadline_at, |t| sent.saturating_add(t)).min(deadline_at);
         let attempt = send(shared, addr, external, (ti, id, attempts));
+        // The timeout is a sleep like every other (woken `lead` early, its lateness recorded):
+        // a timer left to fire late gives every attempt a longer timeout, by more scenario time
+        // the faster the run (`--time-scale` below 1).
         let outcome = match timeout_at {
             Nanos::MAX => attempt.await,
-            at => tokio::time::timeout_at(shared.clock.instant_of(at).into(), attempt)
-                .await
-                .unwrap_or(Err((FailureKind::Timeout, None))),
+            at => tokio::select! {
+                biased;
+                outcome = attempt => outcome,
+                () = shared.sleep(at, work.is_none()) => Err((FailureKind::Timeout, None)),
+            },
         };
         let now = shared.clock.now();
         if external.is_some() {
@@ -250,7 +317,7 @@ pub(crate) async fn call(shared: &Shared, caller: Caller, addr: SocketAddr, id: 
             }
         };
         let Some(at) = retry_at else { return false };
-        shared.sleep_until(at).await;
+        shared.sleep(at, work.is_none()).await;
         let fired = shared.bucket(shared.clock.now());
         shared.record.lock().expect("record lock").hop_series[target][fired].retries_fired += 1;
     }

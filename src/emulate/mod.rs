@@ -37,8 +37,12 @@ pub struct Options {
     pub allow_late: bool,
     /// Whose code decides the backoff.
     pub client: ClientMode,
-    /// Emulated runs per variant (`--runs`), run `k` with seed + k: more than one gives the
-    /// measurement an interval of its own. [`run`] makes one; the command loops.
+    /// CPU work each attempt costs its client before it is sent (wall time, busy), with every
+    /// client of the run on one thread — one client process's event loop, as a Python asyncio
+    /// or Node client has. `None`: the clients share the servers' runtime and do no work.
+    pub client_work: Option<std::time::Duration>,
+    /// Emulated runs per variant (`--runs`), run `k` on the arrivals of simulated replication
+    /// `k` (paired with it): more than one gives the measurement an interval of its own. [`run`] makes one; the command loops.
     pub runs: u32,
     /// Real endpoints in place of hops (`--target HOP=URL`): nothing is bound for those hops;
     /// their callers send to the endpoint and count its replies.
@@ -103,6 +107,7 @@ impl Default for Options {
             max_requests: 20_000,
             allow_late: false,
             client: ClientMode::Policy,
+            client_work: None,
             runs: 1,
             targets: Vec::new(),
         }
@@ -259,8 +264,11 @@ pub(crate) struct Shared {
     pub(crate) connect_ns: Mutex<Vec<u64>>,
     /// The clients' own delay on each retry against how busy their tenant was.
     pub(crate) client_delays: Mutex<crate::runner::ClientDelayFit>,
-    /// The run's seed (arrival times, every request's jitter draws).
+    /// The master seed and the replication this run stands for: its arrival times are that
+    /// replication's ([`crate::engine::stream`], as the simulator draws them), its other draws
+    /// (jitter, service and network times) keyed by both.
     pub(crate) seed: u64,
+    pub(crate) replication: u64,
     /// Per hop, the real endpoint in its place (`--target`), if any.
     pub(crate) targets: Vec<Option<Target>>,
     /// Where each hop listens, set once every hop is bound.
@@ -275,10 +283,19 @@ impl Shared {
 
     /// Sleeps until scenario time `at`, recording how late the wake-up was.
     pub(crate) async fn sleep_until(&self, at: Nanos) {
+        self.sleep(at, true).await;
+    }
+
+    /// Sleeps until scenario time `at`; `record`: count the wake-up's error as the machine's
+    /// timer error. A client thread busy with `--client-work` wakes late by its own work — the
+    /// client's congestion, measured as its retries' delays, not the machine's timers.
+    pub(crate) async fn sleep(&self, at: Nanos, record: bool) {
         let deadline = self.clock.instant_of(at);
         tokio::time::sleep_until(deadline.checked_sub(self.lead).unwrap_or(deadline).into()).await;
-        let error = clock::timing_error_ns(deadline);
-        self.lateness_ns.lock().expect("lateness lock").push(error);
+        if record {
+            let error = clock::timing_error_ns(deadline);
+            self.lateness_ns.lock().expect("lateness lock").push(error);
+        }
     }
 }
 
@@ -377,7 +394,7 @@ pub fn preflight(spec: &SimSpec, options: &Options) -> Result<Preflight, Emulate
 /// the machine's overhead.
 pub fn run(
     spec: &SimSpec,
-    seed: u64,
+    (seed, replication): (u64, u64),
     options: &Options,
     preflight: &Preflight,
 ) -> Result<(RunRecord, Emulation), EmulateError> {
@@ -386,7 +403,7 @@ pub fn run(
     let mut warnings = preflight.warnings.clone();
     let started = std::time::Instant::now();
     let cpu_before = clock::process_cpu_s();
-    let outcome = runtime.block_on(run_async(spec.clone(), seed, options.clone(), lead));
+    let outcome = runtime.block_on(run_async(spec.clone(), (seed, replication), options.clone(), lead));
     let wall_s = started.elapsed().as_secs_f64();
     let cpu_s = cpu_before.zip(clock::process_cpu_s()).map(|(before, after)| (after - before).max(0.0));
     let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
@@ -432,7 +449,7 @@ type Outcome = (RunRecord, Vec<u64>, Vec<u64>, crate::runner::ClientDelayFit);
 
 async fn run_async(
     spec: SimSpec,
-    seed: u64,
+    (seed, replication): (u64, u64),
     options: Options,
     lead: std::time::Duration,
 ) -> Result<Outcome, EmulateError> {
@@ -450,12 +467,13 @@ async fn run_async(
         client_delays: Mutex::new(Default::default()),
         addrs: std::sync::OnceLock::new(),
         seed,
+        replication,
         targets,
     });
     let servers = server::start(&shared).await?;
     let addr = servers.addrs[0];
     shared.clock.start();
-    let clients = tokio::spawn(client::run_clients(Arc::clone(&shared), addr));
+    let clients = client::start(Arc::clone(&shared), addr, options.client_work);
     let limit = std::time::Duration::from_secs_f64(options.max_seconds);
     let drain = shared.clock.instant_of(shared.spec.drain_limit);
     let stop_at = drain.min(std::time::Instant::now() + limit);
@@ -467,7 +485,7 @@ async fn run_async(
         }
     };
     let truncated = tokio::select! {
-        done = clients => {
+        done = clients.done => {
             done.map_err(|e| EmulateError::Failed(format!("emulate: the clients' task failed: {e}")))?;
             None
         }

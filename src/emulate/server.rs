@@ -4,14 +4,14 @@
 
 use super::client::Caller;
 use super::{EmulateError, Shared, ATTEMPT_HEADER, REQUEST_HEADER, TENANT_HEADER};
-use crate::engine::Nanos;
+use crate::engine::{Nanos, StreamKind};
 use crate::model::fault::{FaultKind, InService};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use rand::{RngExt, SeedableRng};
+use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -52,7 +52,6 @@ struct Hop {
 /// Binds every hop to 127.0.0.1 and starts accepting.
 /// Every hop is bound before any accepts, so that a chain hop knows where the next one listens.
 pub(crate) async fn start(shared: &Arc<Shared>) -> Result<Servers, EmulateError> {
-    let seed = shared.seed;
     let mut addrs = Vec::new();
     let mut listeners = Vec::new();
     for target in &shared.targets {
@@ -79,7 +78,7 @@ pub(crate) async fn start(shared: &Arc<Shared>) -> Result<Servers, EmulateError>
             room: spec.workers.saturating_add(spec.queue_limit),
             inside: AtomicU32::new(0),
             busy: AtomicU32::new(0),
-            rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed ^ (0x5e7e_u64 << 16) ^ index as u64)),
+            rng: Mutex::new(crate::engine::stream(shared.seed, shared.replication, StreamKind::Service, index as u32)),
             commits: Mutex::new(HashMap::new()),
         });
         let shared = Arc::clone(shared);
@@ -267,7 +266,7 @@ async fn serve(hop: &Hop, shared: &Shared, req: &Request<Incoming>) -> Response<
     if let Some(edge) = spec.hops[h].calls.first() {
         let next = shared.addrs.get().expect("every hop is bound before any accepts")[edge.hop];
         let caller = Caller::Hop { to: edge.hop, tenant, policy: edge.policy };
-        let downstream = super::client::call(shared, caller, next, key, shared.clock.now());
+        let downstream = super::client::call(shared, caller, next, key, shared.clock.now(), None);
         let ok = match spec.crash_during(h, 0, shared.clock.now(), Nanos::MAX) {
             None => downstream.await,
             Some((at, _)) => tokio::select! {

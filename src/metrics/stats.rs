@@ -192,6 +192,55 @@ pub fn welch_interval(a: &[f64], b: &[f64], level: f64) -> Option<[f64; 2]> {
     Some([diff - half, diff + half])
 }
 
+/// Shuffles drawn by [`permutation_p`]: the p-value's Monte-Carlo standard error is at most
+/// √(0.05 × 0.95 / 20,000) ≈ 0.0015 near the 0.05 threshold.
+pub const PERMUTATION_DRAWS: u32 = 20_000;
+
+/// Two-sided permutation test of "`a` and `b` are draws of one distribution" on the difference
+/// of their means: the share of random relabellings of the pooled values (`draws` of them,
+/// from a fixed seed, so the answer is reproducible) whose |mean difference| is at least the
+/// observed one less `slack` (a measurement resolution), counted as (1 + hits) / (1 + draws).
+/// Unlike Welch's interval it assumes no shape of the distribution: a metric with two modes
+/// (a run that sticks in overload or recovers) and a few runs all in one mode is judged by how
+/// often the simulation's own replications fall that way. `None` when either side is empty or
+/// the relabellings are too few for any answer below 0.05 (fewer than 40 distinct ones).
+pub fn permutation_p(a: &[f64], b: &[f64], slack: f64, draws: u32) -> Option<f64> {
+    use rand::{RngExt, SeedableRng};
+    let (n, m) = (a.len(), b.len());
+    if n == 0 || m == 0 {
+        return None;
+    }
+    // Distinct relabellings: C(n + m, n), computed until it passes 40.
+    let small = n.min(m);
+    let mut labellings = 1.0_f64;
+    for i in 0..small {
+        labellings = labellings * (n + m - i) as f64 / (i + 1) as f64;
+    }
+    if labellings < 40.0 {
+        return None;
+    }
+    let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len() as f64;
+    let observed = (mean(a) - mean(b)).abs() - slack.max(0.0);
+    let mut pooled: Vec<f64> = a.iter().chain(b).copied().collect();
+    let total: f64 = pooled.iter().sum();
+    // Sums differ from the observed one by rounding alone when the split is the same.
+    let tolerance = 1e-9 * pooled.iter().fold(0.0_f64, |acc, x| acc.max(x.abs())).max(1e-300);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x9e37_79b9_7f4a_7c15);
+    let mut hits: u32 = 0;
+    for _ in 0..draws {
+        // A partial Fisher–Yates shuffle: the first n of the pooled values are the new `a`.
+        let mut sum_a = 0.0;
+        for i in 0..n {
+            let j = rng.random_range(i..n + m);
+            pooled.swap(i, j);
+            sum_a += pooled[i];
+        }
+        let difference = (sum_a / n as f64 - (total - sum_a) / m as f64).abs();
+        hits += u32::from(difference >= observed - tolerance);
+    }
+    Some((1.0 + f64::from(hits)) / (1.0 + f64::from(draws)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,5 +316,56 @@ mod tests {
         let s = Stat::from_values(vec![Some(1.0), None, Some(3.0)]);
         assert_eq!(s.mean, Some(2.0));
         assert_eq!(s.values.len(), 3);
+    }
+
+    #[test]
+    fn a_permutation_test_matches_its_exact_distribution() {
+        // 1 value against 3: C(4, 1) = 4 labellings, too few for any answer below 0.05.
+        assert_eq!(permutation_p(&[3.0], &[0.0, 1.0, 2.0], 0.0, 1_000), None);
+        // a = {10, 11, 12} against b = 0..20 (mean 9.5): the observed |difference| is 1.5. The
+        // exact share of the C(23, 3) = 1,771 labellings at least that far apart is counted by
+        // enumerating them, independently of the Monte-Carlo draws.
+        let a = [10.0, 11.0, 12.0];
+        let b: Vec<f64> = (0..20).map(f64::from).collect();
+        let pooled: Vec<f64> = a.iter().chain(&b).copied().collect();
+        let total: f64 = pooled.iter().sum();
+        let observed = (11.0 - b.iter().sum::<f64>() / 20.0_f64).abs();
+        let (mut hits, mut all) = (0u32, 0u32);
+        for i in 0..23 {
+            for j in i + 1..23 {
+                for k in j + 1..23 {
+                    let s = pooled[i] + pooled[j] + pooled[k];
+                    hits += u32::from((s / 3.0 - (total - s) / 20.0).abs() >= observed - 1e-9);
+                    all += 1;
+                }
+            }
+        }
+        let exact = f64::from(hits) / f64::from(all);
+        let p = permutation_p(&a, &b, 0.0, PERMUTATION_DRAWS).expect("enough labellings");
+        // Four Monte-Carlo standard errors of a share estimated from 20,000 draws.
+        let se = (exact * (1.0 - exact) / f64::from(PERMUTATION_DRAWS)).sqrt();
+        assert!((p - exact).abs() <= 4.0 * se + 1.0 / f64::from(PERMUTATION_DRAWS), "p {p} against exact {exact}");
+    }
+
+    #[test]
+    fn a_permutation_test_rejects_a_shift_and_keeps_two_modes() {
+        // Three values far above all of 100: only the labellings putting the three largest in
+        // `a` reach the observed difference, 1 in C(103, 3) = 176,851: p is (1 + 0)/(1 + draws).
+        let b: Vec<f64> = (0..100).map(|i| f64::from(i) / 100.0).collect();
+        let p = permutation_p(&[5.0, 5.1, 5.2], &b, 0.0, PERMUTATION_DRAWS).expect("enough");
+        assert!(p < 0.001, "{p}");
+        // Two modes, half the runs at 1 and half at 2.4 (a run that recovers, one that sticks):
+        // of the pooled 53 values at 1 and 50 at 2.4, three at 1 (|1 − 1.7| = 0.7) or three at
+        // 2.4 (|2.4 − 1.658| = 0.742) are as far apart: C(53, 3) + C(50, 3) of C(103, 3)
+        // labellings, p ≈ 0.132 + 0.111 = 0.243. Welch's interval, reading the three runs' small
+        // spread as the distribution's, rejects it.
+        let modes: Vec<f64> = (0..100).map(|i| if i % 2 == 0 { 1.0 } else { 2.4 }).collect();
+        let p = permutation_p(&[1.0, 1.0, 1.0], &modes, 0.0, PERMUTATION_DRAWS).expect("enough");
+        assert!((0.2..0.3).contains(&p), "{p}");
+        let welch = welch_interval(&[1.0, 1.01, 0.99], &modes, 0.95).expect("two samples");
+        assert!(welch[1] < 0.0, "Welch rejects: {welch:?}");
+        // The slack widens what counts as equal: a shift by less than it is no difference.
+        let p = permutation_p(&[5.0, 5.1, 5.2], &b, 10.0, PERMUTATION_DRAWS).expect("enough");
+        assert!(p > 0.99, "{p}");
     }
 }
