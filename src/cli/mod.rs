@@ -381,11 +381,12 @@ fn run_with(
             check_jitters(&jitters)?;
             if !scenario.variants.is_empty() {
                 let names: Vec<&str> = scenario.variants.iter().map(|v| v.name.as_str()).collect();
-                eprintln!(
+                let note = format!(
                     "note: --jitter replaces the scenario's {} variant(s) ({}): each strategy runs on the base scenario without their settings; leave out --jitter to compare them",
                     names.len(),
                     names.join(", ")
                 );
+                eprint!("{}", table::fit(&note, table::WIDTH));
             }
             scenario.jitter_variants(&jitters)?
         }
