@@ -794,12 +794,30 @@ network = { dist = "constant", mean = "0s" }
 /// `policy` (max_attempts 1, no jitter), one hop "server" of 4 workers with `service` (constant),
 /// then `rest` (faults); the horizon is 2 s past the last call. Replication 0 of its run.
 fn one_call_a_second(calls: u64, policy: &str, service: &str, rest: &str) -> RunRecord {
+    let times: Vec<u64> = (0..calls).map(|k| 500 + 1_000 * k).collect();
+    traced(&times, calls + 2, "", &format!("max_attempts = 1\n{policy}"), 4, service, rest)
+}
+
+/// One request at each of `times_ms` (a `trace` arrival, in ms), scenario lines `top` (after the
+/// horizon, `horizon_s` seconds), policy lines `policy` (no jitter), one hop "server" of `workers`
+/// workers with constant `service` and no network delay, then `rest` (more of its keys, faults).
+/// Replication 0 of its run.
+fn traced(
+    times_ms: &[u64],
+    horizon_s: u64,
+    top: &str,
+    policy: &str,
+    workers: u32,
+    service: &str,
+    rest: &str,
+) -> RunRecord {
     let dir = tempfile::tempdir().expect("temp dir");
-    let times: Vec<String> = (0..calls).map(|k| (500 + 1_000 * k).to_string()).collect();
+    let times: Vec<String> = times_ms.iter().map(u64::to_string).collect();
     std::fs::write(dir.path().join("times.csv"), format!("t\n{}\n", times.join("\n"))).expect("write trace");
     let toml = format!(
-        r#"name = "one-call-a-second"
-horizon = "{}s"
+        r#"name = "traced"
+horizon = "{horizon_s}s"
+{top}
 [[tenant]]
 name = "t"
 clients = 1
@@ -807,15 +825,13 @@ arrival = {{ kind = "trace", file = "times.csv", unit = "ms" }}
 policy = "p"
 [policy.p]
 jitter = "none"
-max_attempts = 1
 {policy}
 [[hop]]
 name = "server"
-workers = 4
+workers = {workers}
 service = {{ dist = "constant", mean = "{service}" }}
 network = {{ dist = "constant", mean = "0s" }}
-{rest}"#,
-        calls + 2
+{rest}"#
     );
     let file = dir.path().join("rule.toml");
     let s = Scenario::from_source(file.to_str().expect("utf-8 path"), &toml, &[]).unwrap_or_else(|e| panic!("{e}"));
@@ -895,4 +911,154 @@ fn a_hop_without_a_concurrency_limit_records_no_admission_limit() {
     let r = run_toml(&hedged_hop(100, "10s", "", "10ms", "0s", "shed_queue_length = 5\n"));
     assert_eq!(r.tenants[0].succeeded, 100);
     assert!(r.hop_series[0].iter().all(|b| b.admission_limit == 0), "no limit series without a limit");
+}
+
+// Overload control (src/model/sim/discipline.rs). Each run below is deterministic: requests at
+// traced instants, constant service, no network delay; the counts follow from the timeline
+// written beside each test.
+
+/// Rule: a concurrency limit admits an arrival while the attempts inside, the arrival included,
+/// are at most the limit, and its `admission_limit` series carries the limit over buckets
+/// without arrivals (docs/MODEL.md, "Admission control"). Ten requests at 0 s, one at 5 s, 100
+/// workers (never the bound), 100 ms of service, a limit of 4: the first four are admitted (1,
+/// 2, 3, 4 inside), each of the next six finds 5 inside and is refused at once; the one at 5 s
+/// finds the hop empty. 1 s buckets over the run and its drain (to 2 × the 10 s horizon: 21):
+/// the limit, 4, in every one, those without an arrival (all but 0 and 5) included. Kills
+/// `fill_limit_series` → `()` and deleting its `!` (the buckets without arrivals read 0).
+#[test]
+fn a_concurrency_limit_admits_up_to_its_limit_and_its_series_carries_it_over_quiet_buckets() {
+    let times = [vec![0; 10], vec![5_000]].concat();
+    let limit = "admission = { kind = \"concurrency\", limit = 4 }\n";
+    let r = traced(&times, 10, "bucket = \"1s\"", "max_attempts = 1", 100, "100ms", limit);
+    assert_eq!((r.hops[0].rejected_by_limit, r.tenants[0].succeeded), (6, 5));
+    let series: Vec<u32> = r.hop_series[0].iter().map(|b| b.admission_limit).collect();
+    assert_eq!(series, vec![4; 21], "the limit in every bucket");
+}
+
+/// Rule (Netflix `AIMDLimit`): after a served attempt no slower than `latency`, the limit grows
+/// by 1 when at least half of it is in use (the finishing attempt counted); a slower one
+/// multiplies it by `backoff`. Limit 6, three requests at 0 s, 100 ms of service (exactly the
+/// 100 ms `latency`: not slower), one at 1 s reading the limit into the 1 s bucket. The first to
+/// finish sees 3 inside: 2 × 3 ≥ 6, the limit becomes 7; the next two see 2 and 1 (< 7 / 2).
+/// The series (1 s buckets to twice the 3 s horizon): 6, then 7 in the other six. Kills `>` →
+/// `>=` on the latency (each sample halves the limit: 1 from the 1 s bucket on) and `>=` → `<`
+/// on the half in use (it grows at the two later samples instead: 8).
+#[test]
+fn an_aimd_limit_grows_by_one_when_half_used_and_not_slower_than_its_latency() {
+    let aimd = "admission = { kind = \"aimd\", initial = 6, min = 1, max = 10, latency = \"100ms\", backoff = 0.5 }\n";
+    let r = traced(&[0, 0, 0, 1_000], 3, "bucket = \"1s\"", "max_attempts = 1", 100, "100ms", aimd);
+    assert_eq!(r.tenants[0].succeeded, 4);
+    let series: Vec<u32> = r.hop_series[0].iter().map(|b| b.admission_limit).collect();
+    assert_eq!(series, [6, 7, 7, 7, 7, 7, 7]);
+}
+
+// Balancers (src/model/sim/replicas.rs). Deterministic runs: traced requests, constant service.
+
+/// The records of hop `hop`'s replicas, in replica order.
+fn replica_records(r: &RunRecord, hop: usize) -> Vec<&retrystorm::metrics::ReplicaRecord> {
+    r.replicas.iter().filter(|x| x.hop == hop).collect()
+}
+
+/// Rule: `power_of_two` compares two *distinct* replicas. Two replicas of one worker, 100 ms
+/// of service, requests in pairs 10 ms apart, one pair a second (100 pairs): the first of a
+/// pair finds both idle, the second finds one busy and the other idle, and of two distinct
+/// replicas it takes the idle one. Every pair splits: 100 attempts each, no queueing, at most
+/// one attempt inside a replica in any bucket. Kills `>=` → `<` in the second draw (the same
+/// replica drawn twice: the second request queues behind the first) and `replica_level` → `()`
+/// (no level recorded).
+#[test]
+fn power_of_two_compares_two_distinct_replicas() {
+    let times: Vec<u64> = (0..100).flat_map(|k| [1_000 * k, 1_000 * k + 10]).collect();
+    let p2c = "replicas = 2\nbalancer = \"power_of_two\"\n";
+    let r = traced(&times, 101, "bucket = \"1s\"", "max_attempts = 1", 1, "100ms", p2c);
+    assert_eq!(r.hops[0].queue_wait_ns_sum, 0, "no request waited");
+    for rec in replica_records(&r, 0) {
+        assert_eq!(rec.attempts, 100, "replica {}: one of each pair", rec.replica);
+        let peaks: Vec<u32> = rec.series[..100].iter().map(|b| b.in_flight_max).collect();
+        assert_eq!(peaks, vec![1; 100], "replica {}: one attempt inside in each second", rec.replica);
+    }
+}
+
+/// Rule: `least_connections` takes its ties in turn: the first tied replica at or after a
+/// cursor that moves past each pick. Three replicas of one worker, one request a second done in
+/// 100 ms: every arrival finds all three idle (a tie at 0), so request k goes to replica k mod 3
+/// — in bucket k, an attempt at that replica only. Kills `%` → `/` or `+`, `-` → `+` and `+` →
+/// `-` or `*` in the cursor's distance `(r + n - from) % n` (another order repeats or skips a
+/// replica).
+#[test]
+fn least_connections_takes_its_ties_in_turn() {
+    let times: Vec<u64> = (0..9).map(|k| 1_000 * k).collect();
+    let lc = "replicas = 3\nbalancer = \"least_connections\"\n";
+    let r = traced(&times, 10, "bucket = \"1s\"", "max_attempts = 1", 1, "100ms", lc);
+    for rec in replica_records(&r, 0) {
+        let buckets: Vec<u32> = rec.series[..9].iter().map(|b| b.attempts).collect();
+        let expected: Vec<u32> = (0..9).map(|k| u32::from(k % 3 == rec.replica)).collect();
+        assert_eq!(buckets, expected, "replica {}", rec.replica);
+    }
+}
+
+/// Rule (Envoy's panic threshold): the balancer routes around replicas out of rotation only
+/// while at least half of them are in it; with fewer it routes to all. Three replicas behind
+/// round robin, health probes every 500 ms (one failed probe marks a replica unhealthy), an
+/// outage on `down` of them for the whole run, ten requests at 1.0, 1.1, …, 1.9 s (after the
+/// probe at 0.5 s). One down: 2 of 3 in rotation, the down one gets nothing (0, 5, 5). Two
+/// down: 1 of 3 is below half, round robin over all: 4, 3, 3, the attempts at the down ones
+/// refused. A replica still unhealthy at the end is out of rotation until the run's last event,
+/// the probe at 2.5 s: 2 s. Kills `&&` → `||` and `*` → `+` in `pick`'s `k < n && 2 * k >= n`
+/// (1 of 3 counted as half: all ten requests to the healthy replica), `close_replica_books` →
+/// `()` (0 s out of rotation) and `+=` → `*=` on a replica series' successes and failures.
+#[test]
+fn a_balancer_routes_around_unhealthy_replicas_only_while_half_are_healthy() {
+    let times: Vec<u64> = (0..10).map(|k| 1_000 + 100 * k).collect();
+    for (down, attempts) in [(1, [0, 5, 5]), (2, [4, 3, 3])] {
+        let outages: String = (0..down)
+            .map(|replica| {
+                format!(
+                    "[[fault]]\nhop = \"server\"\nreplica = {replica}\nkind = \"outage\"\nfrom = \"0s\"\nto = \"3s\"\n"
+                )
+            })
+            .collect();
+        let hop = format!("replicas = 3\nhealth_check = {{ interval = \"500ms\", unhealthy_threshold = 1, healthy_threshold = 1 }}\n{outages}");
+        let r = traced(&times, 3, "", "max_attempts = 1", 1, "10ms", &hop);
+        let recs = replica_records(&r, 0);
+        assert_eq!(recs.iter().map(|x| x.attempts).collect::<Vec<_>>(), attempts, "{down} down");
+        for x in &recs {
+            let down = x.replica < down;
+            assert_eq!(x.out_of_rotation_ns, if down { 2_000_000_000 } else { 0 }, "replica {}", x.replica);
+            assert_eq!((x.ok_replies, x.failed_replies), if down { (0, x.attempts) } else { (x.attempts, 0) });
+            let (ok, failed) =
+                x.series.iter().fold((0, 0), |(o, f), b| (o + u64::from(b.successes), f + u64::from(b.failures)));
+            assert_eq!(
+                (ok, failed),
+                (x.ok_replies, x.failed_replies),
+                "replica {}: the series sum to the totals",
+                x.replica
+            );
+        }
+    }
+}
+
+/// Rule: each balanced hop keeps its own replica records, found from its first replica's place
+/// among all the hops' replicas, and a hop of one replica keeps none. server (one replica) calls
+/// back (2 replicas), which calls db (3 replicas, outlier detection on), both round robin; six
+/// requests, one a second: back's replicas take 3 each, db's 2 each, all successes. db's first
+/// replica is the 4th of all (after server's and back's) and its first record the 3rd. Kills the
+/// index arithmetic of `rec` and `outcome_seen` (`server − base + start`), which only a balanced
+/// hop after another can see, and `count > 1` → `>=` in `replica_records` (a record for server).
+#[test]
+fn each_balanced_hop_keeps_its_own_replica_records() {
+    let times: Vec<u64> = (0..6).map(|k| 1_000 * k).collect();
+    let hop = |name: &str, replicas: u32, rest: &str| {
+        format!("[[hop]]\nname = \"{name}\"\nreplicas = {replicas}\nservice = {{ dist = \"constant\", mean = \"10ms\" }}\n{rest}")
+    };
+    let chain = format!(
+        "downstream_policy = \"p\"\n{}{}",
+        hop("back", 2, "downstream_policy = \"p\"\n"),
+        hop("db", 3, "outlier_detection = { consecutive_errors = 5 }\n")
+    );
+    let r = traced(&times, 7, "", "max_attempts = 1", 1, "10ms", &chain);
+    assert_eq!(r.tenants[0].succeeded, 6);
+    let rows: Vec<(usize, u32, u64, u64)> =
+        r.replicas.iter().map(|x| (x.hop, x.replica, x.attempts, x.ok_replies)).collect();
+    assert_eq!(rows, vec![(1, 0, 3, 3), (1, 1, 3, 3), (2, 0, 2, 2), (2, 1, 2, 2), (2, 2, 2, 2)]);
 }
