@@ -134,8 +134,8 @@ fn check_runs(flag: &str, runs: u32) -> Result<(), CliError> {
 }
 
 /// Runs every variant `options.runs` times on loopback (run `k` on simulated replication `k`'s
-/// arrivals), variant by
-/// variant as [`crate::runner::assemble`] reads them: the records and each run's overhead.
+/// arrivals), variant by variant as [`crate::runner::assemble`] reads them: the records and
+/// each run's overhead.
 fn measure(
     seed: u64,
     variants: &[Variant],
@@ -428,7 +428,7 @@ fn side_by_side_text(
         "  {:<16} {:<metric_w$} {:>sim_w$} {:>meas_w$}  {verdict_heading}",
         "variant", "metric", "simulated", "measured"
     );
-    let (mut inside, mut judged_count) = (0, 0);
+    let (mut inside, mut judged_count, mut unjudged) = (0, 0, 0);
     let present = |row: &StatRow, metric: Metric| -> Vec<f64> {
         row.get(metric).map(|s| s.values.iter().flatten().copied().collect()).unwrap_or_default()
     };
@@ -473,7 +473,10 @@ fn side_by_side_text(
                     inside += usize::from(ok);
                     (cell, if ok { "yes" } else { "NO" })
                 }
-                (Some(m), _) if got.is_some() => (num(m), "-"),
+                (Some(m), _) if got.is_some() => {
+                    unjudged += 1;
+                    (num(m), "-")
+                }
                 (Some(m), _) => (num(m), "- (none measured)"),
                 (None, _) => (format!("none ({})", metric.def().null_means), "-"),
             };
@@ -499,8 +502,13 @@ fn side_by_side_text(
     } else {
         writeln!(
             tail,
-            "{inside} of {judged_count} measured samples agree with the simulated ones (about 1 in 20 disagrees by chance alone; recovery times, read in whole {} s buckets, get one bucket of slack).",
-            crate::engine::time::ns_to_secs(simulated.bucket)
+            "{inside} of {judged_count} measured samples agree with the simulated ones (about 1 in 20 disagrees by chance alone; recovery times, read in whole {} s buckets, get one bucket of slack){}.",
+            crate::engine::time::ns_to_secs(simulated.bucket),
+            if unjudged > 0 {
+                format!("; {unjudged} marked `-` have too few values on a side for any answer below 0.05")
+            } else {
+                String::new()
+            }
         )
     };
     let _ = writeln!(
