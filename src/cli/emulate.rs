@@ -499,6 +499,11 @@ fn side_by_side_text(
             "{inside} of {judged_count} measurements fall inside the simulation's 95% prediction interval (about 1 in 20 falls outside by chance alone; recovery times, read in whole {} s buckets, get one bucket each side).",
             crate::engine::time::ns_to_secs(simulated.bucket)
         )
+    } else if judged_count == 0 {
+        writeln!(
+            tail,
+            "No metric could be judged: too few values on a side (runs or replications) for any answer below 0.05; give more --emulate-runs or --replications."
+        )
     } else {
         writeln!(
             tail,
