@@ -42,14 +42,30 @@ from = "0s"
 to = "3s"
 "#;
 
-/// The first variant emulated once in real time on loopback (30 s at most; a loaded test
-/// machine's late timers are recorded, not refused).
-fn emulate_once(scenario: &Scenario, variants: &[Variant]) -> (RunRecord, Emulation) {
-    let options =
-        Options { time_scale: 1.0, max_seconds: 30.0, max_requests: 1_000, allow_late: true, ..Options::default() };
+/// The tests' emulator options: real time, 30 s at most, a loaded test machine's late timers
+/// recorded, not refused.
+fn test_options() -> Options {
+    Options { time_scale: 1.0, max_seconds: 30.0, max_requests: 1_000, allow_late: true, ..Options::default() }
+}
+
+/// The first variant emulated once (run 0) on loopback with `options`.
+fn emulate_with(scenario: &Scenario, variants: &[Variant], options: &Options) -> (RunRecord, Emulation) {
     let spec = &variants[0].spec;
-    let checked = emulate::preflight(spec, &options).unwrap_or_else(|e| panic!("{e}"));
-    emulate::run(spec, (scenario.seed, 0), &options, &checked).unwrap_or_else(|e| panic!("{e}"))
+    let checked = emulate::preflight(spec, options).unwrap_or_else(|e| panic!("{e}"));
+    emulate::run(spec, (scenario.seed, 0), options, &checked).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The first variant emulated once with [`test_options`].
+fn emulate_once(scenario: &Scenario, variants: &[Variant]) -> (RunRecord, Emulation) {
+    emulate_with(scenario, variants, &test_options())
+}
+
+/// Emulated run 0 sends its requests when simulated replication 0's arrive (the same stream):
+/// the same number in every bucket.
+fn assert_arrivals_as_simulated(scenario: &Scenario, variants: &[Variant], record: &RunRecord) {
+    let simulated = retrystorm::model::sim::run(&variants[0].spec, scenario.seed, 0);
+    let per_bucket = |r: &RunRecord| r.tenant_series[0].iter().map(|b| b.arrivals).collect::<Vec<u32>>();
+    assert_eq!(per_bucket(record), per_bucket(&simulated), "emulated run 0 against simulated replication 0");
 }
 
 fn values(study: &Study, metric: Metric) -> Vec<f64> {
@@ -71,10 +87,7 @@ fn a_small_herd_on_loopback_agrees_with_the_simulation() {
     let (record, emulation) = emulate_once(&scenario, &variants);
     assert!(emulation.emulated && emulation.connections > 0 && emulation.timer_samples > 0);
     assert!(record.truncated.is_none(), "the run stopped early: {:?}", record.truncated);
-    // The herd's requests arrive when simulated replication 0's do (the same stream).
-    let simulated_0 = retrystorm::model::sim::run(&variants[0].spec, scenario.seed, 0);
-    let per_bucket = |r: &RunRecord| r.tenant_series[0].iter().map(|b| b.arrivals).collect::<Vec<u32>>();
-    assert_eq!(per_bucket(&record), per_bucket(&simulated_0), "emulated run 0 against simulated replication 0");
+    assert_arrivals_as_simulated(&scenario, &variants, &record);
     // Every retry of the tenant's clients had its own delay measured (the data `client_timing`
     // is fitted from): one per retry the tenant made.
     let retries = record.tenants[0].attempts - record.tenants[0].requests;
@@ -204,11 +217,7 @@ fn network_delays_and_a_rate_profile_are_emulated() {
     // The profile: nothing in the first four buckets (0–2 s); after it, 80 expected in 2 s, a
     // Poisson count (± 5 sd = ± 45 keeps a false failure below one in a million).
     assert!(arrivals[..4].iter().all(|&a| a == 0), "arrivals before 2 s: {arrivals:?}");
-    // Run 0 sends its requests at simulated replication 0's arrival times (the same stream):
-    // the same number in every bucket.
-    let simulated = retrystorm::model::sim::run(&variants[0].spec, scenario.seed, 0);
-    let simulated_arrivals: Vec<u32> = simulated.tenant_series[0].iter().map(|b| b.arrivals).collect();
-    assert_eq!(arrivals, simulated_arrivals, "emulated run 0 against simulated replication 0");
+    assert_arrivals_as_simulated(&scenario, &variants, &record);
     let requests = record.tenants[0].requests;
     assert!((35..=125).contains(&requests), "{requests} requests where 80 are expected");
     // Every request succeeds after 40 + 10 + 40 ms. The emulator wakes each of its timers
@@ -264,19 +273,7 @@ to = "10s"
 fn clients_on_one_busy_thread_send_no_faster_than_their_work_allows() {
     let scenario = Scenario::from_source("herd-at-once", HERD_AT_ONCE, &[]).unwrap_or_else(|e| panic!("{e}"));
     let variants = scenario.run_variants();
-    let spec = &variants[0].spec;
-    let run = |client_work: Option<std::time::Duration>| {
-        let options = Options {
-            time_scale: 1.0,
-            max_seconds: 30.0,
-            max_requests: 1_000,
-            allow_late: true,
-            client_work,
-            ..Options::default()
-        };
-        let checked = emulate::preflight(spec, &options).unwrap_or_else(|e| panic!("{e}"));
-        emulate::run(spec, (scenario.seed, 0), &options, &checked).unwrap_or_else(|e| panic!("{e}"))
-    };
+    let run = |client_work| emulate_with(&scenario, &variants, &Options { client_work, ..test_options() });
     let per_bucket = |record: &RunRecord| record.tenant_series[0].iter().map(|b| b.attempts).collect::<Vec<u32>>();
     // Without work the herd's 300 first attempts and their 300 immediate retries all leave in
     // the first 100 ms bucket (on loopback a refusal comes back in well under a millisecond).
@@ -618,23 +615,10 @@ fn a_small_herd_through_backon_agrees_with_the_simulated_equal_jitter() {
     let scenario = Scenario::from_source("tiny-herd-backon", &text, &[]).unwrap_or_else(|e| panic!("{e}"));
     let variants = scenario.run_variants();
     let simulated = run_study(&scenario, &variants, &RunOptions { threads: Some(2), progress: false });
-    let options = Options {
-        time_scale: 1.0,
-        max_seconds: 30.0,
-        max_requests: 1_000,
-        allow_late: true,
-        client: emulate::ClientMode::Backon,
-        ..Options::default()
-    };
-    let spec = &variants[0].spec;
-    let checked = emulate::preflight(spec, &options).unwrap_or_else(|e| panic!("{e}"));
-    let (record, emulation) =
-        emulate::run(spec, (scenario.seed, 0), &options, &checked).unwrap_or_else(|e| panic!("{e}"));
+    let options = Options { client: emulate::ClientMode::Backon, ..test_options() };
+    let (record, emulation) = emulate_with(&scenario, &variants, &options);
     assert!(record.truncated.is_none(), "the run stopped early: {:?}", record.truncated);
-    // The herd's requests arrive when simulated replication 0's do (the same stream).
-    let simulated_0 = retrystorm::model::sim::run(&variants[0].spec, scenario.seed, 0);
-    let per_bucket = |r: &RunRecord| r.tenant_series[0].iter().map(|b| b.arrivals).collect::<Vec<u32>>();
-    assert_eq!(per_bucket(&record), per_bucket(&simulated_0), "emulated run 0 against simulated replication 0");
+    assert_arrivals_as_simulated(&scenario, &variants, &record);
     // Every retry of the tenant's clients had its own delay measured (the data `client_timing`
     // is fitted from): one per retry the tenant made.
     let retries = record.tenants[0].attempts - record.tenants[0].requests;

@@ -55,15 +55,16 @@ pub(crate) struct Clients {
 }
 
 /// Starts every tenant's requests: on the caller's runtime, or, when each attempt costs its client
-/// `work`, on one thread of their own (one client process), each attempt spinning for `work` on
-/// it before it is sent — so that attempts fired together leave one after another, each later by
-/// the work of those before it, as a busy event loop sends them.
-pub(crate) fn start(shared: Arc<Shared>, addr: SocketAddr, work: Option<std::time::Duration>) -> Clients {
+/// work (`Shared::client_work`), on one thread of their own (one client process), each attempt
+/// spinning for that work on it before it is sent — so that attempts fired together leave one
+/// after another, each later by the work of those before it, as a busy event loop sends them.
+pub(crate) fn start(shared: Arc<Shared>, addr: SocketAddr) -> Clients {
+    let work = shared.client_work;
     let (done_tx, done) = tokio::sync::oneshot::channel();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let run = async move {
         tokio::select! {
-            () = run_clients(shared, addr, work) => {
+            () = run_clients(shared, addr) => {
                 let _ = done_tx.send(());
             }
             _ = stopped => {}
@@ -87,8 +88,10 @@ pub(crate) fn start(shared: Arc<Shared>, addr: SocketAddr, work: Option<std::tim
 }
 
 /// Every tenant's requests, from their arrival times to a terminal state.
-async fn run_clients(shared: Arc<Shared>, addr: SocketAddr, work: Option<std::time::Duration>) {
+async fn run_clients(shared: Arc<Shared>, addr: SocketAddr) {
     let spec = &shared.spec;
+    // A busy client thread's own lateness is its congestion, not the machine's timer error.
+    let record_lateness = shared.client_work.is_none();
     let mut tasks = tokio::task::JoinSet::new();
     let mut next_id: u64 = 1;
     for (ti, tenant) in spec.tenants.iter().enumerate() {
@@ -102,7 +105,7 @@ async fn run_clients(shared: Arc<Shared>, addr: SocketAddr, work: Option<std::ti
                     let (shared, first_id) = (Arc::clone(&shared), next_id);
                     next_id += u64::from(requests_per_client);
                     tasks.spawn(async move {
-                        shared.sleep(at, work.is_none()).await;
+                        shared.sleep(at, record_lateness).await;
                         for k in 0..u64::from(requests_per_client) {
                             // The first request arrives when it was drawn to (as a Poisson
                             // tenant's do, whatever the timer's error); the next ones when the
@@ -111,7 +114,7 @@ async fn run_clients(shared: Arc<Shared>, addr: SocketAddr, work: Option<std::ti
                             if k > 0 && arrived >= shared.spec.horizon {
                                 break;
                             }
-                            call(&shared, Caller::Tenant(ti), addr, first_id + k, arrived, work).await;
+                            call(&shared, Caller::Tenant(ti), addr, first_id + k, arrived).await;
                         }
                     });
                 }
@@ -127,8 +130,8 @@ async fn run_clients(shared: Arc<Shared>, addr: SocketAddr, work: Option<std::ti
                     let (shared, id) = (Arc::clone(&shared), next_id);
                     next_id += 1;
                     tasks.spawn(async move {
-                        shared.sleep(at, work.is_none()).await;
-                        call(&shared, Caller::Tenant(ti), addr, id, at, work).await;
+                        shared.sleep(at, record_lateness).await;
+                        call(&shared, Caller::Tenant(ti), addr, id, at).await;
                     });
                 }
             }
@@ -169,19 +172,12 @@ impl Caller {
 /// attempts until a success, the policy gives up, or the deadline passes; true on success.
 /// A tenant's call is its logical request (counted in the tenant's metrics, its retry delays
 /// sampled); a hop's call is counted by the hop it calls, as the simulator counts it.
-///
-/// `work`: the CPU work each attempt costs the client before it is sent ([`start`]).
-pub(crate) async fn call(
-    shared: &Shared,
-    caller: Caller,
-    addr: SocketAddr,
-    id: u64,
-    arrived: Nanos,
-    work: Option<std::time::Duration>,
-) -> bool {
+/// A tenant's attempt first costs its client `Shared::client_work` ([`start`]); a hop's does not.
+pub(crate) async fn call(shared: &Shared, caller: Caller, addr: SocketAddr, id: u64, arrived: Nanos) -> bool {
     let spec = &shared.spec;
     let (ti, target) = (caller.tenant(), caller.target());
     let tenant_call = matches!(caller, Caller::Tenant(_));
+    let work = shared.client_work.filter(|_| tenant_call);
     let policy = match caller {
         Caller::Tenant(t) => &spec.policies[spec.tenants[t].policy],
         Caller::Hop { policy, .. } => &spec.policies[policy],

@@ -251,6 +251,8 @@ pub(crate) const TENANT_HEADER: &str = "x-retrystorm-tenant";
 pub(crate) struct Shared {
     pub(crate) spec: SimSpec,
     pub(crate) client: ClientMode,
+    /// The clients' work per attempt, all of them on one thread (`--client-work`).
+    pub(crate) client_work: Option<std::time::Duration>,
     pub(crate) clock: Clock,
     pub(crate) record: Mutex<RunRecord>,
     /// How early every sleep asks to wake: the machine's mean timer lateness, measured before
@@ -458,6 +460,7 @@ async fn run_async(
     let shared = Arc::new(Shared {
         clock: Clock::new(options.time_scale),
         client: options.client,
+        client_work: options.client_work,
         spec,
         lead,
         record: Mutex::new(record),
@@ -473,7 +476,7 @@ async fn run_async(
     let servers = server::start(&shared).await?;
     let addr = servers.addrs[0];
     shared.clock.start();
-    let clients = client::start(Arc::clone(&shared), addr, options.client_work);
+    let clients = client::start(Arc::clone(&shared), addr);
     let limit = std::time::Duration::from_secs_f64(options.max_seconds);
     let drain = shared.clock.instant_of(shared.spec.drain_limit);
     let stop_at = drain.min(std::time::Instant::now() + limit);

@@ -266,7 +266,7 @@ async fn serve(hop: &Hop, shared: &Shared, req: &Request<Incoming>) -> Response<
     if let Some(edge) = spec.hops[h].calls.first() {
         let next = shared.addrs.get().expect("every hop is bound before any accepts")[edge.hop];
         let caller = Caller::Hop { to: edge.hop, tenant, policy: edge.policy };
-        let downstream = super::client::call(shared, caller, next, key, shared.clock.now(), None);
+        let downstream = super::client::call(shared, caller, next, key, shared.clock.now());
         let ok = match spec.crash_during(h, 0, shared.clock.now(), Nanos::MAX) {
             None => downstream.await,
             Some((at, _)) => tokio::select! {
