@@ -219,8 +219,7 @@ pub fn permutation_p(a: &[f64], b: &[f64], slack: f64, draws: u32) -> Option<f64
     if labellings < 40.0 {
         return None;
     }
-    let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len() as f64;
-    let observed = (mean(a) - mean(b)).abs() - slack.max(0.0);
+    let observed = (mean_sd(a).0 - mean_sd(b).0).abs() - slack.max(0.0);
     let mut pooled: Vec<f64> = a.iter().chain(b).copied().collect();
     let total: f64 = pooled.iter().sum();
     // Sums differ from the observed one by rounding alone when the split is the same.
