@@ -18,6 +18,7 @@ mod history;
 mod hop_queue;
 mod occ;
 mod pool;
+mod pool_state;
 mod replicas;
 mod run_ahead;
 mod scoped;
@@ -353,7 +354,7 @@ pub struct Simulation<'a> {
     /// Per hop: its balancer.
     lbs: Vec<replicas::Lb>,
     /// Per hop: the connection pool of its downstream calls (unused without `pool`).
-    pools: Vec<pool::PoolState>,
+    pools: Vec<pool_state::PoolState>,
     /// Per hop: where its replicas start in `record.replicas`.
     replica_record_start: Vec<usize>,
     /// Side-effect history per hop of the live requests (see [`history`]).
@@ -470,7 +471,7 @@ impl<'a> Simulation<'a> {
             attempts: Slab::default(),
             hops: servers,
             lbs,
-            pools: spec.hops.iter().map(|_| pool::PoolState::default()).collect(),
+            pools: spec.hops.iter().map(|_| pool_state::PoolState::default()).collect(),
             replica_record_start,
             history: history::EffectHistory::new(spec.hops.len(), spec.hops.iter().any(|h| h.effect)),
             waiters: HashMap::new(),

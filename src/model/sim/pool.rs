@@ -7,21 +7,15 @@
 //! call releases it once, when it stops waiting for both copies. A call cancelled because its
 //! caller's attempt was (`cancel_on_timeout` up the chain) releases the connection it holds, or
 //! leaves the wait queue ([`Simulation::leave_pool`]).
+//!
+//! The pool's state and its decisions are [`PoolState`](super::pool_state::PoolState)'s; this
+//! file applies them: the pool's counters, the `PoolTimeout` event, sending or failing the attempt.
 
+use super::pool_state::{Acquire, Release};
 use super::{CallEnd, Event, Reply, Simulation};
-use crate::engine::{Handle, Nanos};
+use crate::engine::Handle;
 use crate::metrics::pool::PoolCounters;
 use crate::metrics::DlqReason;
-use std::collections::VecDeque;
-
-/// A hop's pool at run time.
-#[derive(Clone, Default)]
-pub(super) struct PoolState {
-    /// Connections held by attempts.
-    in_use: u32,
-    /// Calls waiting for a connection, with the time they started waiting (FIFO).
-    waiting: VecDeque<(Handle, Nanos)>,
-}
 
 impl Simulation<'_> {
     /// The calling hop whose pool the call `call` goes through, if that hop has a pool.
@@ -48,28 +42,27 @@ impl Simulation<'_> {
     pub(super) fn acquire_connection(&mut self, call: Handle) -> bool {
         let hop = self.pool_hop(call).expect("pooled");
         let spec = self.spec.hops[hop].pool.expect("pooled");
-        let now = self.now;
-        let state = &mut self.pools[hop];
-        if state.in_use < spec.size {
-            state.in_use += 1;
-            let c = self.pool_counters(hop);
-            c.acquired += 1;
-            c.wait_us.record(0).expect("auto-resizing histograms accept any u64");
-            return true;
+        match self.pools[hop].acquire(spec, call, self.now) {
+            Acquire::Got => {
+                let c = self.pool_counters(hop);
+                c.acquired += 1;
+                c.wait_us.record(0).expect("auto-resizing histograms accept any u64");
+                true
+            }
+            Acquire::Wait { waiters, timeout_at } => {
+                let c = self.pool_counters(hop);
+                c.waiters_peak = c.waiters_peak.max(waiters);
+                if let Some(at) = timeout_at {
+                    self.queue.push(at, Event::PoolTimeout { hop: hop as u16 });
+                }
+                false
+            }
+            Acquire::Full => {
+                self.pool_counters(hop).queue_full += 1;
+                self.caller_sees(call, Reply::Failed);
+                false
+            }
         }
-        if state.waiting.len() >= spec.queue_limit as usize {
-            self.pool_counters(hop).queue_full += 1;
-            self.caller_sees(call, Reply::Failed);
-            return false;
-        }
-        state.waiting.push_back((call, now));
-        let waiters = state.waiting.len() as u32;
-        let c = self.pool_counters(hop);
-        c.waiters_peak = c.waiters_peak.max(waiters);
-        if let Some(timeout) = spec.acquire_timeout {
-            self.queue.push(now.saturating_add(timeout), Event::PoolTimeout { hop: hop as u16 });
-        }
-        false
     }
 
     /// The caller stopped waiting for an attempt of `call`: if the call is pooled, its connection
@@ -85,22 +78,21 @@ impl Simulation<'_> {
     pub(super) fn release_connection_of(&mut self, hop: usize) {
         let now = self.now;
         loop {
-            let (seed, replication) = (self.seed, self.replication);
-            let state = &mut self.pools[hop];
-            let Some((next, since)) = state.waiting.pop_front() else {
-                state.in_use = state.in_use.checked_sub(1).unwrap_or_else(|| {
-                    panic!("hop {hop}: a connection was released with none in use (seed {seed}, replication {replication})")
-                });
-                return;
+            let Some(release) = self.pools[hop].release(now) else {
+                panic!(
+                    "hop {hop}: a connection was released with none in use (seed {}, replication {})",
+                    self.seed, self.replication
+                )
             };
+            let Release::To { call: next, waited } = release else { return };
             if now >= self.calls.get(next).expect("a waiting call is live").deadline_at {
                 self.end_call(next, CallEnd::Dlq(DlqReason::Deadline));
                 continue;
             }
             let c = self.pool_counters(hop);
             c.acquired += 1;
-            c.wait_ns_sum += u128::from(now - since);
-            c.wait_us.record((now - since) / 1_000).expect("auto-resizing histograms accept any u64");
+            c.wait_ns_sum += u128::from(waited);
+            c.wait_us.record(waited / 1_000).expect("auto-resizing histograms accept any u64");
             self.send_attempt(next);
             return;
         }
@@ -116,10 +108,7 @@ impl Simulation<'_> {
         if holds {
             return Some(hop);
         }
-        let waiting = &mut self.pools[hop].waiting;
-        if let Some(i) = waiting.iter().position(|&(c, _)| c == call) {
-            waiting.remove(i);
-        }
+        self.pools[hop].leave(call);
         None
     }
 
@@ -131,27 +120,20 @@ impl Simulation<'_> {
         }
         for (hop, state) in self.pools.iter().enumerate() {
             assert!(
-                state.in_use == 0 && state.waiting.is_empty(),
+                state.in_use() == 0 && state.waiting() == 0,
                 "hop {hop}: {} connection(s) still in use and {} call(s) waiting after every call ended (seed {}, replication {})",
-                state.in_use,
-                state.waiting.len(),
+                state.in_use(),
+                state.waiting(),
                 self.seed,
                 self.replication
             );
         }
     }
 
-    /// An acquire timeout of hop `hop`'s pool fired. Every waiter has the same timeout and the
-    /// queue is FIFO, so the waiter it belongs to, if still waiting, is at the front.
+    /// An acquire timeout of hop `hop`'s pool fired: its waiter, if still waiting, fails.
     pub(super) fn pool_timeout(&mut self, hop: usize) {
         let timeout = self.spec.hops[hop].pool.and_then(|p| p.acquire_timeout).expect("only pools with a timeout");
-        let now = self.now;
-        let state = &mut self.pools[hop];
-        let Some(&(call, since)) = state.waiting.front() else { return };
-        if since.saturating_add(timeout) > now {
-            return; // its waiter got a connection in time
-        }
-        state.waiting.pop_front();
+        let Some(call) = self.pools[hop].timed_out(timeout, self.now) else { return };
         self.pool_counters(hop).acquire_timeouts += 1;
         self.caller_sees(call, Reply::Failed);
     }
