@@ -128,6 +128,11 @@ impl Admission {
     pub fn is_concurrency_limit(&self) -> bool {
         matches!(self, Admission::Concurrency { .. } | Admission::Aimd { .. } | Admission::Gradient { .. })
     }
+
+    /// True for the kinds whose limit learns from the attempts the hop serves (AIMD, gradient).
+    pub fn is_adaptive(&self) -> bool {
+        matches!(self, Admission::Aimd { .. } | Admission::Gradient { .. })
+    }
 }
 
 impl OverloadSpec {
