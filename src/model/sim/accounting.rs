@@ -146,12 +146,9 @@ impl Simulation<'_> {
                 leak(format!("hop {hop}: {} attempt(s) in flight at its balancer", lb.in_flight));
             }
         }
-        if !self.links.child.is_empty() || !self.links.attempts.is_empty() {
-            leak(format!(
-                "{} downstream link(s) and {} attempt link(s) left",
-                self.links.child.len(),
-                self.links.attempts.len()
-            ));
+        let (downstream, attempts) = self.links.left();
+        if downstream != 0 || attempts != 0 {
+            leak(format!("{downstream} downstream link(s) and {attempts} attempt link(s) left"));
         }
         if !self.waiters.is_empty() {
             leak(format!("{} delivery queue(s) still waiting on an idempotency key", self.waiters.len()));

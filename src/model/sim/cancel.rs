@@ -10,11 +10,13 @@
 //! attempt it is waiting on, recursively down the chain, and its idempotency key is released.
 //! An attempt past its service (replying, or waiting on an in-progress key) is not cancelled;
 //! its caller simply stops waiting. Off by default: no map is kept and no event changes.
+//!
+//! What a cancel does in each phase is decided by [`CancelAction`], the links it follows are
+//! kept in [`Links`](super::links::Links); this file applies both.
 
-use super::{Phase, Reply, Simulation};
+use super::cancel_action::CancelAction;
+use super::{Reply, Simulation};
 use crate::engine::{Handle, Nanos};
-use crate::model::SimSpec;
-use std::collections::HashMap;
 
 /// Why service time was wasted (its result never reached a caller that was still waiting).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,44 +29,6 @@ pub(super) enum Waste {
     Cancelled,
     /// The reply was lost (`lost_reply`).
     LostReply,
-}
-
-/// The links cancellation and hedging follow. Probed by key only, never iterated.
-#[derive(Clone, Default)]
-pub(super) struct Links {
-    /// Some policy hedges or cancels: the maps are kept and stale events are skipped.
-    pub on: bool,
-    /// Parent attempt → the downstream calls it is waiting on (several in a parallel stage of a
-    /// call graph).
-    pub child: HashMap<Handle, Vec<Handle>>,
-    /// Call → the attempts it sent since its last timeout (its current attempt and a hedge).
-    pub attempts: HashMap<Handle, Vec<Handle>>,
-}
-
-impl Links {
-    pub(super) fn new(spec: &SimSpec) -> Links {
-        Links { on: Links::needed(spec), ..Links::default() }
-    }
-
-    /// Some policy hedges or cancels, or a crash can stop a hop while it waits on its
-    /// downstream calls (which are then cancelled), so the links must be kept.
-    pub(super) fn needed(spec: &SimSpec) -> bool {
-        spec.policies.iter().any(|p| p.cancel_on_timeout || p.hedge.is_some())
-            || (0..spec.hops.len()).any(|h| !spec.hops[h].calls.is_empty() && spec.crashes(h))
-    }
-
-    /// A call ended: forget its attempts and its place under its parent attempt.
-    pub(super) fn forget(&mut self, call: Handle, parent: Option<Handle>) {
-        self.attempts.remove(&call);
-        if let Some(p) = parent {
-            if let Some(children) = self.child.get_mut(&p) {
-                children.retain(|&c| c != call);
-                if children.is_empty() {
-                    self.child.remove(&p);
-                }
-            }
-        }
-    }
 }
 
 impl Simulation<'_> {
@@ -104,9 +68,7 @@ impl Simulation<'_> {
 
     /// Whether `call` still waits on an attempt other than `except`.
     pub(super) fn copy_awaited(&self, call: Handle, except: Handle) -> bool {
-        self.links.attempts.get(&call).is_some_and(|copies| {
-            copies.iter().any(|&h| h != except && self.attempts.get(h).is_some_and(|a| a.caller_waiting))
-        })
+        self.links.awaits_other(call, except, |h| self.attempts.get(h).is_some_and(|a| a.caller_waiting))
     }
 
     /// The caller stops waiting on `handle` and sends it a cancel, which reaches the attempt's
@@ -126,67 +88,52 @@ impl Simulation<'_> {
     pub(super) fn cancel_attempt(&mut self, handle: Handle) {
         let now = self.now;
         let Some(a) = self.stop_waiting(handle) else { return };
-        let (hop, srv, phase, tenant, retry) = (a.hop as usize, a.server as usize, a.phase, a.tenant, a.retry);
-        let (service_end, service_ns, lost_race) =
-            (a.service_start.saturating_add(a.service_ns), a.service_ns, a.lost_race);
-        if self.spec.hops[hop].is_occ() {
-            // A register's attempt is never stopped; one whose reply was lost is over, and
-            // its caller was the last to hold it.
-            if phase == Phase::Done {
-                self.remove_attempt(handle);
-            }
-            return;
-        }
+        let (hop, srv, tenant, retry) = (a.hop as usize, a.server as usize, a.tenant, a.retry);
+        let (phase, lost_race, service_start, service_ns) = (a.phase, a.lost_race, a.service_start, a.service_ns);
+        let action = CancelAction::of(phase, self.spec.hops[hop].is_occ(), now, service_start, service_ns);
         let mut coalesced = None;
-        let spent = match phase {
-            Phase::Network => None,
-            Phase::Queued => {
+        match action {
+            CancelAction::Late => return,
+            CancelAction::Over => {
+                self.remove_attempt(handle);
+                return;
+            }
+            CancelAction::Overtaken => {}
+            CancelAction::Dequeued => {
                 let removed = self.hops[srv].queue.remove(now, tenant, retry, handle);
                 assert!(
                     removed,
                     "hop {hop}: a queued attempt is not in the queue (seed {}, replication {})",
                     self.seed, self.replication
                 );
-                Some(0)
             }
-            // Past its service end it waits on an in-progress idempotency key: not cancelled.
-            Phase::Service if now >= service_end => return,
-            Phase::Service => {
+            CancelAction::InService { unspent, .. } => {
                 let c = &mut self.record.hops[hop];
-                c.busy_ns = c
-                    .busy_ns
-                    .checked_sub(service_end - now)
-                    .expect("a cancelled service was counted in busy at its start");
-                Some(now - self.attempts.get(handle).expect("live").service_start)
+                c.busy_ns =
+                    c.busy_ns.checked_sub(unspent).expect("a cancelled service was counted in busy at its start");
             }
-            Phase::Downstream => {
+            CancelAction::Downstream { .. } => {
                 // A cache miss cancelled while its backend call runs fills nothing, and the misses
                 // coalesced on it get that failure (answered below, once the miss is gone), as
                 // Go's singleflight shares a cancelled call's error; left waiting, they and
                 // every later miss of the key would wait for ever.
                 coalesced = self.cache_settle(handle, Reply::Failed);
-                let children = self.links.child.remove(&handle).unwrap_or_default();
+                let children = self.links.take_children(handle);
                 self.cancel_calls(&children);
                 let a = self.attempts.get_mut(handle).expect("live");
                 if std::mem::take(&mut a.holds_key) {
                     let request_id = a.request_id;
                     self.settle_key(hop, tenant as usize, request_id, false);
                 }
-                Some(service_ns)
             }
-            Phase::Replying => return,
-            Phase::Done => {
-                self.remove_attempt(handle);
-                return;
-            }
-        };
+        }
         self.record.hops[hop].cancelled += 1;
-        if let Some(spent) = spent {
+        if let Some(spent) = action.spent() {
             // It was inside the hop: it leaves, and a worker it held takes the next attempt.
             let b = self.bucket();
             self.leave_hop(hop, srv);
             self.record.hop_series[hop][b].left += 1;
-            if phase != Phase::Queued {
+            if action.frees_worker() {
                 let state = &mut self.hops[srv];
                 state.busy = state.busy.checked_sub(1).unwrap_or_else(|| {
                     panic!(
@@ -198,7 +145,7 @@ impl Simulation<'_> {
             self.add_wasted(hop, spent, if lost_race { Waste::Hedge } else { Waste::Cancelled });
         }
         self.remove_attempt(handle);
-        if spent.is_some() && phase != Phase::Queued {
+        if action.frees_worker() {
             self.serve_queue(hop, srv);
         }
         self.cache_release(coalesced, Reply::Failed);
@@ -220,7 +167,7 @@ impl Simulation<'_> {
         let mut cancels = Vec::new();
         let mut releases = Vec::new();
         for &call in calls {
-            let copies = self.links.attempts.remove(&call).unwrap_or_default();
+            let copies = self.links.take_copies(call);
             let holds = copies.iter().any(|&h| self.attempts.get(h).is_some_and(|a| a.caller_waiting));
             for &h in &copies {
                 self.stop_waiting(h);

@@ -84,7 +84,7 @@ impl Simulation<'_> {
             let Some((_, in_service)) = self.crash_during(hop, srv, now, now).filter(|&(at, _)| at == now) else {
                 continue;
             };
-            let children = self.links.child.remove(&handle).unwrap_or_default();
+            let children = self.links.take_children(handle);
             self.cancel_calls(&children);
             let Some(a) = self.attempts.get_mut(handle) else { continue };
             if std::mem::take(&mut a.holds_key) {

@@ -10,12 +10,14 @@ mod autoscale;
 mod budgets;
 mod cache;
 mod cancel;
+mod cancel_action;
 mod delay_samples;
 mod discipline;
 mod graph;
 mod hedge;
 mod history;
 mod hop_queue;
+mod links;
 mod occ;
 mod overload_state;
 mod pool;
@@ -383,8 +385,8 @@ pub struct Simulation<'a> {
     /// Cache hops' stores (None for the other hops; see [`cache`]).
     caches: Vec<Option<cache::CacheState>>,
     /// Which attempts a call is waiting on and which call an attempt made downstream, kept only
-    /// when some policy hedges or cancels (`sim/cancel.rs`).
-    links: cancel::Links,
+    /// when some policy hedges or cancels (`sim/links.rs`).
+    links: links::Links,
     /// Hedge tokens and latency quantiles per (policy, hop) (`sim/hedge.rs`).
     hedging: hedge::Hedging,
     /// Retries simulated ahead of the clock while a fault refuses them (`sim/run_ahead.rs`).
@@ -500,7 +502,7 @@ impl<'a> Simulation<'a> {
                 .collect(),
             scaled_hops: Vec::new(),
             caches: cache::CacheState::for_hops(spec, seed, replication),
-            links: cancel::Links::new(spec),
+            links: links::Links::new(spec),
             hedging: hedge::Hedging::default(),
             delay_samples: delay_samples::DelaySamples::new(),
             prefetching: true,
@@ -913,7 +915,7 @@ impl<'a> Simulation<'a> {
         };
         let handle = self.insert_call(call);
         if self.links.on {
-            self.links.child.entry(parent).or_default().push(handle);
+            self.links.add_child(parent, handle);
         }
         self.budget_on_request(handle);
         self.start_attempt(handle);
@@ -1262,7 +1264,7 @@ fn attempt_timeout_at(spec: &SimSpec, call: &Call, now: Nanos) -> Nanos {
 /// See [`Simulation::answers_in_place`].
 fn answers_in_place(spec: &SimSpec, hop: usize) -> bool {
     let lost_reply = spec.faults.iter().any(|f| f.hop == hop && matches!(f.kind, FaultKind::LostReply { .. }));
-    spec.hops[hop].network.is_zero() && !lost_reply && !cancel::Links::needed(spec)
+    spec.hops[hop].network.is_zero() && !lost_reply && !links::Links::needed(spec)
 }
 
 #[cfg(test)]

@@ -1,0 +1,134 @@
+//! The links cancellation and hedging follow between calls and attempts: the downstream calls a
+//! job waits on, and the attempts a call waits on. Kept only when some policy hedges or cancels,
+//! or a crash can stop a hop while it waits on its calls ([`Links::needed`]); probed by key only,
+//! never iterated. The simulation reads and updates them (`sim/cancel.rs`, `sim/hedge.rs`,
+//! `end_call`).
+
+use crate::engine::Handle;
+use crate::model::SimSpec;
+use std::collections::HashMap;
+
+/// The call↔attempt links of a run.
+#[derive(Clone, Default)]
+pub(super) struct Links {
+    /// Some policy hedges or cancels: the maps are kept and stale events are skipped.
+    pub on: bool,
+    /// Parent attempt → the downstream calls it is waiting on (several in a parallel stage of a
+    /// call graph).
+    child: HashMap<Handle, Vec<Handle>>,
+    /// Call → the attempts it sent since its last timeout (its current attempt and a hedge);
+    /// `sim/hedge.rs` records them as it sends them.
+    pub attempts: HashMap<Handle, Vec<Handle>>,
+}
+
+impl Links {
+    pub(super) fn new(spec: &SimSpec) -> Links {
+        Links { on: Links::needed(spec), ..Links::default() }
+    }
+
+    /// Some policy hedges or cancels, or a crash can stop a hop while it waits on its
+    /// downstream calls (which are then cancelled), so the links must be kept.
+    pub(super) fn needed(spec: &SimSpec) -> bool {
+        spec.policies.iter().any(|p| p.cancel_on_timeout || p.hedge.is_some())
+            || (0..spec.hops.len()).any(|h| !spec.hops[h].calls.is_empty() && spec.crashes(h))
+    }
+
+    /// The job `parent` made the downstream call `call`.
+    #[inline]
+    pub(super) fn add_child(&mut self, parent: Handle, call: Handle) {
+        self.child.entry(parent).or_default().push(call);
+    }
+
+    /// The downstream calls `parent` waits on, in the order it made them, unlinked from it (it
+    /// is cancelled, or its hop crashed, and they are cancelled with it).
+    #[inline]
+    pub(super) fn take_children(&mut self, parent: Handle) -> Vec<Handle> {
+        self.child.remove(&parent).unwrap_or_default()
+    }
+
+    /// The attempts `call` sent since its last timeout, unlinked from it (it is cancelled).
+    #[inline]
+    pub(super) fn take_copies(&mut self, call: Handle) -> Vec<Handle> {
+        self.attempts.remove(&call).unwrap_or_default()
+    }
+
+    /// Whether `call` still waits on an attempt other than `except`, `waiting` telling whether
+    /// an attempt's caller still waits on it.
+    #[inline]
+    pub(super) fn awaits_other(&self, call: Handle, except: Handle, waiting: impl Fn(Handle) -> bool) -> bool {
+        self.attempts.get(&call).is_some_and(|copies| copies.iter().any(|&h| h != except && waiting(h)))
+    }
+
+    /// A call ended: forget its attempts and its place under its parent attempt.
+    #[inline]
+    pub(super) fn forget(&mut self, call: Handle, parent: Option<Handle>) {
+        self.attempts.remove(&call);
+        if let Some(p) = parent {
+            if let Some(children) = self.child.get_mut(&p) {
+                children.retain(|&c| c != call);
+                if children.is_empty() {
+                    self.child.remove(&p);
+                }
+            }
+        }
+    }
+
+    /// The links left: jobs with downstream calls, and calls with attempts (both 0 once every
+    /// call has ended).
+    pub(super) fn left(&self) -> (usize, usize) {
+        (self.child.len(), self.attempts.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(index: u32) -> Handle {
+        Handle { index, generation: 0 }
+    }
+
+    #[test]
+    fn a_jobs_calls_are_taken_in_order_and_an_ended_call_leaves_its_parent() {
+        let mut links = Links::default();
+        let (job, other) = (h(100), h(101));
+        for call in [h(1), h(2), h(3)] {
+            links.add_child(job, call);
+        }
+        links.add_child(other, h(4));
+        links.forget(h(2), Some(job));
+        assert_eq!(links.take_children(job), [h(1), h(3)]);
+        assert_eq!(links.take_children(job), [], "taken once");
+        assert_eq!(links.left(), (1, 0));
+        links.forget(h(4), Some(other));
+        assert_eq!(links.left(), (0, 0), "a job whose last call ended is forgotten");
+        links.forget(h(5), None); // a client's call: no parent, nothing linked
+        assert_eq!(links.left(), (0, 0));
+    }
+
+    #[test]
+    fn a_call_awaits_another_copy_only_while_its_caller_waits_on_it() {
+        let mut links = Links::default();
+        let (call, first, hedge) = (h(1), h(10), h(11));
+        // What `sim/hedge.rs` records: the attempt, then its hedge copy.
+        links.attempts.insert(call, vec![first, hedge]);
+        assert!(links.awaits_other(call, first, |_| true));
+        assert!(links.awaits_other(call, hedge, |_| true));
+        assert!(!links.awaits_other(call, first, |a| a != hedge), "the hedge is no longer awaited");
+        assert!(links.awaits_other(call, first, |a| a == hedge), "the attempt's own state does not count");
+        assert!(!links.awaits_other(h(2), first, |_| true), "a call without copies awaits none");
+        assert_eq!(links.take_copies(call), [first, hedge]);
+        assert!(!links.awaits_other(call, first, |_| true), "taken: nothing is awaited");
+        assert_eq!(links.left(), (0, 0));
+    }
+
+    #[test]
+    fn an_ended_call_forgets_its_copies() {
+        let mut links = Links::default();
+        links.attempts.insert(h(1), vec![h(10)]);
+        links.add_child(h(100), h(1));
+        links.forget(h(1), Some(h(100)));
+        assert_eq!(links.take_copies(h(1)), []);
+        assert_eq!(links.left(), (0, 0));
+    }
+}
