@@ -27,7 +27,7 @@
 pub mod budget;
 pub mod cli;
 pub mod emulate;
-pub mod engine;
+pub use retrystorm_engine as engine;
 pub mod metrics;
 pub mod model;
 pub mod report;

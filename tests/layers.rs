@@ -128,6 +128,29 @@ fn no_module_imports_from_a_layer_above_it_and_no_file_cycles() {
     assert!(cycles.is_empty(), "import cycles:\n{}", cycles.join("\n"));
 }
 
+/// The engine is a crate of its own (`crates/engine`), so the compiler keeps it from using any
+/// layer above it; its files are checked for cycles as the folder `engine/` of the tree would be
+/// (its `crate::x` paths read as `crate::engine::x`).
+#[test]
+fn the_engine_crate_has_no_file_cycles() {
+    let engine = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/engine/src");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut files = Vec::new();
+    rust_files(&engine, &mut files);
+    assert!(files.len() > 1, "the engine crate's files are found at {}", engine.display());
+    for path in files {
+        let rel = path.strip_prefix(&engine).expect("under the engine");
+        let rel = if rel == Path::new("lib.rs") { PathBuf::from("mod.rs") } else { rel.to_path_buf() };
+        let to = dir.path().join("engine").join(rel);
+        std::fs::create_dir_all(to.parent().expect("a folder")).expect("temp folder");
+        let text = std::fs::read_to_string(&path).expect("readable").replace("crate::", "crate::engine::");
+        std::fs::write(to, text).expect("temp file");
+    }
+    let (upward, cycles) = violations(dir.path());
+    assert!(upward.is_empty(), "the engine uses no other layer: {upward:?}");
+    assert!(cycles.is_empty(), "import cycles in the engine crate:\n{}", cycles.join("\n"));
+}
+
 #[test]
 fn the_check_finds_an_upward_import_and_a_cycle() {
     let dir = tempfile::tempdir().expect("temp dir");

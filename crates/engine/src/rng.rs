@@ -51,6 +51,7 @@ const GOLDEN_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// SplitMix64's output function (Stafford's Mix13): a bijection of 64-bit words with full
 /// avalanche, so keys that differ in one bit give unrelated outputs.
+#[inline]
 fn mix13(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -58,6 +59,7 @@ fn mix13(mut z: u64) -> u64 {
 }
 
 /// One SplitMix64 step from `z`: `mix13(z + γ)`. Spreads a key over 64 bits.
+#[inline]
 pub fn mix64(z: u64) -> u64 {
     mix13(z.wrapping_add(GOLDEN_GAMMA))
 }
@@ -82,6 +84,7 @@ pub struct KeyedDraws {
 
 impl KeyedDraws {
     /// The draws of `counter` for `key` in the stream `stream_key`.
+    #[inline]
     pub fn new(stream_key: u64, key: u64, counter: u32) -> KeyedDraws {
         KeyedDraws::at(KeyedDraws::item_key(stream_key, key), counter)
     }

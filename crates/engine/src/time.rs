@@ -9,6 +9,7 @@ pub const NS_PER_MS: Nanos = 1_000_000;
 pub const NS_PER_S: Nanos = 1_000_000_000;
 
 /// Converts seconds (finite, non-negative) to nanoseconds, saturating at `u64::MAX`.
+#[inline]
 pub fn secs_to_ns(secs: f64) -> Nanos {
     assert!(secs.is_finite() && secs >= 0.0, "secs_to_ns({secs}): a duration must be finite and non-negative");
     let ns = secs * NS_PER_S as f64;
@@ -21,11 +22,13 @@ pub fn secs_to_ns(secs: f64) -> Nanos {
 
 /// Converts nanoseconds to seconds: every ns → s conversion in the crate goes through here or
 /// [`ns_f64_to_secs`].
+#[inline]
 pub fn ns_to_secs(ns: Nanos) -> f64 {
     ns_f64_to_secs(ns as f64)
 }
 
 /// Converts a (mean or sum of) nanoseconds held as a float to seconds.
+#[inline]
 pub fn ns_f64_to_secs(ns: f64) -> f64 {
     ns / NS_PER_S as f64
 }
@@ -37,6 +40,7 @@ pub fn duration_words(ns: Nanos) -> String {
 }
 
 /// Converts microseconds (the latency histograms' unit) to seconds.
+#[inline]
 pub fn us_to_secs(us: f64) -> f64 {
     us / 1e6
 }
