@@ -654,7 +654,7 @@ fn a_backlog_clears_at_its_largest_level_up_to_the_trigger_start() {
     assert_eq!(after.backlog_cleared_s, Some(0.2), "normal level 6 (the 200 ms boundary): 700 ms − 500 ms");
 }
 
-// Hedging (src/model/sim/hedge.rs). Each scenario below is deterministic: herd clients, constant
+// Hedging (src/model/sim/hedge_state.rs and hedge.rs). Each scenario below is deterministic: herd clients, constant
 // service and network delays, so the counts follow from the timeline written beside each test.
 
 /// One run of `toml` (replication 0).

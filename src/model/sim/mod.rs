@@ -14,6 +14,7 @@ mod delay_samples;
 mod discipline;
 mod graph;
 mod hedge;
+mod hedge_state;
 mod history;
 mod hop_queue;
 mod occ;
@@ -383,8 +384,8 @@ pub struct Simulation<'a> {
     /// Which attempts a call is waiting on and which call an attempt made downstream, kept only
     /// when some policy hedges or cancels (`sim/cancel.rs`).
     links: cancel::Links,
-    /// Hedge tokens and latency quantiles per (policy, hop) (`sim/hedge.rs`).
-    hedging: hedge::Hedging,
+    /// Hedge tokens and latency quantiles per (policy, hop) (`sim/hedge_state.rs`).
+    hedging: hedge_state::Hedging,
     /// Retries simulated ahead of the clock while a fault refuses them (`sim/run_ahead.rs`).
     ahead: run_ahead::RunAhead,
     /// The retry-delay samples of the lowest request ids (`delay_samples::DelaySamples`).
@@ -499,7 +500,7 @@ impl<'a> Simulation<'a> {
             scaled_hops: Vec::new(),
             caches: cache::CacheState::for_hops(spec, seed, replication),
             links: cancel::Links::new(spec),
-            hedging: hedge::Hedging::default(),
+            hedging: hedge_state::Hedging::default(),
             delay_samples: delay_samples::DelaySamples::new(),
             prefetching: true,
             many_clients: spec.tenants.iter().map(|t| u64::from(t.clients)).sum::<u64>() >= PREFETCH_CLIENTS_MIN,
