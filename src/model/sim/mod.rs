@@ -9,6 +9,7 @@ mod accounting;
 mod autoscale;
 mod budgets;
 mod cache;
+mod cache_state;
 mod cancel;
 mod delay_samples;
 mod discipline;
@@ -379,8 +380,8 @@ pub struct Simulation<'a> {
     traces: Vec<Option<TraceCursor>>,
     /// Hops with an autoscaling controller (empty: no autoscaling work per event).
     scaled_hops: Vec<u16>,
-    /// Cache hops' stores (None for the other hops; see [`cache`]).
-    caches: Vec<Option<cache::CacheState>>,
+    /// Cache hops' stores (None for the other hops; see [`cache`] and [`cache_state`]).
+    caches: Vec<Option<cache_state::CacheState>>,
     /// Which attempts a call is waiting on and which call an attempt made downstream, kept only
     /// when some policy hedges or cancels (`sim/cancel.rs`).
     links: cancel::Links,
@@ -498,7 +499,7 @@ impl<'a> Simulation<'a> {
                 })
                 .collect(),
             scaled_hops: Vec::new(),
-            caches: cache::CacheState::for_hops(spec, seed, replication),
+            caches: cache_state::CacheState::for_hops(spec, seed, replication),
             links: cancel::Links::new(spec),
             hedging: hedge_state::Hedging::default(),
             delay_samples: delay_samples::DelaySamples::new(),
