@@ -952,7 +952,7 @@ fn an_aimd_limit_grows_by_one_when_half_used_and_not_slower_than_its_latency() {
     assert_eq!(series, [6, 7, 7, 7, 7, 7, 7]);
 }
 
-// Balancers (src/model/sim/replicas.rs). Deterministic runs: traced requests, constant service.
+// Balancers (src/model/sim/balancer.rs). Deterministic runs: traced requests, constant service.
 
 /// The records of hop `hop`'s replicas, in replica order.
 fn replica_records(r: &RunRecord, hop: usize) -> Vec<&retrystorm::metrics::ReplicaRecord> {

@@ -7,6 +7,7 @@
 
 mod accounting;
 mod autoscale;
+mod balancer;
 mod budgets;
 mod cache;
 mod cache_state;
@@ -353,7 +354,7 @@ pub struct Simulation<'a> {
     /// Per replica of every hop, hop by hop (see [`replicas`]).
     hops: Vec<HopState>,
     /// Per hop: its balancer.
-    lbs: Vec<replicas::Lb>,
+    lbs: Vec<balancer::Lb>,
     /// Per hop: the connection pool of its downstream calls (unused without `pool`).
     pools: Vec<pool::PoolState>,
     /// Per hop: where its replicas start in `record.replicas`.
@@ -433,7 +434,7 @@ impl<'a> Simulation<'a> {
             .hops
             .iter()
             .enumerate()
-            .map(|(hop, h)| replicas::Lb::new(&h.replicas, h.replicas_at_start(), bases[hop], seed, replication, hop))
+            .map(|(hop, h)| balancer::Lb::new(&h.replicas, h.replicas_at_start(), bases[hop], seed, replication, hop))
             .collect();
         let mut record = RunRecord::empty(spec.hops.len(), spec.tenants.len(), buckets);
         for (counters, h) in record.hops.iter_mut().zip(&spec.hops) {
