@@ -55,17 +55,14 @@ impl Simulation<'_> {
         let call = a.call;
         let c = self.calls.get(call).expect("an awaited attempt's call is live");
         let (policy, hop) = (c.policy, c.hop);
-        let throttle = match self.spec.policies[policy as usize].hedge.and_then(|h| h.throttle) {
+        let go = match self.spec.policies[policy as usize].hedge.and_then(|h| h.throttle) {
             Some(t) => throttle_at_delay(self.throttle_level(call, t), &t),
             None => HedgeGo::Send,
         };
-        let go = match throttle {
-            HedgeGo::Send => self.hedging.get(policy, hop).take_token(),
-            HedgeGo::Throttled | HedgeGo::Capped => throttle,
-        };
-        match go {
-            HedgeGo::Send => {}
-            HedgeGo::Throttled | HedgeGo::Capped => return,
+        // The cap is asked only when the throttle lets the hedge go.
+        let go = if go == HedgeGo::Send { self.hedging.get(policy, hop).take_token() } else { go };
+        if go != HedgeGo::Send {
+            return;
         }
         let a = self.attempts.get(handle).expect("checked above");
         let copy = Attempt {
