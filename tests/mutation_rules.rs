@@ -654,7 +654,7 @@ fn a_backlog_clears_at_its_largest_level_up_to_the_trigger_start() {
     assert_eq!(after.backlog_cleared_s, Some(0.2), "normal level 6 (the 200 ms boundary): 700 ms − 500 ms");
 }
 
-// Hedging (src/model/sim/hedge.rs). Each scenario below is deterministic: herd clients, constant
+// Hedging (src/model/sim/hedge_state.rs and hedge.rs). Each scenario below is deterministic: herd clients, constant
 // service and network delays, so the counts follow from the timeline written beside each test.
 
 /// One run of `toml` (replication 0).
@@ -952,7 +952,7 @@ fn an_aimd_limit_grows_by_one_when_half_used_and_not_slower_than_its_latency() {
     assert_eq!(series, [6, 7, 7, 7, 7, 7, 7]);
 }
 
-// Balancers (src/model/sim/replicas.rs). Deterministic runs: traced requests, constant service.
+// Balancers (src/model/sim/balancer.rs). Deterministic runs: traced requests, constant service.
 
 /// The records of hop `hop`'s replicas, in replica order.
 fn replica_records(r: &RunRecord, hop: usize) -> Vec<&retrystorm::metrics::ReplicaRecord> {

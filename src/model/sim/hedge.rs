@@ -9,7 +9,7 @@
 //! retries: they bypass retry budgets, breakers and throttles.
 //!
 //! The cap is a token bucket per (policy, called hop): each attempt sent (not a hedge) earns
-//! `max_share` tokens (at most [`HEDGE_TOKENS_MAX`] saved), each hedge costs one, so at most
+//! `max_share` tokens (at most `HEDGE_TOKENS_MAX` saved), each hedge costs one, so at most
 //! `max_share` of attempts (plus the ten saved) are hedged. The throttle (gRFC A6) is the
 //! policy's `grpc_throttle` budget when it has one (one bucket for retries and hedges), else a
 //! bucket per (policy, called hop); failed and timed-out attempts take a token, successes give
@@ -17,52 +17,20 @@
 //! hedge delay take one too. `after = "pNN"` uses the NN-th percentile of the
 //! latencies (the original attempt's send → the reply at the caller, whichever copy answered) of the
 //! successful replies this (policy, hop) received
-//! while its caller waited, recomputed every [`HEDGE_QUANTILE_REFRESH`] samples; no hedge is sent
-//! before [`HEDGE_WARMUP_SAMPLES`] samples.
+//! while its caller waited, recomputed every `HEDGE_QUANTILE_REFRESH` samples; no hedge is sent
+//! before `HEDGE_WARMUP_SAMPLES` samples.
+//!
+//! The decisions (tokens, throttle arithmetic, quantile, race) are [`super::hedge_state`]'s;
+//! this file applies them: it arms the `HedgeFire` event, sends the copy, counts it, and stops
+//! waiting on the copies that lost.
 
+use super::hedge_state::{throttle_at_delay, throttle_outcome, HedgeGo, Race};
 use super::{Attempt, Event, Phase, Reply, Simulation};
 use crate::engine::{Handle, Nanos};
-use crate::metrics::new_latency_histogram;
-use crate::model::budget::GrpcTokens;
-use crate::model::hedge::{HEDGE_QUANTILE_REFRESH, HEDGE_TOKENS_MAX, HEDGE_WARMUP_SAMPLES};
-use crate::model::tokens::TokenBucket;
 use crate::model::{HedgeAfter, HedgeThrottle};
-use hdrhistogram::Histogram;
-use std::collections::HashMap;
 
 /// A hedge's draw key is its attempt's, mixed with this (its downstream calls draw apart).
 const HEDGE_KEY: u64 = 0x4845_4447_4500_0000;
-
-/// Hedge state of one (policy, called hop).
-#[derive(Clone)]
-struct HedgeState {
-    tokens: f64,
-    /// `throttle` of its own (not the budget's): the gRFC A6 bucket's tokens (`None` until first
-    /// used: full).
-    throttle_tokens: Option<f64>,
-    latency_us: Histogram<u64>,
-    samples: u64,
-    /// The quantile delay in force (None until the warm-up is over).
-    quantile_delay: Option<Nanos>,
-}
-
-/// Per (policy, hop): hedge tokens and latency quantiles.
-#[derive(Clone, Default)]
-pub(super) struct Hedging {
-    state: HashMap<(u16, u16), HedgeState>,
-}
-
-impl Hedging {
-    fn get(&mut self, policy: u16, hop: u16) -> &mut HedgeState {
-        self.state.entry((policy, hop)).or_insert_with(|| HedgeState {
-            tokens: 0.0,
-            throttle_tokens: None,
-            latency_us: new_latency_histogram(),
-            samples: 0,
-            quantile_delay: None,
-        })
-    }
-}
 
 impl Simulation<'_> {
     /// A new attempt of `call` was sent: remember it, earn hedge tokens and arm its hedge.
@@ -73,14 +41,8 @@ impl Simulation<'_> {
         copies.push(attempt);
         let c = self.calls.get(call).expect("live");
         let (policy, hop) = (c.policy, c.hop);
-        let Some(spec) = self.spec.policies[policy as usize].hedge else { return };
-        let state = self.hedging.get(policy, hop);
-        TokenBucket::new(HEDGE_TOKENS_MAX).deposit(&mut state.tokens, spec.max_share);
-        let delay = match spec.after {
-            HedgeAfter::Fixed(d) => Some(d),
-            HedgeAfter::Quantile(_) => state.quantile_delay,
-        };
-        if let Some(at) = delay.map(|d| self.now.saturating_add(d)).filter(|&at| at < timeout_at) {
+        let Some(spec) = &self.spec.policies[policy as usize].hedge else { return };
+        if let Some(at) = self.hedging.get(policy, hop).arm(spec, self.now, timeout_at) {
             self.queue.push(at, Event::HedgeFire { attempt });
         }
     }
@@ -93,23 +55,16 @@ impl Simulation<'_> {
         let call = a.call;
         let c = self.calls.get(call).expect("an awaited attempt's call is live");
         let (policy, hop) = (c.policy, c.hop);
-        if let Some(t) = self.spec.policies[policy as usize].hedge.and_then(|h| h.throttle) {
-            let tokens = self.throttle_level(call, t);
-            let allowed = t.tokens.allows(*tokens);
-            if t.charge_unanswered {
-                // Still unanswered at the hedge delay: slow, a failure for the throttle (not gRFC
-                // A6, which counts failed attempts only; at saturation attempts are slow well
-                // before they time out).
-                *tokens = GrpcTokens::after_failure(*tokens);
-            }
-            if !allowed {
-                return;
-            }
-        }
-        let a = self.attempts.get(handle).expect("checked above");
-        if !TokenBucket::try_take(&mut self.hedging.get(policy, hop).tokens, 1.0) {
+        let go = match self.spec.policies[policy as usize].hedge.and_then(|h| h.throttle) {
+            Some(t) => throttle_at_delay(self.throttle_level(call, t), &t),
+            None => HedgeGo::Send,
+        };
+        // The cap is asked only when the throttle lets the hedge go.
+        let go = if go == HedgeGo::Send { self.hedging.get(policy, hop).take_token() } else { go };
+        if go != HedgeGo::Send {
             return;
         }
+        let a = self.attempts.get(handle).expect("checked above");
         let copy = Attempt {
             draw_key: super::mix64(a.draw_key ^ HEDGE_KEY),
             arrived_at: now,
@@ -153,8 +108,7 @@ impl Simulation<'_> {
             let kind = &self.spec.policies[policy as usize].budget.as_ref().expect("a shared throttle's budget").kind;
             return &mut self.states.budget(key, || kind.new_state()).tokens;
         }
-        let state = self.hedging.get(policy, hop);
-        state.throttle_tokens.get_or_insert(t.tokens.max_tokens)
+        self.hedging.get(policy, hop).throttle_level(&t)
     }
 
     /// `reply` (or a timeout) reached the caller of `call` on one attempt: feed the hedge
@@ -168,14 +122,7 @@ impl Simulation<'_> {
         if t.shared && caller_sees {
             return;
         }
-        let tokens = self.throttle_level(call, t);
-        *tokens = match reply {
-            Reply::Ok => t.tokens.after_success(*tokens),
-            Reply::Rejected => *tokens,
-            Reply::Failed | Reply::Refused | Reply::Throttled(_) | Reply::Timeout | Reply::LocalReject => {
-                GrpcTokens::after_failure(*tokens)
-            }
-        };
+        throttle_outcome(self.throttle_level(call, t), &t, reply);
     }
 
     /// A reply reached a caller still waiting on `a` (already removed): feed the quantile, and
@@ -184,25 +131,18 @@ impl Simulation<'_> {
     pub(super) fn hedge_reply(&mut self, handle: Handle, a: &Attempt) -> bool {
         let call = self.calls.get(a.call).expect("a waiting caller's call is live");
         let (policy, hop) = (call.policy, call.hop);
-        let awaited = self.copy_awaited(a.call, handle);
-        self.hedge_throttle_outcome(a.call, a.reply, !awaited || a.reply == Reply::Ok);
+        let race = Race::settle(self.copy_awaited(a.call, handle), a.reply == Reply::Ok);
+        self.hedge_throttle_outcome(a.call, a.reply, race.caller_sees());
         let spec = &self.spec.policies[policy as usize];
         if let (Some(hedge), Reply::Ok) = (spec.hedge, a.reply) {
             if let HedgeAfter::Quantile(q) = hedge.after {
-                let state = self.hedging.get(policy, hop);
-                let us = (self.now - a.sent_at) / 1_000;
-                state.latency_us.record(us).expect("auto-resizing histograms accept any u64");
-                state.samples += 1;
-                if state.samples >= HEDGE_WARMUP_SAMPLES && state.samples.is_multiple_of(HEDGE_QUANTILE_REFRESH) {
-                    state.quantile_delay = Some(state.latency_us.value_at_quantile(q).max(1) * 1_000);
-                }
+                self.hedging.get(policy, hop).record_success(self.now - a.sent_at, q);
             }
         }
-        if !awaited {
-            return false;
-        }
-        if a.reply != Reply::Ok {
-            return true;
+        match race {
+            Race::Last => return false,
+            Race::KeepWaiting => return true,
+            Race::Won => {}
         }
         let cancel = spec.cancel_on_timeout;
         let losers: Vec<Handle> = self.links.attempts.get(&a.call).map_or_else(Vec::new, |v| v.clone());

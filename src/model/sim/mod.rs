@@ -7,14 +7,17 @@
 
 mod accounting;
 mod autoscale;
+mod balancer;
 mod budgets;
 mod cache;
+mod cache_state;
 mod cancel;
 mod cancel_action;
 mod delay_samples;
 mod discipline;
 mod graph;
 mod hedge;
+mod hedge_state;
 mod history;
 mod hop_queue;
 mod links;
@@ -355,7 +358,7 @@ pub struct Simulation<'a> {
     /// Per replica of every hop, hop by hop (see [`replicas`]).
     hops: Vec<HopState>,
     /// Per hop: its balancer.
-    lbs: Vec<replicas::Lb>,
+    lbs: Vec<balancer::Lb>,
     /// Per hop: the connection pool of its downstream calls (unused without `pool`).
     pools: Vec<pool_state::PoolState>,
     /// Per hop: where its replicas start in `record.replicas`.
@@ -382,13 +385,13 @@ pub struct Simulation<'a> {
     traces: Vec<Option<TraceCursor>>,
     /// Hops with an autoscaling controller (empty: no autoscaling work per event).
     scaled_hops: Vec<u16>,
-    /// Cache hops' stores (None for the other hops; see [`cache`]).
-    caches: Vec<Option<cache::CacheState>>,
+    /// Cache hops' stores (None for the other hops; see [`cache`] and [`cache_state`]).
+    caches: Vec<Option<cache_state::CacheState>>,
     /// Which attempts a call is waiting on and which call an attempt made downstream, kept only
     /// when some policy hedges or cancels (`sim/links.rs`).
     links: links::Links,
-    /// Hedge tokens and latency quantiles per (policy, hop) (`sim/hedge.rs`).
-    hedging: hedge::Hedging,
+    /// Hedge tokens and latency quantiles per (policy, hop) (`sim/hedge_state.rs`).
+    hedging: hedge_state::Hedging,
     /// Retries simulated ahead of the clock while a fault refuses them (`sim/run_ahead.rs`).
     ahead: run_ahead::RunAhead,
     /// The retry-delay samples of the lowest request ids (`delay_samples::DelaySamples`).
@@ -435,7 +438,7 @@ impl<'a> Simulation<'a> {
             .hops
             .iter()
             .enumerate()
-            .map(|(hop, h)| replicas::Lb::new(&h.replicas, h.replicas_at_start(), bases[hop], seed, replication, hop))
+            .map(|(hop, h)| balancer::Lb::new(&h.replicas, h.replicas_at_start(), bases[hop], seed, replication, hop))
             .collect();
         let mut record = RunRecord::empty(spec.hops.len(), spec.tenants.len(), buckets);
         for (counters, h) in record.hops.iter_mut().zip(&spec.hops) {
@@ -501,9 +504,9 @@ impl<'a> Simulation<'a> {
                 })
                 .collect(),
             scaled_hops: Vec::new(),
-            caches: cache::CacheState::for_hops(spec, seed, replication),
+            caches: cache_state::CacheState::for_hops(spec, seed, replication),
             links: links::Links::new(spec),
-            hedging: hedge::Hedging::default(),
+            hedging: hedge_state::Hedging::default(),
             delay_samples: delay_samples::DelaySamples::new(),
             prefetching: true,
             many_clients: spec.tenants.iter().map(|t| u64::from(t.clients)).sum::<u64>() >= PREFETCH_CLIENTS_MIN,
