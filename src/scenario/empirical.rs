@@ -29,35 +29,6 @@ fn percentiles(d: &RawDist) -> Vec<(&'static str, f64, Dur)> {
     .collect()
 }
 
-/// The fields only `empirical` (and a fitted `lognormal`) use, checked absent elsewhere.
-///
-/// `fitted`: the dist is a lognormal, which may be given by percentiles too.
-pub fn forbid_fields(d: &RawDist, at: &str, fitted: bool) -> V<()> {
-    let present = [
-        ("file", d.file.is_some()),
-        ("unit", d.unit.is_some()),
-        ("cumulative", d.cumulative.is_some()),
-        ("min", d.min.is_some()),
-        ("p50", d.p50.is_some() && !fitted),
-        ("p75", d.p75.is_some() && !fitted),
-        ("p90", d.p90.is_some() && !fitted),
-        ("p95", d.p95.is_some() && !fitted),
-        ("p99", d.p99.is_some() && !fitted),
-        ("p999", d.p999.is_some() && !fitted),
-    ];
-    match present.iter().find(|(_, set)| *set) {
-        Some((f, _)) => Err(Invalid::at(
-            &format!("{at}.{f}"),
-            format!(
-                "is only used by dist `empirical`{}, not `{}`; remove it",
-                if f.starts_with('p') { " and `lognormal`" } else { "" },
-                d.dist
-            ),
-        )),
-        None => Ok(()),
-    }
-}
-
 /// The most a lognormal fitted through two percentiles may have as its mean, in multiples of the
 /// higher percentile (σ ≈ 6 through p50 and p99): beyond it the fit is refused.
 const LOGNORMAL_MEAN_OVER_TOP_MAX: f64 = 100.0;
@@ -111,16 +82,6 @@ fn show(ns: u64) -> String {
 /// `dist = "empirical"`.
 pub fn dist(d: &RawDist, at: &str) -> V<Dist> {
     let field = |f: &str| format!("{at}.{f}");
-    for (f, set) in [
-        ("mean", d.mean.is_some()),
-        ("sd", d.sd.is_some()),
-        ("base", d.base.is_some()),
-        ("per_inflight", d.per_inflight.is_some()),
-    ] {
-        if set {
-            return Err(Invalid::at(&field(f), "is not used by dist `empirical`; remove it"));
-        }
-    }
     let given = percentiles(d);
     let min = d.min.map_or(0.0, |m| m.0 as f64);
     let knots = match (&d.file, given.is_empty()) {

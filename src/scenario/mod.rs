@@ -9,6 +9,7 @@ mod hedge;
 pub(crate) mod import;
 pub(crate) mod input_file;
 pub(crate) mod invariants;
+mod kind_fields;
 pub(crate) mod locate;
 mod overload;
 pub(crate) mod overrides;

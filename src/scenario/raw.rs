@@ -155,6 +155,55 @@ pub struct RawArrival {
     pub over: Option<Dur>,
 }
 
+impl RawArrival {
+    /// Every field but `kind`, by its name in the file, with whether it is written. The
+    /// destructuring names every field: a new one fails to compile until it is listed here
+    /// (and read by some kind in `kind_fields::ArrivalFields`, which a test checks).
+    pub fn written(&self) -> [(&'static str, bool); 18] {
+        let RawArrival {
+            kind: _,
+            start,
+            spread,
+            requests_per_client,
+            rate_per_s,
+            think,
+            steps,
+            file,
+            format,
+            column,
+            time_column,
+            unit,
+            interval,
+            per,
+            time_scale,
+            volume_scale,
+            looped,
+            from_rate_per_s,
+            over,
+        } = self;
+        [
+            ("start", start.is_some()),
+            ("spread", spread.is_some()),
+            ("requests_per_client", requests_per_client.is_some()),
+            ("rate_per_s", rate_per_s.is_some()),
+            ("think", think.is_some()),
+            ("steps", steps.is_some()),
+            ("file", file.is_some()),
+            ("format", format.is_some()),
+            ("column", column.is_some()),
+            ("time_column", time_column.is_some()),
+            ("unit", unit.is_some()),
+            ("interval", interval.is_some()),
+            ("per", per.is_some()),
+            ("time_scale", time_scale.is_some()),
+            ("volume_scale", volume_scale.is_some()),
+            ("loop", looped.is_some()),
+            ("from_rate_per_s", from_rate_per_s.is_some()),
+            ("over", over.is_some()),
+        ]
+    }
+}
+
 /// One step of a `profile` arrival.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -300,6 +349,47 @@ pub struct RawDist {
     pub p95: Option<Dur>,
     pub p99: Option<Dur>,
     pub p999: Option<Dur>,
+}
+
+impl RawDist {
+    /// Every field but `dist`, by name, with whether it is written. The destructuring names
+    /// every field: a new one fails to compile until it is listed here (and read by some kind in
+    /// `kind_fields::DistFields`, which a test checks).
+    pub fn written(&self) -> [(&'static str, bool); 14] {
+        let RawDist {
+            dist: _,
+            mean,
+            sd,
+            base,
+            per_inflight,
+            file,
+            unit,
+            cumulative,
+            min,
+            p50,
+            p75,
+            p90,
+            p95,
+            p99,
+            p999,
+        } = self;
+        [
+            ("mean", mean.is_some()),
+            ("sd", sd.is_some()),
+            ("base", base.is_some()),
+            ("per_inflight", per_inflight.is_some()),
+            ("file", file.is_some()),
+            ("unit", unit.is_some()),
+            ("cumulative", cumulative.is_some()),
+            ("min", min.is_some()),
+            ("p50", p50.is_some()),
+            ("p75", p75.is_some()),
+            ("p90", p90.is_some()),
+            ("p95", p95.is_some()),
+            ("p99", p99.is_some()),
+            ("p999", p999.is_some()),
+        ]
+    }
 }
 
 /// `idempotency = { ttl = "78h" }` or `{ ttl = "window+6h", in_progress = "wait" }`.

@@ -44,43 +44,9 @@ const VALUE_NAMES: [(&str, &str); 10] = [
 /// Seconds since 1970 at or above this (2001-09-09) make a number an absolute time.
 const EPOCH_MIN_S: f64 = 1e9;
 
-/// The fields only a trace arrival uses (checked absent on the other kinds).
-pub fn forbid_fields(a: &RawArrival, at: &str) -> V<()> {
-    let present = [
-        ("file", a.file.is_some()),
-        ("format", a.format.is_some()),
-        ("column", a.column.is_some()),
-        ("time_column", a.time_column.is_some()),
-        ("unit", a.unit.is_some()),
-        ("interval", a.interval.is_some()),
-        ("per", a.per.is_some()),
-        ("time_scale", a.time_scale.is_some()),
-        ("volume_scale", a.volume_scale.is_some()),
-        ("loop", a.looped.is_some()),
-    ];
-    match present.iter().find(|(_, set)| *set) {
-        Some((f, _)) => Err(Invalid::at(
-            &format!("{at}.{f}"),
-            format!("is only used by arrival kind `trace`, not `{}`; remove it", a.kind),
-        )),
-        None => Ok(()),
-    }
-}
-
 /// Validates a trace arrival and reads (or reuses) its file.
 pub fn arrival(a: &RawArrival, at: &str) -> V<Arrival> {
     let field = |f: &str| format!("{at}.{f}");
-    let other = [
-        ("start", a.start.is_some()),
-        ("spread", a.spread.is_some()),
-        ("rate_per_s", a.rate_per_s.is_some()),
-        ("think", a.think.is_some()),
-        ("steps", a.steps.is_some()),
-        ("requests_per_client", a.requests_per_client.is_some()),
-    ];
-    if let Some((f, _)) = other.iter().find(|(_, set)| *set) {
-        return Err(Invalid::at(&field(f), "is not used by arrival kind `trace`; remove it"));
-    }
     let file = a.file.as_deref().ok_or_else(|| {
         Invalid::at(at, "kind `trace` needs file, e.g. file = \"data/requests.csv\" (a CSV with a header row)")
     })?;

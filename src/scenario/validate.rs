@@ -3,6 +3,7 @@
 
 use super::checks::{count, finite_at_least, positive, probability, read_kind, show, unknown, Words, V};
 use super::error::{shorten, Invalid};
+use super::kind_fields::{refuse_unread, ArrivalFields, DistFields};
 use super::raw::{parse_duration, Dur, RawArrival, RawDist, RawFault, RawHop, RawScenario, RawTenant};
 use crate::engine::{Nanos, NS_PER_MS, NS_PER_S};
 use crate::model::{
@@ -246,46 +247,22 @@ fn tenant(t: &RawTenant, policy_names: &[&str]) -> V<TenantSpec> {
     Ok(TenantSpec { name: t.name.clone(), clients, arrival, policy, invalid_fraction, poison_fraction, timing })
 }
 
-/// A field of `a` present (`present`) that its arrival kind does not use: refused by name.
-fn forbid_arrival_field(a: &RawArrival, at: &str, present: bool, f: &str) -> V<()> {
-    if present {
-        Err(Invalid::at(&format!("{at}.{f}"), format!("is not used by arrival kind `{}`; remove it", a.kind)))
-    } else {
-        Ok(())
-    }
-}
-
 fn arrival(a: &RawArrival, at: &str) -> V<Arrival> {
     let field = |f: &str| format!("{at}.{f}");
-    let forbid = |present: bool, f: &str| forbid_arrival_field(a, at, present, f);
     let start = a.start.map_or(0, |d| d.0);
     let spread = a.spread.map_or(0, |d| d.0);
-    // The name is read first, refused after the fields that belong to other kinds.
-    let kind = super::tagged::read_name::<ArrivalKindName>(&a.kind);
-    if kind != Ok(ArrivalKindName::Trace) {
-        super::trace::forbid_fields(a, at)?;
-    }
-    if kind != Ok(ArrivalKindName::Ramp) {
-        forbid(a.from_rate_per_s.is_some(), "from_rate_per_s")?;
-        forbid(a.over.is_some(), "over")?;
-    }
-    match kind.map_err(|names| unknown(&field("kind"), "arrival kind", &a.kind, names))? {
+    let kind = super::tagged::read_name::<ArrivalKindName>(&a.kind)
+        .map_err(|names| unknown(&field("kind"), "arrival kind", &a.kind, names))?;
+    refuse_unread::<ArrivalFields>("arrival kind", &a.kind, &a.written(), at)?;
+    match kind {
         ArrivalKindName::Trace => super::trace::arrival(a, at),
         ArrivalKindName::Ramp => ramp(a, at),
         ArrivalKindName::Herd => {
-            forbid(a.rate_per_s.is_some(), "rate_per_s")?;
-            forbid(a.think.is_some(), "think")?;
-            forbid(a.steps.is_some(), "steps")?;
             let requests_per_client =
                 count(a.requests_per_client.unwrap_or(1), &field("requests_per_client"), 1, 1_000_000)? as u32;
             Ok(Arrival::Herd { start, spread, requests_per_client })
         }
         ArrivalKindName::Poisson => {
-            forbid(a.start.is_some(), "start")?;
-            forbid(a.spread.is_some(), "spread")?;
-            forbid(a.think.is_some(), "think")?;
-            forbid(a.steps.is_some(), "steps")?;
-            forbid(a.requests_per_client.is_some(), "requests_per_client")?;
             let rate = a.rate_per_s.ok_or_else(|| Invalid::at(at, "kind `poisson` needs rate_per_s, e.g. 40.0"))?;
             let rate_per_s = rate_value(rate, &field("rate_per_s"))?;
             if rate_per_s == 0.0 {
@@ -293,17 +270,8 @@ fn arrival(a: &RawArrival, at: &str) -> V<Arrival> {
             }
             Ok(Arrival::Poisson { rate_per_s })
         }
-        ArrivalKindName::Closed => {
-            forbid(a.rate_per_s.is_some(), "rate_per_s")?;
-            forbid(a.steps.is_some(), "steps")?;
-            forbid(a.requests_per_client.is_some(), "requests_per_client")?;
-            Ok(Arrival::Closed { start, spread, think: a.think.map_or(0, |d| d.0) })
-        }
+        ArrivalKindName::Closed => Ok(Arrival::Closed { start, spread, think: a.think.map_or(0, |d| d.0) }),
         ArrivalKindName::Profile => {
-            forbid(a.start.is_some(), "start")?;
-            forbid(a.spread.is_some(), "spread")?;
-            forbid(a.rate_per_s.is_some(), "rate_per_s")?;
-            forbid(a.requests_per_client.is_some(), "requests_per_client")?;
             let steps = a.steps.as_ref().filter(|s| !s.is_empty()).ok_or_else(|| {
                 Invalid::at(at, "kind `profile` needs steps, e.g. [{ from = \"0s\", rate_per_s = 40.0 }]")
             })?;
@@ -345,19 +313,10 @@ fn dist(d: &RawDist, at: &str) -> V<Dist> {
     let need = |v: Option<Dur>, f: &str| {
         v.map(|d| d.0).ok_or_else(|| Invalid::at(at, format!("dist `{}` needs `{f}`", d.dist)))
     };
-    let forbid = |present: bool, f: &str| {
-        if present {
-            Err(Invalid::at(&field(f), format!("is not used by dist `{}`; remove it", d.dist)))
-        } else {
-            Ok(())
-        }
-    };
-    // The name is read first, refused after the fields that belong to `empirical`.
-    let name = super::tagged::read_name::<DistName>(&d.dist);
-    if name != Ok(DistName::Empirical) {
-        super::empirical::forbid_fields(d, at, name == Ok(DistName::Lognormal))?;
-    }
-    match name.map_err(|names| unknown(&field("dist"), "dist", &d.dist, names))? {
+    let name = super::tagged::read_name::<DistName>(&d.dist)
+        .map_err(|names| unknown(&field("dist"), "dist", &d.dist, names))?;
+    refuse_unread::<DistFields>("dist", &d.dist, &d.written(), at)?;
+    match name {
         DistName::Empirical => super::empirical::dist(d, at),
         DistName::Lognormal
             if d.p50.is_some()
@@ -370,15 +329,10 @@ fn dist(d: &RawDist, at: &str) -> V<Dist> {
             Ok(super::empirical::fitted_lognormal(d, at)?.expect("percentiles are given"))
         }
         name @ (DistName::Constant | DistName::Exponential) => {
-            forbid(d.sd.is_some(), "sd")?;
-            forbid(d.base.is_some(), "base")?;
-            forbid(d.per_inflight.is_some(), "per_inflight")?;
             let mean = need(d.mean, "mean")?;
             Ok(if name == DistName::Constant { Dist::Constant { mean } } else { Dist::Exponential { mean } })
         }
         name @ (DistName::Lognormal | DistName::NormalAbs) => {
-            forbid(d.base.is_some(), "base")?;
-            forbid(d.per_inflight.is_some(), "per_inflight")?;
             let (mean, sd) = (need(d.mean, "mean")?, need(d.sd, "sd")?);
             if name == DistName::Lognormal {
                 if mean == 0 {
@@ -390,8 +344,6 @@ fn dist(d: &RawDist, at: &str) -> V<Dist> {
             }
         }
         DistName::Load => {
-            forbid(d.mean.is_some(), "mean")?;
-            forbid(d.sd.is_some(), "sd")?;
             Ok(Dist::Load { base: need(d.base, "base")?, per_inflight: need(d.per_inflight, "per_inflight")? })
         }
     }
@@ -400,12 +352,6 @@ fn dist(d: &RawDist, at: &str) -> V<Dist> {
 /// `{ kind = "ramp", from_rate_per_s = 0.0, rate_per_s = 300.0, over = "8s" }`.
 fn ramp(a: &RawArrival, at: &str) -> V<Arrival> {
     let field = |f: &str| format!("{at}.{f}");
-    let forbid = |present: bool, f: &str| forbid_arrival_field(a, at, present, f);
-    forbid(a.start.is_some(), "start")?;
-    forbid(a.spread.is_some(), "spread")?;
-    forbid(a.think.is_some(), "think")?;
-    forbid(a.steps.is_some(), "steps")?;
-    forbid(a.requests_per_client.is_some(), "requests_per_client")?;
     let rate = a.rate_per_s.ok_or_else(|| {
         Invalid::at(at, "kind `ramp` needs rate_per_s (the rate at the end of the ramp) and over, e.g. rate_per_s = 300.0, over = \"8s\"")
     })?;
