@@ -16,7 +16,8 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 /// A field of a schema: only its name is read.
 type F = Option<IgnoredAny>;
 
-/// The fields each arrival kind reads besides `kind` (the kinds as in `ArrivalKindName`).
+/// The fields each arrival kind reads besides `kind` (its kinds are `ArrivalKindName`'s, in its
+/// order: a test checks).
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 #[allow(dead_code, reason = "a schema: only the names of its variants' fields are read")]
@@ -57,7 +58,8 @@ pub(super) enum ArrivalFields {
     },
 }
 
-/// The fields each service or network `dist` reads besides `dist` (the kinds as in `DistName`).
+/// The fields each service or network `dist` reads besides `dist` (its kinds are `DistName`'s, in
+/// its order: a test checks).
 /// A lognormal is given by mean and sd or through two percentiles.
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
@@ -182,6 +184,13 @@ mod tests {
         let raw: RawDist = toml::from_str("dist = \"constant\"").expect("a dist");
         let written = raw.written().iter().map(|&(f, _)| f).collect();
         check_sides::<DistFields>("dist", struct_fields::<RawDist>(), written);
+    }
+
+    #[test]
+    fn each_schema_lists_the_kinds_its_family_reads_in_their_order() {
+        use crate::scenario::validate::{ArrivalKindName, DistName};
+        assert_eq!(tagged::names::<ArrivalFields>(), tagged::names::<ArrivalKindName>());
+        assert_eq!(tagged::names::<DistFields>(), tagged::names::<DistName>());
     }
 
     #[test]

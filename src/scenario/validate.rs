@@ -369,7 +369,7 @@ fn ramp(a: &RawArrival, at: &str) -> V<Arrival> {
 /// each kind's values); the names listed in messages come from this type, in this order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum ArrivalKindName {
+pub(super) enum ArrivalKindName {
     Herd,
     Poisson,
     Closed,
@@ -382,7 +382,7 @@ enum ArrivalKindName {
 /// listed in messages come from this type, in this order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum DistName {
+pub(super) enum DistName {
     Constant,
     Exponential,
     Lognormal,
