@@ -10,7 +10,7 @@ use crate::model::cache::{CacheSpec, Eviction, KeyDistribution, KEYS_MAX};
 use crate::model::Dist;
 
 /// The fields of `[[hop]]` a cache would silently ignore, each with the reason.
-fn ignored(h: &RawHop) -> [(&'static str, bool, &'static str); 7] {
+fn ignored(h: &RawHop) -> [(&'static str, bool, &'static str); 9] {
     [
         ("workers", h.workers.is_some(), "it has no worker limit: every lookup is served at once"),
         ("queue_limit", h.queue_limit.is_some(), "it has no queue"),
@@ -19,6 +19,8 @@ fn ignored(h: &RawHop) -> [(&'static str, bool, &'static str); 7] {
         ("idempotency", h.idempotency.is_some(), "it has no idempotency store; put it on the backend"),
         ("effect", h.effect.is_some(), "it commits no side effect"),
         ("discipline", h.discipline.is_some(), "it has no queue"),
+        ("load_latency", h.load_latency.is_some(), "it has no worker limit, so no load to slow its lookups"),
+        ("autoscale", h.autoscale.is_some(), "it has no workers or replicas to scale"),
     ]
 }
 
