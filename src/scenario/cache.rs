@@ -1,6 +1,6 @@
 //! Validation of a cache hop: `kind = "cache"` with its `cache = { … }` table (docs/MODEL.md,
-//! "Caches"). A cache has no workers, queue or service time of its own; everything it ignores is
-//! refused with the field named.
+//! "Caches"). A cache has no workers, queue or service time of its own; the fields it would
+//! ignore are refused with the field named, by `hop_kind.rs`.
 
 use super::checks::{count, finite_at_least, positive, unknown, V};
 use super::error::Invalid;
@@ -9,58 +9,16 @@ use crate::engine::Nanos;
 use crate::model::cache::{CacheSpec, Eviction, KeyDistribution, KEYS_MAX};
 use crate::model::Dist;
 
-/// The fields of `[[hop]]` a cache would silently ignore, each with the reason.
-fn ignored(h: &RawHop) -> [(&'static str, bool, &'static str); 9] {
-    [
-        ("workers", h.workers.is_some(), "it has no worker limit: every lookup is served at once"),
-        ("queue_limit", h.queue_limit.is_some(), "it has no queue"),
-        ("scheduling", h.scheduling.is_some(), "it has no queue to schedule"),
-        ("service", h.service.is_some(), "its lookup time is `cache.hit_latency`"),
-        ("idempotency", h.idempotency.is_some(), "it has no idempotency store; put it on the backend"),
-        ("effect", h.effect.is_some(), "it commits no side effect"),
-        ("discipline", h.discipline.is_some(), "it has no queue"),
-        ("load_latency", h.load_latency.is_some(), "it has no worker limit, so no load to slow its lookups"),
-        ("autoscale", h.autoscale.is_some(), "it has no workers or replicas to scale"),
-    ]
-}
-
-/// The cache of hop `h` (`Ok(None)` when the hop is not a cache); `dist` validates a distribution.
-pub(super) fn cache(
-    h: &RawHop,
-    is_cache: bool,
-    has_next: bool,
-    dist: &dyn Fn(&RawDist, &str) -> V<Dist>,
-) -> V<Option<CacheSpec>> {
+/// The cache of `kind = "cache"` hop `h` (the fields it does not read are refused before, in
+/// `hop_kind.rs`); `dist` validates a distribution.
+pub(super) fn cache(h: &RawHop, has_next: bool, dist: &dyn Fn(&RawDist, &str) -> V<Dist>) -> V<CacheSpec> {
     let at = |field: &str| format!("hop.{}.{field}", h.name);
-    let raw =
-        match (&h.cache, is_cache) {
-            (None, false) => return Ok(None),
-            (Some(_), false) => {
-                return Err(Invalid::at(&at("cache"), "is only read on a cache hop; add kind = \"cache\" or remove it"))
-            }
-            (None, true) => return Err(Invalid::at(
-                &format!("hop.{}", h.name),
-                "is a `kind = \"cache\"` hop without its `cache` table; add e.g. cache = { keys = 100, ttl = \"5s\" }",
-            )),
-            (Some(c), true) => c,
-        };
-    if let Some((field, _, why)) = ignored(h).iter().find(|(_, present, _)| *present) {
-        return Err(Invalid::at(&at(field), format!("a `kind = \"cache\"` hop ignores this field ({why}); remove it")));
-    }
-    let overload = [
-        ("codel_target", h.codel_target.is_some()),
-        ("codel_interval", h.codel_interval.is_some()),
-        ("shed_queue_length", h.shed_queue_length.is_some()),
-        ("shed_retries_queue_length", h.shed_retries_queue_length.is_some()),
-        ("retry_priority", h.retry_priority.is_some()),
-        ("admission", h.admission.is_some()),
-    ];
-    if let Some((field, _)) = overload.iter().find(|(_, present)| *present) {
+    let Some(raw) = &h.cache else {
         return Err(Invalid::at(
-            &at(field),
-            "a `kind = \"cache\"` hop has no queue or admission control; put overload control on its backend",
+            &format!("hop.{}", h.name),
+            "is a `kind = \"cache\"` hop without its `cache` table; add e.g. cache = { keys = 100, ttl = \"5s\" }",
         ));
-    }
+    };
     if !has_next {
         return Err(Invalid::at(
             &format!("hop.{}", h.name),
@@ -102,7 +60,7 @@ pub(super) fn cache(
         None => Dist::Constant { mean: 0 },
         Some(d) => dist(d, &at("cache.hit_latency"))?,
     };
-    Ok(Some(CacheSpec {
+    Ok(CacheSpec {
         keys,
         distribution,
         ttl,
@@ -111,7 +69,7 @@ pub(super) fn cache(
         eviction,
         coalesce: raw.coalesce.unwrap_or(false),
         hit_latency,
-    }))
+    })
 }
 
 /// `"uniform"` (default) or `{ zipf = S }` with S finite and > 0.

@@ -1,5 +1,5 @@
-//! Which fields each kind reads, for the kind-tagged tables that are read flat (`arrival = {…}`
-//! and a `dist` table): a field written that its kind does not read is refused by name, with the
+//! Which fields each kind reads, for the kind-tagged tables that are read flat (`arrival = {…}`,
+//! a `dist` table, and `[[hop]]` by its `kind` in `hop_kind.rs`): a field written that its kind does not read is refused by name, with the
 //! kinds that do read it. Both sides come from types, not from lists kept in step by hand:
 //! - the fields each kind reads: a schema enum ([`ArrivalFields`], [`DistFields`]) whose variants
 //!   are the kinds and whose fields are the ones each reads; serde gives their names
@@ -82,10 +82,7 @@ pub(super) fn refuse_unread<S: DeserializeOwned>(
     written: &[(&'static str, bool)],
     at: &str,
 ) -> V<()> {
-    let reads = tagged::fields::<S>(given);
-    let Some(&(field, _)) = written.iter().find(|&&(f, set)| set && !reads.contains(&f)) else {
-        return Ok(());
-    };
+    let Some(field) = first_unread::<S>(given, written) else { return Ok(()) };
     let readers: Vec<String> = readers::<S>(field).into_iter().map(|k| format!("`{k}`")).collect();
     let readers = match readers.split_last() {
         Some((last, [])) => last.clone(),
@@ -95,15 +92,23 @@ pub(super) fn refuse_unread<S: DeserializeOwned>(
     Err(Invalid::at(&format!("{at}.{field}"), format!("is only used by {family} {readers}, not `{given}`; remove it")))
 }
 
+/// The first field of `written` (each field's name and whether it is written) that kind `given`
+/// of the schema `S` does not read.
+pub(super) fn first_unread<S: DeserializeOwned>(given: &str, written: &[(&'static str, bool)]) -> Option<&'static str> {
+    let reads = tagged::fields::<S>(given);
+    written.iter().find(|&&(f, set)| set && !reads.contains(&f)).map(|&(f, _)| f)
+}
+
 /// The kinds of `S` that read `field`, in definition order.
-fn readers<S: DeserializeOwned>(field: &str) -> Vec<&'static str> {
+pub(super) fn readers<S: DeserializeOwned>(field: &str) -> Vec<&'static str> {
     tagged::names::<S>().iter().copied().filter(|k| tagged::fields::<S>(k).contains(&field)).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::raw::{RawArrival, RawDist};
+    use crate::scenario::hop_kind::{HopFields, HopKindName};
+    use crate::scenario::raw::{RawArrival, RawDist, RawHop};
     use serde::de::{self, Visitor};
     use std::cell::Cell;
 
@@ -166,8 +171,9 @@ mod tests {
         all
     }
 
-    fn check_sides<S: DeserializeOwned>(tag: &str, raw: Vec<&'static str>, written: Vec<&'static str>) {
-        let raw = sorted(raw.into_iter().filter(|f| *f != tag).collect());
+    /// `common`: the fields every kind has (the tag among them), in neither side.
+    fn check_sides<S: DeserializeOwned>(common: &[&str], raw: Vec<&'static str>, written: Vec<&'static str>) {
+        let raw = sorted(raw.into_iter().filter(|f| !common.contains(f)).collect());
         assert_eq!(sorted(written), raw, "written() names the raw struct's fields");
         assert_eq!(schema_fields::<S>(), raw, "the schema's kinds read exactly the raw struct's fields");
     }
@@ -176,14 +182,21 @@ mod tests {
     fn the_arrival_schema_and_written_name_the_raw_structs_fields() {
         let raw: RawArrival = toml::from_str("kind = \"herd\"").expect("a herd arrival");
         let written = raw.written().iter().map(|&(f, _)| f).collect();
-        check_sides::<ArrivalFields>("kind", struct_fields::<RawArrival>(), written);
+        check_sides::<ArrivalFields>(&["kind"], struct_fields::<RawArrival>(), written);
     }
 
     #[test]
     fn the_dist_schema_and_written_name_the_raw_structs_fields() {
         let raw: RawDist = toml::from_str("dist = \"constant\"").expect("a dist");
         let written = raw.written().iter().map(|&(f, _)| f).collect();
-        check_sides::<DistFields>("dist", struct_fields::<RawDist>(), written);
+        check_sides::<DistFields>(&["dist"], struct_fields::<RawDist>(), written);
+    }
+
+    #[test]
+    fn the_hop_schema_and_written_name_the_raw_structs_fields() {
+        let raw: RawHop = toml::from_str("name = \"api\"").expect("a hop");
+        let written = raw.written().iter().map(|&(f, _)| f).collect();
+        check_sides::<HopFields>(&["name", "kind"], struct_fields::<RawHop>(), written);
     }
 
     #[test]
@@ -191,6 +204,7 @@ mod tests {
         use crate::scenario::validate::{ArrivalKindName, DistName};
         assert_eq!(tagged::names::<ArrivalFields>(), tagged::names::<ArrivalKindName>());
         assert_eq!(tagged::names::<DistFields>(), tagged::names::<DistName>());
+        assert_eq!(tagged::names::<HopFields>(), tagged::names::<HopKindName>());
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub(crate) mod empirical;
 pub mod error;
 pub(crate) mod graph;
 mod hedge;
+mod hop_kind;
 pub(crate) mod import;
 pub(crate) mod input_file;
 pub(crate) mod invariants;

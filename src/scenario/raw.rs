@@ -245,6 +245,59 @@ pub struct RawPolicy {
     pub requeue: Option<bool>,
 }
 
+impl RawPolicy {
+    /// Every field, by its name in the file, with whether it is written. The destructuring names
+    /// every field: a new one fails to compile until it is listed here.
+    pub fn written(&self) -> [(&'static str, bool); 21] {
+        let RawPolicy {
+            preset,
+            jitter,
+            base,
+            multiplier,
+            cap,
+            max_attempts,
+            deadline,
+            attempt_timeout,
+            deadline_mode,
+            honor_retry_after,
+            throttle_base,
+            ratio,
+            schedule,
+            budget,
+            breaker,
+            import,
+            select,
+            retry_on,
+            hedge,
+            cancel_on_timeout,
+            requeue,
+        } = self;
+        [
+            ("preset", preset.is_some()),
+            ("jitter", jitter.is_some()),
+            ("base", base.is_some()),
+            ("multiplier", multiplier.is_some()),
+            ("cap", cap.is_some()),
+            ("max_attempts", max_attempts.is_some()),
+            ("deadline", deadline.is_some()),
+            ("attempt_timeout", attempt_timeout.is_some()),
+            ("deadline_mode", deadline_mode.is_some()),
+            ("honor_retry_after", honor_retry_after.is_some()),
+            ("throttle_base", throttle_base.is_some()),
+            ("ratio", ratio.is_some()),
+            ("schedule", schedule.is_some()),
+            ("budget", budget.is_some()),
+            ("breaker", breaker.is_some()),
+            ("import", import.is_some()),
+            ("select", select.is_some()),
+            ("retry_on", retry_on.is_some()),
+            ("hedge", hedge.is_some()),
+            ("cancel_on_timeout", cancel_on_timeout.is_some()),
+            ("requeue", requeue.is_some()),
+        ]
+    }
+}
+
 /// `hedge = { after = "50ms" | "p95", max_share = 0.1 }`.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -437,6 +490,70 @@ pub struct RawHop {
     pub autoscale: Option<RawAutoscale>,
     /// `kind = "cache"`: the cache's table (scenario/cache.rs).
     pub cache: Option<RawCache>,
+}
+
+impl RawHop {
+    /// Every field but `name` and `kind`, by its name in the file, with whether it is written.
+    /// The destructuring names every field: a new one fails to compile until it is listed here
+    /// (and read by some hop kind in `hop_kind::HopFields`, which a test checks).
+    pub fn written(&self) -> [(&'static str, bool); 25] {
+        let RawHop {
+            name: _,
+            kind: _,
+            workers,
+            queue_limit,
+            service,
+            network,
+            downstream_policy,
+            idempotency,
+            effect,
+            scheduling,
+            discipline,
+            codel_target,
+            codel_interval,
+            shed_queue_length,
+            shed_retries_queue_length,
+            retry_priority,
+            admission,
+            replicas,
+            balancer,
+            health_check,
+            outlier_detection,
+            calls,
+            calls_mode,
+            pool,
+            load_latency,
+            autoscale,
+            cache,
+        } = self;
+        [
+            ("workers", workers.is_some()),
+            ("queue_limit", queue_limit.is_some()),
+            ("service", service.is_some()),
+            ("network", network.is_some()),
+            ("downstream_policy", downstream_policy.is_some()),
+            ("idempotency", idempotency.is_some()),
+            ("effect", effect.is_some()),
+            ("scheduling", scheduling.is_some()),
+            ("discipline", discipline.is_some()),
+            ("codel_target", codel_target.is_some()),
+            ("codel_interval", codel_interval.is_some()),
+            ("shed_queue_length", shed_queue_length.is_some()),
+            ("shed_retries_queue_length", shed_retries_queue_length.is_some()),
+            ("retry_priority", retry_priority.is_some()),
+            ("admission", admission.is_some()),
+            ("replicas", replicas.is_some()),
+            ("balancer", balancer.is_some()),
+            ("health_check", health_check.is_some()),
+            ("outlier_detection", outlier_detection.is_some()),
+            ("calls", calls.is_some()),
+            ("calls_mode", calls_mode.is_some()),
+            ("pool", pool.is_some()),
+            ("load_latency", load_latency.is_some()),
+            ("autoscale", autoscale.is_some()),
+            ("cache", cache.is_some()),
+        ]
+    }
 }
 
 /// `cache = { keys = 100, key_distribution = "uniform" | { zipf = 1.1 }, ttl = "5s",

@@ -16,37 +16,15 @@ pub(super) const MAX_REPLICAS: i64 = 1_000;
 const MAX_TOTAL_WORKERS: u64 = 10_000_000;
 
 /// `slots`: the most replicas when autoscaling scales them (`autoscale.max`), all allocated.
-pub(super) fn replicas(
-    h: &RawHop,
-    workers: u32,
-    occ: bool,
-    slots: Option<u32>,
-    at: &dyn Fn(&str) -> String,
-) -> V<ReplicaSpec> {
+pub(super) fn replicas(h: &RawHop, workers: u32, slots: Option<u32>, at: &dyn Fn(&str) -> String) -> V<ReplicaSpec> {
     let n = count(h.replicas.unwrap_or(1), &at("replicas"), 1, MAX_REPLICAS)? as u32;
     if let Some(max) = slots {
-        if h.cache.is_some() {
-            let why = "scales replicas, but a `kind = \"cache\"` hop is one store; remove autoscale";
-            return Err(Invalid::at(&at("autoscale"), why));
-        }
         if u64::from(max) * u64::from(workers) > MAX_TOTAL_WORKERS {
             let why = format!("is {max} replicas with {workers} workers each; a hop may have at most {MAX_TOTAL_WORKERS} workers over all its replicas");
             return Err(Invalid::at(&at("autoscale.max"), why));
         }
     }
     let n = slots.unwrap_or(n);
-    if occ && n > 1 {
-        return Err(Invalid::at(
-            &at("replicas"),
-            format!("is {n}, but a `kind = \"occ\"` register is one register; remove replicas"),
-        ));
-    }
-    if h.cache.is_some() && n > 1 {
-        return Err(Invalid::at(
-            &at("replicas"),
-            format!("is {n}, but a `kind = \"cache\"` hop is one store; remove replicas"),
-        ));
-    }
     // One replica keeps the hop's own workers limit (a cache hop has unbounded workers).
     if n > 1 && u64::from(n) * u64::from(workers) > MAX_TOTAL_WORKERS {
         let why = format!("is {n} with {workers} workers each; a hop may have at most {MAX_TOTAL_WORKERS} workers over all its replicas");

@@ -3,11 +3,12 @@
 
 use super::checks::{count, finite_at_least, positive, probability, read_kind, show, unknown, Words, V};
 use super::error::{shorten, Invalid};
+use super::hop_kind::HopKindName;
 use super::kind_fields::{refuse_unread, ArrivalFields, DistFields};
 use super::raw::{parse_duration, Dur, RawArrival, RawDist, RawFault, RawHop, RawScenario, RawTenant};
 use crate::engine::{Nanos, NS_PER_MS, NS_PER_S};
 use crate::model::{
-    Arrival, ClientTiming, Dist, Fault, FaultKind, HopSpec, IdempotencySpec, InProgress, RetryPolicy, SimSpec,
+    Arrival, ClientTiming, Dist, Fault, FaultKind, HopKind, HopSpec, IdempotencySpec, InProgress, RetryPolicy, SimSpec,
     TenantSpec,
 };
 
@@ -391,16 +392,6 @@ pub(super) enum DistName {
     Empirical,
 }
 
-/// A hop's `kind` as written (the validated kind is `model::HopKind`, which carries the cache's
-/// table); the names listed in messages come from this type.
-#[derive(Clone, Copy, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum HopKindName {
-    Service,
-    Occ,
-    Cache,
-}
-
 /// A hop's `scheduling` of its queue among tenants: one FIFO, or fair (round-robin over the
 /// tenants' lanes); the names listed in messages come from this type.
 #[derive(Clone, Copy, serde::Deserialize)]
@@ -459,39 +450,37 @@ fn hop(
     caller_deadline: Option<Nanos>,
 ) -> V<HopSpec> {
     let at = |field: &str| format!("hop.{}.{field}", h.name);
+    // Each kind reads its own fields and refuses the others (scenario/hop_kind.rs).
+    let kind = super::hop_kind::kind(h, &at)?;
     let workers = count(h.workers.unwrap_or(1), &at("workers"), 1, 10_000_000)? as u32;
     let queue_limit = count(h.queue_limit.unwrap_or(u32::MAX as i64), &at("queue_limit"), 0, u32::MAX as i64)? as u32;
-    let kind = match h.kind.as_deref() {
-        None => HopKindName::Service,
-        Some(name) => super::tagged::read_name(name).map_err(|names| unknown(&at("kind"), "hop kind", name, names))?,
-    };
-    let occ = match kind {
-        HopKindName::Service | HopKindName::Cache => false,
-        HopKindName::Occ => true,
-    };
     // A cache (scenario/cache.rs) answers lookups with its hit latency and no worker limit.
     // In a call graph a cache's backend is its `calls` edge, checked once the edges are attached.
-    let cache = super::cache::cache(h, kind == HopKindName::Cache, next.is_some() || in_graph, &dist)?;
-    let (workers, service) = match &cache {
-        Some(c) => (u32::MAX, Some(c.hit_latency.clone())),
-        None => (workers, None),
-    };
-    let service = match (&h.service, occ) {
-        _ if service.is_some() => service.expect("a cache's lookup time"),
-        (Some(d), false) => dist(d, &at("service"))?,
-        (None, true) => Dist::Constant { mean: 0 },
-        (Some(_), true) => return Err(Invalid::at(&at("service"), "an `occ` register has no service time; remove it")),
-        (None, false) => {
-            return Err(Invalid::at(
-                &format!("hop.{}", h.name),
-                "has no `service`; add e.g. service = { dist = \"constant\", mean = \"1ms\" }",
-            ))
+    let (workers, service, model_kind) = match kind {
+        HopKindName::Service => {
+            let service = h.service.as_ref().ok_or_else(|| {
+                Invalid::at(
+                    &format!("hop.{}", h.name),
+                    "has no `service`; add e.g. service = { dist = \"constant\", mean = \"1ms\" }",
+                )
+            })?;
+            (workers, dist(service, &at("service"))?, HopKind::Service)
+        }
+        HopKindName::Occ => {
+            if let Some(n) = next {
+                return Err(Invalid::at(
+                    &format!("hop.{}", h.name),
+                    format!("is a `kind = \"occ\"` register, which calls no other hop, but hop `{}` follows it; make the register the last hop", n.name),
+                ));
+            }
+            (workers, Dist::Constant { mean: 0 }, HopKind::Occ)
+        }
+        HopKindName::Cache => {
+            let c = super::cache::cache(h, next.is_some() || in_graph, &dist)?;
+            (u32::MAX, c.hit_latency.clone(), HopKind::Cache(c))
         }
     };
     let network = h.network.as_ref().map_or(Ok(Dist::Constant { mean: 0 }), |n| dist(n, &at("network")))?;
-    if occ {
-        occ_ignores_nothing(h, next, &at)?;
-    }
     let downstream_policy = match (&h.downstream_policy, next) {
         (Some(p), Some(_)) => Some(
             policy_names
@@ -530,15 +519,6 @@ fn hop(
     };
     let effect = h.effect.unwrap_or(idempotency.is_some());
     let overload = super::overload::overload(h, &at)?;
-    if occ && overload.is_active() {
-        let why = "is a `kind = \"occ\"` register, which has no queue or admission; remove discipline, shed_*, retry_priority and admission";
-        return Err(Invalid::at(&format!("hop.{}", h.name), why));
-    }
-    if occ && (h.load_latency.is_some() || h.autoscale.is_some()) {
-        let why =
-            "is a `kind = \"occ\"` register, which has no workers or service time; remove load_latency and autoscale";
-        return Err(Invalid::at(&format!("hop.{}", h.name), why));
-    }
     let load_latency = h
         .load_latency
         .as_ref()
@@ -560,7 +540,7 @@ fn hop(
             return Err(unknown(&at("scheduling"), "scheduling", given, names));
         }
     };
-    let replicas = super::replicas::replicas(h, workers, occ, slots, &at)?;
+    let replicas = super::replicas::replicas(h, workers, slots, &at)?;
     Ok(HopSpec {
         name: h.name.clone(),
         workers,
@@ -571,11 +551,7 @@ fn hop(
         idempotency,
         effect,
         fair,
-        kind: match (occ, cache) {
-            (true, _) => crate::model::HopKind::Occ,
-            (false, Some(c)) => crate::model::HopKind::Cache(c),
-            (false, None) => crate::model::HopKind::Service,
-        },
+        kind: model_kind,
         overload,
         replicas,
         calls: Vec::new(),
@@ -584,33 +560,6 @@ fn hop(
         load_latency,
         autoscale,
     })
-}
-
-/// An `occ` register answers a read and a conditional write and nothing else: it has no workers,
-/// queue, scheduling or idempotency store, commits no counted effect and calls no hop, so a field
-/// setting any of those would be silently ignored. Refuse it instead, naming the field.
-fn occ_ignores_nothing(h: &RawHop, next: Option<&RawHop>, at: &dyn Fn(&str) -> String) -> V<()> {
-    let set = [
-        ("workers", h.workers.is_some(), "it has no workers and no capacity limit"),
-        ("queue_limit", h.queue_limit.is_some(), "it has no queue"),
-        ("scheduling", h.scheduling.is_some(), "it has no queue to schedule"),
-        ("idempotency", h.idempotency.is_some(), "it has no idempotency store"),
-        ("effect", h.effect.is_some(), "its writes are not counted as side effects"),
-        ("downstream_policy", h.downstream_policy.is_some(), "it calls no other hop"),
-    ];
-    if let Some((field, _, why)) = set.iter().find(|(_, present, _)| *present) {
-        return Err(Invalid::at(
-            &at(field),
-            format!("a `kind = \"occ\"` register ignores this field ({why}); remove it"),
-        ));
-    }
-    if let Some(n) = next {
-        return Err(Invalid::at(
-            &format!("hop.{}", h.name),
-            format!("is a `kind = \"occ\"` register, which calls no other hop, but hop `{}` follows it; make the register the last hop", n.name),
-        ));
-    }
-    Ok(())
 }
 
 /// `"78h"` or `"window+6h"` (the caller policy's deadline plus a margin, never jittered).

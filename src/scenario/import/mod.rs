@@ -308,60 +308,9 @@ pub fn duration_at(text: &str, key: &str, bare_ms: bool) -> Result<Dur, String> 
     config_duration(text, bare_ms).map(Dur).map_err(|e| format!("`{key}`: {e}"))
 }
 
-/// The fields of `[policy.NAME]` and where each value of the resolved policy comes from:
-/// `(field, source)` for every field the scenario, the import or the preset set.
-pub fn provenance(
-    name: &str,
-    written: &toml::Table,
-    imported: Option<&Imported>,
-    file: Option<&str>,
-) -> Vec<(String, String)> {
-    let preset_name = written
-        .get("preset")
-        .and_then(toml::Value::as_str)
-        .map(str::to_string)
-        .or_else(|| imported.and_then(|i| i.policy.preset.clone()));
-    let preset = preset_name.as_deref().and_then(super::presets::preset);
-    let preset_fields = preset.as_ref().map(fields_set).unwrap_or_default();
-    let mut out = Vec::new();
-    for (field, _) in POLICY_FIELDS {
-        let source = if written.contains_key(field) {
-            format!("scenario [policy.{name}]")
-        } else if let Some(key) = imported.and_then(|i| i.sources.get(field)) {
-            format!("import {} ({key})", file.unwrap_or("?"))
-        } else if preset_fields.contains(&field) {
-            format!("preset {}", preset_name.as_deref().unwrap_or("?"))
-        } else {
-            "default".to_string()
-        };
-        out.push((field.to_string(), source));
-    }
-    out
-}
-
-/// Fields of a policy, in the order `validate` prints them, each with whether a raw policy sets
-/// it: one table, so a field's name and its test cannot fall out of step.
-pub const POLICY_FIELDS: [(&str, IsSet); 12] = [
-    ("jitter", |p| p.jitter.is_some()),
-    ("base", |p| p.base.is_some()),
-    ("multiplier", |p| p.multiplier.is_some()),
-    ("cap", |p| p.cap.is_some()),
-    ("max_attempts", |p| p.max_attempts.is_some()),
-    ("deadline", |p| p.deadline.is_some()),
-    ("attempt_timeout", |p| p.attempt_timeout.is_some()),
-    ("honor_retry_after", |p| p.honor_retry_after.is_some()),
-    ("throttle_base", |p| p.throttle_base.is_some()),
-    ("retry_on", |p| p.retry_on.is_some()),
-    ("budget", |p| p.budget.is_some()),
-    ("breaker", |p| p.breaker.is_some()),
-];
-
-/// Whether a raw policy sets one field.
-pub type IsSet = fn(&RawPolicy) -> bool;
-
-/// The fields a raw policy sets.
+/// The fields a raw policy sets, by their names in `[policy.NAME]`.
 pub fn fields_set(p: &RawPolicy) -> Vec<&'static str> {
-    POLICY_FIELDS.iter().filter(|(_, set)| set(p)).map(|(f, _)| *f).collect()
+    p.written().into_iter().filter(|&(_, set)| set).map(|(f, _)| f).collect()
 }
 
 /// Every key of a JSON/YAML object not in `known`, as `prefix.key`.

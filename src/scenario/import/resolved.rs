@@ -1,10 +1,11 @@
 //! `retrystorm validate`'s account of each policy: the resolved value of every field and where
 //! it came from (the scenario or `--set`, an imported file and its key, a preset, a default).
 
-use super::{import_policy, provenance, take_warnings};
+use super::{fields_set, import_policy, take_warnings, Imported};
 use crate::model::{Jitter, RetryAfterMode, RetryPolicy};
 use crate::scenario::checks::show;
 use crate::scenario::raw::RawPolicy;
+use crate::scenario::tagged;
 use crate::scenario::Scenario;
 use serde::Deserialize;
 
@@ -33,7 +34,8 @@ impl Scenario {
             }
             lines.push(format!("{head}:"));
             for (field, source) in provenance(&policy.name, &written, imported.as_ref(), file) {
-                let value = value(policy, &field);
+                let value = value(policy, field);
+                let field = field.name();
                 lines.push(format!("  {field:<18} {value:<34} ← {source}"));
             }
         }
@@ -46,10 +48,70 @@ fn opt(d: Option<u64>) -> String {
     d.map_or_else(|| "none".to_string(), show)
 }
 
+/// The fields `validate` reports for each policy, in its order; their names are
+/// `[policy.NAME]`'s (a test checks them against `RawPolicy::written`).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Reported {
+    Jitter,
+    Base,
+    Multiplier,
+    Cap,
+    MaxAttempts,
+    Deadline,
+    AttemptTimeout,
+    HonorRetryAfter,
+    ThrottleBase,
+    RetryOn,
+    Budget,
+    Breaker,
+}
+
+impl Reported {
+    /// Every reported field, in order.
+    fn all() -> impl Iterator<Item = Reported> {
+        tagged::names::<Reported>().iter().map(|n| tagged::read_name(n).expect("a name of the type"))
+    }
+
+    /// The field's name in `[policy.NAME]`.
+    fn name(self) -> &'static str {
+        tagged::names::<Reported>()[self as usize]
+    }
+}
+
+/// The fields of `[policy.NAME]` and where each value of the resolved policy comes from:
+/// `(field, source)` for every reported field: the scenario, the import, the preset or the default.
+fn provenance(
+    name: &str,
+    written: &toml::Table,
+    imported: Option<&Imported>,
+    file: Option<&str>,
+) -> Vec<(Reported, String)> {
+    let preset_name = written
+        .get("preset")
+        .and_then(toml::Value::as_str)
+        .map(str::to_string)
+        .or_else(|| imported.and_then(|i| i.policy.preset.clone()));
+    let preset = preset_name.as_deref().and_then(crate::scenario::presets::preset);
+    let preset_fields = preset.as_ref().map(fields_set).unwrap_or_default();
+    let source = |field: &str| {
+        if written.contains_key(field) {
+            format!("scenario [policy.{name}]")
+        } else if let Some(key) = imported.and_then(|i| i.sources.get(field)) {
+            format!("import {} ({key})", file.unwrap_or("?"))
+        } else if preset_fields.contains(&field) {
+            format!("preset {}", preset_name.as_deref().unwrap_or("?"))
+        } else {
+            "default".to_string()
+        }
+    };
+    Reported::all().map(|f| (f, source(f.name()))).collect()
+}
+
 /// The resolved value of `field` in words.
-fn value(p: &RetryPolicy, field: &str) -> String {
+fn value(p: &RetryPolicy, field: Reported) -> String {
     match field {
-        "jitter" => match &p.jitter {
+        Reported::Jitter => match &p.jitter {
             Jitter::Proportional { ratio } => format!("proportional (±{:.0}%)", ratio * 100.0),
             Jitter::Schedule { delays } => {
                 format!("schedule [{}]", delays.iter().map(|d| show(*d)).collect::<Vec<_>>().join(", "))
@@ -61,21 +123,21 @@ fn value(p: &RetryPolicy, field: &str) -> String {
             | Jitter::Decorrelated
             | Jitter::DecorrelatedV2) => j.name().to_string(),
         },
-        "base" => show(p.base),
-        "multiplier" => format!("{}", p.multiplier),
-        "cap" => show(p.cap),
-        "max_attempts" => p.attempts_max.to_string(),
-        "deadline" => opt(p.deadline),
-        "attempt_timeout" => opt(p.attempt_timeout),
-        "honor_retry_after" => match p.retry_after {
+        Reported::Base => show(p.base),
+        Reported::Multiplier => format!("{}", p.multiplier),
+        Reported::Cap => show(p.cap),
+        Reported::MaxAttempts => p.attempts_max.to_string(),
+        Reported::Deadline => opt(p.deadline),
+        Reported::AttemptTimeout => opt(p.attempt_timeout),
+        Reported::HonorRetryAfter => match p.retry_after {
             RetryAfterMode::Ignore => "ignore",
             RetryAfterMode::AtLeast => "at_least",
             RetryAfterMode::Exact => "exact",
             RetryAfterMode::AwsClamp => "aws",
         }
         .to_string(),
-        "throttle_base" => opt(p.throttle_base),
-        "retry_on" => {
+        Reported::ThrottleBase => opt(p.throttle_base),
+        Reported::RetryOn => {
             let on = [
                 ("transient", p.retry_on.transient),
                 ("throttling", p.retry_on.throttling),
@@ -88,11 +150,26 @@ fn value(p: &RetryPolicy, field: &str) -> String {
                 list.join(", ")
             }
         }
-        "budget" => p.budget.as_ref().map_or_else(|| "none".into(), |b| format!("{:?} ({:?})", b.kind, b.scope)),
-        "breaker" => p.breaker.as_ref().map_or_else(
+        Reported::Budget => {
+            p.budget.as_ref().map_or_else(|| "none".into(), |b| format!("{:?} ({:?})", b.kind, b.scope))
+        }
+        Reported::Breaker => p.breaker.as_ref().map_or_else(
             || "none".into(),
             |b| format!("{:?}, window {}, threshold {}", b.scope, show(b.window), b.threshold),
         ),
-        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_reported_field_is_a_policy_field() {
+        let fields: Vec<&str> = RawPolicy::default().written().iter().map(|&(f, _)| f).collect();
+        for f in Reported::all() {
+            assert!(fields.contains(&f.name()), "`{}` is not a field of [policy.NAME]", f.name());
+            assert_eq!(tagged::read_name::<Reported>(f.name()), Ok(f), "`name` is the variant's own name");
+        }
     }
 }
