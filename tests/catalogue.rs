@@ -4,12 +4,12 @@
 mod common;
 
 use retrystorm::metrics::balance::BALANCE_METRICS;
-use retrystorm::metrics::catalogue::{Metric, Scope};
+use retrystorm::metrics::catalogue::{Metric, MetricScope};
 use retrystorm::metrics::objective::{MetricRef, Scoped};
 use retrystorm::metrics::pool::POOL_METRICS;
 use retrystorm::metrics::stats::StatRow;
 
-fn assert_scope(row: &StatRow, scope: Scope, what: &str) {
+fn assert_scope(row: &StatRow, scope: MetricScope, what: &str) {
     assert_produced(row, &Metric::in_scope(scope).collect::<Vec<_>>(), &format!("{scope:?}"), what);
 }
 
@@ -41,7 +41,7 @@ fn pool_metrics_are_produced_exactly_for_hops_with_a_pool() {
     let study = common::study("stability-connection-pool-exhaustion", &["replications=2", "horizon=\"3s\""]);
     for v in &study.variants {
         for (hop, row) in &v.hops {
-            assert_scope(row, Scope::Hop, &format!("pool/{} hop {hop}", v.name));
+            assert_scope(row, MetricScope::Hop, &format!("pool/{} hop {hop}", v.name));
             let has = row.get(Metric::PoolWaitersPeak).is_some();
             assert_eq!(
                 has,
@@ -58,7 +58,7 @@ fn balance_metrics_are_produced_exactly_for_balanced_hops() {
     let study = common::study("stability-lb-sinkholing", &["replications=2", "horizon=\"10s\""]);
     for v in &study.variants {
         for (hop, row) in &v.hops {
-            assert_scope(row, Scope::Hop, &format!("lb-sinkholing/{} hop {hop}", v.name));
+            assert_scope(row, MetricScope::Hop, &format!("lb-sinkholing/{} hop {hop}", v.name));
             assert_eq!(row.get(Metric::ReplicaShareMax).is_some(), hop == "servers", "{}: hop {hop}", v.name);
         }
         // Usable in an objective or a requirement, as any hop metric.
@@ -75,13 +75,13 @@ fn catalogue_matches_what_a_run_produces() {
     for name in ["chain-amplification", "noisy-neighbor"] {
         let study = common::study(name, &["replications=2", "horizon=\"5s\""]);
         for v in &study.variants {
-            assert_scope(&v.metrics, Scope::Global, &format!("{name}/{}", v.name));
+            assert_scope(&v.metrics, MetricScope::Global, &format!("{name}/{}", v.name));
             assert!(!v.hops.is_empty() && !v.tenants.is_empty());
             for (hop, row) in &v.hops {
-                assert_scope(row, Scope::Hop, &format!("{name}/{} hop {hop}", v.name));
+                assert_scope(row, MetricScope::Hop, &format!("{name}/{} hop {hop}", v.name));
             }
             for (tenant, row) in &v.tenants {
-                assert_scope(row, Scope::Tenant, &format!("{name}/{} tenant {tenant}", v.name));
+                assert_scope(row, MetricScope::Tenant, &format!("{name}/{} tenant {tenant}", v.name));
             }
         }
     }

@@ -11,7 +11,7 @@
 //! denominator is the same in every variant (`retries` beside `attempts`, `peak attempts/s`
 //! beside `peak ÷ capacity`, `succeeded requests` beside `succeeded`).
 
-use crate::metrics::catalogue::{Better, Metric, Scope, Unit};
+use crate::metrics::catalogue::{Better, Metric, MetricScope, Unit};
 use crate::metrics::stats::{Stat, StatRow};
 use crate::runner::compare::difference;
 use crate::runner::{Study, VariantResult};
@@ -48,7 +48,7 @@ pub fn differs(a: &Stat, b: &Stat) -> bool {
 /// One scope of every variant: its label (`system`, `hop db`, `tenant quiet`) and rows.
 struct ScopeRows<'a> {
     label: String,
-    scope: Scope,
+    scope: MetricScope,
     name: String,
     rows: Vec<&'a StatRow>,
 }
@@ -91,7 +91,7 @@ fn scopes(study: &Study) -> Vec<ScopeRows<'_>> {
     let first = &study.variants[0];
     let mut out = vec![ScopeRows {
         label: "system".into(),
-        scope: Scope::Global,
+        scope: MetricScope::Global,
         name: String::new(),
         rows: study.variants.iter().map(|v| &v.metrics).collect(),
     }];
@@ -99,7 +99,7 @@ fn scopes(study: &Study) -> Vec<ScopeRows<'_>> {
         for (i, (name, _)) in names.iter().enumerate() {
             let rows: Option<Vec<&StatRow>> = study.variants.iter().map(|v| pick(v, i, hop)).collect();
             if let Some(rows) = rows {
-                let (word, scope) = if hop { ("hop", Scope::Hop) } else { ("tenant", Scope::Tenant) };
+                let (word, scope) = if hop { ("hop", MetricScope::Hop) } else { ("tenant", MetricScope::Tenant) };
                 out.push(ScopeRows { label: format!("{word} {name}"), scope, name: name.clone(), rows });
             }
         }
@@ -162,8 +162,8 @@ pub fn differing(study: &Study) -> Differs {
     }
     let scopes = scopes(study);
     let trigger = study.variants.iter().any(|v| v.spec.trigger_end().is_some());
-    let several = |scope: Scope| scopes.iter().filter(|s| s.scope == scope).count() > 1;
-    let objective: Vec<(Scope, String, Metric)> = study
+    let several = |scope: MetricScope| scopes.iter().filter(|s| s.scope == scope).count() > 1;
+    let objective: Vec<(MetricScope, String, Metric)> = study
         .objective
         .rank
         .iter()
@@ -175,7 +175,7 @@ pub fn differing(study: &Study) -> Differs {
     let mut ranked: Vec<(Option<usize>, f64, Row, Vec<&Stat>)> = Vec::new();
     for scope in &scopes {
         // A lone hop or tenant repeats the system figures: show only what the system row lacks.
-        let lone = scope.scope != Scope::Global && !several(scope.scope);
+        let lone = scope.scope != MetricScope::Global && !several(scope.scope);
         let metrics: Vec<Metric> = scope.rows[0].iter().map(|(m, _)| *m).collect();
         let differ = |m: Metric| stats(scope, m).is_some_and(|all| all.iter().skip(1).any(|s| differs(s, all[0])));
         let mut local: Vec<(Option<usize>, f64, Row, Vec<&Stat>)> = Vec::new();
@@ -185,7 +185,7 @@ pub fn differing(study: &Study) -> Differs {
             }
             let Some(all) = stats(scope, metric) else { continue };
             if !differ(metric) {
-                if scope.scope == Scope::Global {
+                if scope.scope == MetricScope::Global {
                     out.equal_system.push(metric);
                 } else {
                     out.equal_scoped += 1;
@@ -228,7 +228,7 @@ pub fn differing(study: &Study) -> Differs {
         for row in local {
             // A hop or tenant whose figures are the system's: said on the system row.
             let system_twin = ranked.iter_mut().find(|r| {
-                scope.scope != Scope::Global
+                scope.scope != MetricScope::Global
                     && r.2.label.starts_with("system ·")
                     && r.2.metric == row.2.metric
                     && same_rows(&r.3, &row.3)
@@ -259,6 +259,7 @@ pub fn differing(study: &Study) -> Differs {
 
 /// True when the denominator of an implied ratio has the same values in every variant.
 fn denominator_equal(scope: &ScopeRows<'_>, denom: Option<Metric>) -> bool {
-    let metric = denom.unwrap_or(if scope.scope == Scope::Hop { Metric::FirstAttempts } else { Metric::Requests });
+    let metric =
+        denom.unwrap_or(if scope.scope == MetricScope::Hop { Metric::FirstAttempts } else { Metric::Requests });
     stats(scope, metric).is_some_and(|s| same_everywhere(&s))
 }

@@ -78,9 +78,10 @@ pub struct Scopes {
     pub replica: bool,
 }
 
-/// A metric scope of a run.
+/// Where a metric is measured: the whole system, a hop or a tenant (not `model::budget::Scope`,
+/// who shares a budget).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope {
+pub enum MetricScope {
     /// Whole system.
     Global,
     /// One hop.
@@ -91,11 +92,11 @@ pub enum Scope {
 
 impl Scopes {
     /// True when the metric is measured in `scope`.
-    pub const fn has(self, scope: Scope) -> bool {
+    pub const fn has(self, scope: MetricScope) -> bool {
         match scope {
-            Scope::Global => self.global,
-            Scope::Hop => self.hop,
-            Scope::Tenant => self.tenant,
+            MetricScope::Global => self.global,
+            MetricScope::Hop => self.hop,
+            MetricScope::Tenant => self.tenant,
         }
     }
 }
@@ -276,7 +277,7 @@ impl Metric {
     }
 
     /// The metrics measured in `scope`, in catalogue order.
-    pub fn in_scope(scope: Scope) -> impl Iterator<Item = Metric> {
+    pub fn in_scope(scope: MetricScope) -> impl Iterator<Item = Metric> {
         Metric::ALL.iter().copied().filter(move |m| m.def().scopes.has(scope))
     }
 }

@@ -6,7 +6,7 @@
 //! `REFERENCE OP NUMBER` with OP one of `>=`, `<=`, `>`, `<`; a share may be written in percent
 //! (`success_ratio >= 99.9%`).
 
-use super::catalogue::{Better, Metric, Scope};
+use super::catalogue::{Better, Metric, MetricScope};
 use super::stats::{Stat, StatRow};
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
@@ -16,7 +16,7 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MetricRef {
     /// Whole system, or a hop or tenant named `name`.
-    pub scope: Scope,
+    pub scope: MetricScope,
     /// The hop's or tenant's name (empty for the whole system).
     pub name: String,
     /// The metric.
@@ -26,9 +26,9 @@ pub struct MetricRef {
 impl fmt::Display for MetricRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.scope {
-            Scope::Global => write!(f, "{}", self.metric),
-            Scope::Hop => write!(f, "hop.{}.{}", self.name, self.metric),
-            Scope::Tenant => write!(f, "tenant.{}.{}", self.name, self.metric),
+            MetricScope::Global => write!(f, "{}", self.metric),
+            MetricScope::Hop => write!(f, "hop.{}.{}", self.name, self.metric),
+            MetricScope::Tenant => write!(f, "tenant.{}.{}", self.name, self.metric),
         }
     }
 }
@@ -55,12 +55,12 @@ impl MetricRef {
         let text = text.trim();
         let (scope, name, metric) = if let Some(rest) = text.strip_prefix("hop.") {
             let (name, metric) = rest.rsplit_once('.').ok_or_else(|| format!("`{text}`: write hop.NAME.METRIC"))?;
-            (Scope::Hop, name, metric)
+            (MetricScope::Hop, name, metric)
         } else if let Some(rest) = text.strip_prefix("tenant.") {
             let (name, metric) = rest.rsplit_once('.').ok_or_else(|| format!("`{text}`: write tenant.NAME.METRIC"))?;
-            (Scope::Tenant, name, metric)
+            (MetricScope::Tenant, name, metric)
         } else {
-            (Scope::Global, "", text)
+            (MetricScope::Global, "", text)
         };
         let metric = Metric::from_name(metric).ok_or_else(|| {
             let near = crate::engine::text::closest(metric, Metric::ALL.iter().map(|m| m.name()));
@@ -69,13 +69,13 @@ impl MetricRef {
         })?;
         if !metric.def().scopes.has(scope) {
             let scope_word = match scope {
-                Scope::Global => "the whole system",
-                Scope::Hop => "a hop",
-                Scope::Tenant => "a tenant",
+                MetricScope::Global => "the whole system",
+                MetricScope::Hop => "a hop",
+                MetricScope::Tenant => "a tenant",
             };
             return Err(format!("`{metric}` is not measured for {scope_word}"));
         }
-        if scope != Scope::Global && name.is_empty() {
+        if scope != MetricScope::Global && name.is_empty() {
             return Err(format!("`{text}`: the hop or tenant name is empty"));
         }
         Ok(MetricRef { scope, name: name.to_string(), metric })
@@ -84,9 +84,9 @@ impl MetricRef {
     /// The statistic this reference points to in `v`, if that scope exists.
     pub fn stat<'a>(&self, v: &Scoped<'a>) -> Option<&'a Stat> {
         let row = match self.scope {
-            Scope::Global => v.global,
-            Scope::Hop => &v.hops.iter().find(|(n, _)| *n == self.name)?.1,
-            Scope::Tenant => &v.tenants.iter().find(|(n, _)| *n == self.name)?.1,
+            MetricScope::Global => v.global,
+            MetricScope::Hop => &v.hops.iter().find(|(n, _)| *n == self.name)?.1,
+            MetricScope::Tenant => &v.tenants.iter().find(|(n, _)| *n == self.name)?.1,
         };
         row.get(self.metric)
     }
@@ -94,9 +94,9 @@ impl MetricRef {
     /// Checks that the hop or tenant exists among `hops` / `tenants`.
     pub fn check_names(&self, hops: &[&str], tenants: &[&str]) -> Result<(), String> {
         let (names, what) = match self.scope {
-            Scope::Global => return Ok(()),
-            Scope::Hop => (hops, "hop"),
-            Scope::Tenant => (tenants, "tenant"),
+            MetricScope::Global => return Ok(()),
+            MetricScope::Hop => (hops, "hop"),
+            MetricScope::Tenant => (tenants, "tenant"),
         };
         if names.contains(&self.name.as_str()) {
             Ok(())
@@ -482,7 +482,7 @@ mod tests {
     #[test]
     fn requirements_parse_scopes_operators_and_percent() {
         let r = Requirement::parse("hop.db.peak_after_over_capacity <= 2").unwrap();
-        assert_eq!(r.metric.scope, Scope::Hop);
+        assert_eq!(r.metric.scope, MetricScope::Hop);
         assert_eq!(r.metric.name, "db");
         assert_eq!(r.op, Op::AtMost);
         assert_eq!(r.threshold, 2.0);

@@ -5,7 +5,7 @@
 
 use super::data::{HopInfo, ReportData};
 use super::values;
-use crate::metrics::catalogue::{Scope, Unit};
+use crate::metrics::catalogue::{MetricScope, Unit};
 use crate::metrics::objective::{MetricRef, Objective, Scoped, Verdict as Met};
 use crate::runner::verdict::{separates_by, Candidate, Ranked, Verdict};
 use crate::runner::{Provenance, Study};
@@ -85,8 +85,8 @@ fn label_of(candidates: &[Candidate], name: &str) -> String {
 fn label(metric: &MetricRef) -> String {
     let words = metric.metric.def().label.trim_end_matches(" (s)");
     match metric.scope {
-        Scope::Global => words.to_string(),
-        Scope::Hop | Scope::Tenant => format!("{} at {}", words, metric.name),
+        MetricScope::Global => words.to_string(),
+        MetricScope::Hop | MetricScope::Tenant => format!("{} at {}", words, metric.name),
     }
 }
 
@@ -177,7 +177,7 @@ pub fn plan_command(verdict: &Verdict, closest: &Ranked, ctx: &Context) -> Optio
         .requirements
         .iter()
         .zip(&verdict.objective.require)
-        .find(|(r, q)| r.verdict == Met::NotMet && q.metric.scope == Scope::Hop)
+        .find(|(r, q)| r.verdict == Met::NotMet && q.metric.scope == MetricScope::Hop)
         .map(|(_, q)| q.metric.name.as_str());
     let hop = match failed_hop {
         Some(name) => ctx.hops.iter().find(|h| h.name == name)?,
