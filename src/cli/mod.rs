@@ -499,7 +499,7 @@ pub fn check_memory(estimate: &memory::Estimate, args: &RunArgs) -> Result<(), C
 
 /// Refuses a `--jitter` list naming a strategy twice (two identical variants).
 pub fn check_jitters(jitters: &[String]) -> Result<(), CliError> {
-    match crate::scenario::validate::first_duplicate(jitters.iter().map(String::as_str)) {
+    match crate::scenario::names::first_duplicate(jitters.iter().map(String::as_str)) {
         Some(i) => Err(CliError::BadInput(format!(
             "--jitter {}: `{}` is given twice; list each strategy once",
             jitters.join(","),

@@ -11,7 +11,7 @@
 use crate::metrics::{HopBucket, TenantBucket, RETRY_DELAY_RETRIES, RETRY_DELAY_SAMPLES_MAX};
 use crate::model::budget::{BreakerState, Scope};
 use crate::model::{Arrival, SimSpec};
-use crate::scenario::validate::BYTES_PER_CLIENT_MAX;
+use crate::scenario::tenants::BYTES_PER_CLIENT_MAX;
 use crate::scenario::Scenario;
 use std::mem::size_of;
 

@@ -201,7 +201,8 @@ mod tests {
 
     #[test]
     fn each_schema_lists_the_kinds_its_family_reads_in_their_order() {
-        use crate::scenario::validate::{ArrivalKindName, DistName};
+        use crate::scenario::dists::DistName;
+        use crate::scenario::tenants::ArrivalKindName;
         assert_eq!(tagged::names::<ArrivalFields>(), tagged::names::<ArrivalKindName>());
         assert_eq!(tagged::names::<DistFields>(), tagged::names::<DistName>());
         assert_eq!(tagged::names::<HopFields>(), tagged::names::<HopKindName>());

@@ -2,16 +2,20 @@
 
 mod cache;
 mod checks;
+mod dists;
 pub(crate) mod empirical;
 pub mod error;
+mod faults;
 pub(crate) mod graph;
 mod hedge;
 mod hop_kind;
+mod hops;
 pub(crate) mod import;
 pub(crate) mod input_file;
 pub(crate) mod invariants;
 mod kind_fields;
 pub(crate) mod locate;
+pub(crate) mod names;
 mod overload;
 pub(crate) mod overrides;
 pub(crate) mod policies;
@@ -21,6 +25,7 @@ mod replicas;
 pub(crate) mod sanity;
 mod scaling;
 pub(crate) mod tagged;
+pub(crate) mod tenants;
 pub(crate) mod trace;
 pub(crate) mod validate;
 
@@ -155,16 +160,16 @@ impl Scenario {
             source: source.to_string(),
             table,
         };
-        let duplicate = validate::first_duplicate(raw.variant.iter().map(|v| v.name.as_str()));
+        let duplicate = names::first_duplicate(raw.variant.iter().map(|v| v.name.as_str()));
         for (i, v) in raw.variant.iter().enumerate() {
             let bad_name = v.name.trim().is_empty()
                 || v.name.chars().any(char::is_control)
-                || v.name.chars().count() > validate::NAME_MAX_CHARS;
+                || v.name.chars().count() > names::NAME_MAX_CHARS;
             if bad_name || duplicate == Some(i) {
                 let why = format!(
                     "`{}` is empty, too long or defined twice; variant names must be non-empty, unique, at most {} characters and free of control characters",
                     error::shorten(&v.name, 40),
-                    validate::NAME_MAX_CHARS
+                    names::NAME_MAX_CHARS
                 );
                 let e = Invalid::at(&format!("variant.{i}.name"), why);
                 return Err(origin.place(&[], e));
