@@ -200,7 +200,7 @@ fn breaker(threshold: f64, min_calls: u32, probes: u32) -> retrystorm::model::Br
 /// 0.31 (a `*` for the `/` would give 30 and open at both; a ratio over successes, 3/7, too).
 #[test]
 fn a_breaker_opens_at_its_failure_ratio() {
-    use retrystorm::model::budget::BreakerPosition;
+    use retrystorm::model::breaker::BreakerPosition;
     let run = |threshold: f64| {
         let spec = breaker(threshold, 10, 1);
         let mut state = spec.new_state();
@@ -218,7 +218,7 @@ fn a_breaker_opens_at_its_failure_ratio() {
 /// succeed; one failing probe reopens it.
 #[test]
 fn a_half_open_breaker_counts_its_probes() {
-    use retrystorm::model::budget::BreakerPosition;
+    use retrystorm::model::breaker::BreakerPosition;
     let spec = breaker(0.5, 2, 3);
     let mut state = spec.new_state();
     spec.record(&mut state, 0, false);
@@ -265,7 +265,7 @@ fn the_proportional_upper_bound_is_exp_times_one_plus_ratio() {
 /// leaves exactly when its slot (W/10 wide) is reused one window later, and later events stay.
 #[test]
 fn the_sliding_window_drops_an_event_one_window_later_and_keeps_the_rest() {
-    use retrystorm::model::budget::SlidingCounts;
+    use retrystorm::model::sliding::SlidingCounts;
     const S: u64 = 1_000_000_000;
     let mut w = SlidingCounts::<2>::new(10 * S); // ten 1 s slots
     w.add(S / 2, 0, 1.0); // slot 0

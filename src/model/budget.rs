@@ -3,6 +3,7 @@
 
 use crate::engine::time::de_nanos;
 use crate::engine::Nanos;
+use crate::model::sliding::SlidingCounts;
 use crate::model::tokens::TokenBucket;
 
 /// Who shares one budget or breaker state (`scope`, by snake_case name).
@@ -195,75 +196,6 @@ pub struct BudgetSpec {
     pub kind: BudgetKind,
     /// Client, tenant or global.
     pub scope: Scope,
-}
-
-/// A circuit breaker's parameters.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BreakerSpec {
-    /// Client, tenant or global.
-    pub scope: Scope,
-    /// Sliding window over which the failure ratio is computed.
-    pub window: Nanos,
-    /// Failure ratio at which the breaker opens, in (0, 1].
-    pub threshold: f64,
-    /// Calls in the window needed before it may open.
-    pub min_calls: u32,
-    /// How long it stays open before half-opening.
-    pub open_for: Nanos,
-    /// Trial calls let through when half-open; all must succeed to close.
-    pub probes: u32,
-    /// Only retries are stopped while open (Brooker's retry breaker); first tries always go.
-    pub retries_only: bool,
-}
-
-/// Slots of a sliding window: counts older than one window fall out slot by slot.
-const SLOTS: usize = 10;
-
-/// Event counts over a sliding window of `SLOTS` slots (the window's resolution is window/SLOTS).
-/// Counts are whole numbers kept as `u32` (half the memory of `f64`: with a client-scoped budget
-/// and breaker, 10M clients hold 20M of these); sums are exact either way.
-#[derive(Clone, Debug)]
-pub struct SlidingCounts<const N: usize> {
-    /// Never 0, which leaves [`More`] the niche that keeps it as small as the window.
-    slot_ns: std::num::NonZeroU64,
-    slot_index: u64,
-    slots: [[u32; N]; SLOTS],
-}
-
-impl<const N: usize> SlidingCounts<N> {
-    /// Empty counts over `window`.
-    pub fn new(window: Nanos) -> Self {
-        let slot_ns = std::num::NonZeroU64::new((window / SLOTS as u64).max(1)).expect("at least 1");
-        SlidingCounts { slot_ns, slot_index: 0, slots: [[0; N]; SLOTS] }
-    }
-
-    fn advance(&mut self, now: Nanos) {
-        let target = now / self.slot_ns.get();
-        let steps = target.saturating_sub(self.slot_index).min(SLOTS as u64);
-        for i in 1..=steps {
-            self.slots[((self.slot_index + i) % SLOTS as u64) as usize] = [0; N];
-        }
-        self.slot_index = self.slot_index.max(target);
-    }
-
-    /// Adds `amount` (a whole count) to counter `counter` at `now`.
-    pub fn add(&mut self, now: Nanos, counter: usize, amount: f64) {
-        assert!(amount >= 0.0 && amount.fract() == 0.0 && amount <= f64::from(u32::MAX), "a count, not {amount}");
-        self.advance(now);
-        let slot = &mut self.slots[(self.slot_index % SLOTS as u64) as usize][counter];
-        *slot = slot.checked_add(amount as u32).expect("fewer than 2^32 events in one window slot");
-    }
-
-    /// Sum of counter `counter` over the window ending at `now`.
-    pub fn sum(&mut self, now: Nanos, counter: usize) -> f64 {
-        self.advance(now);
-        self.slots.iter().map(|s| f64::from(s[counter])).sum()
-    }
-
-    /// Forgets everything.
-    pub fn clear(&mut self) {
-        self.slots = [[0; N]; SLOTS];
-    }
 }
 
 /// Window slot of requests (Finagle, ratio, adaptive throttling).
@@ -550,85 +482,6 @@ impl BudgetKind {
             | BudgetKind::Ratio { .. }
             | BudgetKind::TokenBucket { .. }
             | BudgetKind::ConcurrentRetries { .. } => {}
-        }
-    }
-}
-
-/// Breaker position.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BreakerPosition {
-    /// Calls flow; outcomes are counted.
-    Closed,
-    /// Calls fail fast until the instant given.
-    Open {
-        /// When it half-opens.
-        until: Nanos,
-    },
-    /// `probes` trial calls may pass.
-    HalfOpen {
-        /// Trial calls let through so far.
-        sent: u32,
-        /// Trial calls that succeeded.
-        succeeded: u32,
-    },
-}
-
-/// The live state of one circuit breaker.
-#[derive(Clone, Debug)]
-pub struct BreakerState {
-    /// Where it is.
-    pub position: BreakerPosition,
-    /// Successes (0) and failures (1) over the window, while closed.
-    counts: SlidingCounts<2>,
-}
-
-impl BreakerSpec {
-    /// A closed breaker.
-    pub fn new_state(&self) -> BreakerState {
-        BreakerState { position: BreakerPosition::Closed, counts: SlidingCounts::new(self.window) }
-    }
-
-    /// May an attempt be sent now? (Open ⇒ no; half-open ⇒ only the probes.)
-    pub fn allow(&self, state: &mut BreakerState, now: Nanos) -> bool {
-        if let BreakerPosition::Open { until } = state.position {
-            if now < until {
-                return false;
-            }
-            state.position = BreakerPosition::HalfOpen { sent: 0, succeeded: 0 };
-        }
-        match &mut state.position {
-            BreakerPosition::HalfOpen { sent, .. } if *sent >= self.probes => false,
-            BreakerPosition::HalfOpen { sent, .. } => {
-                *sent += 1;
-                true
-            }
-            BreakerPosition::Closed | BreakerPosition::Open { .. } => true,
-        }
-    }
-
-    /// Records an attempt's outcome.
-    pub fn record(&self, state: &mut BreakerState, now: Nanos, success: bool) {
-        match &mut state.position {
-            BreakerPosition::Closed => {
-                state.counts.add(now, usize::from(!success), 1.0);
-                let failures = state.counts.sum(now, 1);
-                let calls = failures + state.counts.sum(now, 0);
-                if calls >= f64::from(self.min_calls) && failures / calls >= self.threshold {
-                    state.position = BreakerPosition::Open { until: now.saturating_add(self.open_for) };
-                }
-            }
-            BreakerPosition::HalfOpen { succeeded, .. } => {
-                if !success {
-                    state.position = BreakerPosition::Open { until: now.saturating_add(self.open_for) };
-                } else {
-                    *succeeded += 1;
-                    if *succeeded >= self.probes {
-                        state.position = BreakerPosition::Closed;
-                        state.counts.clear();
-                    }
-                }
-            }
-            BreakerPosition::Open { .. } => {}
         }
     }
 }

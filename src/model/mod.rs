@@ -2,6 +2,7 @@
 
 pub mod arrivals;
 pub mod autoscale;
+pub mod breaker;
 pub mod budget;
 pub mod cache;
 pub mod dist;
@@ -14,12 +15,14 @@ pub mod overload;
 pub mod policy;
 pub mod replicas;
 pub mod sim;
+pub mod sliding;
 pub mod spec;
 pub mod tokens;
 pub mod trace;
 
 pub use autoscale::{AutoscaleSpec, ScaleMetric, ScaleUnit};
-pub use budget::{BreakerSpec, BudgetKind, BudgetSpec, Scope};
+pub use breaker::BreakerSpec;
+pub use budget::{BudgetKind, BudgetSpec, Scope};
 pub use dist::Dist;
 pub use fault::{Fault, FaultKind};
 pub use graph::{CallsMode, Edge, PoolSpec};

@@ -1,6 +1,7 @@
 //! Retry policies: attempt limits, deadlines, timeouts and the jitter family of docs/MODEL.md.
 
-use super::budget::{BreakerSpec, BudgetSpec};
+use super::breaker::BreakerSpec;
+use super::budget::BudgetSpec;
 use crate::engine::Nanos;
 use rand::{Rng, RngExt};
 

@@ -9,7 +9,8 @@
 //! loaded scenario and results.
 
 use crate::metrics::{HopBucket, TenantBucket, RETRY_DELAY_RETRIES, RETRY_DELAY_SAMPLES_MAX};
-use crate::model::budget::{BreakerState, Scope};
+use crate::model::breaker::BreakerState;
+use crate::model::budget::Scope;
 use crate::model::{Arrival, SimSpec};
 use crate::scenario::tenants::BYTES_PER_CLIENT_MAX;
 use crate::scenario::Scenario;

@@ -6,7 +6,8 @@ use super::presets;
 use super::raw::{Dur, RawBreaker, RawBudget, RawPolicy, RawRetryAfter};
 use super::tagged;
 use crate::engine::{Nanos, NS_PER_MS, NS_PER_S};
-use crate::model::budget::{BreakerSpec, BudgetKind, BudgetSpec, Scope};
+use crate::model::breaker::BreakerSpec;
+use crate::model::budget::{BudgetKind, BudgetSpec, Scope};
 use crate::model::{DeadlineMode, Jitter, RetryAfterMode, RetryOn, RetryPolicy};
 
 /// Validates one policy (after applying its preset, if any).

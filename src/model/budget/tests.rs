@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::engine::{NS_PER_MS, NS_PER_S};
+use crate::model::breaker::{BreakerPosition, BreakerSpec};
 use crate::model::policy::{full_from_draw, RetryAfterMode};
 use crate::scenario::policies::policy;
 use crate::scenario::raw::RawPolicy;

@@ -14,7 +14,8 @@
 //! reads both, and with ten million clients each array is a page-table walk per access (the
 //! prefetch waits for it), so one array instead of two halves the walks.
 
-use crate::model::budget::{BreakerState, BudgetState, Scope};
+use crate::model::breaker::BreakerState;
+use crate::model::budget::{BudgetState, Scope};
 use crate::model::SimSpec;
 use std::collections::HashMap;
 
