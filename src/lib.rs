@@ -24,9 +24,9 @@
 //! let exponential = &study.variants[0].metrics;
 //! assert_eq!(exponential.mean(Metric::Attempts), Some(8000.0));
 //! ```
-pub mod budget;
 pub mod cli;
 pub mod emulate;
+pub mod retry_window;
 pub use retrystorm_engine as engine;
 pub mod metrics;
 pub mod model;

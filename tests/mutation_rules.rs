@@ -380,8 +380,8 @@ fn a_hang_without_any_timeout_warns_only_where_the_hang_is() {
 }
 
 /// `retrystorm budget` with equal jitter over 1 h (base 2 s, ×2, cap 1 h, 30 s timeouts).
-fn equal_budget() -> retrystorm::budget::BudgetConfig {
-    let mut cfg = retrystorm::budget::BudgetConfig::guide_defaults(3_600_000_000_000);
+fn equal_budget() -> retrystorm::retry_window::BudgetConfig {
+    let mut cfg = retrystorm::retry_window::BudgetConfig::guide_defaults(3_600_000_000_000);
     cfg.jitter = retrystorm::model::Jitter::Equal;
     cfg.seeds_for_distribution = 40;
     cfg
@@ -393,8 +393,8 @@ fn equal_budget() -> retrystorm::budget::BudgetConfig {
 #[test]
 fn the_budget_schedule_rows_are_equal_jitter_delays_and_their_starts() {
     let cfg = equal_budget();
-    let report = retrystorm::budget::compute(&cfg).expect("valid");
-    let delays = retrystorm::budget::schedule(&cfg, cfg.window_ns, cfg.seed);
+    let report = retrystorm::retry_window::compute(&cfg).expect("valid");
+    let delays = retrystorm::retry_window::schedule(&cfg, cfg.window_ns, cfg.seed);
     assert!(delays.len() >= 5, "a 1 h window fits several attempts, got {}", delays.len());
     assert_eq!(report.schedule.len(), delays.len());
     let policy = cfg.policy();
@@ -416,9 +416,9 @@ fn the_budget_schedule_rows_are_equal_jitter_delays_and_their_starts() {
 #[test]
 fn the_budget_attempts_histogram_and_mean_are_the_per_seed_counts() {
     let cfg = equal_budget();
-    let report = retrystorm::budget::compute(&cfg).expect("valid");
+    let report = retrystorm::retry_window::compute(&cfg).expect("valid");
     let counts: Vec<u32> = (0..u64::from(cfg.seeds_for_distribution))
-        .map(|i| retrystorm::budget::schedule(&cfg, cfg.window_ns, cfg.seed + i).len() as u32)
+        .map(|i| retrystorm::retry_window::schedule(&cfg, cfg.window_ns, cfg.seed + i).len() as u32)
         .collect();
     let mut expected = std::collections::BTreeMap::new();
     for &c in &counts {
@@ -556,12 +556,12 @@ fn a_budget_given_by_its_kind_alone_takes_the_documented_defaults() {
 /// with `--attempt-timeout 0s`, or `--jitter none` (retries at once) with `--attempt-timeout
 /// 0s`. Either alone is valid: with base 0 each attempt still takes its 30 s timeout (1 h fits
 /// 3600 / 30 = 120), and with 0 s timeouts exponential delays 2, 4, …, 1024 s fit 1 h (2046 s;
-/// the next, 2048 s, would end at 4094 s). Kills src/budget.rs's `&&` → `||` and `==` → `!=`
+/// the next, 2048 s, would end at 4094 s). Kills src/retry_window.rs's `&&` → `||` and `==` → `!=`
 /// in `validate`'s first two checks.
 #[test]
 fn a_budget_schedule_is_refused_only_when_nothing_advances_time() {
-    use retrystorm::budget::{compute, BudgetConfig, BudgetError};
     use retrystorm::model::Jitter;
+    use retrystorm::retry_window::{compute, BudgetConfig, BudgetError};
     const S: u64 = 1_000_000_000;
     let config = |base_ns: u64, attempt_timeout_ns: u64, jitter: Jitter| BudgetConfig {
         base_ns,
@@ -580,11 +580,11 @@ fn a_budget_schedule_is_refused_only_when_nothing_advances_time() {
 
 /// Rule: the budget report names its delay strategy as a scenario writes it, with its
 /// parameters (`full`, `proportional(0.2)`, `schedule(5s, 5m)`), in the JSON `inputs.jitter`
-/// and on the text's first line. Kills `jitter_label` → `""` or `"xyzzy"` (src/budget.rs).
+/// and on the text's first line. Kills `jitter_label` → `""` or `"xyzzy"` (src/retry_window.rs).
 #[test]
 fn the_budget_report_names_its_jitter_with_its_parameters() {
-    use retrystorm::budget::{compute, BudgetConfig};
     use retrystorm::model::Jitter;
+    use retrystorm::retry_window::{compute, BudgetConfig};
     const S: u64 = 1_000_000_000;
     let cases = [
         (Jitter::Full, "full"),
@@ -604,11 +604,11 @@ fn the_budget_report_names_its_jitter_with_its_parameters() {
 
 /// Rule: the idempotency TTL is window + margin, and the guide's invariant horizon ≤ window <
 /// TTL holds as soon as the TTL outlasts the window, here by one nanosecond (`--margin 0s`
-/// violates it: src/budget.rs's unit tests). Kills `+` → `*` in `compute`'s TTL (src/budget.rs):
+/// violates it: src/retry_window.rs's unit tests). Kills `+` → `*` in `compute`'s TTL (src/retry_window.rs):
 /// window × margin also exceeds the window for the 6 h default margin, but not for 1 ns.
 #[test]
 fn a_ttl_one_nanosecond_past_the_window_holds_the_budget_invariant() {
-    use retrystorm::budget::{compute, BudgetConfig};
+    use retrystorm::retry_window::{compute, BudgetConfig};
     const S: u64 = 1_000_000_000;
     let cfg = BudgetConfig {
         margin_ns: 1,

@@ -1,7 +1,7 @@
 //! `retrystorm budget`: flags of the retry-budget calculator (defaults as in the guide).
 
 use super::CliError;
-use crate::budget::{compute, BudgetConfig};
+use crate::retry_window::{compute, BudgetConfig};
 use crate::scenario::policies::jitter;
 use crate::scenario::raw::{parse_duration, Dur, RawPolicy};
 use clap::Args;
