@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Top-level modules, lowest layer first: each may use only itself and those before it.
-const LAYERS: [&str; 9] = ["engine", "metrics", "model", "scenario", "retry_window", "runner", "emulate", "report", "cli"];
+const LAYERS: [&str; 9] =
+    ["engine", "metrics", "model", "scenario", "retry_window", "runner", "emulate", "report", "cli"];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("src is readable") {

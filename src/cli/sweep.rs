@@ -165,7 +165,9 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
         // Variants as people read them (`none — immediate retry`), from cell 0's configurations.
         let labels: Vec<(String, String)> = probe
             .iter()
-            .map(|v| (v.name.clone(), crate::report::data::label_of(&v.name, &crate::report::data::setup_of(&v.spec))))
+            .map(|v| {
+                (v.name.clone(), crate::report::setup::label_of(&v.name, &crate::report::setup::setup_of(&v.spec)))
+            })
             .collect();
         let width = if args.run.wide { table::WIDE } else { table::WIDTH };
         print!("{}", sweep_table(&header, shard, &result.cells, &labels, width));

@@ -149,7 +149,7 @@ fn leader_columns(study: &Study, ranking: &[String], width: usize) -> Option<Vec
     let names: Vec<String> = study
         .variants
         .iter()
-        .map(|v| crate::report::data::label_of(&v.name, &crate::report::data::setup_of(&v.spec)))
+        .map(|v| crate::report::setup::label_of(&v.name, &crate::report::setup::setup_of(&v.spec)))
         .collect();
     let col_w = |c: usize| {
         2 + d.rows.iter().map(|r| r.cells[c].chars().count()).chain([names[c].chars().count()]).max().unwrap_or(0)
@@ -212,7 +212,7 @@ fn table_of(study: &Study, width: usize, columns: Option<&[usize]>, header: bool
     let names: Vec<String> = study
         .variants
         .iter()
-        .map(|v| crate::report::data::label_of(&v.name, &crate::report::data::setup_of(&v.spec)))
+        .map(|v| crate::report::setup::label_of(&v.name, &crate::report::setup::setup_of(&v.spec)))
         .collect();
     if header {
         out.push_str(&header_line(study));

@@ -2,10 +2,11 @@
 //! the warnings, a summary table, the scenario and every chart.
 
 use super::charts::{palette, variant_colours, RenderedChart};
+use super::data::ReportData;
 use super::data::SweepData;
-use super::data::{ReportData, Setup};
 use super::format::fmt_num;
 use super::reading::key_findings;
+use super::setup::Setup;
 use crate::metrics::catalogue::Metric;
 use plotters::style::RGBColor;
 use std::fmt::Write;

@@ -9,6 +9,7 @@ pub(crate) mod map;
 pub(crate) mod plan;
 pub(crate) mod readback;
 pub(crate) mod reading;
+pub(crate) mod setup;
 pub mod summary;
 pub(crate) mod sweep;
 pub mod values;

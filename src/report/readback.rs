@@ -5,8 +5,9 @@
 //! (configuration per variant), `delays.csv` and `latency.csv`. Floats are written with Rust's
 //! shortest round-trip formatting, so the CSV values come back bit for bit.
 
-use super::data::{DelayBin, ReportData, VariantData, VariantSetup};
+use super::data::{DelayBin, ReportData, VariantData};
 use super::data::{SweepAxis, SweepData};
+use super::setup::VariantSetup;
 use super::summary::{Scoped, Summary};
 use crate::metrics::catalogue::Metric;
 use crate::metrics::stats::Stat;

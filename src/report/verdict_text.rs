@@ -3,7 +3,8 @@
 //! "no variant meets every requirement; closest: …" with the `retrystorm plan` command that finds
 //! the capacity that would, or that the variants compare conditions rather than policies.
 
-use super::data::{HopInfo, ReportData};
+use super::data::ReportData;
+use super::setup::HopInfo;
 use super::values;
 use crate::metrics::catalogue::{MetricScope, Unit};
 use crate::metrics::objective::{MetricRef, Objective, Scoped, Verdict as Met};
@@ -25,10 +26,10 @@ pub struct Context<'a> {
 
 /// The variants' names joined with commas when every variant is named after the strategy its
 /// clients use (the variants `compare` makes from `--jitter`).
-fn jitters<'a>(variants: impl Iterator<Item = (&'a str, &'a super::data::Setup)>) -> Option<String> {
+fn jitters<'a>(variants: impl Iterator<Item = (&'a str, &'a super::setup::Setup)>) -> Option<String> {
     let mut names = Vec::new();
     for (name, setup) in variants {
-        if !super::data::named_after_strategy(name, setup) {
+        if !super::setup::named_after_strategy(name, setup) {
             return None;
         }
         names.push(name);
@@ -44,14 +45,14 @@ pub fn for_study(study: &Study) -> (Verdict, Vec<String>) {
 
 /// The verdict of a study and its lines in parts ([`VerdictParts`]).
 pub fn parts_for_study(study: &Study) -> (Verdict, VerdictParts) {
-    let setups: Vec<super::data::Setup> = study.variants.iter().map(|v| super::data::setup_of(&v.spec)).collect();
+    let setups: Vec<super::setup::Setup> = study.variants.iter().map(|v| super::setup::setup_of(&v.spec)).collect();
     let candidates: Vec<Candidate> = study
         .variants
         .iter()
         .zip(&setups)
         .map(|(v, s)| {
             Candidate::new(&v.name, &v.metrics, &v.hops, &v.tenants)
-                .with_setup(super::data::label_of(&v.name, s), super::data::condition_of(s))
+                .with_setup(super::setup::label_of(&v.name, s), super::setup::condition_of(s))
         })
         .collect();
     let hops = setups.first().map_or(&[][..], |s| &s.hops[..]);

@@ -2,7 +2,7 @@
 //! empty axis; and the rule for reference lines that exist only for some policies.
 
 use super::{DrawResult, FONT};
-use crate::report::data::PolicyInfo;
+use crate::report::setup::PolicyInfo;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};

@@ -1,0 +1,149 @@
+//! What an emulated run (`emulate`, real sockets) measured about itself, carried in
+//! `summary.json`: how the machine kept up with the scenario's clock, and the clients' own delay
+//! on a retry against their load, fitted into the scenario's `client_timing`.
+
+/// What an emulated run measured about itself (`summary.json`'s `emulation`): how the machine
+/// kept up with the scenario's clock.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Emulation {
+    /// Always true: these numbers come from the wire, not from the simulator.
+    pub emulated: bool,
+    /// Wall seconds per scenario second.
+    pub time_scale: f64,
+    /// Wall-clock seconds the run took.
+    pub wall_s: f64,
+    /// Mean timer lateness measured before the run (wall seconds a sleep woke after its
+    /// deadline); every sleep of the run asks to wake this much early.
+    pub timer_lateness_calibration_mean_s: f64,
+    /// Mean timer error during the run, over every service and backoff sleep: wall seconds
+    /// between a deadline and the wake-up, early or late, after that correction.
+    pub timer_lateness_mean_s: f64,
+    /// Its 99th percentile.
+    pub timer_lateness_p99_s: f64,
+    /// Sleeps measured.
+    pub timer_samples: u64,
+    /// Mean time to open a connection and complete the HTTP/1.1 handshake (wall seconds).
+    pub connect_mean_s: f64,
+    /// Its 99th percentile.
+    pub connect_p99_s: f64,
+    /// Connections opened (one per attempt).
+    pub connections: u64,
+    /// CPU seconds the emulator's process used during the run (servers and clients together;
+    /// `None` where the system does not say).
+    pub cpu_s: Option<f64>,
+    /// `cpu_s` ÷ (wall seconds × cores): 1 is every core busy (CPU saturation).
+    pub cpu_share: Option<f64>,
+    /// What the emulator warns about this machine (timers too late for the service times).
+    pub warnings: Vec<String>,
+    /// The clients' own delay on each retry, against how busy their tenant was: the data to
+    /// fit a scenario's `client_timing` from (absent in runs written before it was measured).
+    #[serde(default)]
+    pub client_delays: ClientDelayFit,
+}
+
+/// Least-squares sums of the clients' own delay on a retry (y, scenario seconds from the instant
+/// the backoff asked for to the attempt being sent) against their tenant's attempts in the
+/// bucket so far, per second, in thousands (x) — the model's `client_timing` (docs/MODEL.md,
+/// "Client timing"). Sums, so runs merge exactly.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientDelayFit {
+    /// Retries measured.
+    pub n: u64,
+    /// Σx.
+    pub sum_x: f64,
+    /// Σy.
+    pub sum_y: f64,
+    /// Σx².
+    pub sum_xx: f64,
+    /// Σxy.
+    pub sum_xy: f64,
+}
+
+impl ClientDelayFit {
+    /// Adds one retry: `delay_s` late while its tenant sent `attempts_per_s`.
+    pub fn add(&mut self, attempts_per_s: f64, delay_s: f64) {
+        let x = attempts_per_s / 1_000.0;
+        self.n += 1;
+        self.sum_x += x;
+        self.sum_y += delay_s;
+        self.sum_xx += x * x;
+        self.sum_xy += x * delay_s;
+    }
+
+    /// Both runs' retries.
+    pub fn merged(&self, other: &ClientDelayFit) -> ClientDelayFit {
+        ClientDelayFit {
+            n: self.n + other.n,
+            sum_x: self.sum_x + other.sum_x,
+            sum_y: self.sum_y + other.sum_y,
+            sum_xx: self.sum_xx + other.sum_xx,
+            sum_xy: self.sum_xy + other.sum_xy,
+        }
+    }
+
+    /// The fitted line: (seconds at no load, seconds per 1,000 attempts/s); the slope is 0 when
+    /// the load never varied. `None` without retries.
+    pub fn line(&self) -> Option<(f64, f64)> {
+        if self.n == 0 {
+            return None;
+        }
+        let n = self.n as f64;
+        let spread = n * self.sum_xx - self.sum_x * self.sum_x;
+        let slope = if spread > 1e-12 * n * n { (n * self.sum_xy - self.sum_x * self.sum_y) / spread } else { 0.0 };
+        Some(((self.sum_y - slope * self.sum_x) / n, slope))
+    }
+
+    /// What to write on the tenant to simulate these delays, with what was measured, or `None`
+    /// without retries. A negative part (timers early on average, or later when idle than when
+    /// busy) is written as 0 and said.
+    pub fn advice(&self) -> Option<String> {
+        let (at_rest, per_1000) = self.line()?;
+        let ms = |s: f64| format!("{:.3}ms", s.max(0.0) * 1e3);
+        let clipped =
+            if at_rest < 0.0 || per_1000 < 0.0 { "\n(a negative part of the fit is written as 0)" } else { "" };
+        // Lines within 100 columns; the third is the field to paste.
+        Some(format!(
+            "the clients' own delay on a retry, over {} retries: {:.3} ms on average,\nfitted {:.3} ms + {:.3} ms per 1,000 attempts/s; to simulate it, on the tenant:\n  client_timing = {{ lateness = \"{}\", lateness_per_1000_per_s = \"{}\" }}{clipped}",
+            self.n,
+            self.sum_y / self.n as f64 * 1e3,
+            at_rest * 1e3,
+            per_1000 * 1e3,
+            ms(at_rest),
+            ms(per_1000),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ClientDelayFit;
+
+    #[test]
+    fn the_fit_recovers_a_line_and_merging_equals_pooling() {
+        // y = 0.002 + 0.0005 × x/1000 (seconds): 2 ms at rest, 0.5 ms per 1,000 attempts/s.
+        let (mut a, mut b, mut all) = (ClientDelayFit::default(), ClientDelayFit::default(), ClientDelayFit::default());
+        for (i, rate) in [0.0, 500.0, 1_000.0, 4_000.0, 10_000.0].into_iter().enumerate() {
+            let y = 0.002 + 0.0005 * rate / 1_000.0;
+            if i % 2 == 0 {
+                a.add(rate, y)
+            } else {
+                b.add(rate, y)
+            }
+            all.add(rate, y);
+        }
+        let (at_rest, per_1000) = a.merged(&b).line().expect("retries");
+        assert!((at_rest - 0.002).abs() < 1e-12 && (per_1000 - 0.0005).abs() < 1e-12, "{at_rest} {per_1000}");
+        assert_eq!(a.merged(&b), all);
+        // No variation in load: the slope is 0 and the level is the mean.
+        let mut flat = ClientDelayFit::default();
+        flat.add(100.0, 0.001);
+        flat.add(100.0, 0.003);
+        assert_eq!(flat.line(), Some((0.002, 0.0)));
+        assert_eq!(ClientDelayFit::default().line(), None);
+        let advice = all.merged(&ClientDelayFit::default()).advice().expect("advice");
+        assert!(advice.contains("lateness = \"2.000ms\", lateness_per_1000_per_s = \"0.500ms\""), "{advice}");
+        assert!(advice.lines().all(|l| l.chars().count() <= 100), "{advice}");
+    }
+}
