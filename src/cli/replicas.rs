@@ -1,5 +1,5 @@
 //! The per-replica lines `run` and `compare` print after the table for hops with several
-//! replicas (issue 15): where the balancer sent the traffic, what failed, what was ejected.
+//! replicas: where the balancer sent the traffic, what failed, what was ejected.
 
 use crate::metrics::catalogue::Metric;
 use crate::report::format::fmt_num;

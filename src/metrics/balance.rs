@@ -1,4 +1,4 @@
-//! Hop-level figures over a balanced hop's replicas (issue 15): the largest traffic share one
+//! Hop-level figures over a balanced hop's replicas: the largest traffic share one
 //! replica took and the longest time one was out of rotation. They make the per-replica metrics
 //! usable in an `[objective]` or `--require` (`hop.api.replica_share_max <= 40%`) without naming
 //! a replica, and are produced exactly for hops with more than one replica (or with autoscaled

@@ -106,7 +106,7 @@ const GHT: Scopes = Scopes { global: true, hop: true, tenant: true, replica: fal
 const GH: Scopes = Scopes { global: true, hop: true, tenant: false, replica: false };
 const GT: Scopes = Scopes { global: true, hop: false, tenant: true, replica: false };
 const H: Scopes = Scopes { global: false, hop: true, tenant: false, replica: false };
-// Replica scope (issue 15).
+// Replica scope.
 const GHTR: Scopes = Scopes { replica: true, ..GHT };
 const HR: Scopes = Scopes { replica: true, ..H };
 const R: Scopes = Scopes { global: false, hop: false, tenant: false, replica: true };

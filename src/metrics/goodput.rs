@@ -1,4 +1,4 @@
-//! Goodput against throughput, hedges and wasted work by cause (issue 16): the scalar rows.
+//! Goodput against throughput, hedges and wasted work by cause: the scalar rows.
 
 use super::catalogue::{Metric, MetricRow};
 use super::{HopBucket, HopCounters, RunRecord, RunShape};

@@ -65,7 +65,7 @@ pub struct HopCounters {
     pub services_started: u64,
     /// Sum of queue waits of started services.
     pub queue_wait_ns_sum: u128,
-    // Overload control (issue 16).
+    // Overload control.
     /// Attempts shed at arrival by a queue-length threshold (`shed_queue_length`,
     /// `shed_retries_queue_length`).
     pub shed: u64,
@@ -74,9 +74,9 @@ pub struct HopCounters {
     pub dropped_expired: u64,
     /// Attempts refused by admission control (concurrency limit, token bucket, AIMD).
     pub rejected_by_limit: u64,
-    /// The connection pool of the hop's downstream calls, for hops with a `pool` (issue 15).
+    /// The connection pool of the hop's downstream calls, for hops with a `pool`.
     pub pool: Option<Box<pool::PoolCounters>>,
-    // Autoscaling (issue 15).
+    // Autoscaling.
     /// Most workers the hop had (its `workers` without autoscaling).
     pub workers_peak: u32,
     /// Workers integrated over [0, horizon] (worker-nanoseconds: the capacity's cost).
@@ -92,7 +92,7 @@ pub struct HopCounters {
     pub cache_misses: u64,
     /// Misses that waited for another miss's fill of the same key (`coalesce = true`).
     pub cache_coalesced: u64,
-    // Hedging, cancellation, goodput (issue 16).
+    // Hedging, cancellation, goodput.
     /// Attempts whose service ran to its end (any outcome): the hop's throughput.
     pub served: u64,
     /// Success replies that reached a caller still waiting for them: the hop's goodput.
@@ -241,7 +241,7 @@ pub struct HopBucket {
     pub in_flight_max: u32,
     /// Longest queue wait among services started in the bucket.
     pub queue_wait_max_ns: u64,
-    // Overload control (issue 16).
+    // Overload control.
     /// Concurrency limit in force at the last arrival of the bucket (`concurrency`, `aimd`;
     /// carried forward over buckets without arrivals; 0 without such a limit).
     pub admission_limit: u32,
@@ -259,7 +259,7 @@ pub struct HopBucket {
     pub cache_lookups: u32,
     /// Cache hops: lookups answered from a live entry.
     pub cache_hits: u32,
-    // Goodput (issue 16).
+    // Goodput.
     /// Services that ran to their end in the bucket (throughput).
     pub served: u32,
     /// Success replies that reached a caller still waiting, in the bucket (goodput).
@@ -283,7 +283,7 @@ pub struct TenantBucket {
     pub failures: u32,
     /// Requests not yet terminal at the end of the bucket.
     pub in_flight: u32,
-    // Retry budgets over time (issue 13): recorded at each retry decision a budget makes.
+    // Retry budgets over time: recorded at each retry decision a budget makes.
     /// Retry decisions the tenant's budget made in the bucket.
     pub budget_decisions: u32,
     /// Of which denied.
@@ -322,7 +322,7 @@ pub struct RunRecord {
     pub prefault_wait_p99_ns: Option<u64>,
     /// Delays drawn before retry k at hop 0, for k = 1..=16 (delay histograms per strategy).
     pub retry_delays_ns: Vec<Vec<u64>>,
-    /// Per replica of the hops with more than one (issue 15; empty otherwise).
+    /// Per replica of the hops with more than one (empty otherwise).
     pub replicas: Vec<ReplicaRecord>,
 }
 

@@ -1,4 +1,4 @@
-//! Connection-pool counters of one hop (issue 15) and their scalar metrics: present only in the
+//! Connection-pool counters of one hop and their scalar metrics: present only in the
 //! rows of hops that have a `pool`, so scenarios without pools keep their outputs byte for byte.
 
 use super::catalogue::{Metric, MetricRow};

@@ -75,7 +75,7 @@ pub enum InService {
     Reset,
     /// No reply ever comes: the caller waits for its attempt timeout (as `hang`).
     Lost,
-    /// They finish and succeed as if nothing happened (the rule before issue 34).
+    /// They finish and succeed as if nothing happened (the simulator's earlier rule).
     Complete,
 }
 

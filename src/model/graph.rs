@@ -1,4 +1,4 @@
-//! Call graphs and connection pools (issue 15): the downstream calls a hop makes while it serves
+//! Call graphs and connection pools: the downstream calls a hop makes while it serves
 //! an attempt, and the pool of connections those calls go through.
 //!
 //! A chain scenario (hop i calls hop i+1 with its `downstream_policy`) is the one-edge special

@@ -1,4 +1,4 @@
-//! Hedged requests and cancellation on the caller's side (issue 16): what a policy asks for.
+//! Hedged requests and cancellation on the caller's side: what a policy asks for.
 //! The behaviour lives in `sim/hedge_state.rs` (the decisions), `sim/hedge.rs` and `sim/cancel.rs`.
 
 use crate::engine::Nanos;

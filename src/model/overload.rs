@@ -1,5 +1,5 @@
 //! Server-side overload control of a hop: queue discipline, shedding, retry priority and
-//! admission control (issue 16). All off by default, which is the plain FIFO hop.
+//! admission control. All off by default, which is the plain FIFO hop.
 
 use crate::engine::Nanos;
 

@@ -152,10 +152,10 @@ pub struct RetryPolicy {
     pub preset: Option<String>,
     /// Which failures are retried.
     pub retry_on: RetryOn,
-    /// Hedged requests (issue 16), if any.
+    /// Hedged requests, if any.
     pub hedge: Option<super::hedge::HedgeSpec>,
     /// When the caller gives up on an attempt (timeout, deadline, lost hedge race), the work it
-    /// started downstream is cancelled (issue 16; off by default).
+    /// started downstream is cancelled (off by default).
     pub cancel_on_timeout: bool,
     /// Finagle's automatic requeues: an attempt refused before any work (connection refused,
     /// shed by overload control) is sent again at once, paid by the policy's `finagle` budget,

@@ -1,4 +1,4 @@
-//! Replicas of a hop behind a load balancer (issue 15): how many, how the balancer picks one,
+//! Replicas of a hop behind a load balancer: how many, how the balancer picks one,
 //! and how it learns that a replica is bad (active health checks, passive outlier ejection).
 //! The default (one replica, no health checking) is the plain hop.
 
@@ -25,7 +25,7 @@ pub enum Balancer {
     /// balancer's stream).
     LeastConnectionsRandom,
     /// The fewest attempts inside; ties go to the lowest index (Stability Sim's rule, and this
-    /// simulator's `least_connections` before issue 34).
+    /// simulator's earlier `least_connections`).
     LeastConnectionsFirst,
 }
 

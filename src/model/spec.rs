@@ -145,20 +145,20 @@ pub struct HopSpec {
     pub fair: bool,
     /// What the hop is: a queueing service, an optimistic-concurrency register or a cache.
     pub kind: HopKind,
-    /// Queue discipline, shedding and admission control (issue 16; default: none).
+    /// Queue discipline, shedding and admission control (default: none).
     pub overload: OverloadSpec,
-    /// Replicas behind a load balancer, each with the fields above (issue 15; default: one).
+    /// Replicas behind a load balancer, each with the fields above (default: one).
     pub replicas: super::replicas::ReplicaSpec,
-    // Call graphs and connection pools (issue 15, `model::graph`).
+    // Call graphs and connection pools (`model::graph`).
     /// The downstream calls made while serving an attempt (a chain hop: one edge to the next hop).
     pub calls: Vec<super::graph::Edge>,
     /// Whether `calls` are made one after another or all at once.
     pub calls_mode: super::graph::CallsMode,
     /// The connection pool the downstream calls go through, if any.
     pub pool: Option<super::graph::PoolSpec>,
-    /// Service time × a function of utilisation (issue 15; `model::load_latency`).
+    /// Service time × a function of utilisation (`model::load_latency`).
     pub load_latency: Option<super::load_latency::LoadLatency>,
-    /// Target-tracking autoscaling of `workers` or of the replicas (issue 15; `model::autoscale`).
+    /// Target-tracking autoscaling of `workers` or of the replicas (`model::autoscale`).
     /// With `unit = replicas`, [`HopSpec::replicas`]' count is the most replicas (`max`): every
     /// one has its state from the start, and [`HopSpec::replicas_at_start`] of them serve.
     pub autoscale: Option<super::autoscale::AutoscaleSpec>,

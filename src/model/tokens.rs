@@ -1,4 +1,4 @@
-//! The one token-bucket arithmetic (issue 34): retry budgets (`aws_quota`, `grpc_throttle`,
+//! The one token-bucket arithmetic: retry budgets (`aws_quota`, `grpc_throttle`,
 //! `token_bucket`), the `token_bucket` admission and the hedge's share cap and throttle keep
 //! their levels as `f64` and move them only through [`TokenBucket`], so that every bucket
 //! compares with the same float tolerance: ten deposits of 0.1 make one whole token, as they do

@@ -78,7 +78,7 @@ pub struct HopInfo {
     pub downstream_policy: Option<String>,
     /// Idempotency-key time to live, seconds.
     pub idempotency_ttl_s: Option<f64>,
-    /// Replicas and balancer in words, for hops with more than one replica (issue 15).
+    /// Replicas and balancer in words, for hops with more than one replica.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<String>,
     /// A cache hop's configuration in words (`kind = "cache"`).

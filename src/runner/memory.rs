@@ -137,7 +137,7 @@ fn trace_bytes(variants: &[crate::scenario::Variant]) -> u64 {
     }))
 }
 
-/// Replicas of the hops with more than one (each has its own series, issue 15).
+/// Replicas of the hops with more than one (each has its own series).
 fn balanced_replicas(spec: &SimSpec) -> u64 {
     spec.hops.iter().map(|h| h.replicas.count).filter(|&n| n > 1).map(u64::from).sum()
 }
@@ -315,7 +315,7 @@ const SWEEP_METRICS: u64 = 40;
 
 /// Bytes per sweep row (one metric of one variant in one cell) while `sweep` holds its files'
 /// text and reads sweep.json back for its charts and report (text, parsed JSON tree, statistics).
-/// Measured (issue 17, docs/TESTING.md "Runaway scenarios"): the peak live heap grows 1.1 MB
+/// Measured (docs/TESTING.md "Runaway scenarios"): the peak live heap grows 1.1 MB
 /// per cell of 5 variants at 1 replication, 5.5 KB per row as counted here; plus each
 /// replication's value in text, tree and statistics.
 const SWEEP_ROW_BYTES: u64 = 6_000;
@@ -359,7 +359,7 @@ pub fn estimate_sweep(cells: &[(&Scenario, &[crate::scenario::Variant])], thread
 
 /// Bytes `merge` holds per byte of the shard files (`sweep.json`, `sweep.csv`) it reads: their
 /// text and rows, the merged files, and the merged `sweep.json` read back as `plot` would (tree
-/// and statistics) for the charts. Measured (issue 17, docs/TESTING.md "Runaway scenarios"):
+/// and statistics) for the charts. Measured (docs/TESTING.md "Runaway scenarios"):
 /// peak RSS 29.6 and 30.1 times the input bytes merging 2 and 4 shards of 200- and 100-cell
 /// sweeps.
 const MERGE_BYTES_PER_INPUT_BYTE: u64 = 32;
@@ -483,7 +483,7 @@ mod tests {
     }
 }
 
-/// Cache stores and replica states in the estimate (issue 15; tests/state_memory.rs runs the
+/// Cache stores and replica states in the estimate (tests/state_memory.rs runs the
 /// refusal from the command line).
 #[cfg(test)]
 mod state_tests {

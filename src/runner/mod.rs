@@ -96,7 +96,7 @@ pub const fn column_index(columns: &[&str], name: &str) -> usize {
 /// service or waiting on downstream calls) at the bucket's end, and `retries_pending` (hops only)
 /// the retries to the hop waiting on a backoff timer at the bucket's end. `throughput_per_s`
 /// (hops only) is services completed per second, `timely_goodput_per_s` (hops only) success
-/// replies that reached a caller still waiting, per second (issue 16). `budget_tokens` and
+/// replies that reached a caller still waiting, per second. `budget_tokens` and
 /// `budget_denied` (tenants whose policy has a retry budget; 0 otherwise) are the mean tokens left
 /// in the budget instance after the bucket's retry decisions (carried over buckets without one,
 /// from the budget's starting tokens) and the retries it denied. Rows are written by column
@@ -148,7 +148,7 @@ pub struct VariantResult {
     pub truncated: Vec<String>,
     /// Per-replication scalars (kept for paired differences).
     pub per_replication: Vec<Scalars>,
-    /// Per replica of the hops with more than one: `HOP[i]` and its metrics (issue 15).
+    /// Per replica of the hops with more than one: `HOP[i]` and its metrics.
     pub replicas: Vec<(String, StatRow)>,
     /// Mean series per replica, same order.
     pub replica_series: Vec<ReplicaSeries>,

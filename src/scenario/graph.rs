@@ -1,4 +1,4 @@
-//! Call graphs and connection pools in the scenario file (issue 15; docs/MODEL.md, "Call graphs
+//! Call graphs and connection pools in the scenario file (docs/MODEL.md, "Call graphs
 //! and connection pools"). A scenario is a *chain* (hop i calls hop i+1 with its
 //! `downstream_policy`) unless some hop has `calls`; then it is a *graph*: every hop lists its
 //! own calls, `downstream_policy` is refused, and the first `[[hop]]` is the entry point. Either

@@ -1,4 +1,4 @@
-//! Validation of a policy's `hedge = { after, max_share }` and `cancel_on_timeout` (issue 16).
+//! Validation of a policy's `hedge = { after, max_share }` and `cancel_on_timeout`.
 
 use super::checks::V;
 use super::error::Invalid;

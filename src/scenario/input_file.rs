@@ -1,4 +1,4 @@
-//! Reading a file the user named: the one check every such file goes through (issue 17).
+//! Reading a file the user named: the one check every such file goes through.
 //!
 //! Scenario files, the data files a scenario names (traces, histograms, imported configs), the
 //! files `plot` reads back from a run directory, the shard files `merge` joins and `init

@@ -237,9 +237,9 @@ pub struct RawPolicy {
     pub select: Option<String>,
     /// Failures retried: any of "transient", "throttling", "timeout" (default: all).
     pub retry_on: Option<Vec<String>>,
-    /// Hedged requests (issue 16).
+    /// Hedged requests.
     pub hedge: Option<RawHedge>,
-    /// Cancel the work started downstream when the caller gives up (issue 16).
+    /// Cancel the work started downstream when the caller gives up.
     pub cancel_on_timeout: Option<bool>,
     /// Finagle's automatic requeues of refused attempts (needs a `finagle` budget).
     pub requeue: Option<bool>,
@@ -474,12 +474,12 @@ pub struct RawHop {
     pub shed_retries_queue_length: Option<i64>,
     pub retry_priority: Option<bool>,
     pub admission: Option<RawAdmission>,
-    // Replicas behind a load balancer (issue 15; `scenario/replicas.rs`).
+    // Replicas behind a load balancer (`scenario/replicas.rs`).
     pub replicas: Option<i64>,
     pub balancer: Option<String>,
     pub health_check: Option<RawHealthCheck>,
     pub outlier_detection: Option<RawOutlierDetection>,
-    /// Call graph (issue 15, `scenario::graph`): the hop's downstream calls and how they run.
+    /// Call graph (`scenario::graph`): the hop's downstream calls and how they run.
     pub calls: Option<Vec<RawCall>>,
     pub calls_mode: Option<String>,
     /// The connection pool the hop's downstream calls go through.

@@ -1,5 +1,5 @@
 //! Validation of a hop's replicas and load balancer: `replicas`, `balancer`, `health_check`,
-//! `outlier_detection`, and the `replica` of a fault (issue 15; docs/MODEL.md, "Replicas and
+//! `outlier_detection`, and the `replica` of a fault (docs/MODEL.md, "Replicas and
 //! load balancers").
 
 use super::checks::{count, finite_at_least, positive, unknown, V};

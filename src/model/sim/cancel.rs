@@ -1,4 +1,4 @@
-//! Cancellation propagation and wasted work by cause (issue 16).
+//! Cancellation propagation and wasted work by cause.
 //!
 //! With `cancel_on_timeout = true` on a policy, a caller that gives up on an attempt (its
 //! timeout, bounded by its deadline) or whose other hedge copy answered first cancels the

@@ -1,4 +1,4 @@
-//! Overload control at a hop (issue 16): admission before the queue, shedding and priority when
+//! Overload control at a hop: admission before the queue, shedding and priority when
 //! queueing, expiry drops when dequeuing, and the adaptive limit's samples. Admission's state
 //! and decisions are [`OverloadState`](super::overload_state::OverloadState)'s, one per replica
 //! (a hop without `replicas` is one replica); this file applies them.

@@ -1,4 +1,4 @@
-//! Call graphs (issue 15): the downstream calls a hop makes while serving an attempt, stage by
+//! Call graphs: the downstream calls a hop makes while serving an attempt, stage by
 //! stage (the calls of one stage in parallel, a join at its end), each made with its edge's
 //! probability and retried with its edge's policy. `sequence` is one call per stage, `parallel`
 //! one stage. A chain hop has one required edge with probability 1, so its job is exactly the

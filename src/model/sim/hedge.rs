@@ -1,4 +1,4 @@
-//! Hedged requests (issue 16; "The Tail at Scale", Dean and Barroso 2013).
+//! Hedged requests ("The Tail at Scale", Dean and Barroso 2013).
 //!
 //! A policy with `hedge = { after, max_share }` sends, for an attempt still unanswered `after`
 //! it was sent, one more copy of it (a *hedge*) to the same hop. Both copies share the

@@ -260,7 +260,7 @@ struct Attempt {
     server: u32,
     /// Progress of the hop's downstream calls for this job (`sim::graph`).
     calls: graph::JobCalls,
-    // Hedging and cancellation (issue 16).
+    // Hedging and cancellation.
     /// When the caller sent it (attempt latency for quantile hedges).
     sent_at: Nanos,
     /// When its service started (the part spent when it is cancelled in service).

@@ -1,4 +1,4 @@
-//! Connection pools (issue 15): a hop's downstream calls go through `size` connections. An
+//! Connection pools: a hop's downstream calls go through `size` connections. An
 //! attempt takes one before it is sent and holds it until its caller stops waiting for it (the
 //! reply arrives or the attempt times out); a call that finds none free waits in FIFO order, at
 //! most `queue_limit` of them, each at most `acquire_timeout`. A call refused by a full queue or

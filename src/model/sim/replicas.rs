@@ -1,4 +1,4 @@
-//! Replicas of a hop behind a load balancer (issue 15): the balancer's decisions applied
+//! Replicas of a hop behind a load balancer: the balancer's decisions applied
 //! (routing, health probes, outlier ejections) and the per-replica counters.
 //!
 //! Every replica is one [`super::HopState`] (workers, queue, overload control) in the flat

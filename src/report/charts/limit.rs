@@ -1,4 +1,4 @@
-//! The admission limit over time (issue 16): the `admission_limit` series of each hop that has a
+//! The admission limit over time: the `admission_limit` series of each hop that has a
 //! concurrency, AIMD or gradient limit, every variant with such a limit on one axis.
 
 use super::key::with_key;

@@ -69,9 +69,9 @@ pub enum Chart {
     HopMetrics,
     /// Goodput and backlog over time per hop, every variant on one axis.
     GoodputBacklog,
-    /// Attempts/s per replica of the balanced hops, one panel per variant (issue 15).
+    /// Attempts/s per replica of the balanced hops, one panel per variant.
     Replicas,
-    /// Workers over time of autoscaled hops (issue 15).
+    /// Workers over time of autoscaled hops.
     Capacity,
     /// Cache hit ratio and backend load over time (runs with a cache hop).
     Cache,

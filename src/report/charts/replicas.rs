@@ -1,4 +1,4 @@
-//! Per-replica load (issue 15): one panel per variant, one line per replica of the balanced hops
+//! Per-replica load: one panel per variant, one line per replica of the balanced hops
 //! (attempts/s the balancer sent it), with the buckets in which it was out of rotation marked
 //! under its line and the fault windows shaded. Drawn from `replicas.csv`.
 
