@@ -373,4 +373,49 @@ mod tests {
         assert_eq!(b.close_unhealthy(1), None, "closed once");
         assert_eq!(b.close_unhealthy(3), None, "never unhealthy");
     }
+
+    #[test]
+    fn one_of_three_in_rotation_is_below_the_panic_threshold() {
+        // Envoy's panic threshold (50%): 1 healthy of 3 is 33%, so every replica takes traffic;
+        // 2 of 3 is 67%, so only those two.
+        let (spec, check) = probing(3, 1, 1);
+        let mut b = Lb::new(&spec, 3, 0, 1, 0, 0);
+        b.probe(&check, 0, true, S);
+        let lcf = Balancer::LeastConnectionsFirst;
+        assert_eq!(picks(&mut b, S, lcf, &[0, 0, 1], 2), [1, 1], "two of three in rotation: only those");
+        b.probe(&check, 1, true, S);
+        assert_eq!(picks(&mut b, S, lcf, &[0, 0, 1], 2), [0, 0], "one of three: the panic threshold routes to all");
+        let rr = Balancer::RoundRobin;
+        assert_eq!(picks(&mut b, S, rr, &[0; 3], 4), [0, 1, 2, 0], "round robin over all three");
+    }
+
+    #[test]
+    fn least_connections_cursor_wraps_within_the_active_replicas() {
+        // Equal loads, picks 0 and 1 of three; autoscaling leaves two active. The turn after
+        // replica 1 was replica 2, which no longer takes traffic: among 0 and 1 it wraps to 0.
+        let lc = Balancer::LeastConnections;
+        let mut b = lb(3, lc);
+        assert_eq!(picks(&mut b, 0, lc, &[0; 3], 2), [0, 1]);
+        b.active = 2;
+        assert_eq!(picks(&mut b, 0, lc, &[0; 3], 3), [0, 1, 0]);
+    }
+
+    #[test]
+    fn power_of_two_gives_a_tie_to_the_first_draw() {
+        // docs/MODEL.md: "ties: the first drawn" (Envoy's LEAST_REQUEST replaces its candidate only
+        // with a strictly less loaded host). Replaying the stream: the first draw over 0..3, the
+        // second over the two others.
+        let p2 = Balancer::PowerOfTwo;
+        let mut b = lb(3, p2);
+        let mut replay = b.rng.clone().expect("a stream");
+        let got = picks(&mut b, 0, p2, &[2; 3], 60);
+        let first: Vec<u32> = (0..60)
+            .map(|_| {
+                let first = replay.random_range(0..3u32);
+                let _second = replay.random_range(0..2u32);
+                first
+            })
+            .collect();
+        assert_eq!(got, first);
+    }
 }

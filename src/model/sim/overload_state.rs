@@ -279,4 +279,94 @@ mod tests {
         o.sample(g, 10 * MS, true, 1);
         assert_eq!(o.limit(), 3.0, "2 × 1 + 4 = 6 > 3: no growth while app limited");
     }
+
+    /// Gradient2 with `long_window` 3: after the warm-up the exponential average's factor is
+    /// 2 / (3 + 1) = 0.5, so every value below is exact in binary.
+    fn gradient_w3() -> Admission {
+        Admission::Gradient {
+            initial: 100.0,
+            min: 1.0,
+            max: 1000.0,
+            tolerance: 1.5,
+            smoothing: 0.2,
+            queue_size: 4.0,
+            long_window: 3,
+        }
+    }
+
+    #[test]
+    fn gradient2_long_average_is_the_plain_mean_of_ten_samples_then_exponential() {
+        // Netflix's ExpAvgMeasurement (docs/MODEL.md, "Admission control"): the mean of the first
+        // 10 samples, then value × (1 − f) + sample × f with f = 2 / (window + 1). In-flight 0
+        // keeps the limit out of it (app limited).
+        let g = gradient_w3();
+        let mut o = state(g);
+        o.sample(g, 10 * MS, true, 0);
+        o.sample(g, 30 * MS, true, 0);
+        assert_eq!(o.long_rtt, 20e6, "the mean of 10 and 30 ms");
+        for _ in 0..7 {
+            o.sample(g, 20 * MS, true, 0);
+        }
+        assert_eq!(o.long_rtt, 20e6, "nine samples summing to 180 ms");
+        o.sample(g, 120 * MS, true, 0);
+        assert_eq!(o.long_rtt, 30e6, "the tenth sample is still in the mean: 300 ms / 10");
+        o.sample(g, 60 * MS, true, 0);
+        assert_eq!(o.long_rtt, 45e6, "the eleventh is averaged in with f = 0.5: 15 + 30 ms");
+    }
+
+    #[test]
+    fn gradient2_long_average_drifts_down_only_when_more_than_twice_the_sample() {
+        // Netflix: `if (longRtt / shortRtt > 2) longRtt *= 0.95` after the sample is averaged in.
+        let g = gradient_w3();
+        let mut o = state(g);
+        for _ in 0..10 {
+            o.sample(g, 96 * MS, true, 0);
+        }
+        assert_eq!(o.long_rtt, 96e6);
+        o.sample(g, 32 * MS, true, 0);
+        assert_eq!(o.long_rtt, 64e6, "48 + 16 = 64 ms is exactly twice 32 ms: no drift");
+        o.sample(g, 16 * MS, true, 0);
+        assert!((o.long_rtt - 38e6).abs() < 1e-6, "32 + 8 = 40 ms is 2.5 × 16 ms: × 0.95 = 38 ms, got {}", o.long_rtt);
+    }
+
+    #[test]
+    fn gradient2_updates_a_limit_exactly_half_used() {
+        // Netflix returns early only when `inflight < estimatedLimit / 2`. One 10 ms sample: the
+        // long average is 10 ms, gradient min(1, 1.5 × 1) = 1, so at half use the limit becomes
+        // 0.8 × 10 + 0.2 × (10 + 4) = 10.8; just below half it would move towards 2 × 4 + 4 = 12
+        // > 10, so it stays.
+        let g = Admission::Gradient {
+            initial: 10.0,
+            min: 1.0,
+            max: 1000.0,
+            tolerance: 1.5,
+            smoothing: 0.2,
+            queue_size: 4.0,
+            long_window: 600,
+        };
+        let mut o = state(g);
+        o.sample(g, 10 * MS, true, 5);
+        assert!((o.limit() - 10.8).abs() < 1e-9, "5 of 10 in use is not app limited: {}", o.limit());
+        let mut o = state(g);
+        o.sample(g, 10 * MS, true, 4);
+        assert_eq!(o.limit(), 10.0, "4 of 10 in use: app limited, and the target 12 is above it");
+    }
+
+    #[test]
+    fn gradient2_leaves_an_app_limited_limit_already_at_its_target() {
+        // Limit 6, one in flight (below half): the target 2 × 1 + 4 = 6 is not below the limit,
+        // so nothing moves it (a smoothed update towards itself would round to 6.000000000000001).
+        let g = Admission::Gradient {
+            initial: 6.0,
+            min: 1.0,
+            max: 1000.0,
+            tolerance: 1.5,
+            smoothing: 0.2,
+            queue_size: 4.0,
+            long_window: 600,
+        };
+        let mut o = state(g);
+        o.sample(g, 10 * MS, true, 1);
+        assert_eq!(o.limit(), 6.0);
+    }
 }
