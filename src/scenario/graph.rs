@@ -169,9 +169,8 @@ pub(super) fn attach(hops: &mut [HopSpec], raw: &[RawHop], graph: Option<Vec<Vec
                 .into_iter()
                 .collect(),
         };
-        if hop.is_occ() && !hop.calls.is_empty() {
-            return Err(Invalid::at(&at("calls"), "a `kind = \"occ\"` register calls no other hop; remove its calls"));
-        }
+        // A register writes neither `calls` nor `downstream_policy` (`hop_kind.rs` refuses them),
+        // so it has no edge here.
         hop.calls_mode = calls_mode(h, &at)?;
         stages(hop, h, &at)?;
         hop.pool = match &h.pool {

@@ -84,15 +84,15 @@ fn refuse_ignored(h: &RawHop, kind: HopKindName, name: &str, at: &dyn Fn(&str) -
         Some((why, fix)) => (why.to_string(), fix.to_string()),
         None => {
             let kinds: Vec<String> = readers::<HopFields>(field).iter().map(|k| format!("kind = \"{k}\"")).collect();
-            let kinds = kinds.join(" or ");
-            (format!("only a `{kinds}` hop reads it"), format!("set {kinds} or remove it"))
+            let quoted: Vec<String> = kinds.iter().map(|k| format!("`{k}`")).collect();
+            (format!("only a {} hop reads it", quoted.join(" or ")), format!("set {} or remove it", kinds.join(" or ")))
         }
     };
     Err(Invalid::at(&at(field), format!("a `kind = \"{name}\"` {noun} ignores this field ({why}); {fix}")))
 }
 
 /// Why a hop of `kind` does not read `field`, in the words of the model (docs/MODEL.md, "Caches"
-/// and "Optimistic concurrency"), and the fix.
+/// and "The `occ` hop"), and the fix.
 fn ignored_because(kind: HopKindName, field: &str) -> Option<(&'static str, &'static str)> {
     let overload = ["discipline", "codel_target", "codel_interval", "shed_queue_length", "shed_retries_queue_length"];
     let overload = overload.contains(&field) || ["retry_priority", "admission"].contains(&field);
