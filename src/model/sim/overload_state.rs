@@ -242,16 +242,7 @@ mod tests {
     fn gradient2_update_matches_netflixs_formula() {
         // tolerance 1.5, smoothing 0.2, queue_size 4, window 600; ten 10 ms samples warm the
         // long average to 10 ms exactly (plain mean).
-        let gradient = |initial| Admission::Gradient {
-            initial,
-            min: 1.0,
-            max: 1000.0,
-            tolerance: 1.5,
-            smoothing: 0.2,
-            queue_size: 4.0,
-            long_window: 600,
-        };
-        let g = gradient(100.0);
+        let g = gradient(100.0, 600);
         let mut o = state(g);
         for _ in 0..10 {
             // Fewer than half the limit in use: no growth; the limit moves towards
@@ -270,28 +261,33 @@ mod tests {
         assert!((o.long_rtt - long).abs() < 1e-3);
         assert!((o.limit() - (0.9 * (l10 + 0.8) + 0.8)).abs() < 1e-9, "{}", o.limit());
         // Barely used, the limit never goes below `min` nor grows.
-        let g = gradient(10.0);
+        let g = gradient(10.0, 600);
         let mut o = state(g);
         o.sample(g, 10 * MS, true, 0);
         assert!((o.limit() - (0.8 * 10.0 + 0.2 * 4.0)).abs() < 1e-9, "{}", o.limit());
-        let g = gradient(3.0);
+        let g = gradient(3.0, 600);
         let mut o = state(g);
         o.sample(g, 10 * MS, true, 1);
         assert_eq!(o.limit(), 3.0, "2 × 1 + 4 = 6 > 3: no growth while app limited");
     }
 
-    /// Gradient2 with `long_window` 3: after the warm-up the exponential average's factor is
-    /// 2 / (3 + 1) = 0.5, so every value below is exact in binary.
-    fn gradient_w3() -> Admission {
+    /// Gradient2 with tolerance 1.5, smoothing 0.2 and queue_size 4 between limits 1 and 1,000.
+    fn gradient(initial: f64, long_window: u32) -> Admission {
         Admission::Gradient {
-            initial: 100.0,
+            initial,
             min: 1.0,
             max: 1000.0,
             tolerance: 1.5,
             smoothing: 0.2,
             queue_size: 4.0,
-            long_window: 3,
+            long_window,
         }
+    }
+
+    /// Gradient2 with `long_window` 3: after the warm-up the exponential average's factor is
+    /// 2 / (3 + 1) = 0.5, so every value below is exact in binary.
+    fn gradient_w3() -> Admission {
+        gradient(100.0, 3)
     }
 
     #[test]
@@ -335,15 +331,7 @@ mod tests {
         // long average is 10 ms, gradient min(1, 1.5 × 1) = 1, so at half use the limit becomes
         // 0.8 × 10 + 0.2 × (10 + 4) = 10.8; just below half it would move towards 2 × 4 + 4 = 12
         // > 10, so it stays.
-        let g = Admission::Gradient {
-            initial: 10.0,
-            min: 1.0,
-            max: 1000.0,
-            tolerance: 1.5,
-            smoothing: 0.2,
-            queue_size: 4.0,
-            long_window: 600,
-        };
+        let g = gradient(10.0, 600);
         let mut o = state(g);
         o.sample(g, 10 * MS, true, 5);
         assert!((o.limit() - 10.8).abs() < 1e-9, "5 of 10 in use is not app limited: {}", o.limit());
@@ -356,15 +344,7 @@ mod tests {
     fn gradient2_leaves_an_app_limited_limit_already_at_its_target() {
         // Limit 6, one in flight (below half): the target 2 × 1 + 4 = 6 is not below the limit,
         // so nothing moves it (a smoothed update towards itself would round to 6.000000000000001).
-        let g = Admission::Gradient {
-            initial: 6.0,
-            min: 1.0,
-            max: 1000.0,
-            tolerance: 1.5,
-            smoothing: 0.2,
-            queue_size: 4.0,
-            long_window: 600,
-        };
+        let g = gradient(6.0, 600);
         let mut o = state(g);
         o.sample(g, 10 * MS, true, 1);
         assert_eq!(o.limit(), 6.0);
