@@ -22,7 +22,7 @@ pub fn policy(name: &str, written: &RawPolicy) -> V<RetryPolicy> {
             [p, n, field, ..] if p == "policy" && n == name => field.as_str(),
             _ => return e,
         };
-        let own = own.contains(&field) || (field == "ratio" && written.ratio.is_some());
+        let own = own.contains(&field);
         match imported.sources.get(field).filter(|_| !own) {
             Some(key) => Invalid::at(
                 &format!("policy.{name}.import"),
