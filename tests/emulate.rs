@@ -226,7 +226,7 @@ fn network_delays_and_a_rate_profile_are_emulated() {
     // the service) can end at most 4 × that early; the histogram's minimum is its bucket's lower
     // edge, within 0.1% (90 µs).
     assert_eq!(record.tenants[0].succeeded, requests);
-    let hist = &record.tenants[0].latency_us;
+    let hist = record.tenants[0].latency_us.to_histogram();
     let early_us = 4.0 * emulation.timer_lateness_calibration_mean_s * 1e6;
     assert!(
         hist.min() as f64 >= 90_000.0 - early_us - 90.0,

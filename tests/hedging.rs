@@ -210,10 +210,11 @@ fn hedging_cuts_the_exponential_tail_as_the_minimum_of_two_services() {
     s.replications = 8;
     let runs = records(&s);
     let mean_theory = (1.0 - (-mu * d).exp()) / mu + (-mu * d).exp() / (2.0 * mu);
-    let means: Vec<f64> = runs.iter().map(|r| r.tenants[0].latency_us.mean() / 1e6).collect();
+    let means: Vec<f64> = runs.iter().map(|r| r.tenants[0].latency_us.to_histogram().mean() / 1e6).collect();
     let (lo, hi) = t_interval(&means, 0.99);
     assert!(lo <= mean_theory && mean_theory <= hi, "mean [{lo}, {hi}] vs {mean_theory}");
-    let p99s: Vec<f64> = runs.iter().map(|r| r.tenants[0].latency_us.value_at_quantile(0.99) as f64 / 1e6).collect();
+    let p99s: Vec<f64> =
+        runs.iter().map(|r| r.tenants[0].latency_us.to_histogram().value_at_quantile(0.99) as f64 / 1e6).collect();
     let p99 = hedged_tail(mu, d, 0.99);
     let (lo, hi) = t_interval(&p99s, 0.99);
     assert!(lo * 0.999 <= p99 && p99 <= hi * 1.001, "p99 [{lo}, {hi}] vs {p99}");

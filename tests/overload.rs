@@ -28,7 +28,7 @@ fn variants(s: &Scenario, names: &[&str]) -> Study {
 
 /// Mean and variance of the end-to-end latency (s, s²) of one run, from its histogram.
 fn latency_mean_var(r: &RunRecord) -> (f64, f64) {
-    let h = &r.tenants[0].latency_us;
+    let h = r.tenants[0].latency_us.to_histogram();
     (h.mean() / 1e6, (h.stdev() / 1e6).powi(2))
 }
 

@@ -7,6 +7,7 @@ pub mod capacity;
 pub mod catalogue;
 pub mod delays;
 pub mod goodput;
+pub mod latencies;
 pub mod metastable;
 pub mod objective;
 pub mod pool;
@@ -16,6 +17,7 @@ pub mod summary;
 
 use crate::engine::Nanos;
 use hdrhistogram::Histogram;
+pub use latencies::Latencies;
 
 /// Why a logical request went to the dead-letter queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -164,7 +166,7 @@ pub struct TenantCounters {
     /// Idempotency keys released after a failed processing.
     pub released: u64,
     /// Event timestamp → success, in microseconds (recorded with [`TenantCounters::record_latency`]).
-    pub latency_us: Histogram<u64>,
+    pub latency_us: Latencies,
     /// The sum of the latencies in `latency_us`, in microseconds: their mean is this over the
     /// histogram's count, exactly, without walking the histogram (see `summary::latency_rows`).
     pub latency_sum_us: u128,
@@ -174,7 +176,7 @@ impl TenantCounters {
     /// A request that succeeded `us` microseconds after its event's timestamp.
     #[inline]
     pub fn record_latency(&mut self, us: u64) {
-        self.latency_us.record(us).expect("auto-resizing histograms accept any u64");
+        self.latency_us.record(us);
         self.latency_sum_us += u128::from(us);
     }
 
@@ -211,7 +213,7 @@ impl Default for TenantCounters {
             deduplicated: 0,
             in_progress_conflicts: 0,
             released: 0,
-            latency_us: new_latency_histogram(),
+            latency_us: Latencies::new(),
             latency_sum_us: 0,
         }
     }

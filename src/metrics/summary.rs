@@ -3,9 +3,8 @@
 use super::after::after_trigger;
 use super::catalogue::Metric;
 use super::recovery::{recovery_outcome, RecoveryOutcome};
-use super::{HopBucket, RunRecord, RunShape};
+use super::{HopBucket, Latencies, RunRecord, RunShape};
 use crate::engine::time::{ns_f64_to_secs, ns_to_secs, us_to_secs};
-use hdrhistogram::Histogram;
 
 /// Metric values of one scope; `None` is reported as `null`.
 pub use super::catalogue::MetricRow;
@@ -27,27 +26,21 @@ fn ratio(num: f64, den: f64) -> Option<f64> {
     (den > 0.0).then(|| num / den)
 }
 
-/// The latency metrics of `hist`, whose latencies sum to `sum_us`: the mean is that sum over
-/// the count, exact (HdrHistogram's `mean` estimates it from the buckets' midpoints, and
-/// walking every bucket for it was most of a short replication's fixed cost,
-/// docs/PERFORMANCE.md); the quantiles are the histogram's.
-fn latency_rows(hist: &Histogram<u64>, sum_us: u128) -> MetricRow {
-    // The four quantiles in one pass over the counts (`value_at_quantiles`: the same values as
-    // `value_at_quantile` one at a time, which walked them four times in every replication).
-    let mut quantiles = [None; 4];
-    if !hist.is_empty() {
-        for (q, v) in quantiles.iter_mut().zip(hist.value_at_quantiles([0.5, 0.9, 0.99, 0.999])) {
-            *q = Some(us_to_secs(v as f64));
-        }
-    }
-    let [p50, p90, p99, p999] = quantiles;
+/// The latency metrics of `latencies`, which sum to `sum_us`: the mean is that sum over the
+/// count, exact (HdrHistogram's `mean` estimates it from the buckets' midpoints, and walking
+/// every bucket for it was most of a short replication's fixed cost, docs/PERFORMANCE.md); the
+/// quantiles and the largest are HdrHistogram's (`Latencies`).
+fn latency_rows(latencies: &Latencies, sum_us: u128) -> MetricRow {
+    let secs = |us: u64| us_to_secs(us as f64);
+    let quantiles = latencies.quantiles([0.5, 0.9, 0.99, 0.999]);
+    let [p50, p90, p99, p999] = quantiles.map_or([None; 4], |q| q.map(|v| Some(secs(v))));
     vec![
-        (Metric::LatencySMean, (!hist.is_empty()).then(|| us_to_secs(sum_us as f64 / hist.len() as f64))),
+        (Metric::LatencySMean, (!latencies.is_empty()).then(|| us_to_secs(sum_us as f64 / latencies.len() as f64))),
         (Metric::LatencySP50, p50),
         (Metric::LatencySP90, p90),
         (Metric::LatencySP99, p99),
         (Metric::LatencySP999, p999),
-        (Metric::LatencySMax, (!hist.is_empty()).then(|| us_to_secs(hist.max() as f64))),
+        (Metric::LatencySMax, latencies.max().map(secs)),
     ]
 }
 
@@ -68,9 +61,9 @@ pub fn scalars(record: &RunRecord, spec: &RunShape) -> Scalars {
     let latency = match tenant_latency.as_slice() {
         [one] => one.clone(),
         _ => {
-            let mut all = super::new_latency_histogram();
+            let mut all = Latencies::new();
             for t in &record.tenants {
-                all.add(&t.latency_us).expect("histograms of one config add");
+                all.extend(&t.latency_us);
             }
             latency_rows(&all, record.tenants.iter().map(|t| t.latency_sum_us).sum())
         }

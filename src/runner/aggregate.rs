@@ -37,7 +37,7 @@ pub struct Digest {
     tenant_series: Vec<Vec<TenantBucket>>,
     replicas: Vec<ReplicaRecord>,
     delays: RetryDelays,
-    latency: Vec<Histogram<u64>>,
+    latency: Vec<crate::metrics::Latencies>,
     truncated: Option<String>,
     /// Events, retries run ahead, attempts at every hop.
     pub counts: [u64; 3],
@@ -159,8 +159,8 @@ impl<'a> Aggregate<'a> {
             }
         }
         self.delays.merge(&digest.delays);
-        for h in &digest.latency {
-            self.latency.add(h).expect("same configuration");
+        for l in &digest.latency {
+            l.add_to(&mut self.latency);
         }
         if let Some(why) = digest.truncated {
             self.truncated.push(format!("replication {replication}: {why}"));

@@ -68,13 +68,20 @@ pub(crate) fn run_bytes(spec: &SimSpec) -> u64 {
     let per_bucket = spec.hops.len() as u64 * size_of::<HopBucket>() as u64
         + spec.tenants.len() as u64 * size_of::<TenantBucket>() as u64
         + balanced_replicas(spec) * size_of::<crate::metrics::ReplicaBucket>() as u64;
-    let latency = spec.tenants.len() as u64 * latency_histogram_bytes();
+    let latency = spec.tenants.iter().map(|t| latency_bytes(tenant_requests(spec, t))).fold(0, u64::saturating_add);
     buckets.saturating_mul(per_bucket).saturating_add(delay_sample_bytes(spec)).saturating_add(latency)
 }
 
-/// Bytes of one latency histogram's counts.
-fn latency_histogram_bytes() -> u64 {
-    crate::metrics::new_latency_histogram().distinct_values() as u64 * 8
+/// Bytes of the latencies of a tenant that issues `requests` in a run (`metrics::Latencies`):
+/// its exact samples while they fit (a vector's doubling capacity), else the larger of those
+/// samples at their most and the counts of the histogram they move into.
+fn latency_bytes(requests: f64) -> u64 {
+    let exact = crate::metrics::latencies::EXACT_MAX;
+    if requests <= exact as f64 {
+        (requests.ceil() as usize).next_power_of_two() as u64 * 8
+    } else {
+        (exact as u64 * 8).max(crate::metrics::new_latency_histogram().distinct_values() as u64 * 8)
+    }
 }
 
 /// Bytes of one replication's scalar metrics, kept for every replication (their intervals and
@@ -171,30 +178,32 @@ fn key_table_bytes(variants: &[crate::scenario::Variant]) -> u64 {
 
 /// Requests one replication issues (an upper bound for open loops: the highest rate throughout).
 pub fn requests(spec: &SimSpec) -> f64 {
+    spec.tenants.iter().map(|t| tenant_requests(spec, t)).sum()
+}
+
+/// Requests tenant `t` of `spec` issues in one replication (see [`requests`]).
+fn tenant_requests(spec: &SimSpec, t: &crate::model::TenantSpec) -> f64 {
     let horizon_s = spec.horizon as f64 / 1e9;
     // A closed-loop client waits at least its think time plus the hops' mean latency.
     let latency_ns: f64 = spec.hops.iter().map(|h| h.service.mean_ns(1) + h.network.mean_ns(1)).sum();
-    spec.tenants
-        .iter()
-        .map(|t| match &t.arrival {
-            Arrival::Herd { requests_per_client, .. } => f64::from(t.clients) * f64::from(*requests_per_client),
-            Arrival::Poisson { rate_per_s } => rate_per_s * horizon_s,
-            Arrival::Ramp { from_rate_per_s, rate_per_s, .. } => rate_per_s.max(*from_rate_per_s) * horizon_s,
-            Arrival::Profile { steps } => steps.iter().map(|s| s.1).fold(0.0, f64::max) * horizon_s,
-            // A replayed trace issues its mean rate over the horizon (all of it, when not looped).
-            Arrival::Trace(trace) => {
-                let replayed = trace.mean_rate_per_s() * horizon_s;
-                if trace.looped {
-                    replayed
-                } else {
-                    replayed.min(trace.data.requests() * trace.volume_scale)
-                }
+    match &t.arrival {
+        Arrival::Herd { requests_per_client, .. } => f64::from(t.clients) * f64::from(*requests_per_client),
+        Arrival::Poisson { rate_per_s } => rate_per_s * horizon_s,
+        Arrival::Ramp { from_rate_per_s, rate_per_s, .. } => rate_per_s.max(*from_rate_per_s) * horizon_s,
+        Arrival::Profile { steps } => steps.iter().map(|s| s.1).fold(0.0, f64::max) * horizon_s,
+        // A replayed trace issues its mean rate over the horizon (all of it, when not looped).
+        Arrival::Trace(trace) => {
+            let replayed = trace.mean_rate_per_s() * horizon_s;
+            if trace.looped {
+                replayed
+            } else {
+                replayed.min(trace.data.requests() * trace.volume_scale)
             }
-            Arrival::Closed { think, .. } => {
-                f64::from(t.clients) * spec.horizon as f64 / (*think as f64 + latency_ns).max(1.0)
-            }
-        })
-        .sum()
+        }
+        Arrival::Closed { think, .. } => {
+            f64::from(t.clients) * spec.horizon as f64 / (*think as f64 + latency_ns).max(1.0)
+        }
+    }
 }
 
 /// Requests that may be waiting at once in one run of `spec` (an upper bound's main term): the

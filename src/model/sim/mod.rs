@@ -40,8 +40,7 @@ use super::policy::{DeadlineMode, JitterState};
 use super::spec::{Arrival, SimSpec};
 use super::trace::TraceCursor;
 use crate::engine::{mix64, stream, stream_key, EventQueue, Handle, KeyedDraws, Nanos, Slab, StreamKind};
-use crate::metrics::{new_latency_histogram, DlqReason, HopBucket, RunRecord};
-use hdrhistogram::Histogram;
+use crate::metrics::{DlqReason, HopBucket, Latencies, RunRecord};
 use hop_queue::HopQueue;
 use overload_state::OverloadState;
 use rand::RngExt;
@@ -378,7 +377,7 @@ pub struct Simulation<'a> {
     request_id_next: u64,
     rngs: Rngs,
     record: RunRecord,
-    prefault_wait_us: Histogram<u64>,
+    prefault_wait_us: Latencies,
     first_fault_start: Nanos,
     poisson_steps: Vec<Option<Vec<(Nanos, f64)>>>,
     /// Replay positions of trace tenants (None for the others).
@@ -488,7 +487,7 @@ impl<'a> Simulation<'a> {
             request_id_next: 0,
             rngs: Rngs::new(seed, replication, spec.tenants.len(), spec.hops.len()),
             record,
-            prefault_wait_us: new_latency_histogram(),
+            prefault_wait_us: Latencies::new(),
             first_fault_start: spec.first_trigger_start().unwrap_or(Nanos::MAX),
             poisson_steps: spec.tenants.iter().map(|t| poisson_steps(&t.arrival)).collect(),
             traces: spec

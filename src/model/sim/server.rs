@@ -170,7 +170,7 @@ impl Simulation<'_> {
         self.record.hops[hop].services_started += 1;
         self.record.hops[hop].queue_wait_ns_sum += u128::from(wait);
         if hop == 0 && now < self.first_fault_start {
-            self.prefault_wait_us.record(wait / 1_000).expect("auto-resizing histograms accept any u64");
+            self.prefault_wait_us.record(wait / 1_000);
         }
         let base = self.spec.hops[hop].service.sample(&mut self.rngs.service[hop], busy);
         let mut factor = self.slow_factor(srv);
