@@ -295,6 +295,13 @@ fn clients_on_one_busy_thread_send_no_faster_than_their_work_allows() {
     let mean_late_s = fit.sum_y / fit.n as f64;
     let floor_s = work.as_secs_f64() - emulation.timer_lateness_calibration_mean_s;
     assert!(mean_late_s >= floor_s, "retries {mean_late_s} s late on average, under {floor_s} s");
+    // The process's work is timed on every attempt (at least the 2 ms spun), and the advice
+    // is the `work` that simulates it.
+    assert_eq!(fit.work_n, 600);
+    let work_ms = fit.work_sum_s / 600.0 * 1e3;
+    assert!(work_ms >= 2.0, "{work_ms} ms of work per attempt on average, under the 2 ms spun");
+    let advice = fit.advice().expect("advice");
+    assert!(advice.ends_with(&format!("client_timing = {{ work = \"{work_ms:.3}ms\" }}")), "{advice}");
 }
 
 /// Every attempt times out (100 ms) long before its service ends (300 ms): the hop goes on

@@ -1053,3 +1053,27 @@ fn a_clients_own_delays_shift_its_retries_and_the_busy_part_spreads_a_herds_wave
     let flat = attempt_instants_ms(10, r#"overhead = "1ms", lateness = "2ms""#);
     assert_eq!(&flat[10..20], &[103; 10]);
 }
+
+#[test]
+fn a_clients_work_sends_its_attempts_one_at_a_time_and_it_sees_replies_when_free() {
+    // 1 ms of work per attempt, ten clients due at 0: the k-th first try (k = 1…10) leaves at
+    // k ms and is refused at once, but the process is busy until 10 ms with the tries after it:
+    // all ten refusals are seen at 10 ms, as an event loop sees what arrived while it was busy.
+    // So the ten retries fall due together at 110 ms and leave one per millisecond, 111…120;
+    // seen at 120, they fall due at 320 (leaving 321…330), then at 730 (731…740).
+    let at = |offset: usize| (1..=10).map(move |k| k + offset);
+    let expected: Vec<usize> = at(0).chain(at(110)).chain(at(320)).chain(at(730)).collect();
+    assert_eq!(attempt_instants_ms(10, r#"work = "1ms""#), expected);
+    // 200 clients: the first tries keep the process busy until 200 ms; every refusal is seen
+    // then, so the retries leave one per millisecond from 301 ms, where without the work all
+    // 200 would go at 100 ms together.
+    let busy = attempt_instants_ms(200, r#"work = "1ms""#);
+    assert_eq!(&busy[..200], &(1..=200).collect::<Vec<_>>()[..]);
+    assert_eq!(&busy[200..400], &(301..=500).collect::<Vec<_>>()[..]);
+    assert_eq!(&attempt_instants_ms(200, "")[200..400], &[100; 200][..]);
+    // The work adds to the retry shift of the other parts: with 1 ms of overhead as well, the
+    // retries seen at 10 ms fall due at 111 (leaving 112…121), seen at 121 fall due at 322
+    // (323…332), seen at 332 at 733 (734…743).
+    let both: Vec<usize> = at(0).chain(at(111)).chain(at(322)).chain(at(733)).collect();
+    assert_eq!(attempt_instants_ms(10, r#"work = "1ms", overhead = "1ms""#), both);
+}

@@ -206,10 +206,14 @@ pub(crate) async fn call(shared: &Shared, caller: Caller, addr: SocketAddr, id: 
         attempts += 1;
         if let Some(work) = work {
             // Busy, not asleep: the thread (the client process) does nothing else meanwhile.
-            let until = std::time::Instant::now() + work;
+            let began = std::time::Instant::now();
+            let until = began + work;
             while std::time::Instant::now() < until {
                 std::hint::spin_loop();
             }
+            // Scenario seconds, as the simulation's `client_timing.work` reads them.
+            let worked_s = began.elapsed().as_secs_f64() / shared.clock.scale();
+            shared.client_delays.lock().expect("client delays lock").add_work(worked_s);
         }
         let sent = shared.clock.now();
         if let Some((at, busy)) = asked.take() {

@@ -87,6 +87,11 @@ pub struct ClientTiming {
     /// Added per 1,000 attempts/s the tenant is sending (the current bucket's count so far,
     /// divided by the bucket's width).
     pub lateness_per_1000_per_s: Nanos,
+    /// The process's work on each attempt its clients start (first tries and retries), one
+    /// attempt at a time: an attempt due at `t` is sent at `max(t, when the process is free) +
+    /// work` — a saturated client sends at most one attempt per `work`, in the order they fell
+    /// due, so attempts due together leave one after another.
+    pub work: Nanos,
 }
 
 impl ClientTiming {

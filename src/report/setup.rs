@@ -148,15 +148,22 @@ fn dist_words(dist: &Dist) -> String {
 
 /// A tenant's `client_timing` in words, after its arrivals (nothing when it adds nothing).
 fn client_timing_words(t: &crate::model::ClientTiming) -> String {
-    if t.is_zero() {
-        return String::new();
-    }
-    format!(
-        "; each retry +{} overhead, +{} lateness, +{} per 1,000 attempts/s (client timing)",
-        duration_words(t.overhead),
-        duration_words(t.lateness),
-        duration_words(t.lateness_per_1000_per_s)
-    )
+    let retry = if t.overhead == 0 && t.lateness == 0 && t.lateness_per_1000_per_s == 0 {
+        String::new()
+    } else {
+        format!(
+            "; each retry +{} overhead, +{} lateness, +{} per 1,000 attempts/s (client timing)",
+            duration_words(t.overhead),
+            duration_words(t.lateness),
+            duration_words(t.lateness_per_1000_per_s)
+        )
+    };
+    let work = if t.work == 0 {
+        String::new()
+    } else {
+        format!("; each attempt waits for {} of the client process's work, one at a time", duration_words(t.work))
+    };
+    retry + &work
 }
 
 fn arrival_words(arrival: &Arrival) -> String {

@@ -59,6 +59,13 @@ pub struct ClientDelayFit {
     pub sum_xx: f64,
     /// Σxy.
     pub sum_xy: f64,
+    /// Attempts on which the client process was timed doing its work before sending
+    /// (`--client-work`; absent in runs written before it was measured).
+    #[serde(default)]
+    pub work_n: u64,
+    /// The seconds of that work, summed.
+    #[serde(default)]
+    pub work_sum_s: f64,
 }
 
 impl ClientDelayFit {
@@ -80,7 +87,15 @@ impl ClientDelayFit {
             sum_y: self.sum_y + other.sum_y,
             sum_xx: self.sum_xx + other.sum_xx,
             sum_xy: self.sum_xy + other.sum_xy,
+            work_n: self.work_n + other.work_n,
+            work_sum_s: self.work_sum_s + other.work_sum_s,
         }
+    }
+
+    /// One attempt on which the client process worked `work_s` seconds before sending it.
+    pub fn add_work(&mut self, work_s: f64) {
+        self.work_n += 1;
+        self.work_sum_s += work_s;
     }
 
     /// The fitted line: (seconds at no load, seconds per 1,000 attempts/s); the slope is 0 when
@@ -99,6 +114,15 @@ impl ClientDelayFit {
     /// without retries. A negative part (timers early on average, or later when idle than when
     /// busy) is written as 0 and said.
     pub fn advice(&self) -> Option<String> {
+        if self.work_n > 0 {
+            // A process that works on each attempt: its queue, not a line through the delays,
+            // is what delays the retries (docs/MODEL.md, "Client timing").
+            let work_ms = self.work_sum_s / self.work_n as f64 * 1e3;
+            return Some(format!(
+                "the client process worked {work_ms:.3} ms on each attempt on average, over {} attempts,\none attempt at a time; to simulate it, on the tenant:\n  client_timing = {{ work = \"{work_ms:.3}ms\" }}",
+                self.work_n
+            ));
+        }
         let (at_rest, per_1000) = self.line()?;
         let ms = |s: f64| format!("{:.3}ms", s.max(0.0) * 1e3);
         let clipped =

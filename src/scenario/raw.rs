@@ -125,6 +125,7 @@ pub struct RawClientTiming {
     pub overhead: Option<Dur>,
     pub lateness: Option<Dur>,
     pub lateness_per_1000_per_s: Option<Dur>,
+    pub work: Option<Dur>,
 }
 
 /// `arrival = { kind = "…", … }`.

@@ -69,20 +69,17 @@ fn tenant(t: &RawTenant, policy_names: &[&str]) -> V<TenantSpec> {
         overhead: c.overhead.map_or(0, |d| d.0),
         lateness: c.lateness.map_or(0, |d| d.0),
         lateness_per_1000_per_s: c.lateness_per_1000_per_s.map_or(0, |d| d.0),
+        work: c.work.map_or(0, |d| d.0),
     });
-    for (field, value) in [
-        ("overhead", timing.overhead),
-        ("lateness", timing.lateness),
-        ("lateness_per_1000_per_s", timing.lateness_per_1000_per_s),
+    let on_retry = "a client's own delay on a retry is at most 1m (it is added to every retry)";
+    for (field, value, limit) in [
+        ("overhead", timing.overhead, on_retry),
+        ("lateness", timing.lateness, on_retry),
+        ("lateness_per_1000_per_s", timing.lateness_per_1000_per_s, on_retry),
+        ("work", timing.work, "a client's work on an attempt is at most 1m (every attempt waits for it)"),
     ] {
         if value > CLIENT_DELAY_MAX {
-            return Err(Invalid::at(
-                &at(&format!("client_timing.{field}")),
-                format!(
-                    "is {}; a client's own delay on a retry is at most 1m (it is added to every retry)",
-                    show(value)
-                ),
-            ));
+            return Err(Invalid::at(&at(&format!("client_timing.{field}")), format!("is {}; {limit}", show(value))));
         }
     }
     Ok(TenantSpec { name: t.name.clone(), clients, arrival, policy, invalid_fraction, poison_fraction, timing })

@@ -108,6 +108,12 @@ enum Event {
     AttemptStart {
         call: Handle,
     },
+    /// A client's call gets its reply (or timeout) once its process is free of the work queued
+    /// before it ([`Simulation::caller_sees`], `ClientTiming::work`).
+    ClientSees {
+        call: Handle,
+        reply: Reply,
+    },
     /// A call's retry timer fired: the call rode in this event, out of the slab, while it waited
     /// (see [`Simulation::queue_retry`]); it goes back into the slab and starts its attempt.
     Retry {
@@ -194,6 +200,9 @@ struct Call {
     /// Requeues left in the current try ([`REQUEUES_UNSET`] until the try's first attempt sets
     /// them from the budget's balance; always 0 under a policy without `requeue`).
     requeues_left: u16,
+    /// The client process has done its work on this call's next attempt
+    /// ([`Simulation::wait_for_client_work`]); always false for a hop's call.
+    worked: bool,
 }
 
 /// The `parent` of a call no attempt made (a client's). Kept out of an `Option` so that a call
@@ -344,6 +353,11 @@ pub struct Simulation<'a> {
     any_requeue: bool,
     /// Some tenant has `client_timing`: its retries are shifted.
     any_client_timing: bool,
+    /// Some tenant's process works on each attempt (`ClientTiming::work`).
+    any_client_work: bool,
+    /// Per tenant: when its client process is free of the work on the attempts before (see
+    /// [`Simulation::wait_for_client_work`]).
+    client_free_at: Vec<Nanos>,
     /// Per hop: an attempt arriving in the event that sent it is answered in place, without a
     /// slab slot, when the hop answers it at once ([`Simulation::arrive_in_place`]): no network
     /// delay either way (so the reply is in the same instant), no `lost_reply` fault that could
@@ -469,6 +483,8 @@ impl<'a> Simulation<'a> {
             any_pool: spec.hops.iter().any(|h| h.pool.is_some()),
             any_requeue: spec.policies.iter().any(|p| p.requeue),
             any_client_timing: spec.tenants.iter().any(|t| !t.timing.is_zero()),
+            any_client_work: spec.tenants.iter().any(|t| t.timing.work > 0),
+            client_free_at: vec![0; spec.tenants.len()],
             ahead: run_ahead::RunAhead::new(spec, &answers_in_place),
             answers_in_place,
             calls: Slab::default(),
@@ -668,6 +684,8 @@ impl<'a> Simulation<'a> {
             Event::AttemptArrive { attempt } | Event::ServiceDone { attempt } | Event::ReplyArrive { attempt }
                 if self.links.on && self.attempts.get(attempt).is_none() => {}
             Event::AttemptStart { call } => self.start_attempt(call),
+            Event::ClientSees { call, .. } if self.links.on && self.calls.get(call).is_none() => {}
+            Event::ClientSees { call, reply } => self.caller_sees_now(call, reply),
             Event::Retry { call } => {
                 // Back into the slab (its request stayed live: no reference count moves); a
                 // free list is last in, first out, so this is the slot freed most recently.
@@ -765,6 +783,7 @@ impl<'a> Simulation<'a> {
             paid: None,
             requeues: 0,
             requeues_left: requeues_unset(policy),
+            worked: false,
         };
         let deadline_at = call.deadline_at;
         let handle = self.insert_call(call);
@@ -779,7 +798,28 @@ impl<'a> Simulation<'a> {
         self.start_attempt(handle);
     }
 
+    /// A client's attempt first waits for its process (`ClientTiming::work`): behind the work on
+    /// the attempts that fell due before it, it starts `work` after the process is free, by an
+    /// `AttemptStart` event (the call stays in the slab). Whether it was put off.
+    fn wait_for_client_work(&mut self, call_handle: Handle) -> bool {
+        let now = self.now;
+        let call = self.calls.get_mut(call_handle).expect("attempt of a live call");
+        let work = self.spec.tenants[call.tenant as usize].timing.work;
+        if call.parent != NO_PARENT || work == 0 || std::mem::take(&mut call.worked) {
+            return false;
+        }
+        call.worked = true;
+        let free = &mut self.client_free_at[call.tenant as usize];
+        *free = (*free).max(now).saturating_add(work);
+        let at = *free;
+        self.queue.push(at, Event::AttemptStart { call: call_handle });
+        true
+    }
+
     fn start_attempt(&mut self, call_handle: Handle) {
+        if self.any_client_work && self.wait_for_client_work(call_handle) {
+            return;
+        }
         let now = self.now;
         let b = self.bucket();
         let call = self.calls.get_mut(call_handle).expect("attempt of a live call");
@@ -914,6 +954,7 @@ impl<'a> Simulation<'a> {
             paid: None,
             requeues: 0,
             requeues_left: requeues_unset(p),
+            worked: false,
         };
         let handle = self.insert_call(call);
         if self.links.on {
@@ -989,7 +1030,23 @@ impl<'a> Simulation<'a> {
         self.answer_caller(call, Reply::Timeout);
     }
 
+    /// The caller of `call_handle` sees `reply`: at once, unless it is a client whose process
+    /// is still busy with the work on attempts that fell due before (`ClientTiming::work`):
+    /// then when that work is done, so that every reply arriving during one busy spell is seen
+    /// at the same instant, as an event loop sees what arrived while it was busy.
     fn caller_sees(&mut self, call_handle: Handle, reply: Reply) {
+        if self.any_client_work {
+            let call = self.calls.get(call_handle).expect("a live call sees its reply");
+            let free = self.client_free_at[call.tenant as usize];
+            if call.parent == NO_PARENT && free > self.now {
+                self.queue.push(free, Event::ClientSees { call: call_handle, reply });
+                return;
+            }
+        }
+        self.caller_sees_now(call_handle, reply);
+    }
+
+    fn caller_sees_now(&mut self, call_handle: Handle, reply: Reply) {
         let Some((failure, retry_after)) = failure_of(reply) else {
             self.budget_on_success(call_handle, reply == Reply::Ok);
             let end = if reply == Reply::Ok { CallEnd::Succeeded } else { CallEnd::Rejected };
@@ -1147,7 +1204,7 @@ impl Touches<'_> {
     /// with client scope, one per client in arrays of millions, a cache miss per retry otherwise.
     fn prefetch(&self, event: &Event) {
         match event {
-            Event::AttemptStart { call } => self.calls.prefetch(*call),
+            Event::AttemptStart { call } | Event::ClientSees { call, .. } => self.calls.prefetch(*call),
             Event::AttemptArrive { attempt }
             | Event::ServiceDone { attempt }
             | Event::ReplyArrive { attempt }
