@@ -122,6 +122,55 @@ mod tests {
         assert_eq!(links.left(), (0, 0));
     }
 
+    /// `api` calls `db`; the policies neither hedge nor cancel and nothing crashes, unless
+    /// `policy` or `fault` adds it.
+    fn spec(policy: &str, fault: &str) -> SimSpec {
+        let source = format!(
+            r#"name = "links"
+horizon = "1s"
+[[tenant]]
+name = "t"
+clients = 1
+arrival = {{ kind = "poisson", rate_per_s = 10 }}
+policy = "client"
+[policy.client]
+jitter = "none"
+max_attempts = 2
+attempt_timeout = "100ms"
+{policy}
+[policy.inner]
+jitter = "none"
+max_attempts = 1
+attempt_timeout = "50ms"
+[[hop]]
+name = "api"
+service = {{ dist = "constant", mean = "1ms" }}
+calls = [{{ hop = "db", policy = "inner" }}]
+[[hop]]
+name = "db"
+service = {{ dist = "constant", mean = "1ms" }}
+{fault}"#
+        );
+        crate::scenario::Scenario::from_source("links.toml", &source, &[]).expect("valid").base
+    }
+
+    #[test]
+    fn links_are_kept_only_for_a_hedge_a_cancel_or_a_crash_of_a_calling_hop() {
+        let crash = |hop: &str| format!("[[fault]]\nhop = \"{hop}\"\nkind = \"outage\"\nfrom = \"0s\"\nto = \"1s\"\n");
+        let cases = [
+            ("", String::new(), false, "a call graph alone"),
+            ("cancel_on_timeout = true", String::new(), true, "a cancelling policy"),
+            ("hedge = { after = \"10ms\", max_share = 0.1 }", String::new(), true, "a hedging policy"),
+            ("", crash("api"), true, "a crash of the hop that makes calls"),
+            ("", crash("db"), false, "a crash of a hop that makes none"),
+        ];
+        for (policy, fault, needed, what) in cases {
+            let spec = spec(policy, &fault);
+            assert_eq!(Links::needed(&spec), needed, "{what}");
+            assert_eq!(Links::new(&spec).on, needed, "{what}");
+        }
+    }
+
     #[test]
     fn an_ended_call_forgets_its_copies() {
         let mut links = Links::default();
