@@ -240,8 +240,8 @@ fn chain(c: &mut Criterion) {
 }
 
 /// A hop of 100 replicas (one worker each, Exp(1 ms)) behind each balancer at ρ = 0.8: 80,000
-/// Poisson requests/s for 12.5 s, about a million requests and four million events (issue 15's
-/// goal: ≥ 5M events/s).
+/// Poisson requests/s for 12.5 s, about a million requests and four million events (the
+/// balanced hop's goal: ≥ 5M events/s, docs/PERFORMANCE.md).
 fn balanced(c: &mut Criterion) {
     let mut group = c.benchmark_group("balanced");
     group
