@@ -100,6 +100,11 @@ impl ClientTiming {
         *self == ClientTiming::default()
     }
 
+    /// Whether it shifts retries (a part other than `work` is set).
+    pub fn shifts_retries(&self) -> bool {
+        !ClientTiming { work: 0, ..*self }.is_zero()
+    }
+
     /// The delay added to a retry while the tenant sends `attempts_per_s`.
     pub fn added(&self, attempts_per_s: f64) -> Nanos {
         let busy = (self.lateness_per_1000_per_s as f64 * attempts_per_s / 1_000.0).min(Nanos::MAX as f64) as Nanos;

@@ -148,7 +148,7 @@ fn dist_words(dist: &Dist) -> String {
 
 /// A tenant's `client_timing` in words, after its arrivals (nothing when it adds nothing).
 fn client_timing_words(t: &crate::model::ClientTiming) -> String {
-    let retry = if t.overhead == 0 && t.lateness == 0 && t.lateness_per_1000_per_s == 0 {
+    let retry = if !t.shifts_retries() {
         String::new()
     } else {
         format!(

@@ -351,7 +351,7 @@ pub struct Simulation<'a> {
     any_pool: bool,
     /// Some policy requeues refused attempts (`policy.requeue`): the requeue bookkeeping runs.
     any_requeue: bool,
-    /// Some tenant has `client_timing`: its retries are shifted.
+    /// Some tenant's `client_timing` shifts its retries (`ClientTiming::shifts_retries`).
     any_client_timing: bool,
     /// Some tenant's process works on each attempt (`ClientTiming::work`).
     any_client_work: bool,
@@ -482,7 +482,7 @@ impl<'a> Simulation<'a> {
             bucket_until: spec.bucket,
             any_pool: spec.hops.iter().any(|h| h.pool.is_some()),
             any_requeue: spec.policies.iter().any(|p| p.requeue),
-            any_client_timing: spec.tenants.iter().any(|t| !t.timing.is_zero()),
+            any_client_timing: spec.tenants.iter().any(|t| t.timing.shifts_retries()),
             any_client_work: spec.tenants.iter().any(|t| t.timing.work > 0),
             client_free_at: vec![0; spec.tenants.len()],
             ahead: run_ahead::RunAhead::new(spec, &answers_in_place),
@@ -1067,7 +1067,7 @@ impl<'a> Simulation<'a> {
             Ok(next) => next,
             Err(reason) => return self.end_call(call_handle, CallEnd::Dlq(reason)),
         };
-        if self.any_client_timing && call.parent == NO_PARENT && !spec.tenants[tenant].timing.is_zero() {
+        if self.any_client_timing && call.parent == NO_PARENT && spec.tenants[tenant].timing.shifts_retries() {
             let timing = &spec.tenants[tenant].timing;
             // The client process fires the retry later than its backoff says (`ClientTiming`):
             // how busy it is is the attempts its tenant sent in this bucket so far, per second.
