@@ -238,6 +238,85 @@ fn network_delays_and_a_rate_profile_are_emulated() {
     assert!(mean_s < 0.090 + 3.0 * late.max(0.005), "mean latency {mean_s} s; timers p99 {late} s late");
 }
 
+/// A ramp tenant (0 → 60 requests/s over 2 s), a trace tenant (a timestamp every 25 ms, each
+/// played 1.5 times on average) and a closed loop (5 clients, 100 ms of think time) on one hop
+/// with room for all.
+const RAMP_AND_TRACE: &str = r#"
+name = "ramp-and-trace"
+seed = 9
+horizon = "3s"
+bucket = "250ms"
+replications = 1
+
+[[tenant]]
+name = "ramp"
+clients = 50
+arrival = { kind = "ramp", from_rate_per_s = 0.0, rate_per_s = 60.0, over = "2s" }
+policy = "once"
+
+[[tenant]]
+name = "trace"
+clients = 50
+arrival = { kind = "trace", file = "times.csv", unit = "ms", volume_scale = 1.5 }
+policy = "once"
+
+[[tenant]]
+name = "loop"
+clients = 5
+arrival = { kind = "closed", start = "0s", spread = "100ms", think = "100ms" }
+policy = "once"
+
+[policy.once]
+jitter = "none"
+max_attempts = 1
+attempt_timeout = "2s"
+
+[[hop]]
+name = "api"
+workers = 32
+service = { dist = "constant", mean = "5ms" }
+"#;
+
+#[test]
+fn ramp_trace_and_closed_loop_arrivals_are_emulated_as_the_simulation_draws_them() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let times: String = (0..120).map(|k| format!("{}\n", 25 * k)).collect();
+    std::fs::write(dir.path().join("times.csv"), format!("t\n{times}")).expect("write the trace");
+    let path = dir.path().join("ramp-and-trace.toml");
+    std::fs::write(&path, RAMP_AND_TRACE).expect("write the scenario");
+    let scenario = Scenario::load(path.to_str().expect("a UTF-8 temp path"), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let variants = scenario.run_variants();
+    let (record, _) = emulate_once(&scenario, &variants);
+    assert!(record.truncated.is_none(), "the run stopped early: {:?}", record.truncated);
+    // Run 0 sends each tenant's requests when simulated replication 0's arrive: the same count in
+    // every bucket, from the same stream (the ramp's gaps; the trace's copies).
+    let simulated = retrystorm::model::sim::run(&variants[0].spec, scenario.seed, 0);
+    let per_bucket = |r: &RunRecord, t: usize| r.tenant_series[t].iter().map(|b| b.arrivals).collect::<Vec<u32>>();
+    for (t, name) in ["ramp", "trace"].into_iter().enumerate() {
+        assert_eq!(per_bucket(&record, t), per_bucket(&simulated, t), "tenant {name}: arrivals per bucket");
+        let n = record.tenants[t].requests;
+        assert_eq!((n, record.tenants[t].succeeded), (simulated.tenants[t].requests, n), "tenant {name}");
+    }
+    // The counts themselves: the ramp's is Poisson with mean 60·2/2 + 60·1 = 120; the trace's is
+    // 120 timestamps, each played once plus once more with probability 0.5 (mean 180, variance
+    // 120 · 0.25). Within 5 sd: a false failure below one in a million.
+    let (ramp, trace) = (record.tenants[0].requests as f64, record.tenants[1].requests as f64);
+    assert!((ramp - 120.0).abs() <= 5.0 * 120f64.sqrt(), "{ramp} ramp requests where 120 are expected");
+    assert!((trace - 180.0).abs() <= 5.0 * (120.0f64 * 0.25).sqrt(), "{trace} trace requests where 180 are expected");
+    // The closed loop: each client's next request 100 ms after its last one ended, each taking
+    // 5 ms, until 3 s: about 27 each in the simulation. On real timers every wait ends late, never
+    // early (the correction aside), so the loop sends no more than simulated, and fewer only by
+    // the cycles its lateness costs: 0.8 × is a mean lateness of 26 ms per cycle, ten times
+    // what a loaded test machine's timers show.
+    let (emulated, simulated) = (record.tenants[2].requests, simulated.tenants[2].requests);
+    assert!(simulated >= 5 * 25, "simulated closed-loop requests: {simulated}");
+    assert!(
+        emulated <= simulated + 5 && emulated as f64 >= 0.8 * simulated as f64,
+        "closed loop: {emulated} requests emulated, {simulated} simulated"
+    );
+    assert_eq!(record.tenants[2].succeeded, emulated);
+}
+
 /// 300 clients fire within 1 ms into an outage that refuses every attempt at once, and retry
 /// at once (2 attempts each).
 const HERD_AT_ONCE: &str = r#"
@@ -346,6 +425,92 @@ fn a_hop_finishes_the_work_its_caller_gave_up_on() {
     assert!(record.truncated.is_none(), "the run stopped early: {:?}", record.truncated);
     let (executions, duplicates) = (record.hops[0].executions, record.hops[0].duplicates_no_key);
     assert_eq!((executions, duplicates), (40, 20), "executions and duplicates on real sockets");
+}
+
+/// A store in front of a slow call: `front` keeps idempotency keys and calls `back`, which takes
+/// `BACK` ms; the client gives each attempt 100 ms and retries 300 ms, then 600 ms, after it.
+/// 20 requests, one every 50 ms.
+const STORE_BEFORE_CALL: &str = r#"
+name = "store-before-call"
+seed = 3
+horizon = "1s"
+drain_limit = "5s"
+bucket = "100ms"
+replications = 1
+
+[[tenant]]
+name = "main"
+clients = 20
+arrival = { kind = "poisson", rate_per_s = 20.0 }
+policy = "client"
+
+[policy.client]
+jitter = "exponential"
+base = "300ms"
+multiplier = 2.0
+max_attempts = 3
+attempt_timeout = "100ms"
+
+[policy.down]
+jitter = "exponential"
+base = "100ms"
+max_attempts = 1
+attempt_timeout = "5s"
+
+[[hop]]
+name = "front"
+workers = 64
+service = { dist = "constant", mean = "10ms" }
+idempotency = { ttl = "1h" }
+downstream_policy = "down"
+
+[[hop]]
+name = "back"
+workers = 64
+service = { dist = "constant", mean = "200ms" }
+"#;
+
+#[test]
+fn a_stored_result_or_a_key_in_progress_answers_without_calling_downstream() {
+    // Each request's first delivery times out at the client (100 ms) while `front` waits on
+    // `back`; it still commits. With `back` at 200 ms the retry (at 400 ms) finds the stored
+    // result: deduplicated, and `back` is not called again. With `back` at 600 ms the first
+    // retry finds the key in progress: a 409, and the second retry (at 1,010 ms) the stored
+    // result. With `in_progress = "wait"` the first retry waits for the commit (at 610 ms) and is
+    // deduplicated then, after its client gave up at 500 ms; the second is deduplicated too.
+    // Whatever the case, `back` runs once per request, as in the simulation. (The last request's
+    // last retry is sent up to 2.1 s in; the drain limit is 5 s.)
+    let cases = [("200ms", "conflict", 2, 1, 0), ("600ms", "conflict", 3, 1, 1), ("600ms", "wait", 3, 2, 0)];
+    for (back, in_progress, front_attempts, deduplicated, conflicts) in cases {
+        let sets = [
+            format!("hop.back.service.mean=\"{back}\""),
+            format!("hop.front.idempotency.in_progress=\"{in_progress}\""),
+        ];
+        let sets: Vec<_> =
+            sets.iter().map(|s| retrystorm::scenario::parse_assignment(s).expect("an override")).collect();
+        let scenario =
+            Scenario::from_source("store-before-call", STORE_BEFORE_CALL, &sets).unwrap_or_else(|e| panic!("{e}"));
+        let variants = scenario.run_variants();
+        let simulated = retrystorm::model::sim::run(&variants[0].spec, scenario.seed, 0);
+        let (record, _) = emulate_once(&scenario, &variants);
+        let case = format!("back {back}, in_progress {in_progress}");
+        assert!(record.truncated.is_none(), "{case}: the run stopped early: {:?}", record.truncated);
+        for (side, r) in [("simulated", &simulated), ("emulated", &record)] {
+            let n = r.tenants[0].requests;
+            assert!(n > 0, "{side}: no request arrived");
+            let (front, back) = (&r.hops[0], &r.hops[1]);
+            assert_eq!(
+                (front.attempts, front.executions, front.deduplicated, front.in_progress_conflicts, back.attempts),
+                (front_attempts * n, n, deduplicated * n, conflicts * n, n),
+                "{case}, {side}: attempts, executions, deduplicated and conflicts at front, attempts at back"
+            );
+            assert_eq!(
+                (r.tenants[0].succeeded, front.released, front.duplicates_ttl_expired),
+                (n, 0, 0),
+                "{case}, {side}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -5,6 +5,7 @@ use super::{ClientMode, Shared, ATTEMPT_HEADER, REQUEST_HEADER, TENANT_HEADER};
 use crate::engine::time::ns_to_secs;
 use crate::engine::{Nanos, StreamKind};
 use crate::metrics::{DlqReason, RunRecord, RETRY_DELAY_SAMPLES_MAX};
+use crate::model::arrivals::OpenLoop;
 use crate::model::budget::FailureKind;
 use crate::model::policy::JitterState;
 use crate::model::spec::{Arrival, SimSpec};
@@ -87,6 +88,11 @@ pub(crate) fn start(shared: Arc<Shared>, addr: SocketAddr) -> Clients {
     Clients { done, _stop: stop }
 }
 
+/// The first request id of closed-loop clients: tenant `t`'s client `c` sends requests
+/// `CLOSED_IDS | t << 48 | c << 24` onwards, above every herd's and open-loop tenant's ids (at
+/// most `--max-requests`, far below 2^62).
+const CLOSED_IDS: u64 = 1 << 62;
+
 /// Every tenant's requests, from their arrival times to a terminal state.
 async fn run_clients(shared: Arc<Shared>, addr: SocketAddr) {
     let spec = &shared.spec;
@@ -99,34 +105,57 @@ async fn run_clients(shared: Arc<Shared>, addr: SocketAddr) {
         // replication's arrive (paired runs).
         let mut rng = crate::engine::stream(shared.seed, shared.replication, StreamKind::Arrivals, ti as u32);
         match tenant.arrival {
-            Arrival::Herd { requests_per_client, .. } => {
+            Arrival::Herd { .. } | Arrival::Closed { .. } => {
+                // A herd client sends `requests_per_client` one after another; a closed-loop
+                // client sends its next request `think` after the one before ended, until the
+                // horizon (`Simulation::schedule_next_request`): (most requests per client,
+                // none for a closed loop; the think time).
+                let (most, think) = match tenant.arrival {
+                    Arrival::Herd { requests_per_client, .. } => (Some(u64::from(requests_per_client)), 0),
+                    Arrival::Closed { think, .. } => (None, think),
+                    Arrival::Poisson { .. } | Arrival::Profile { .. } | Arrival::Ramp { .. } | Arrival::Trace(_) => {
+                        unreachable!("this arm is a herd or a closed loop")
+                    }
+                };
                 let firsts = crate::model::arrivals::first_requests(std::slice::from_ref(tenant), &mut [rng]);
-                for (at, _, _) in firsts {
-                    let (shared, first_id) = (Arc::clone(&shared), next_id);
-                    next_id += u64::from(requests_per_client);
+                for (at, _, client) in firsts {
+                    // A herd's ids follow on from the tenants before it; a closed-loop client's
+                    // are its own range above them (its count is not known in advance).
+                    let first_id = match most {
+                        Some(_) => next_id,
+                        None => CLOSED_IDS | (ti as u64) << 48 | u64::from(client) << 24,
+                    };
+                    next_id += most.unwrap_or(0);
+                    let shared = Arc::clone(&shared);
                     tasks.spawn(async move {
                         shared.sleep(at, record_lateness).await;
-                        for k in 0..u64::from(requests_per_client) {
+                        let mut arrived = at;
+                        for k in 0..most.unwrap_or(u64::MAX) {
                             // The first request arrives when it was drawn to (as a Poisson
-                            // tenant's do, whatever the timer's error); the next ones when the
-                            // one before ended.
-                            let arrived = if k == 0 { at } else { shared.clock.now() };
-                            if k > 0 && arrived >= shared.spec.horizon {
-                                break;
+                            // tenant's do, whatever the timer's error); the next ones `think`
+                            // after the one before ended.
+                            if k > 0 {
+                                arrived = shared.clock.now().saturating_add(think);
+                                if arrived >= shared.spec.horizon {
+                                    break;
+                                }
+                                if think > 0 {
+                                    shared.sleep(arrived, record_lateness).await;
+                                }
                             }
                             call(&shared, Caller::Tenant(ti), addr, first_id + k, arrived).await;
                         }
                     });
                 }
             }
-            Arrival::Poisson { .. } | Arrival::Profile { .. } => {
-                let steps = crate::model::arrivals::poisson_steps(&tenant.arrival).expect("an open-loop tenant");
-                let mut next = crate::model::arrivals::next_poisson(0, &steps, spec.horizon, &mut rng);
+            Arrival::Poisson { .. } | Arrival::Profile { .. } | Arrival::Ramp { .. } | Arrival::Trace(_) => {
+                let mut process = OpenLoop::new(&tenant.arrival).expect("an open-loop tenant");
+                let mut next = process.next(0, spec.horizon, &mut rng);
                 while let Some(at) = next {
                     // The simulator's order on the stream at each arrival: its client, then the
                     // next arrival's time (`Simulation::on_poisson_arrival`).
                     let _client = rng.random_range(0..tenant.clients);
-                    next = crate::model::arrivals::next_poisson(at, &steps, spec.horizon, &mut rng);
+                    next = process.next(at, spec.horizon, &mut rng);
                     let (shared, id) = (Arc::clone(&shared), next_id);
                     next_id += 1;
                     tasks.spawn(async move {
@@ -135,8 +164,6 @@ async fn run_clients(shared: Arc<Shared>, addr: SocketAddr) {
                     });
                 }
             }
-            // Refused before the run (`check_supported`).
-            Arrival::Closed { .. } | Arrival::Trace(_) | Arrival::Ramp { .. } => {}
         }
     }
     while tasks.join_next().await.is_some() {}

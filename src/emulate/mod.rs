@@ -159,10 +159,13 @@ pub fn check_supported(spec: &SimSpec) -> Result<(), EmulateError> {
     }
     for t in &spec.tenants {
         match t.arrival {
-            Arrival::Herd { .. } | Arrival::Poisson { .. } | Arrival::Profile { .. } => {}
-            Arrival::Closed { .. } | Arrival::Trace(_) | Arrival::Ramp { .. } => {
-                return refuse(format!("tenant `{}`'s arrival kind (herd, poisson and profile are emulated)", t.name));
-            }
+            // Every arrival kind is emulated.
+            Arrival::Herd { .. }
+            | Arrival::Poisson { .. }
+            | Arrival::Profile { .. }
+            | Arrival::Ramp { .. }
+            | Arrival::Trace(_)
+            | Arrival::Closed { .. } => {}
         }
         if t.invalid_fraction > 0.0 || t.poison_fraction > 0.0 {
             return refuse(format!("tenant `{}`'s invalid or poison fraction", t.name));
@@ -216,26 +219,49 @@ fn lost_note(kind: &FaultKind) -> &'static str {
     }
 }
 
-/// Logical requests the scenario plans (herd: clients × requests each; Poisson and profile: the
-/// mean count over the horizon plus five standard deviations).
+/// Logical requests the scenario plans (herd: clients × requests each; Poisson, profile, ramp
+/// and trace: the mean count over the horizon plus five standard deviations; closed loop: each
+/// client's requests if each took its think time and the hops' mean latency).
 pub fn planned_requests(spec: &SimSpec) -> u64 {
     use crate::engine::time::ns_to_secs;
+    let horizon_s = ns_to_secs(spec.horizon);
+    let poisson = |mean: f64| (mean + 5.0 * mean.sqrt()).ceil() as u64;
     spec.tenants
         .iter()
-        .map(|t| match t.arrival {
-            Arrival::Herd { requests_per_client, .. } => u64::from(t.clients) * u64::from(requests_per_client),
+        .map(|t| match &t.arrival {
+            Arrival::Herd { requests_per_client, .. } => u64::from(t.clients) * u64::from(*requests_per_client),
             Arrival::Poisson { .. } | Arrival::Profile { .. } => {
                 // Each step's rate over its span, the last to the horizon.
                 let steps = crate::model::arrivals::poisson_steps(&t.arrival).expect("an open-loop tenant");
                 let ends = steps.iter().skip(1).map(|s| s.0).chain(std::iter::once(spec.horizon));
-                let mean: f64 = steps
-                    .iter()
-                    .zip(ends)
-                    .map(|(&(from, rate), to)| rate * ns_to_secs(to.min(spec.horizon).saturating_sub(from)))
-                    .sum();
-                (mean + 5.0 * mean.sqrt()).ceil() as u64
+                poisson(
+                    steps
+                        .iter()
+                        .zip(ends)
+                        .map(|(&(from, rate), to)| rate * ns_to_secs(to.min(spec.horizon).saturating_sub(from)))
+                        .sum(),
+                )
             }
-            Arrival::Closed { .. } | Arrival::Trace(_) | Arrival::Ramp { .. } => 0,
+            &Arrival::Ramp { from_rate_per_s: from, rate_per_s: to, over } => {
+                // The rate's integral: linear up to `over` (or the horizon), then constant.
+                let ramp_s = ns_to_secs(over).min(horizon_s);
+                let at_end = from + (to - from) * ramp_s / ns_to_secs(over).max(f64::MIN_POSITIVE);
+                poisson((from + at_end) / 2.0 * ramp_s + to * (horizon_s - ramp_s))
+            }
+            // Its mean rate over the horizon (all of it at most, when not looped); copies under
+            // volume_scale are counted in the mean.
+            Arrival::Trace(trace) => {
+                let replayed = trace.mean_rate_per_s() * horizon_s;
+                poisson(if trace.looped { replayed } else { replayed.min(trace.data.requests() * trace.volume_scale) })
+            }
+            // Each client's requests follow one another, `think` apart, and each takes at least
+            // the hops' mean service and network time (a bound's main term, as the memory
+            // estimate's).
+            Arrival::Closed { think, .. } => {
+                let latency_ns: f64 = spec.hops.iter().map(|h| h.service.mean_ns(1) + h.network.mean_ns(1)).sum();
+                let each = (*think as f64 + latency_ns).max(1.0);
+                u64::from(t.clients).saturating_mul((spec.horizon as f64 / each).ceil() as u64 + 1)
+            }
         })
         .sum()
 }

@@ -5,7 +5,9 @@
 use super::client::Caller;
 use super::{EmulateError, Shared, ATTEMPT_HEADER, REQUEST_HEADER, TENANT_HEADER};
 use crate::engine::{Nanos, StreamKind};
+use crate::metrics::{HopCounters, TenantCounters};
 use crate::model::fault::{FaultKind, InService};
+use crate::model::spec::{IdempotencySpec, InProgress};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -45,8 +47,23 @@ struct Hop {
     inside: AtomicU32,
     busy: AtomicU32,
     rng: Mutex<ChaCha8Rng>,
-    /// Idempotency key (the logical request) → (executions, key expiry in scenario time).
-    commits: Mutex<HashMap<u64, (u32, Nanos)>>,
+    /// Idempotency key (the logical request) → its state in the store, or its executions at an
+    /// effect hop without a store.
+    keys: Mutex<HashMap<u64, Key>>,
+    /// Told whenever a key held in progress is settled (deliveries with `in_progress = "wait"`
+    /// look again).
+    settled: tokio::sync::Notify,
+}
+
+/// One idempotency key (docs/MODEL.md, "Idempotency and duplicates").
+#[derive(Clone, Copy, Default)]
+struct Key {
+    /// Times its effect committed.
+    executions: u32,
+    /// When the stored result expires (scenario time): commit + TTL.
+    expires: Nanos,
+    /// A delivery claimed it and its handler is still running.
+    in_progress: bool,
 }
 
 /// Binds every hop to 127.0.0.1 and starts accepting.
@@ -79,7 +96,8 @@ pub(crate) async fn start(shared: &Arc<Shared>) -> Result<Servers, EmulateError>
             inside: AtomicU32::new(0),
             busy: AtomicU32::new(0),
             rng: Mutex::new(crate::engine::stream(shared.seed, shared.replication, StreamKind::Service, index as u32)),
-            commits: Mutex::new(HashMap::new()),
+            keys: Mutex::new(HashMap::new()),
+            settled: tokio::sync::Notify::new(),
         });
         let shared = Arc::clone(shared);
         accept.push(tokio::spawn(async move {
@@ -260,6 +278,25 @@ async fn serve(hop: &Hop, shared: &Shared, req: &Request<Incoming>) -> Response<
     if let Some(crashed) = service_ended(hop, shared, (start, end), crashed, (key, tenant)) {
         return crashed;
     }
+    let succeed = || {
+        let mut r = shared.record.lock().expect("record lock");
+        let b = shared.bucket(shared.clock.now());
+        r.hops[h].ok_replies += 1;
+        r.hop_series[h][b].successes += 1;
+        reply(StatusCode::OK, None)
+    };
+    // The handler reaches the store after the service time, before the effect and the
+    // downstream call: a live stored result is returned with nothing run again, a key in
+    // progress gets a 409 (or waits), and otherwise this delivery claims the key; the claim
+    // commits below when the handler succeeds and is released on any other way out.
+    let claim = match spec.hops[h].idempotency.as_ref().filter(|_| spec.hops[h].effect) {
+        Some(store) => match check_key(hop, shared, store, (key, tenant)).await {
+            Stored::Claimed(claim) => Some(claim),
+            Stored::Returned => return succeed(),
+            Stored::Conflict => return fail(StatusCode::CONFLICT, None),
+        },
+        None => None,
+    };
     // A chain hop calls the next one over its socket with the edge's policy, holding its worker
     // until the call ends; a crash of this hop meanwhile stops the job at the crash instant, and
     // dropping the call closes its connections (the simulator cancels them).
@@ -283,15 +320,135 @@ async fn serve(hop: &Hop, shared: &Shared, req: &Request<Incoming>) -> Response<
             return fail(StatusCode::SERVICE_UNAVAILABLE, None);
         }
     }
-    let mut r = shared.record.lock().expect("record lock");
-    let b = shared.bucket(shared.clock.now());
-    r.hops[h].ok_replies += 1;
-    r.hop_series[h][b].successes += 1;
-    reply(StatusCode::OK, None)
+    if let Some(claim) = claim {
+        claim.settle(true);
+    }
+    succeed()
 }
 
-/// The service of request `key` of tenant `tenant` ran from `start` to `end`: counted, and its
-/// effect executed (or deduplicated); the 503 to send when a crash (`reset`) stopped it.
+/// What the idempotency store answered a delivery.
+enum Stored<'a> {
+    /// The delivery holds the key: its handler runs.
+    Claimed(Claim<'a>),
+    /// A live stored result: counted `deduplicated`, answered 200 with nothing run.
+    Returned,
+    /// Another delivery holds the key (`in_progress = "conflict"`): a retryable 409.
+    Conflict,
+}
+
+/// Looks request `key` up in the hop's store, as the simulator's `check_key` does.
+async fn check_key<'a>(
+    hop: &'a Hop,
+    shared: &'a Shared,
+    store: &IdempotencySpec,
+    (key, tenant): (u64, usize),
+) -> Stored<'a> {
+    enum Look {
+        Stored,
+        Claimed,
+        InProgress,
+    }
+    loop {
+        // Created before the look, so that a settle between the look and the wait is not missed.
+        let settled = hop.settled.notified();
+        // The store's lock is not held while the record's is taken (`service_ended` takes the
+        // record's, then the store's).
+        let look = {
+            let mut keys = hop.keys.lock().expect("keys lock");
+            let k = keys.entry(key).or_default();
+            if k.in_progress {
+                Look::InProgress
+            } else if k.executions > 0 && shared.clock.now() < k.expires {
+                Look::Stored
+            } else {
+                k.in_progress = true;
+                Look::Claimed
+            }
+        };
+        let count = |hop_count: fn(&mut HopCounters) -> &mut u64, tenant_count: fn(&mut TenantCounters) -> &mut u64| {
+            let mut r = shared.record.lock().expect("record lock");
+            *hop_count(&mut r.hops[hop.index]) += 1;
+            *tenant_count(&mut r.tenants[tenant]) += 1;
+        };
+        match look {
+            Look::Stored => {
+                count(|c| &mut c.deduplicated, |t| &mut t.deduplicated);
+                return Stored::Returned;
+            }
+            Look::Claimed => {
+                return Stored::Claimed(Claim { hop, shared, key, tenant, ttl: store.ttl, settled: false })
+            }
+            Look::InProgress if store.in_progress == InProgress::Conflict => {
+                count(|c| &mut c.in_progress_conflicts, |t| &mut t.in_progress_conflicts);
+                return Stored::Conflict;
+            }
+            // `in_progress = "wait"`: the worker is held until the key is settled, then look again.
+            Look::InProgress => settled.await,
+        }
+    }
+}
+
+/// A key this delivery holds in progress: [`Claim::settle`] commits or releases it; dropped
+/// unsettled (a failed downstream call, a crash while waiting on it) it is released.
+struct Claim<'a> {
+    hop: &'a Hop,
+    shared: &'a Shared,
+    key: u64,
+    tenant: usize,
+    ttl: Nanos,
+    settled: bool,
+}
+
+impl Claim<'_> {
+    /// The handler ended: on success the effect commits and the key completes, live for the
+    /// TTL (a key that had committed before and expired: a duplicate); on failure it is released.
+    fn settle(mut self, ok: bool) {
+        self.settle_now(ok);
+    }
+
+    fn settle_now(&mut self, ok: bool) {
+        self.settled = true;
+        let now = self.shared.clock.now();
+        let replay = {
+            let mut keys = self.hop.keys.lock().expect("keys lock");
+            let k = keys.get_mut(&self.key).expect("a claimed key is in the store");
+            k.in_progress = false;
+            let replay = k.executions > 0;
+            if ok {
+                k.executions += 1;
+                k.expires = now.saturating_add(self.ttl);
+            }
+            replay
+        };
+        {
+            let mut r = self.shared.record.lock().expect("record lock");
+            let h = self.hop.index;
+            if !ok {
+                r.hops[h].released += 1;
+                r.tenants[self.tenant].released += 1;
+            } else {
+                r.hops[h].executions += 1;
+                if replay {
+                    r.hops[h].duplicates_ttl_expired += 1;
+                    r.tenants[self.tenant].duplicates_ttl_expired += 1;
+                }
+            }
+        }
+        self.hop.settled.notify_waiters();
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.settle_now(false);
+        }
+    }
+}
+
+/// The service of request `key` of tenant `tenant` ran from `start` to `end`: counted, and the
+/// effect of a hop without an idempotency store committed; the 503 to send when a crash
+/// (`reset`) stopped it.
 fn service_ended(
     hop: &Hop,
     shared: &Shared,
@@ -310,31 +467,17 @@ fn service_ended(
     let b = shared.bucket(end);
     r.hops[h].served += 1;
     r.hop_series[h][b].served += 1;
-    if spec.hops[h].effect {
-        let mut commits = hop.commits.lock().expect("commits lock");
-        let entry = commits.entry(key).or_insert((0, 0));
-        match &spec.hops[h].idempotency {
-            Some(_) if entry.0 > 0 && end < entry.1 => {
-                r.hops[h].deduplicated += 1;
-                r.tenants[tenant].deduplicated += 1;
-            }
-            Some(store) => {
-                if entry.0 > 0 {
-                    r.hops[h].duplicates_ttl_expired += 1;
-                    r.tenants[tenant].duplicates_ttl_expired += 1;
-                }
-                *entry = (entry.0 + 1, end.saturating_add(store.ttl));
-                r.hops[h].executions += 1;
-            }
-            None => {
-                if entry.0 > 0 {
-                    r.hops[h].duplicates_no_key += 1;
-                    r.tenants[tenant].duplicates_no_key += 1;
-                }
-                entry.0 += 1;
-                r.hops[h].executions += 1;
-            }
+    // An effect hop without a store commits at service end; every re-execution is a duplicate.
+    // (With a store, the key is looked up next: `check_key`.)
+    if spec.hops[h].effect && spec.hops[h].idempotency.is_none() {
+        let mut keys = hop.keys.lock().expect("keys lock");
+        let k = keys.entry(key).or_default();
+        if k.executions > 0 {
+            r.hops[h].duplicates_no_key += 1;
+            r.tenants[tenant].duplicates_no_key += 1;
         }
+        k.executions += 1;
+        r.hops[h].executions += 1;
     }
     None
 }

@@ -1,6 +1,8 @@
-//! Arrival generation: the sorted first requests of herd/closed tenants, and Poisson gaps.
+//! Arrival generation: the sorted first requests of herd/closed tenants, and the open-loop
+//! tenants' arrivals one after another (Poisson gaps, rate profiles, ramps, traces).
 
 use super::spec::{Arrival, TenantSpec};
+use super::trace::TraceCursor;
 use crate::engine::{secs_to_ns, Nanos, NS_PER_S};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
@@ -12,6 +14,44 @@ pub fn poisson_steps(arrival: &Arrival) -> Option<Vec<(Nanos, f64)>> {
         Arrival::Poisson { rate_per_s } => Some(vec![(0, *rate_per_s)]),
         Arrival::Profile { steps } => Some(steps.clone()),
         Arrival::Herd { .. } | Arrival::Closed { .. } | Arrival::Trace(_) | Arrival::Ramp { .. } => None,
+    }
+}
+
+/// An open-loop tenant's arrival process (Poisson, a rate profile, a ramp or a trace): each
+/// arrival drawn after the one before from the tenant's arrival stream. The simulator and the
+/// emulator read it the same way, so an emulated run sends its requests when the simulated
+/// replication's arrive.
+#[derive(Clone, Debug)]
+pub enum OpenLoop {
+    /// Poisson arrivals at piecewise-constant rates (`from`, rate per second): [`next_poisson`].
+    Steps(Vec<(Nanos, f64)>),
+    /// A rate going linearly from `from` to `to` over `over`: [`next_ramp`].
+    Ramp { from: f64, to: f64, over: Nanos },
+    /// A replayed trace: its cursor.
+    Trace(TraceCursor),
+}
+
+impl OpenLoop {
+    /// The process of `arrival` at its start; `None` for herds and closed loops, whose clients
+    /// send their first requests at drawn instants ([`first_requests`]).
+    pub fn new(arrival: &Arrival) -> Option<OpenLoop> {
+        match arrival {
+            Arrival::Poisson { .. } | Arrival::Profile { .. } => poisson_steps(arrival).map(OpenLoop::Steps),
+            &Arrival::Ramp { from_rate_per_s, rate_per_s, over } => {
+                Some(OpenLoop::Ramp { from: from_rate_per_s, to: rate_per_s, over })
+            }
+            Arrival::Trace(a) => Some(OpenLoop::Trace(TraceCursor::new(a))),
+            Arrival::Herd { .. } | Arrival::Closed { .. } => None,
+        }
+    }
+
+    /// The next arrival after `now` (the arrival before, or 0 for the first) and before `end`.
+    pub fn next(&mut self, now: Nanos, end: Nanos, rng: &mut ChaCha8Rng) -> Option<Nanos> {
+        match self {
+            OpenLoop::Steps(steps) => next_poisson(now, steps, end, rng),
+            &mut OpenLoop::Ramp { from, to, over } => next_ramp(now, from, to, over, end, rng),
+            OpenLoop::Trace(cursor) => cursor.next(now, end, rng),
+        }
     }
 }
 

@@ -33,12 +33,11 @@ pub mod split;
 
 pub use replicas::replica_state_bytes;
 
-use super::arrivals::{first_requests, next_poisson, next_ramp, poisson_steps};
+use super::arrivals::{first_requests, OpenLoop};
 use super::budget::FailureKind;
 use super::fault::FaultKind;
 use super::policy::{DeadlineMode, JitterState};
 use super::spec::{Arrival, SimSpec};
-use super::trace::TraceCursor;
 use crate::engine::{mix64, stream, stream_key, EventQueue, Handle, KeyedDraws, Nanos, Slab, StreamKind};
 use crate::metrics::{DlqReason, HopBucket, Latencies, RunRecord};
 use hop_queue::HopQueue;
@@ -393,9 +392,8 @@ pub struct Simulation<'a> {
     record: RunRecord,
     prefault_wait_us: Latencies,
     first_fault_start: Nanos,
-    poisson_steps: Vec<Option<Vec<(Nanos, f64)>>>,
-    /// Replay positions of trace tenants (None for the others).
-    traces: Vec<Option<TraceCursor>>,
+    /// The arrival process of each open-loop tenant (None for herds and closed loops).
+    open_loop: Vec<Option<OpenLoop>>,
     /// Hops with an autoscaling controller (empty: no autoscaling work per event).
     scaled_hops: Vec<u16>,
     /// Cache hops' stores (None for the other hops; see [`cache`] and [`cache_state`]).
@@ -505,19 +503,7 @@ impl<'a> Simulation<'a> {
             record,
             prefault_wait_us: Latencies::new(),
             first_fault_start: spec.first_trigger_start().unwrap_or(Nanos::MAX),
-            poisson_steps: spec.tenants.iter().map(|t| poisson_steps(&t.arrival)).collect(),
-            traces: spec
-                .tenants
-                .iter()
-                .map(|t| match &t.arrival {
-                    Arrival::Trace(a) => Some(TraceCursor::new(a)),
-                    Arrival::Herd { .. }
-                    | Arrival::Poisson { .. }
-                    | Arrival::Closed { .. }
-                    | Arrival::Profile { .. }
-                    | Arrival::Ramp { .. } => None,
-                })
-                .collect(),
+            open_loop: spec.tenants.iter().map(|t| OpenLoop::new(&t.arrival)).collect(),
             scaled_hops: Vec::new(),
             caches: cache_state::CacheState::for_hops(spec, seed, replication),
             links: links::Links::new(spec),
@@ -652,24 +638,8 @@ impl<'a> Simulation<'a> {
     }
 
     fn schedule_poisson_starts(&mut self) {
-        for (ti, steps) in self.poisson_steps.iter().enumerate() {
-            if let Some(steps) = steps {
-                let rng = &mut self.rngs.arrivals[ti];
-                if let Some(at) = next_poisson(0, steps, self.spec.horizon, rng) {
-                    self.queue.push(at, Event::PoissonArrival { tenant: ti as u16 });
-                }
-            }
-        }
-        for (ti, t) in self.spec.tenants.iter().enumerate() {
-            if let Arrival::Ramp { from_rate_per_s, rate_per_s, over } = t.arrival {
-                let rng = &mut self.rngs.arrivals[ti];
-                if let Some(at) = next_ramp(0, from_rate_per_s, rate_per_s, over, self.spec.horizon, rng) {
-                    self.queue.push(at, Event::PoissonArrival { tenant: ti as u16 });
-                }
-            }
-        }
-        for (ti, cursor) in self.traces.iter_mut().enumerate() {
-            if let Some(at) = cursor.as_mut().and_then(|c| c.next(0, self.spec.horizon, &mut self.rngs.arrivals[ti])) {
+        for (ti, process) in self.open_loop.iter_mut().enumerate() {
+            if let Some(at) = process.as_mut().and_then(|p| p.next(0, self.spec.horizon, &mut self.rngs.arrivals[ti])) {
                 self.queue.push(at, Event::PoissonArrival { tenant: ti as u16 });
             }
         }
@@ -726,21 +696,8 @@ impl<'a> Simulation<'a> {
         let spec = &self.spec.tenants[ti];
         let rng = &mut self.rngs.arrivals[ti];
         let client = rng.random_range(0..spec.clients);
-        let next = match self.traces[ti].as_mut() {
-            Some(cursor) => cursor.next(self.now, self.spec.horizon, rng),
-            None => match spec.arrival {
-                Arrival::Ramp { from_rate_per_s, rate_per_s, over } => {
-                    next_ramp(self.now, from_rate_per_s, rate_per_s, over, self.spec.horizon, rng)
-                }
-                Arrival::Poisson { .. } | Arrival::Profile { .. } => {
-                    let steps = self.poisson_steps[ti].as_deref().expect("only open-loop tenants get these events");
-                    next_poisson(self.now, steps, self.spec.horizon, rng)
-                }
-                Arrival::Herd { .. } | Arrival::Closed { .. } | Arrival::Trace(_) => {
-                    unreachable!("only open-loop tenants get arrival events (a trace has its cursor)")
-                }
-            },
-        };
+        let process = self.open_loop[ti].as_mut().expect("only open-loop tenants get arrival events");
+        let next = process.next(self.now, self.spec.horizon, rng);
         if let Some(at) = next {
             self.queue.push(at, Event::PoissonArrival { tenant });
         }
