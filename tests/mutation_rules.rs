@@ -1062,3 +1062,34 @@ fn each_balanced_hop_keeps_its_own_replica_records() {
         r.replicas.iter().map(|x| (x.hop, x.replica, x.attempts, x.ok_replies)).collect();
     assert_eq!(rows, vec![(1, 0, 3, 3), (1, 1, 3, 3), (2, 0, 2, 2), (2, 1, 2, 2), (2, 2, 2, 2)]);
 }
+
+/// Rule: the caller's timeouts are errors for outlier ejection (Envoy counts a timeout as a
+/// gateway error in `consecutive_5xx`), and an ejected replica is marked out of rotation in each
+/// bucket its ejection touches. Three replicas of four workers behind round robin, outlier
+/// detection after 2 consecutive errors for 5 s; replica 0 hangs for the whole run, the policy
+/// gives up on an attempt after 50 ms; nine requests, one a second from 0 s. Requests 0 and 3 go
+/// to replica 0 and time out at 0.05 s and 3.05 s: ejected over [3.05 s, 8.05 s) (2 of 3 in
+/// rotation is at least half, so the balancer routes around it). Requests 4, 5 go to 1, 2; 6 and
+/// 8 find replica 0 ejected and go to 1, 7 to 2: attempts 2, 4, 3, one ejection, 5 s out of
+/// rotation, flagged in the 1 s buckets 3 to 8 only. Kills `replica_timed_out` → `()` (no
+/// ejection: 3, 3, 3); it also fails on the bucket arithmetic of `out_of_rotation` (`/` → `%` or
+/// `*` at either end of `(from / bucket, (to − 1) / bucket)`: other buckets flagged, or an
+/// inverted range), which tests/replicas.rs and tests/combined.rs catch as well.
+#[test]
+fn a_callers_timeouts_eject_a_hung_replica_for_the_buckets_it_is_out() {
+    let times: Vec<u64> = (0..9).map(|k| 1_000 * k).collect();
+    let hop = "replicas = 3\noutlier_detection = { consecutive_errors = 2, base_ejection_time = \"5s\" }\n\
+               [[fault]]\nhop = \"server\"\nreplica = 0\nkind = \"hang\"\nfrom = \"0s\"\nto = \"10s\"\n";
+    let r = traced(&times, 10, "bucket = \"1s\"", "max_attempts = 1\nattempt_timeout = \"50ms\"", 4, "10ms", hop);
+    let recs = replica_records(&r, 0);
+    assert_eq!(recs.iter().map(|x| x.attempts).collect::<Vec<_>>(), [2, 4, 3]);
+    assert_eq!(recs.iter().map(|x| x.ejections).collect::<Vec<_>>(), [1, 0, 0]);
+    assert_eq!(recs.iter().map(|x| x.out_of_rotation_ns).collect::<Vec<_>>(), [5_000_000_000, 0, 0]);
+    for x in &recs {
+        let flagged: Vec<usize> =
+            x.series.iter().enumerate().filter(|(_, b)| b.out_of_rotation == 1).map(|(b, _)| b).collect();
+        let expected: Vec<usize> = if x.replica == 0 { (3..=8).collect() } else { Vec::new() };
+        assert_eq!(flagged, expected, "replica {}", x.replica);
+    }
+    assert_eq!(r.tenants[0].succeeded, 7, "the seven requests to replicas 1 and 2");
+}

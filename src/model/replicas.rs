@@ -125,4 +125,22 @@ mod tests {
         assert_eq!(spec(100).max_ejected(30), 3, "of the replicas serving (autoscaling)");
         assert_eq!(ReplicaSpec::default().max_ejected(1), 0);
     }
+
+    /// The balancer is health-aware (keeps a health record per replica) with active checks, with
+    /// outlier ejection, or with both, and not with neither.
+    #[test]
+    fn a_balancer_is_health_aware_with_either_kind_of_health_checking() {
+        let check = HealthCheck { interval: 1_000, unhealthy_threshold: 1, healthy_threshold: 1 };
+        let outlier = OutlierDetection {
+            consecutive_errors: 5,
+            base_ejection_time: 1,
+            max_ejection_time: 10,
+            max_ejection_percent: 10.0,
+        };
+        let spec = |health_check, outlier| ReplicaSpec { count: 3, health_check, outlier, ..ReplicaSpec::default() };
+        let aware =
+            [spec(None, None), spec(Some(check), None), spec(None, Some(outlier)), spec(Some(check), Some(outlier))]
+                .map(|s| s.health_aware());
+        assert_eq!(aware, [false, true, true, true]);
+    }
 }

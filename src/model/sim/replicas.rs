@@ -190,3 +190,17 @@ impl Simulation<'_> {
         bucket.in_flight_max = bucket.in_flight_max.max(level);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// A replica is priced at its hop state and the balancer's health record of it. The record
+    /// is 40 bytes from its fields: four `u32` counters (16), `unhealthy_since: Option<Nanos>`
+    /// (16 with its tag, aligned to 8) and `ejected_until: Nanos` (8).
+    #[test]
+    fn a_replica_is_priced_at_its_hop_state_and_its_40_byte_health_record() {
+        assert_eq!(std::mem::size_of::<super::super::balancer::Health>(), 40);
+        let hop_state = std::mem::size_of::<super::super::HopState>() as u64;
+        assert!(hop_state > 40, "a hop state holds more than a health record");
+        assert_eq!(super::replica_state_bytes(), hop_state + 40);
+    }
+}
