@@ -456,12 +456,14 @@ fn side_by_side_text(
             };
             // One run: the prediction interval it must fall in; several: the permutation test.
             let judged = if runs == 1 {
-                crate::metrics::stats::prediction_interval(&values, 0.95).zip(got).map(|(interval, x)| {
-                    (
-                        format!("{} [{}, {}]", num(sim_mean.unwrap_or(x)), num(interval[0]), num(interval[1])),
-                        holds(interval, x),
-                    )
-                })
+                crate::metrics::stats::prediction_interval(&values, metric.interval(), 0.95).zip(got).map(
+                    |(interval, x)| {
+                        (
+                            format!("{} [{}, {}]", num(sim_mean.unwrap_or(x)), num(interval[0]), num(interval[1])),
+                            holds(interval, x),
+                        )
+                    },
+                )
             } else {
                 let draws = crate::metrics::stats::PERMUTATION_DRAWS;
                 crate::metrics::stats::permutation_p(&measured_values, &values, resolution, draws)

@@ -362,6 +362,17 @@ pub enum Interval {
     Flag,
 }
 
+impl Interval {
+    /// The values a run can take: any real value, at least 0, or within [0, 1].
+    pub const fn range(self) -> [f64; 2] {
+        match self {
+            Interval::Student => [f64::NEG_INFINITY, f64::INFINITY],
+            Interval::Positive => [0.0, f64::INFINITY],
+            Interval::Share | Interval::Flag => [0.0, 1.0],
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -160,16 +160,19 @@ pub fn ci_half_width(sd: f64, n: usize, level: f64) -> f64 {
 }
 
 /// The two-sided `level` prediction interval for one new value from the distribution `xs` were
-/// drawn from (normal theory: mean ± t(n − 1) · sd · √(1 + 1/n)); `None` with fewer than 2
-/// values. With no spread among `xs` it is the single point of their mean.
-pub fn prediction_interval(xs: &[f64], level: f64) -> Option<[f64; 2]> {
+/// drawn from (normal theory: mean ± t(n − 1) · sd · √(1 + 1/n)), kept within the values a run
+/// of a metric of interval kind `kind` can take (a count's is never below 0, a share's within
+/// [0, 1]: coverage is kept, as no run falls outside); `None` with fewer than 2 values. With no
+/// spread among `xs` it is the single point of their mean.
+pub fn prediction_interval(xs: &[f64], kind: Interval, level: f64) -> Option<[f64; 2]> {
     let n = xs.len();
     if n < 2 {
         return None;
     }
     let (mean, sd) = mean_sd(xs);
     let half = ci_half_width(sd, n, level) * ((n + 1) as f64).sqrt();
-    Some([mean - half, mean + half])
+    let [low, high] = kind.range();
+    Some([(mean - half).max(low), (mean + half).min(high)])
 }
 
 /// Welch's two-sided `level` interval for mean(a) − mean(b) (unequal variances,
@@ -272,10 +275,16 @@ mod tests {
         // Ten values with mean 5.5 and sd √(55/6) = 3.0277; t(0.975, 9) = 2.2622 (standard
         // tables): 5.5 ± 2.2622 · 3.0277 · √1.1 = 5.5 ± 7.1836.
         let xs: Vec<f64> = (1..=10).map(f64::from).collect();
-        let [lo, hi] = prediction_interval(&xs, 0.95).expect("ten values");
+        let [lo, hi] = prediction_interval(&xs, Interval::Student, 0.95).expect("ten values");
         assert!((lo - (5.5 - 7.1836)).abs() < 1e-3 && (hi - (5.5 + 7.1836)).abs() < 1e-3, "[{lo}, {hi}]");
-        assert_eq!(prediction_interval(&[2.0, 2.0, 2.0], 0.95), Some([2.0, 2.0]));
-        assert_eq!(prediction_interval(&[1.0], 0.95), None);
+        assert_eq!(prediction_interval(&[2.0, 2.0, 2.0], Interval::Positive, 0.95), Some([2.0, 2.0]));
+        assert_eq!(prediction_interval(&[1.0], Interval::Positive, 0.95), None);
+        // Kept within the metric's range: a count's lower bound at 0 (not 5.5 − 7.18), a
+        // share's bounds within [0, 1].
+        assert_eq!(prediction_interval(&xs, Interval::Positive, 0.95).map(|[lo, _]| lo), Some(0.0));
+        let shares = [0.2, 0.9, 1.0, 0.95];
+        let [lo, hi] = prediction_interval(&shares, Interval::Share, 0.95).expect("four values");
+        assert!(lo >= 0.0 && hi == 1.0, "[{lo}, {hi}]");
     }
 
     #[test]
