@@ -104,50 +104,13 @@ async fn run_clients(shared: Arc<Shared>, addr: SocketAddr) {
         // The simulated replication's own arrival stream: this run sends its requests when that
         // replication's arrive (paired runs).
         let mut rng = crate::engine::stream(shared.seed, shared.replication, StreamKind::Arrivals, ti as u32);
-        match tenant.arrival {
-            Arrival::Herd { .. } | Arrival::Closed { .. } => {
-                // A herd client sends `requests_per_client` one after another; a closed-loop
-                // client sends its next request `think` after the one before ended, until the
-                // horizon (`Simulation::schedule_next_request`): (most requests per client,
-                // none for a closed loop; the think time).
-                let (most, think) = match tenant.arrival {
-                    Arrival::Herd { requests_per_client, .. } => (Some(u64::from(requests_per_client)), 0),
-                    Arrival::Closed { think, .. } => (None, think),
-                    Arrival::Poisson { .. } | Arrival::Profile { .. } | Arrival::Ramp { .. } | Arrival::Trace(_) => {
-                        unreachable!("this arm is a herd or a closed loop")
-                    }
-                };
-                let firsts = crate::model::arrivals::first_requests(std::slice::from_ref(tenant), &mut [rng]);
-                for (at, _, client) in firsts {
-                    // A herd's ids follow on from the tenants before it; a closed-loop client's
-                    // are its own range above them (its count is not known in advance).
-                    let first_id = match most {
-                        Some(_) => next_id,
-                        None => CLOSED_IDS | (ti as u64) << 48 | u64::from(client) << 24,
-                    };
-                    next_id += most.unwrap_or(0);
-                    let shared = Arc::clone(&shared);
-                    tasks.spawn(async move {
-                        shared.sleep(at, record_lateness).await;
-                        let mut arrived = at;
-                        for k in 0..most.unwrap_or(u64::MAX) {
-                            // The first request arrives when it was drawn to (as a Poisson
-                            // tenant's do, whatever the timer's error); the next ones `think`
-                            // after the one before ended.
-                            if k > 0 {
-                                arrived = shared.clock.now().saturating_add(think);
-                                if arrived >= shared.spec.horizon {
-                                    break;
-                                }
-                                if think > 0 {
-                                    shared.sleep(arrived, record_lateness).await;
-                                }
-                            }
-                            call(&shared, Caller::Tenant(ti), addr, first_id + k, arrived).await;
-                        }
-                    });
-                }
-            }
+        // A herd client sends `requests_per_client` one after another; a closed-loop client sends
+        // its next request `think` after the one before ended, until the horizon
+        // (`Simulation::schedule_next_request`): (most requests per client, none for a closed
+        // loop; the think time).
+        let (most, think) = match tenant.arrival {
+            Arrival::Herd { requests_per_client, .. } => (Some(u64::from(requests_per_client)), 0),
+            Arrival::Closed { think, .. } => (None, think),
             Arrival::Poisson { .. } | Arrival::Profile { .. } | Arrival::Ramp { .. } | Arrival::Trace(_) => {
                 let mut process = OpenLoop::new(&tenant.arrival).expect("an open-loop tenant");
                 let mut next = process.next(0, spec.horizon, &mut rng);
@@ -163,7 +126,38 @@ async fn run_clients(shared: Arc<Shared>, addr: SocketAddr) {
                         call(&shared, Caller::Tenant(ti), addr, id, at).await;
                     });
                 }
+                continue;
             }
+        };
+        let firsts = crate::model::arrivals::first_requests(std::slice::from_ref(tenant), &mut [rng]);
+        for (at, _, client) in firsts {
+            // A herd's ids follow on from the tenants before it; a closed-loop client's are its
+            // own range above them (its count is not known in advance).
+            let first_id = match most {
+                Some(_) => next_id,
+                None => CLOSED_IDS | (ti as u64) << 48 | u64::from(client) << 24,
+            };
+            next_id += most.unwrap_or(0);
+            let shared = Arc::clone(&shared);
+            tasks.spawn(async move {
+                shared.sleep(at, record_lateness).await;
+                let mut arrived = at;
+                for k in 0..most.unwrap_or(u64::MAX) {
+                    // The first request arrives when it was drawn to (as a Poisson tenant's do,
+                    // whatever the timer's error); the next ones `think` after the one before
+                    // ended.
+                    if k > 0 {
+                        arrived = shared.clock.now().saturating_add(think);
+                        if arrived >= shared.spec.horizon {
+                            break;
+                        }
+                        if think > 0 {
+                            shared.sleep(arrived, record_lateness).await;
+                        }
+                    }
+                    call(&shared, Caller::Tenant(ti), addr, first_id + k, arrived).await;
+                }
+            });
         }
     }
     while tasks.join_next().await.is_some() {}

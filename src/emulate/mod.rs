@@ -248,19 +248,12 @@ pub fn planned_requests(spec: &SimSpec) -> u64 {
                 let at_end = from + (to - from) * ramp_s / ns_to_secs(over).max(f64::MIN_POSITIVE);
                 poisson((from + at_end) / 2.0 * ramp_s + to * (horizon_s - ramp_s))
             }
-            // Its mean rate over the horizon (all of it at most, when not looped); copies under
-            // volume_scale are counted in the mean.
-            Arrival::Trace(trace) => {
-                let replayed = trace.mean_rate_per_s() * horizon_s;
-                poisson(if trace.looped { replayed } else { replayed.min(trace.data.requests() * trace.volume_scale) })
-            }
-            // Each client's requests follow one another, `think` apart, and each takes at least
-            // the hops' mean service and network time (a bound's main term, as the memory
-            // estimate's).
+            Arrival::Trace(trace) => poisson(trace.requests_within(horizon_s)),
+            // Each client's requests follow one another, a cycle apart at least (as the memory
+            // estimate counts them), and the first may come before the horizon's first cycle.
             Arrival::Closed { think, .. } => {
-                let latency_ns: f64 = spec.hops.iter().map(|h| h.service.mean_ns(1) + h.network.mean_ns(1)).sum();
-                let each = (*think as f64 + latency_ns).max(1.0);
-                u64::from(t.clients).saturating_mul((spec.horizon as f64 / each).ceil() as u64 + 1)
+                let cycle_ns = crate::model::arrivals::closed_loop_cycle_ns(spec, *think);
+                u64::from(t.clients).saturating_mul((spec.horizon as f64 / cycle_ns).ceil() as u64 + 1)
             }
         })
         .sum()

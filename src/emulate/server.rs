@@ -5,7 +5,6 @@
 use super::client::Caller;
 use super::{EmulateError, Shared, ATTEMPT_HEADER, REQUEST_HEADER, TENANT_HEADER};
 use crate::engine::{Nanos, StreamKind};
-use crate::metrics::{HopCounters, TenantCounters};
 use crate::model::fault::{FaultKind, InService};
 use crate::model::spec::{IdempotencySpec, InProgress};
 use bytes::Bytes;
@@ -343,48 +342,41 @@ async fn check_key<'a>(
     store: &IdempotencySpec,
     (key, tenant): (u64, usize),
 ) -> Stored<'a> {
-    enum Look {
-        Stored,
-        Claimed,
-        InProgress,
-    }
     loop {
         // Created before the look, so that a settle between the look and the wait is not missed.
         let settled = hop.settled.notified();
         // The store's lock is not held while the record's is taken (`service_ended` takes the
-        // record's, then the store's).
-        let look = {
+        // record's, then the store's). `None`: in progress, and this delivery waits.
+        let answer = {
             let mut keys = hop.keys.lock().expect("keys lock");
             let k = keys.entry(key).or_default();
             if k.in_progress {
-                Look::InProgress
+                (store.in_progress == InProgress::Conflict).then_some(Stored::Conflict)
             } else if k.executions > 0 && shared.clock.now() < k.expires {
-                Look::Stored
+                Some(Stored::Returned)
             } else {
                 k.in_progress = true;
-                Look::Claimed
+                Some(Stored::Claimed(Claim { hop, shared, key, tenant, ttl: store.ttl, settled: false }))
             }
         };
-        let count = |hop_count: fn(&mut HopCounters) -> &mut u64, tenant_count: fn(&mut TenantCounters) -> &mut u64| {
-            let mut r = shared.record.lock().expect("record lock");
-            *hop_count(&mut r.hops[hop.index]) += 1;
-            *tenant_count(&mut r.tenants[tenant]) += 1;
+        // `in_progress = "wait"`: the worker is held until the key is settled, then look again.
+        let Some(answer) = answer else {
+            settled.await;
+            continue;
         };
-        match look {
-            Look::Stored => {
-                count(|c| &mut c.deduplicated, |t| &mut t.deduplicated);
-                return Stored::Returned;
+        let mut r = shared.record.lock().expect("record lock");
+        match answer {
+            Stored::Returned => {
+                r.hops[hop.index].deduplicated += 1;
+                r.tenants[tenant].deduplicated += 1;
             }
-            Look::Claimed => {
-                return Stored::Claimed(Claim { hop, shared, key, tenant, ttl: store.ttl, settled: false })
+            Stored::Conflict => {
+                r.hops[hop.index].in_progress_conflicts += 1;
+                r.tenants[tenant].in_progress_conflicts += 1;
             }
-            Look::InProgress if store.in_progress == InProgress::Conflict => {
-                count(|c| &mut c.in_progress_conflicts, |t| &mut t.in_progress_conflicts);
-                return Stored::Conflict;
-            }
-            // `in_progress = "wait"`: the worker is held until the key is settled, then look again.
-            Look::InProgress => settled.await,
+            Stored::Claimed(_) => {}
         }
+        return answer;
     }
 }
 

@@ -1,7 +1,7 @@
 //! Arrival generation: the sorted first requests of herd/closed tenants, and the open-loop
 //! tenants' arrivals one after another (Poisson gaps, rate profiles, ramps, traces).
 
-use super::spec::{Arrival, TenantSpec};
+use super::spec::{Arrival, SimSpec, TenantSpec};
 use super::trace::TraceCursor;
 use crate::engine::{secs_to_ns, Nanos, NS_PER_S};
 use rand::RngExt;
@@ -53,6 +53,14 @@ impl OpenLoop {
             OpenLoop::Trace(cursor) => cursor.next(now, end, rng),
         }
     }
+}
+
+/// The shortest a closed-loop client's cycle can be on average: its `think` time plus the
+/// hops' mean service and network time (each request passes every hop once at best); at least
+/// 1 ns. The horizon over it bounds a client's requests.
+pub fn closed_loop_cycle_ns(spec: &SimSpec, think: Nanos) -> f64 {
+    let latency_ns: f64 = spec.hops.iter().map(|h| h.service.mean_ns(1) + h.network.mean_ns(1)).sum();
+    (think as f64 + latency_ns).max(1.0)
 }
 
 /// A client's first request: `(time, tenant, client)`.

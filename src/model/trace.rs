@@ -71,6 +71,17 @@ impl TraceArrival {
         self.data.requests() * self.volume_scale / secs.max(1e-9)
     }
 
+    /// Requests replayed over `horizon_s` seconds: the mean rate over the horizon, and at most
+    /// the whole trace (copies under `volume_scale` counted) when it is not looped.
+    pub fn requests_within(&self, horizon_s: f64) -> f64 {
+        let replayed = self.mean_rate_per_s() * horizon_s;
+        if self.looped {
+            replayed
+        } else {
+            replayed.min(self.data.requests() * self.volume_scale)
+        }
+    }
+
     fn scaled(&self, t: Nanos) -> Nanos {
         (t as f64 / self.time_scale) as Nanos
     }

@@ -184,24 +184,15 @@ pub fn requests(spec: &SimSpec) -> f64 {
 /// Requests tenant `t` of `spec` issues in one replication (see [`requests`]).
 fn tenant_requests(spec: &SimSpec, t: &crate::model::TenantSpec) -> f64 {
     let horizon_s = spec.horizon as f64 / 1e9;
-    // A closed-loop client waits at least its think time plus the hops' mean latency.
-    let latency_ns: f64 = spec.hops.iter().map(|h| h.service.mean_ns(1) + h.network.mean_ns(1)).sum();
     match &t.arrival {
         Arrival::Herd { requests_per_client, .. } => f64::from(t.clients) * f64::from(*requests_per_client),
         Arrival::Poisson { rate_per_s } => rate_per_s * horizon_s,
         Arrival::Ramp { from_rate_per_s, rate_per_s, .. } => rate_per_s.max(*from_rate_per_s) * horizon_s,
         Arrival::Profile { steps } => steps.iter().map(|s| s.1).fold(0.0, f64::max) * horizon_s,
-        // A replayed trace issues its mean rate over the horizon (all of it, when not looped).
-        Arrival::Trace(trace) => {
-            let replayed = trace.mean_rate_per_s() * horizon_s;
-            if trace.looped {
-                replayed
-            } else {
-                replayed.min(trace.data.requests() * trace.volume_scale)
-            }
-        }
+        Arrival::Trace(trace) => trace.requests_within(horizon_s),
+        // A closed-loop client waits at least its think time plus the hops' mean latency.
         Arrival::Closed { think, .. } => {
-            f64::from(t.clients) * spec.horizon as f64 / (*think as f64 + latency_ns).max(1.0)
+            f64::from(t.clients) * spec.horizon as f64 / crate::model::arrivals::closed_loop_cycle_ns(spec, *think)
         }
     }
 }
