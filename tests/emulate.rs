@@ -1,7 +1,7 @@
 //! The emulator on real sockets: 127.0.0.1 only, each run a few hundred requests and a few
 //! seconds of wall time (a hard `max_seconds` stops it whatever happens).
 
-use retrystorm::emulate::{self, Options};
+use retrystorm::emulate::{self, Connections, Options};
 use retrystorm::metrics::catalogue::Metric;
 use retrystorm::metrics::RunRecord;
 use retrystorm::runner::{run_study, Emulation, RunOptions, Study};
@@ -377,13 +377,77 @@ fn clients_on_one_busy_thread_send_no_faster_than_their_work_allows() {
     let mean_late_s = fit.sum_y / fit.n as f64;
     let floor_s = work.as_secs_f64() - emulation.timer_lateness_calibration_mean_s;
     assert!(mean_late_s >= floor_s, "retries {mean_late_s} s late on average, under {floor_s} s");
-    // The process's work is timed on every attempt (at least the 2 ms spun), and the advice
-    // is the `work` that simulates it.
+    // The process's work is timed on every attempt (at least the 2 ms spun), and so is its
+    // thread's whole time on a CPU (the work, connections, HTTP and timers); the advice is the
+    // `work` that simulates it: the thread's time per attempt, or the work where the thread's
+    // time reads less (the spin is timed on the wall, and the thread may wait for a core).
     assert_eq!(fit.work_n, 600);
     let work_ms = fit.work_sum_s / 600.0 * 1e3;
     assert!(work_ms >= 2.0, "{work_ms} ms of work per attempt on average, under the 2 ms spun");
+    let busy_ms = fit.thread_busy_s / 600.0 * 1e3;
+    assert!(busy_ms > 0.0, "the client thread's time on a CPU was not measured");
     let advice = fit.advice().expect("advice");
-    assert!(advice.ends_with(&format!("client_timing = {{ work = \"{work_ms:.3}ms\" }}")), "{advice}");
+    let simulated_ms = if busy_ms > work_ms { busy_ms } else { work_ms };
+    assert!(advice.ends_with(&format!("client_timing = {{ work = \"{simulated_ms:.3}ms\" }}")), "{advice}");
+}
+
+#[test]
+fn a_busy_client_writes_each_request_right_after_its_own_work() {
+    // The herd at once with 2 ms of work per attempt and pooled connections: the 300 retries
+    // go out on connections the first attempts opened, each written in the same turn of the
+    // client thread as its work, so they reach the server 2 ms apart. Attempts received in one
+    // 10 ms bucket were sent within 10 ms plus the largest delay from send to receipt; at 2 ms
+    // apart, delays under 8 ms allow at most 10. A connection driven by a task of its own
+    // wrote a request only when that task's turn came, after the work of every attempt due by
+    // then: 91 and 118 retries received in consecutive 10 ms buckets.
+    let source = HERD_AT_ONCE.replace("bucket = \"100ms\"", "bucket = \"10ms\"");
+    let scenario = Scenario::from_source("herd-at-once", &source, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let variants = scenario.run_variants();
+    let options = Options {
+        client_work: Some(std::time::Duration::from_millis(2)),
+        connections: Connections::Pooled,
+        ..test_options()
+    };
+    let (record, emulation) = emulate_with(&scenario, &variants, &options);
+    assert!(emulation.pooled);
+    assert_eq!((record.hops[0].attempts, record.hops[0].retries), (600, 300), "{:?}", record.truncated);
+    let retries: Vec<u32> = record.hop_series[0].iter().map(|b| b.retries).collect();
+    assert!(retries.iter().all(|&r| r <= 10), "retries received per 10 ms: {retries:?}");
+}
+
+#[test]
+fn pooled_connections_are_reused_and_one_that_timed_out_is_not() {
+    // The tiny herd's 8 attempts per client at most reuse the connections of the attempts
+    // before them: far fewer connections than attempts, and the run still agrees with the
+    // simulation (the band of `a_small_herd_on_loopback_agrees_with_the_simulation`).
+    let pooled = Options { connections: Connections::Pooled, ..test_options() };
+    let scenario = Scenario::from_source("tiny-herd", TINY_HERD, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let variants = scenario.run_variants();
+    let simulated = run_study(&scenario, &variants, &RunOptions { threads: Some(2), progress: false });
+    let (record, emulation) = emulate_with(&scenario, &variants, &pooled);
+    assert!(record.truncated.is_none(), "the run stopped early: {:?}", record.truncated);
+    let attempts = record.tenants[0].attempts;
+    assert!(
+        emulation.pooled && emulation.connections * 2 < attempts,
+        "{} connections for {attempts} attempts",
+        emulation.connections
+    );
+    let measured = retrystorm::runner::assemble(&scenario, &variants, vec![record], 1, emulation.wall_s);
+    for metric in [Metric::Amplification, Metric::SuccessRatio] {
+        let sims = values(&simulated, metric);
+        let (mean, sd) = mean_sd(&sims);
+        let tolerance = 4.0 * sd * (1.0 + 1.0 / sims.len() as f64).sqrt();
+        let value = measured.variants[0].metrics.mean(metric).expect("measured");
+        assert!((value - mean).abs() <= tolerance, "{metric:?}: measured {value}, simulated {mean} ± {tolerance}");
+    }
+    // Every attempt of `abandoned` times out: HTTP/1.1 cannot take a request back, so each
+    // closes its connection and the next opens another (one per attempt, pooled or not), and
+    // the hop still serves all 40.
+    let scenario = Scenario::from_source("abandoned", ABANDONED, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let variants = scenario.run_variants();
+    let (record, emulation) = emulate_with(&scenario, &variants, &pooled);
+    assert_eq!((record.tenants[0].attempts, emulation.connections), (40, 40));
+    assert_eq!(record.hops[0].executions, 40, "{:?}", record.truncated);
 }
 
 /// Every attempt times out (100 ms) long before its service ends (300 ms): the hop goes on

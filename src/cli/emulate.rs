@@ -2,7 +2,7 @@
 //! variant, written as a run's files.
 
 use super::{check_jitters, claim, parse_seed, result_command, table, CliError};
-use crate::emulate::{self, ClientMode, EmulateError, Options};
+use crate::emulate::{self, ClientMode, Connections, EmulateError, Options};
 use crate::metrics::catalogue::Metric;
 use crate::metrics::stats::StatRow;
 use crate::runner::{Emulation, Study};
@@ -60,6 +60,11 @@ pub struct EmulateArgs {
     /// herd retries at once (a Python asyncio or Node client). Default: none.
     #[arg(long, value_name = "DURATION")]
     client_work: Option<String>,
+    /// How callers hold their connections: `per-attempt` (a new connection for every attempt)
+    /// or `pooled` (keep-alive connections reused, as HTTP client libraries do: one pool for
+    /// the clients, one for each hop's calls to the next).
+    #[arg(long, value_name = "per-attempt|pooled", default_value = "per-attempt", value_parser = parse_connections)]
+    connections: Connections,
     /// Write into --out even if it holds files retrystorm did not write.
     #[arg(long)]
     force: bool,
@@ -94,6 +99,7 @@ fn check_options(args: &EmulateArgs) -> Result<Options, CliError> {
         allow_late: args.allow_late,
         client: args.client,
         client_work,
+        connections: args.connections,
         runs: args.runs,
         targets: args
             .targets
@@ -146,6 +152,8 @@ fn measure(
     let mut records = Vec::with_capacity(variants.len() * options.runs as usize);
     let mut measured: Vec<Emulation> = Vec::new();
     for (v, checked) in variants.iter().zip(checked) {
+        // A warning about the machine or the scenario, once per variant however many runs say it.
+        let mut warned = std::collections::BTreeSet::new();
         for k in 0..options.runs {
             if !quiet {
                 let which =
@@ -153,7 +161,7 @@ fn measure(
                 eprintln!("emulating `{}`{which} on 127.0.0.1 at --time-scale {} …", v.name, options.time_scale);
             }
             let (record, emulation) = emulate::run(&v.spec, (seed, u64::from(k)), options, checked)?;
-            for w in &emulation.warnings {
+            for w in emulation.warnings.iter().filter(|w| warned.insert(w.to_string())) {
                 eprintln!("warning: `{}`: {w}", v.name);
             }
             if let Some(why) = &record.truncated {
@@ -171,6 +179,14 @@ fn parse_client(text: &str) -> Result<ClientMode, String> {
         "policy" => Ok(ClientMode::Policy),
         "backon" => Ok(ClientMode::Backon),
         other => Err(format!("`{other}` is not a client mode; give policy or backon")),
+    }
+}
+
+fn parse_connections(text: &str) -> Result<Connections, String> {
+    match text {
+        "per-attempt" => Ok(Connections::PerAttempt),
+        "pooled" => Ok(Connections::Pooled),
+        other => Err(format!("`{other}` is not a connection mode; give per-attempt or pooled")),
     }
 }
 
@@ -225,13 +241,13 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
         print!("{}", table::summary_table(&study, table::WIDTH));
         if let Some(e) = &study.emulation {
             let mut text = format!(
-                "measured on 127.0.0.1: timers {:.3} ms off their deadlines on average (p99 {:.3} ms) over {} sleeps; connection set-up {:.3} ms (p99 {:.3} ms) over {} connections; {:.1} s of wall time\n{}\n",
+                "measured on 127.0.0.1: timers {:.3} ms off their deadlines on average (p99 {:.3} ms) over {} sleeps; connection set-up {:.3} ms (p99 {:.3} ms) over {}; {:.1} s of wall time\n{}\n",
                 e.timer_lateness_mean_s * 1e3,
                 e.timer_lateness_p99_s * 1e3,
                 e.timer_samples,
                 e.connect_mean_s * 1e3,
                 e.connect_p99_s * 1e3,
-                e.connections,
+                connection_words(e),
                 e.wall_s,
                 cpu_words(e).trim_start_matches("; ")
             );
@@ -244,6 +260,15 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
         println!("wrote {} files to {}", written.len(), out.display());
     }
     Ok(())
+}
+
+/// How many connections a run opened, and whether its callers pooled them.
+fn connection_words(e: &Emulation) -> String {
+    if e.pooled {
+        format!("{} pooled connections (opened, then reused)", e.connections)
+    } else {
+        format!("{} connections (one per attempt)", e.connections)
+    }
 }
 
 /// One emulation record over several runs: sums, means weighted by samples, the largest p99.
@@ -268,9 +293,15 @@ fn merge(runs: &[Emulation]) -> Emulation {
         connect_mean_s: weighted(|e| e.connect_mean_s, |e| e.connections),
         connect_p99_s: max(|e| e.connect_p99_s),
         connections: runs.iter().map(|e| e.connections).sum(),
+        pooled: runs.iter().any(|e| e.pooled),
         cpu_s: runs.iter().map(|e| e.cpu_s).sum(),
         cpu_share: runs.iter().map(|e| e.cpu_share).try_fold(0.0f64, |m, s| s.map(|s| m.max(s))),
-        warnings: runs.iter().flat_map(|e| e.warnings.iter().cloned()).collect(),
+        warnings: runs.iter().flat_map(|e| e.warnings.iter().cloned()).fold(Vec::new(), |mut seen, w| {
+            if !seen.contains(&w) {
+                seen.push(w);
+            }
+            seen
+        }),
         client_delays: runs.iter().fold(Default::default(), |fit, e| fit.merged(&e.client_delays)),
     }
 }
@@ -309,6 +340,9 @@ pub struct CompareEmulation {
     /// `emulate --client-work`).
     #[arg(long, value_name = "DURATION", requires = "emulate")]
     client_work: Option<String>,
+    /// With --emulate: how callers hold their connections (as `emulate --connections`).
+    #[arg(long, value_name = "per-attempt|pooled", default_value = "per-attempt", value_parser = parse_connections, requires = "emulate")]
+    connections: Connections,
 }
 
 impl CompareEmulation {
@@ -331,6 +365,7 @@ impl CompareEmulation {
             allow_late: self.allow_late,
             client: ClientMode::Policy,
             client_work: self.client_work.clone(),
+            connections: self.connections,
             runs: self.emulate_runs,
             targets: self.targets.clone(),
             allow_remote_target: self.allow_remote_target,
@@ -520,13 +555,13 @@ fn side_by_side_text(
     };
     let _ = writeln!(
         tail,
-        "what the simulation leaves out, measured: timers {:.3} ms off their deadlines on average (p99 {:.3} ms; raw lateness {:.3} ms, corrected); connection set-up {:.3} ms (p99 {:.3} ms) over {} connections; {:.1} s of wall time{}.",
+        "what the simulation leaves out, measured: timers {:.3} ms off their deadlines on average (p99 {:.3} ms; raw lateness {:.3} ms, corrected); connection set-up {:.3} ms (p99 {:.3} ms) over {}; {:.1} s of wall time{}.",
         e.timer_lateness_mean_s * 1e3,
         e.timer_lateness_p99_s * 1e3,
         e.timer_lateness_calibration_mean_s * 1e3,
         e.connect_mean_s * 1e3,
         e.connect_p99_s * 1e3,
-        e.connections,
+        connection_words(e),
         e.wall_s,
         cpu_words(e)
     );

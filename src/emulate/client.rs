@@ -1,7 +1,7 @@
 //! The clients: each logical request a tokio task that connects to the hop over 127.0.0.1,
 //! waits with a real attempt timeout, and retries with the simulator's policy code.
 
-use super::{ClientMode, Shared, ATTEMPT_HEADER, REQUEST_HEADER, TENANT_HEADER};
+use super::{ClientMode, Connections, Shared, ATTEMPT_HEADER, REQUEST_HEADER, TENANT_HEADER};
 use crate::engine::time::ns_to_secs;
 use crate::engine::{Nanos, StreamKind};
 use crate::metrics::{DlqReason, RunRecord, RETRY_DELAY_SAMPLES_MAX};
@@ -10,11 +10,12 @@ use crate::model::budget::FailureKind;
 use crate::model::policy::JitterState;
 use crate::model::spec::{Arrival, SimSpec};
 use bytes::Bytes;
-use http_body_util::Empty;
+use http_body_util::{BodyExt, Empty};
 use hyper::Request;
 use hyper_util::rt::TokioIo;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -59,13 +60,23 @@ pub(crate) struct Clients {
 /// work (`Shared::client_work`), on one thread of their own (one client process), each attempt
 /// spinning for that work on it before it is sent — so that attempts fired together leave one
 /// after another, each later by the work of those before it, as a busy event loop sends them.
+/// On its own thread, the process's whole time on a CPU is measured too (the work, and the
+/// connections, HTTP and timers around it: `ClientDelayFit::thread_busy_s`).
 pub(crate) fn start(shared: Arc<Shared>, addr: SocketAddr) -> Clients {
     let work = shared.client_work;
     let (done_tx, done) = tokio::sync::oneshot::channel();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let run = async move {
+        // On the clients' own thread this future and every task it spawns run on that thread.
+        let cpu_before = work.and_then(|_| super::clock::thread_cpu_s());
         tokio::select! {
-            () = run_clients(shared, addr) => {
+            () = run_clients(Arc::clone(&shared), addr) => {
+                if let Some((before, after)) = cpu_before.zip(super::clock::thread_cpu_s()) {
+                    let scenario_s = |wall_s: f64| wall_s.max(0.0) / shared.clock.scale();
+                    let mut fit = shared.client_delays.lock().expect("client delays lock");
+                    fit.thread_busy_s += scenario_s(after.0 - before.0);
+                    fit.thread_waiting_s += scenario_s(after.1 - before.1);
+                }
                 let _ = done_tx.send(());
             }
             _ = stopped => {}
@@ -253,7 +264,7 @@ pub(crate) async fn call(shared: &Shared, caller: Caller, addr: SocketAddr, id: 
             }
         }
         let timeout_at = policy.attempt_timeout.map_or(deadline_at, |t| sent.saturating_add(t)).min(deadline_at);
-        let attempt = send(shared, addr, external, (ti, id, attempts));
+        let attempt = send(shared, addr, external, (ti, id, attempts), (tenant_call, target));
         // The timeout is a sleep like every other (woken `lead` early, its lateness recorded):
         // a timer left to fire late gives every attempt a longer timeout, by more scenario time
         // the faster the run (`--time-scale` below 1).
@@ -346,43 +357,117 @@ pub(crate) async fn call(shared: &Shared, caller: Caller, addr: SocketAddr, id: 
 
 type Failure = (FailureKind, Option<Nanos>);
 
-/// One attempt over a fresh connection: the reply's status as a success or a failure kind, with
-/// the server's Retry-After (wall seconds, converted to scenario time).
+/// A caller's HTTP/1.1 connection: the handle requests go through and the connection itself,
+/// driven by the task that uses it rather than by a task of its own. So a request is written in
+/// the same turn of the caller's thread that makes it, right after the caller's work, as an
+/// event-loop client (Python's asyncio) writes it; a connection task of its own would write it
+/// only when its turn came, after every task woken meanwhile — on a busy client thread, after
+/// the work of every attempt due by then, so that attempts due apart would leave together.
+pub(crate) struct Conn {
+    sender: hyper::client::conn::http1::SendRequest<Empty<Bytes>>,
+    io: std::pin::Pin<Box<hyper::client::conn::http1::Connection<TokioIo<tokio::net::TcpStream>, Empty<Bytes>>>>,
+    /// The connection has ended (closed by either side, or failed): it is not polled again and
+    /// not pooled.
+    ended: bool,
+}
+
+/// `work` run to its end while the connection is driven, the connection first at every turn
+/// (so that what `work` queued on it is written in that turn); `None` if the connection ended
+/// with `work` unfinished. An ended connection is not polled again (`Conn::ended`).
+async fn drive<T>(
+    io: &mut std::pin::Pin<Box<impl Future<Output = hyper::Result<()>>>>,
+    ended: &mut bool,
+    work: impl Future<Output = T>,
+) -> Option<T> {
+    let mut work = std::pin::pin!(work);
+    std::future::poll_fn(|cx| {
+        // A server that closes after its reply (`connection: close`) ends the connection with
+        // the reply read: `work` may still finish.
+        *ended = *ended || io.as_mut().poll(cx).is_ready();
+        match work.as_mut().poll(cx) {
+            std::task::Poll::Ready(t) => std::task::Poll::Ready(Some(t)),
+            std::task::Poll::Pending if *ended => std::task::Poll::Ready(None),
+            std::task::Poll::Pending => std::task::Poll::Pending,
+        }
+    })
+    .await
+}
+
+impl Conn {
+    /// The reply to `req`, read to its end; `Err(true)` if the request could not be sent (it
+    /// was not taken in), `Err(false)` if the connection failed after.
+    async fn exchange(&mut self, req: Request<Empty<Bytes>>) -> Result<(hyper::StatusCode, hyper::HeaderMap), bool> {
+        let Conn { sender, io, ended } = self;
+        drive(io, ended, std::future::poll_fn(|cx| sender.poll_ready(cx))).await.and_then(Result::ok).ok_or(true)?;
+        let resp = drive(io, ended, sender.send_request(req)).await.ok_or(false)?.map_err(|e| e.is_canceled())?;
+        let (parts, body) = resp.into_parts();
+        // The reply read to its end frees the connection for the caller's next request.
+        drive(io, ended, body.collect()).await.and_then(Result::ok).ok_or(false)?;
+        Ok((parts.status, parts.headers))
+    }
+}
+
+/// A connection to `addr`: an idle one from the caller's pool (`Connections::Pooled`), else a
+/// new one, its set-up timed. The flag says it was reused.
+async fn connection(shared: &Shared, addr: SocketAddr, pool: Option<(bool, usize)>) -> Result<(Conn, bool), ()> {
+    if let Some(idle) = pool.and_then(|key| shared.idle.lock().expect("pool lock").get_mut(&key).and_then(Vec::pop)) {
+        return Ok((idle, true));
+    }
+    let began = std::time::Instant::now();
+    let stream = tokio::net::TcpStream::connect(addr).await.map_err(drop)?;
+    let _ = stream.set_nodelay(true);
+    let (sender, io) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(drop)?;
+    shared.connect_ns.lock().expect("connect lock").push(began.elapsed().as_nanos() as u64);
+    Ok((Conn { sender, io: Box::pin(io), ended: false }, false))
+}
+
+/// One attempt over a connection of its own (`Connections::PerAttempt`) or one from its caller's
+/// pool (`Connections::Pooled`, the pool `(tenant_call, target)`), given back after a whole
+/// reply; the reply's status as a success or a failure kind, with the server's Retry-After (wall
+/// seconds, converted to scenario time). An attempt dropped at its timeout drops its connection.
 /// To a real endpoint (`--target`), the request goes to its path with its Host header.
 async fn send(
     shared: &Shared,
     addr: SocketAddr,
     external: Option<&super::Target>,
     (ti, id, attempt): (usize, u64, u32),
+    pool: (bool, usize),
 ) -> Result<(), Failure> {
     let refused = (FailureKind::Transient, None);
-    let began = std::time::Instant::now();
-    let stream = tokio::net::TcpStream::connect(addr).await.map_err(|_| refused)?;
-    let _ = stream.set_nodelay(true);
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|_| refused)?;
-    tokio::spawn(conn);
-    shared.connect_ns.lock().expect("connect lock").push(began.elapsed().as_nanos() as u64);
+    let pool = (shared.connections == Connections::Pooled).then_some(pool);
     let (path, host) = external.map_or(("/", "127.0.0.1"), |t| (t.path.as_str(), t.host.as_str()));
-    let req = Request::builder()
-        .uri(path)
-        .header(hyper::header::HOST, host)
-        .header(REQUEST_HEADER, id)
-        .header(ATTEMPT_HEADER, attempt)
-        .header(TENANT_HEADER, ti)
-        .body(Empty::<Bytes>::new())
-        .map_err(|_| refused)?;
-    let resp = sender.send_request(req).await.map_err(|_| refused)?;
-    let status = resp.status();
-    if status.is_success() {
-        return Ok(());
+    let request = || {
+        Request::builder()
+            .uri(path)
+            .header(hyper::header::HOST, host)
+            .header(REQUEST_HEADER, id)
+            .header(ATTEMPT_HEADER, attempt)
+            .header(TENANT_HEADER, ti)
+            .body(Empty::<Bytes>::new())
+    };
+    let (mut conn, reused) = connection(shared, addr, pool).await.map_err(|()| refused)?;
+    let (status, headers) = match conn.exchange(request().map_err(|_| refused)?).await {
+        Ok(reply) => reply,
+        // A pooled connection the server closed while it sat idle: once more on a new one (as
+        // pooling HTTP clients do; the request was not taken in).
+        Err(true) if reused => {
+            (conn, _) = connection(shared, addr, None).await.map_err(|()| refused)?;
+            conn.exchange(request().map_err(|_| refused)?).await.map_err(|_| refused)?
+        }
+        Err(_) => return Err(refused),
+    };
+    if let Some(key) = pool.filter(|_| !conn.ended) {
+        shared.idle.lock().expect("pool lock").entry(key).or_default().push(conn);
     }
-    let retry_after = resp
-        .headers()
+    let retry_after = headers
         .get(hyper::header::RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<f64>().ok())
         .filter(|s| s.is_finite() && *s >= 0.0)
         .map(|s| (s * 1e9 / shared.clock.scale()) as Nanos);
+    if status.is_success() {
+        return Ok(());
+    }
     let kind =
         if status == hyper::StatusCode::TOO_MANY_REQUESTS { FailureKind::Throttling } else { FailureKind::Transient };
     Err((kind, retry_after))

@@ -110,3 +110,13 @@ pub fn process_cpu_s() -> Option<f64> {
     let system: u64 = fields.next()?.parse().ok()?;
     Some((user + system) as f64 / 100.0)
 }
+
+/// Seconds the calling thread has been on a CPU, and seconds it has waited on a run queue
+/// (ready to run while other threads held the cores), where the system says: Linux's
+/// /proc/thread-self/schedstat, whose first two fields are those times in nanoseconds.
+pub fn thread_cpu_s() -> Option<(f64, f64)> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let mut fields = stat.split_whitespace().map(|f| f.parse::<u64>().ok());
+    let (on_cpu, waiting) = (fields.next()??, fields.next()??);
+    Some((on_cpu as f64 / 1e9, waiting as f64 / 1e9))
+}

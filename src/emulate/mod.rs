@@ -41,6 +41,8 @@ pub struct Options {
     /// client of the run on one thread — one client process's event loop, as a Python asyncio
     /// or Node client has. `None`: the clients share the servers' runtime and do no work.
     pub client_work: Option<std::time::Duration>,
+    /// How callers hold their connections (`--connections`).
+    pub connections: Connections,
     /// Emulated runs per variant (`--runs`), run `k` on the arrivals of simulated replication
     /// `k` (paired with it): more than one gives the measurement an interval of its own. [`run`] makes one; the command loops.
     pub runs: u32,
@@ -89,6 +91,20 @@ impl Target {
     }
 }
 
+/// How a caller connects to the hop it calls (`--connections`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Connections {
+    /// A fresh connection for every attempt, closed after its reply: every attempt pays for a
+    /// connect and a handshake on its caller's thread.
+    #[default]
+    PerAttempt,
+    /// Keep-alive connections kept in a pool and reused, as HTTP client libraries do by default:
+    /// one pool for all the clients (one client process), one for each hop's calls to the next.
+    /// A connection is opened only when every pooled one is busy; an attempt that times out
+    /// closes its connection (HTTP/1.1 cannot take a request back).
+    Pooled,
+}
+
 /// Whose code decides a client's backoff.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ClientMode {
@@ -108,6 +124,7 @@ impl Default for Options {
             allow_late: false,
             client: ClientMode::Policy,
             client_work: None,
+            connections: Connections::PerAttempt,
             runs: 1,
             targets: Vec::new(),
         }
@@ -169,10 +186,6 @@ pub fn check_supported(spec: &SimSpec) -> Result<(), EmulateError> {
         }
         if t.invalid_fraction > 0.0 || t.poison_fraction > 0.0 {
             return refuse(format!("tenant `{}`'s invalid or poison fraction", t.name));
-        }
-        if !t.timing.is_zero() {
-            // The emulated clients have real delays of their own; this models them.
-            return refuse(format!("tenant `{}`'s client_timing (the emulated clients' own delays are real)", t.name));
         }
     }
     for p in &spec.policies {
@@ -281,6 +294,11 @@ pub(crate) struct Shared {
     pub(crate) lateness_ns: Mutex<Vec<u64>>,
     /// Attempts the servers are still handling (each in a task of its own, `server::start`).
     pub(crate) serving: std::sync::atomic::AtomicU32,
+    /// How callers hold their connections.
+    pub(crate) connections: Connections,
+    /// Idle keep-alive connections (`Connections::Pooled`), per pool: the clients' (`true`) or a
+    /// hop's callers' (`false`), and the hop called.
+    pub(crate) idle: Mutex<std::collections::HashMap<(bool, usize), Vec<client::Conn>>>,
     /// Connection set-up times (wall nanoseconds from connect to a ready HTTP/1.1 connection).
     pub(crate) connect_ns: Mutex<Vec<u64>>,
     /// The clients' own delay on each retry against how busy their tenant was.
@@ -380,6 +398,15 @@ pub fn preflight(spec: &SimSpec, options: &Options) -> Result<Preflight, Emulate
             options.max_requests
         )));
     }
+    // A tenant's `client_timing` is the simulation's stand-in for its clients' own delays; the
+    // emulated clients have real ones, so it is not emulated (it calibrates the simulated side of
+    // `compare --emulate`, e.g. from what `--client-work` measured).
+    let mut warnings: Vec<String> = spec
+        .tenants
+        .iter()
+        .filter(|t| !t.timing.is_zero())
+        .map(|t| format!("tenant `{}`'s client_timing is simulated only: the emulated clients' own delays are real ones (--client-work gives them a process that congests)", t.name))
+        .collect();
     let runtime = runtime()?;
     let mean_service_wall_s =
         crate::engine::time::ns_to_secs(spec.hops[0].service.mean_ns(1) as Nanos) * options.time_scale;
@@ -390,7 +417,6 @@ pub fn preflight(spec: &SimSpec, options: &Options) -> Result<Preflight, Emulate
     let calibration = runtime.block_on(clock::timer_error(mean_service_wall_s, lead));
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     let limit_s = mean_service_wall_s / 10.0;
-    let mut warnings = Vec::new();
     if calibration.mean_s > limit_s {
         let text = format!(
             "this machine's timers wake {:.3} ms off their deadlines on average (p99 {:.3} ms), after correcting for their mean lateness, against a mean service time of {:.3} ms at --time-scale {}: more than a tenth of it, so service times and backoffs are not what the scenario says",
@@ -458,6 +484,7 @@ pub fn run(
         connect_mean_s: connect_mean,
         connect_p99_s: connect_p99,
         connections: connect.len() as u64,
+        pooled: options.connections == Connections::Pooled,
         cpu_s,
         cpu_share,
         warnings,
@@ -480,6 +507,8 @@ async fn run_async(
         clock: Clock::new(options.time_scale),
         client: options.client,
         client_work: options.client_work,
+        connections: options.connections,
+        idle: Mutex::new(std::collections::HashMap::new()),
         spec,
         lead,
         record: Mutex::new(record),

@@ -27,8 +27,12 @@ pub struct Emulation {
     pub connect_mean_s: f64,
     /// Its 99th percentile.
     pub connect_p99_s: f64,
-    /// Connections opened (one per attempt).
+    /// Connections opened: one per attempt, or fewer when `pooled`.
     pub connections: u64,
+    /// Callers kept their connections in a pool and reused them (`--connections pooled`;
+    /// absent, false, in runs written before the option).
+    #[serde(default)]
+    pub pooled: bool,
     /// CPU seconds the emulator's process used during the run (servers and clients together;
     /// `None` where the system does not say).
     pub cpu_s: Option<f64>,
@@ -66,6 +70,16 @@ pub struct ClientDelayFit {
     /// The seconds of that work, summed.
     #[serde(default)]
     pub work_sum_s: f64,
+    /// Scenario seconds the client process's one thread was on a CPU during the run: the work
+    /// above, and also every connection's set-up, the HTTP requests and replies, and the
+    /// timers (`--client-work`; 0 where not measured).
+    #[serde(default)]
+    pub thread_busy_s: f64,
+    /// Scenario seconds that thread was ready to run but waited for a core held by other
+    /// threads (the servers'): the machine's CPU saturation, which delays the client as its own
+    /// work does (`--client-work`; 0 where not measured).
+    #[serde(default)]
+    pub thread_waiting_s: f64,
 }
 
 impl ClientDelayFit {
@@ -89,6 +103,8 @@ impl ClientDelayFit {
             sum_xy: self.sum_xy + other.sum_xy,
             work_n: self.work_n + other.work_n,
             work_sum_s: self.work_sum_s + other.work_sum_s,
+            thread_busy_s: self.thread_busy_s + other.thread_busy_s,
+            thread_waiting_s: self.thread_waiting_s + other.thread_waiting_s,
         }
     }
 
@@ -116,8 +132,18 @@ impl ClientDelayFit {
     pub fn advice(&self) -> Option<String> {
         if self.work_n > 0 {
             // A process that works on each attempt: its queue, not a line through the delays,
-            // is what delays the retries (docs/MODEL.md, "Client timing").
-            let work_ms = self.work_sum_s / self.work_n as f64 * 1e3;
+            // is what delays the retries (docs/MODEL.md, "Client timing"). What it costs per
+            // attempt is all its thread did (connections and HTTP included) where that was
+            // measured, else the work it was timed doing.
+            let n = self.work_n as f64;
+            let work_ms = self.work_sum_s / n * 1e3;
+            let busy_ms = self.thread_busy_s / n * 1e3;
+            if busy_ms > work_ms {
+                return Some(format!(
+                    "the client process's thread was busy {busy_ms:.3} ms per attempt, over {} attempts\n({work_ms:.3} ms its own work, the rest connections, HTTP and timers);\nto simulate it, on the tenant:\n  client_timing = {{ work = \"{busy_ms:.3}ms\" }}",
+                    self.work_n
+                ));
+            }
             return Some(format!(
                 "the client process worked {work_ms:.3} ms on each attempt on average, over {} attempts,\none attempt at a time; to simulate it, on the tenant:\n  client_timing = {{ work = \"{work_ms:.3}ms\" }}",
                 self.work_n
