@@ -92,6 +92,10 @@ fn a_small_herd_on_loopback_agrees_with_the_simulation() {
     // is fitted from): one per retry the tenant made.
     let retries = record.tenants[0].attempts - record.tenants[0].requests;
     assert!(retries > 0, "the tiny herd retries");
+    // Every attempt was answered (no timeouts here), and each answer's loopback time measured:
+    // its round trip less the time the hop says it held the attempt.
+    assert_eq!(emulation.loopback_samples, record.tenants[0].attempts, "one loopback time per exchange");
+    assert!(emulation.loopback_mean_s > 0.0 && emulation.loopback_p99_s >= emulation.loopback_mean_s);
     assert_eq!(emulation.client_delays.n, retries, "one client delay per retry");
     assert!(emulation.client_delays.advice().is_some());
     let measured = retrystorm::runner::assemble(&scenario, &variants, vec![record], 1, emulation.wall_s);
@@ -694,6 +698,8 @@ fn a_target_replaces_a_hop_by_a_real_endpoint_on_this_machine() {
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).expect("summary")).expect("json");
     let metric = |name: &str| summary["variants"][0]["metrics"][name]["mean"].as_f64().expect("a mean");
     assert_eq!((metric("requests"), metric("attempts"), metric("succeeded")), (20.0, 40.0, 20.0));
+    // A real endpoint does not say how long it held a request: no loopback time is made up.
+    assert_eq!(summary["emulation"]["loopback_samples"].as_u64(), Some(0));
     // Off this machine only with the flag; a hop the scenario does not have is named.
     for (target, needle) in [
         ("api=http://192.0.2.1:80/", "not on this machine"),

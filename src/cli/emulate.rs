@@ -264,11 +264,19 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
 
 /// How many connections a run opened, and whether its callers pooled them.
 fn connection_words(e: &Emulation) -> String {
-    if e.pooled {
+    let opened = if e.pooled {
         format!("{} pooled connections (opened, then reused)", e.connections)
     } else {
         format!("{} connections (one per attempt)", e.connections)
+    };
+    if e.loopback_samples == 0 {
+        return opened;
     }
+    format!(
+        "{opened}; loopback {:.3} ms per request and reply (p99 {:.3} ms)",
+        e.loopback_mean_s * 1e3,
+        e.loopback_p99_s * 1e3
+    )
 }
 
 /// One emulation record over several runs: sums, means weighted by samples, the largest p99.
@@ -294,6 +302,9 @@ fn merge(runs: &[Emulation]) -> Emulation {
         connect_p99_s: max(|e| e.connect_p99_s),
         connections: runs.iter().map(|e| e.connections).sum(),
         pooled: runs.iter().any(|e| e.pooled),
+        loopback_mean_s: weighted(|e| e.loopback_mean_s, |e| e.loopback_samples),
+        loopback_p99_s: max(|e| e.loopback_p99_s),
+        loopback_samples: runs.iter().map(|e| e.loopback_samples).sum(),
         cpu_s: runs.iter().map(|e| e.cpu_s).sum(),
         cpu_share: runs.iter().map(|e| e.cpu_share).try_fold(0.0f64, |m, s| s.map(|s| m.max(s))),
         warnings: runs.iter().flat_map(|e| e.warnings.iter().cloned()).fold(Vec::new(), |mut seen, w| {

@@ -1,7 +1,7 @@
 //! The clients: each logical request a tokio task that connects to the hop over 127.0.0.1,
 //! waits with a real attempt timeout, and retries with the simulator's policy code.
 
-use super::{ClientMode, Connections, Shared, ATTEMPT_HEADER, REQUEST_HEADER, TENANT_HEADER};
+use super::{ClientMode, Connections, Shared, ATTEMPT_HEADER, REQUEST_HEADER, SERVED_HEADER, TENANT_HEADER};
 use crate::engine::time::ns_to_secs;
 use crate::engine::{Nanos, StreamKind};
 use crate::metrics::{DlqReason, RunRecord, RETRY_DELAY_SAMPLES_MAX};
@@ -394,16 +394,22 @@ async fn drive<T>(
 }
 
 impl Conn {
-    /// The reply to `req`, read to its end; `Err(true)` if the request could not be sent (it
-    /// was not taken in), `Err(false)` if the connection failed after.
-    async fn exchange(&mut self, req: Request<Empty<Bytes>>) -> Result<(hyper::StatusCode, hyper::HeaderMap), bool> {
+    /// The reply to `req`, read to its end, and the wall nanoseconds from sending the request to
+    /// the reply's head; `Err(true)` if the request could not be sent (it was not taken in),
+    /// `Err(false)` if the connection failed after.
+    async fn exchange(
+        &mut self,
+        req: Request<Empty<Bytes>>,
+    ) -> Result<(hyper::StatusCode, hyper::HeaderMap, u64), bool> {
         let Conn { sender, io, ended } = self;
         drive(io, ended, std::future::poll_fn(|cx| sender.poll_ready(cx))).await.and_then(Result::ok).ok_or(true)?;
+        let sent = std::time::Instant::now();
         let resp = drive(io, ended, sender.send_request(req)).await.ok_or(false)?.map_err(|e| e.is_canceled())?;
+        let round_trip = sent.elapsed().as_nanos() as u64;
         let (parts, body) = resp.into_parts();
         // The reply read to its end frees the connection for the caller's next request.
         drive(io, ended, body.collect()).await.and_then(Result::ok).ok_or(false)?;
-        Ok((parts.status, parts.headers))
+        Ok((parts.status, parts.headers, round_trip))
     }
 }
 
@@ -446,7 +452,7 @@ async fn send(
             .body(Empty::<Bytes>::new())
     };
     let (mut conn, reused) = connection(shared, addr, pool).await.map_err(|()| refused)?;
-    let (status, headers) = match conn.exchange(request().map_err(|_| refused)?).await {
+    let (status, headers, round_trip) = match conn.exchange(request().map_err(|_| refused)?).await {
         Ok(reply) => reply,
         // A pooled connection the server closed while it sat idle: once more on a new one (as
         // pooling HTTP clients do; the request was not taken in).
@@ -456,6 +462,11 @@ async fn send(
         }
         Err(_) => return Err(refused),
     };
+    // What the loopback took: the round trip less the hop's own time (an emulated hop says it).
+    let held = headers.get(SERVED_HEADER).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if let Some(held) = held {
+        shared.loopback_ns.lock().expect("loopback lock").push(round_trip.saturating_sub(held));
+    }
     if let Some(key) = pool.filter(|_| !conn.ended) {
         shared.idle.lock().expect("pool lock").entry(key).or_default().push(conn);
     }

@@ -278,6 +278,8 @@ pub(crate) const REQUEST_HEADER: &str = "x-retrystorm-request";
 pub(crate) const ATTEMPT_HEADER: &str = "x-retrystorm-attempt";
 /// See [`REQUEST_HEADER`]: the index of the request's tenant.
 pub(crate) const TENANT_HEADER: &str = "x-retrystorm-tenant";
+/// The reply header an emulated hop sends: wall nanoseconds from reading the request to its reply.
+pub(crate) const SERVED_HEADER: &str = "x-retrystorm-served-ns";
 
 /// Shared by the servers and the clients of one run: the clock and what was recorded.
 pub(crate) struct Shared {
@@ -301,6 +303,9 @@ pub(crate) struct Shared {
     pub(crate) idle: Mutex<std::collections::HashMap<(bool, usize), Vec<client::Conn>>>,
     /// Connection set-up times (wall nanoseconds from connect to a ready HTTP/1.1 connection).
     pub(crate) connect_ns: Mutex<Vec<u64>>,
+    /// Loopback times: wall nanoseconds of each request's round trip on a ready connection, less
+    /// the time the hop held it (its `SERVED_HEADER`).
+    pub(crate) loopback_ns: Mutex<Vec<u64>>,
     /// The clients' own delay on each retry against how busy their tenant was.
     pub(crate) client_delays: Mutex<crate::runner::ClientDelayFit>,
     /// The master seed and the replication this run stands for: its arrival times are that
@@ -462,9 +467,10 @@ pub fn run(
         ));
     }
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
-    let (record, lateness, connect, client_delays) = outcome?;
+    let Outcome { record, lateness, connect, loopback, client_delays } = outcome?;
     let (late_mean, late_p99) = clock::mean_p99_s(&lateness);
     let (connect_mean, connect_p99) = clock::mean_p99_s(&connect);
+    let (loopback_mean, loopback_p99) = clock::mean_p99_s(&loopback);
     if late_mean > limit {
         warnings.push(format!(
             "during the run, timers woke {:.3} ms off their deadlines on average (p99 {:.3} ms), more than a tenth of the mean service time ({:.3} ms): the machine did not keep the scenario's clock",
@@ -485,6 +491,9 @@ pub fn run(
         connect_p99_s: connect_p99,
         connections: connect.len() as u64,
         pooled: options.connections == Connections::Pooled,
+        loopback_mean_s: loopback_mean,
+        loopback_p99_s: loopback_p99,
+        loopback_samples: loopback.len() as u64,
         cpu_s,
         cpu_share,
         warnings,
@@ -493,7 +502,17 @@ pub fn run(
     Ok((record, emulation))
 }
 
-type Outcome = (RunRecord, Vec<u64>, Vec<u64>, crate::runner::ClientDelayFit);
+/// What one run recorded: the wire's record, and the machine's samples (wall nanoseconds).
+struct Outcome {
+    record: RunRecord,
+    /// Every sleep's error.
+    lateness: Vec<u64>,
+    /// Every connection's set-up.
+    connect: Vec<u64>,
+    /// Every exchange's loopback time (`Shared::loopback_ns`).
+    loopback: Vec<u64>,
+    client_delays: crate::runner::ClientDelayFit,
+}
 
 async fn run_async(
     spec: SimSpec,
@@ -515,6 +534,7 @@ async fn run_async(
         lateness_ns: Mutex::new(Vec::new()),
         serving: std::sync::atomic::AtomicU32::new(0),
         connect_ns: Mutex::new(Vec::new()),
+        loopback_ns: Mutex::new(Vec::new()),
         client_delays: Mutex::new(Default::default()),
         addrs: std::sync::OnceLock::new(),
         seed,
@@ -564,6 +584,7 @@ async fn run_async(
     client::finish_record(&mut record, truncated);
     let lateness = std::mem::take(&mut *shared.lateness_ns.lock().expect("lateness lock"));
     let connect = std::mem::take(&mut *shared.connect_ns.lock().expect("connect lock"));
+    let loopback = std::mem::take(&mut *shared.loopback_ns.lock().expect("loopback lock"));
     let client_delays = *shared.client_delays.lock().expect("client delays lock");
-    Ok((record, lateness, connect, client_delays))
+    Ok(Outcome { record, lateness, connect, loopback, client_delays })
 }

@@ -3,7 +3,7 @@
 //! time, and the idempotency store with its TTL in scenario time.
 
 use super::client::Caller;
-use super::{EmulateError, Shared, ATTEMPT_HEADER, REQUEST_HEADER, TENANT_HEADER};
+use super::{EmulateError, Shared, ATTEMPT_HEADER, REQUEST_HEADER, SERVED_HEADER, TENANT_HEADER};
 use crate::engine::{Nanos, StreamKind};
 use crate::model::fault::{FaultKind, InService};
 use crate::model::spec::{IdempotencySpec, InProgress};
@@ -112,15 +112,20 @@ pub(crate) async fn start(shared: &Arc<Shared>) -> Result<Servers, EmulateError>
                         // attempt it admitted, and the work done after the caller left is wasted
                         // or, when it has an effect, a duplicate). The task ends with the run.
                         shared.serving.fetch_add(1, Ordering::SeqCst);
+                        let received = std::time::Instant::now();
                         let served = tokio::spawn(async move {
                             let response = handle(&hop, &shared, &req).await;
                             shared.serving.fetch_sub(1, Ordering::SeqCst);
                             response
                         });
                         async move {
-                            Ok::<_, Infallible>(
-                                served.await.unwrap_or_else(|_| reply(StatusCode::SERVICE_UNAVAILABLE, None)),
-                            )
+                            let mut response =
+                                served.await.unwrap_or_else(|_| reply(StatusCode::SERVICE_UNAVAILABLE, None));
+                            // The wall time the hop held the attempt, from its request read to its
+                            // reply: the caller takes it from its round trip to get the loopback's.
+                            let held = received.elapsed().as_nanos() as u64;
+                            response.headers_mut().insert(SERVED_HEADER, hyper::header::HeaderValue::from(held));
+                            Ok::<_, Infallible>(response)
                         }
                     });
                     // A client that timed out closes its connection; that ends this one (not

@@ -33,6 +33,17 @@ pub struct Emulation {
     /// absent, false, in runs written before the option).
     #[serde(default)]
     pub pooled: bool,
+    /// Mean loopback time of a request and its reply on a ready connection (wall seconds): the
+    /// round trip the caller saw less the time the hop held the attempt (0 in runs written
+    /// before it was measured, and for a `--target` endpoint, which does not say).
+    #[serde(default)]
+    pub loopback_mean_s: f64,
+    /// Its 99th percentile.
+    #[serde(default)]
+    pub loopback_p99_s: f64,
+    /// Exchanges measured.
+    #[serde(default)]
+    pub loopback_samples: u64,
     /// CPU seconds the emulator's process used during the run (servers and clients together;
     /// `None` where the system does not say).
     pub cpu_s: Option<f64>,
