@@ -62,7 +62,7 @@ pub struct EmulateArgs {
     client_work: Option<String>,
     /// How callers hold their connections: `per-attempt` (a new connection for every attempt)
     /// or `pooled` (keep-alive connections reused, as HTTP client libraries do: one pool for
-    /// the clients, one for each hop's calls to the next).
+    /// the clients, one for the hops' calls to each hop).
     #[arg(long, value_name = "per-attempt|pooled", default_value = "per-attempt", value_parser = parse_connections)]
     connections: Connections,
     /// Write into --out even if it holds files retrystorm did not write.

@@ -99,7 +99,7 @@ pub enum Connections {
     #[default]
     PerAttempt,
     /// Keep-alive connections kept in a pool and reused, as HTTP client libraries do by default:
-    /// one pool for all the clients (one client process), one for each hop's calls to the next.
+    /// one pool for all the clients (one client process), one for the hops' calls to each hop.
     /// A connection is opened only when every pooled one is busy; an attempt that times out
     /// closes its connection (HTTP/1.1 cannot take a request back).
     Pooled,
