@@ -388,6 +388,7 @@ fn clients_on_one_busy_thread_send_no_faster_than_their_work_allows() {
     assert_eq!(fit.work_n, 600);
     let work_ms = fit.work_sum_s / 600.0 * 1e3;
     assert!(work_ms >= 2.0, "{work_ms} ms of work per attempt on average, under the 2 ms spun");
+    assert_eq!(fit.thread_attempts, 600, "the thread's time is measured over the whole run");
     let busy_ms = fit.thread_busy_s / 600.0 * 1e3;
     assert!(busy_ms > 0.0, "the client thread's time on a CPU was not measured");
     let advice = fit.advice().expect("advice");

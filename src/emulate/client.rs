@@ -76,6 +76,8 @@ pub(crate) fn start(shared: Arc<Shared>, addr: SocketAddr) -> Clients {
                     let mut fit = shared.client_delays.lock().expect("client delays lock");
                     fit.thread_busy_s += scenario_s(after.0 - before.0);
                     fit.thread_waiting_s += scenario_s(after.1 - before.1);
+                    // Every attempt of this run (each run has its own record of delays).
+                    fit.thread_attempts = fit.work_n;
                 }
                 let _ = done_tx.send(());
             }

@@ -86,11 +86,15 @@ pub struct ClientDelayFit {
     /// timers (`--client-work`; 0 where not measured).
     #[serde(default)]
     pub thread_busy_s: f64,
-    /// Scenario seconds that thread was ready to run but waited for a core held by other
-    /// threads (the servers'): the machine's CPU saturation, which delays the client as its own
-    /// work does (`--client-work`; 0 where not measured).
+    /// Scenario seconds that thread was ready to run but not running: waiting for a core other
+    /// threads held (the servers'), and each wake-up's scheduling delay (`--client-work`; 0
+    /// where not measured).
     #[serde(default)]
     pub thread_waiting_s: f64,
+    /// The attempts of the runs whose thread time was measured (a run stopped at its limit is
+    /// not): what `thread_busy_s` is divided by.
+    #[serde(default)]
+    pub thread_attempts: u64,
 }
 
 impl ClientDelayFit {
@@ -116,6 +120,7 @@ impl ClientDelayFit {
             work_sum_s: self.work_sum_s + other.work_sum_s,
             thread_busy_s: self.thread_busy_s + other.thread_busy_s,
             thread_waiting_s: self.thread_waiting_s + other.thread_waiting_s,
+            thread_attempts: self.thread_attempts + other.thread_attempts,
         }
     }
 
@@ -148,11 +153,12 @@ impl ClientDelayFit {
             // measured, else the work it was timed doing.
             let n = self.work_n as f64;
             let work_ms = self.work_sum_s / n * 1e3;
-            let busy_ms = self.thread_busy_s / n * 1e3;
+            let busy_ms =
+                if self.thread_attempts > 0 { self.thread_busy_s / self.thread_attempts as f64 * 1e3 } else { 0.0 };
             if busy_ms > work_ms {
                 return Some(format!(
                     "the client process's thread was busy {busy_ms:.3} ms per attempt, over {} attempts\n({work_ms:.3} ms its own work, the rest connections, HTTP and timers);\nto simulate it, on the tenant:\n  client_timing = {{ work = \"{busy_ms:.3}ms\" }}",
-                    self.work_n
+                    self.thread_attempts
                 ));
             }
             return Some(format!(
