@@ -475,6 +475,8 @@ fn side_by_side_text(
         "variant", "metric", "simulated", "measured"
     );
     let (mut inside, mut judged_count, mut unjudged) = (0, 0, 0);
+    // What the twins of the runs judged apart say (several runs only).
+    let mut twin_notes = Vec::new();
     let present = |row: &StatRow, metric: Metric| -> Vec<f64> {
         row.get(metric).map(|s| s.values.iter().flatten().copied().collect()).unwrap_or_default()
     };
@@ -519,6 +521,15 @@ fn side_by_side_text(
                 (Some(_), Some((cell, ok))) => {
                     judged_count += 1;
                     inside += usize::from(ok);
+                    if !ok && runs > 1 {
+                        // Replications 0 to N−1, whose arrivals the N runs replay, each with a value.
+                        let twins: Option<Vec<f64>> =
+                            sim_row.get(metric).and_then(|s| s.values.iter().take(runs).copied().collect());
+                        let note = twins.filter(|t| t.len() == runs).and_then(|t| {
+                            twins_note(&format!("`{}` {label}", sim.name), &t, &values, &measured_values, resolution)
+                        });
+                        twin_notes.extend(note);
+                    }
                     (cell, if ok { "yes" } else { "NO" })
                 }
                 (Some(m), _) if got.is_some() => {
@@ -541,6 +552,9 @@ fn side_by_side_text(
         }
     }
     let mut tail = String::new();
+    for note in twin_notes {
+        let _ = writeln!(tail, "{note}");
+    }
     let _ = if runs == 1 {
         writeln!(
             tail,
@@ -588,6 +602,30 @@ fn side_by_side_text(
     text
 }
 
+/// For measured runs judged apart from the simulation: their twins, the simulated replications
+/// whose arrivals they replay (0 to N−1), judged by the same test against all the replications.
+/// Those few replications are a draw of their own; when they too stand apart, so would a
+/// perfect emulation of them, and the `NO` says as much about the arrivals replayed as about the
+/// emulation. `None` where the test cannot answer.
+fn twins_note(what: &str, twins: &[f64], all: &[f64], measured: &[f64], resolution: f64) -> Option<String> {
+    let p = crate::metrics::stats::permutation_p(twins, all, resolution, crate::metrics::stats::PERMUTATION_DRAWS)?;
+    let mean = |xs: &[f64]| crate::metrics::stats::mean_sd(xs).0;
+    let reading = if p < 0.05 {
+        format!("they too stand apart from all the replications (p = {p:.3}), so a perfect emulation of these arrivals would be judged `NO` as well: compare the runs with their twins")
+    } else {
+        format!("they do not stand apart from all the replications (p = {p:.3}): the difference is the emulation's")
+    };
+    Some(format!(
+        "{what}: the {} runs (mean {}) replay replications 0–{}, whose own mean is {} against {} over all {}; {reading}.",
+        measured.len(),
+        num(mean(measured)),
+        twins.len() - 1,
+        num(mean(twins)),
+        num(mean(all)),
+        all.len()
+    ))
+}
+
 /// "mean ±half-width" of `xs` (95% confidence interval of the mean).
 fn mean_cell(xs: &[f64]) -> String {
     let (mean, sd) = crate::metrics::stats::mean_sd(xs);
@@ -614,5 +652,31 @@ fn cpu_words(e: &Emulation) -> String {
             format!("; CPU {cpu:.1} s (the busiest run used {:.0}% of the cores)", share * 100.0)
         }
         (Some(_) | None, _) => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::twins_note;
+
+    /// 100 replications spread evenly over [0.55, 0.65] (mean 0.60), all but the first three.
+    fn replications(first: [f64; 3]) -> Vec<f64> {
+        first.into_iter().chain((3..100).map(|i| 0.55 + 0.1 * f64::from(i) / 99.0)).collect()
+    }
+
+    #[test]
+    fn a_no_is_read_with_the_twins_of_its_runs() {
+        let measured = [0.57, 0.79, 0.64];
+        // Twins far above the rest: replayed perfectly, they would be judged apart too.
+        let high = [0.61, 0.75, 0.63];
+        let note = twins_note("`v` peak", &high, &replications(high), &measured, 0.0).expect("an answer");
+        assert!(note.contains("replay replications 0–2, whose own mean is 0.6633"), "{note}");
+        assert!(note.contains("they too stand apart"), "{note}");
+        // Twins like the rest: the runs' difference is their own.
+        let usual = [0.60, 0.59, 0.61];
+        let note = twins_note("`v` peak", &usual, &replications(usual), &measured, 0.0).expect("an answer");
+        assert!(note.contains("they do not stand apart") && note.contains("the emulation's"), "{note}");
+        // Too few values for the test to answer: no note.
+        assert_eq!(twins_note("`v` peak", &[0.7], &[0.6, 0.61], &measured, 0.0), None);
     }
 }
