@@ -79,6 +79,23 @@ fn mean_sd(xs: &[f64]) -> (f64, f64) {
     (mean, var.sqrt())
 }
 
+/// Asserts that one emulated run's `metric` falls within the simulated replications'
+/// prediction band and returns their sd. One run is one more draw from the run-to-run
+/// distribution, so its tolerance is 4 sd · √(1 + 1/n) (normal theory: a false failure about
+/// once in 16,000 runs), with the sd estimated from the replications; `context` goes into the
+/// failure message.
+fn assert_in_prediction_band(simulated: &Study, measured: &Study, metric: Metric, context: &str) -> f64 {
+    let sims = values(simulated, metric);
+    let (mean, sd) = mean_sd(&sims);
+    let tolerance = 4.0 * sd * (1.0 + 1.0 / sims.len() as f64).sqrt();
+    let value = measured.variants[0].metrics.mean(metric).expect("measured");
+    assert!(
+        (value - mean).abs() <= tolerance,
+        "{metric:?}: measured {value}, simulated {mean} ± {tolerance} (sd {sd}){context}"
+    );
+    sd
+}
+
 #[test]
 fn a_small_herd_on_loopback_agrees_with_the_simulation() {
     let scenario = Scenario::from_source("tiny-herd", TINY_HERD, &[]).unwrap_or_else(|e| panic!("{e}"));
@@ -103,21 +120,12 @@ fn a_small_herd_on_loopback_agrees_with_the_simulation() {
     // Every request reached a terminal state and every attempt reached the server on the wire.
     assert_eq!(got(Metric::Requests), 300.0);
     for metric in [Metric::Amplification, Metric::SuccessRatio] {
-        // One emulated run against 20 simulated ones: the measurement is one more draw from
-        // the run-to-run distribution, so its tolerance is a prediction band, 4 sd · √(1 + 1/n)
-        // (normal theory: a false failure about once in 16,000 runs), with the sd estimated
-        // from the replications. Both metrics vary from run to run here (full jitter decides
-        // which retries fall after the outage), so the band is not a point.
-        let sims = values(&simulated, metric);
-        let (mean, sd) = mean_sd(&sims);
+        // One emulated run against 20 simulated ones, within their prediction band. Both
+        // metrics vary from run to run here (full jitter decides which retries fall after the
+        // outage), so the band is not a point.
+        let timers = format!("; timers {} s off on average", emulation.timer_lateness_mean_s);
+        let sd = assert_in_prediction_band(&simulated, &measured, metric, &timers);
         assert!(sd > 0.0, "{metric:?}: no spread among the replications");
-        let tolerance = 4.0 * sd * (1.0 + 1.0 / sims.len() as f64).sqrt();
-        let value = got(metric);
-        assert!(
-            (value - mean).abs() <= tolerance,
-            "{metric:?}: measured {value}, simulated {mean} ± {tolerance} (sd {sd}); timers {} s off on average",
-            emulation.timer_lateness_mean_s
-        );
     }
 }
 
@@ -439,11 +447,7 @@ fn pooled_connections_are_reused_and_one_that_timed_out_is_not() {
     );
     let measured = retrystorm::runner::assemble(&scenario, &variants, vec![record], 1, emulation.wall_s);
     for metric in [Metric::Amplification, Metric::SuccessRatio] {
-        let sims = values(&simulated, metric);
-        let (mean, sd) = mean_sd(&sims);
-        let tolerance = 4.0 * sd * (1.0 + 1.0 / sims.len() as f64).sqrt();
-        let value = measured.variants[0].metrics.mean(metric).expect("measured");
-        assert!((value - mean).abs() <= tolerance, "{metric:?}: measured {value}, simulated {mean} ± {tolerance}");
+        assert_in_prediction_band(&simulated, &measured, metric, "");
     }
     // Every attempt of `abandoned` times out: HTTP/1.1 cannot take a request back, so each
     // closes its connection and the next opens another (one per attempt, pooled or not), and
@@ -876,12 +880,8 @@ fn a_small_herd_through_backon_agrees_with_the_simulated_equal_jitter() {
     // jitter's delays are at least half the exponential's, so every request outlasts the
     // outage: success is 1 in every replication (no spread), and then must be 1 measured too.
     for metric in [Metric::Amplification, Metric::SuccessRatio] {
-        let sims = values(&simulated, metric);
-        let (mean, sd) = mean_sd(&sims);
+        let sd = assert_in_prediction_band(&simulated, &measured, metric, "");
         assert!(sd > 0.0 || metric == Metric::SuccessRatio, "{metric:?}: no spread among the replications");
-        let tolerance = 4.0 * sd * (1.0 + 1.0 / sims.len() as f64).sqrt();
-        let value = measured.variants[0].metrics.mean(metric).expect("measured");
-        assert!((value - mean).abs() <= tolerance, "{metric:?}: measured {value}, simulated {mean} ± {tolerance}");
     }
 }
 
