@@ -2,6 +2,7 @@
 //! run (in-flight requests, the conservation check, derived series).
 
 use super::{Call, CallEnd, Simulation};
+use crate::engine::Nanos;
 use crate::metrics::{DlqReason, HopBucket, HopCounters, RunRecord, TenantBucket, TenantCounters};
 
 /// What one attempt to a hop adds to the hop's run counters and time bucket, and for a client's
@@ -19,6 +20,36 @@ pub(super) fn count_attempt_in(
     }
 }
 
+/// What a client's request that ends at `now` (in bucket `b`) as `end` adds to its tenant's
+/// counters and time bucket and to the run's completion time: the terminal state, and the
+/// latency of a success.
+#[inline]
+pub(super) fn count_request_end(record: &mut RunRecord, call: &Call, end: CallEnd, now: Nanos, b: usize) {
+    let ti = call.tenant as usize;
+    let t = &mut record.tenants[ti];
+    let tb = &mut record.tenant_series[ti][b];
+    match end {
+        CallEnd::Succeeded => {
+            t.succeeded += 1;
+            tb.successes += 1;
+            t.record_latency((now - call.created_at) / 1_000);
+        }
+        CallEnd::Rejected => {
+            t.rejected += 1;
+            tb.failures += 1;
+        }
+        CallEnd::Dlq(reason) => {
+            t.dlq += 1;
+            t.dlq_deadline += u64::from(reason == DlqReason::Deadline);
+            t.dlq_budget += u64::from(reason == DlqReason::Budget);
+            tb.failures += 1;
+        }
+    }
+    // A maximum, not the last write: a retry run ahead of the clock ends its request early
+    // (`sim/run_ahead.rs`).
+    record.completion_time_ns = record.completion_time_ns.max(now);
+}
+
 impl Simulation<'_> {
     #[inline]
     pub(super) fn count_attempt(&mut self, hop: usize, tenant: usize, retry: bool, b: usize) {
@@ -30,34 +61,19 @@ impl Simulation<'_> {
     pub(super) fn end_request(&mut self, call: &Call, end: CallEnd) {
         let now = self.now;
         let b = self.bucket();
-        let ti = call.tenant as usize;
-        let t = &mut self.record.tenants[ti];
-        let tb = &mut self.record.tenant_series[ti][b];
-        match end {
-            CallEnd::Succeeded => {
-                t.succeeded += 1;
-                tb.successes += 1;
-                t.record_latency((now - call.created_at) / 1_000);
-            }
-            CallEnd::Rejected => {
-                t.rejected += 1;
-                tb.failures += 1;
-            }
-            CallEnd::Dlq(reason) => {
-                t.dlq += 1;
-                t.dlq_deadline += u64::from(reason == DlqReason::Deadline);
-                t.dlq_budget += u64::from(reason == DlqReason::Budget);
-                tb.failures += 1;
-            }
-        }
-        // A maximum, not the last write: a retry run ahead of the clock ends its request early
-        // (`sim/run_ahead.rs`).
-        self.record.completion_time_ns = self.record.completion_time_ns.max(now);
+        count_request_end(&mut self.record, call, end, now, b);
         self.schedule_next_request(call.tenant, call.client);
     }
 
     /// Closes the books: in-flight counts, the conservation check, derived series.
-    pub fn finish(mut self) -> RunRecord {
+    pub fn finish(self) -> RunRecord {
+        let live_top = self.count_live_top_calls();
+        self.finish_counted(live_top)
+    }
+
+    /// [`Simulation::finish`] with the client calls still live counted by the loop that ran
+    /// (`sim/plain.rs` keeps its own).
+    pub(super) fn finish_counted(mut self, live_top: u64) -> RunRecord {
         // Requests not yet terminal are the ones the horizon (or a run limit) cut.
         let (seed, replication) = (self.seed, self.replication);
         let in_flight: Vec<u64> = self
@@ -74,7 +90,6 @@ impl Simulation<'_> {
                 })
             })
             .collect();
-        let live_top = self.count_live_top_calls();
         assert_eq!(
             in_flight.iter().sum::<u64>(),
             live_top,

@@ -23,6 +23,7 @@ mod hop_queue;
 mod links;
 mod occ;
 mod overload_state;
+mod plain;
 mod pool;
 mod pool_state;
 mod replicas;
@@ -421,7 +422,20 @@ const PREFETCH_SLOTS_MIN: usize = 1 << 15;
 const PREFETCH_RECHECK_MASK: u64 = 1023;
 
 /// Runs replication `replication` of `spec` under master seed `seed`.
+///
+/// A scenario that uses none of the model's optional features runs on the plain served path
+/// (`sim/plain.rs`), whose record is the general loop's value for value; [`run_general`] runs
+/// any scenario on the general loop.
 pub fn run(spec: &SimSpec, seed: u64, replication: u64) -> RunRecord {
+    if plain::fits(spec) {
+        return plain::run(spec, seed, replication);
+    }
+    run_general(spec, seed, replication)
+}
+
+/// Runs replication `replication` of `spec` under master seed `seed` on the general event loop,
+/// whatever the scenario (the tests and benches compare it with [`run`]).
+pub fn run_general(spec: &SimSpec, seed: u64, replication: u64) -> RunRecord {
     let mut sim = Simulation::new(spec, seed, replication);
     sim.run_to_end();
     sim.finish()
