@@ -2,7 +2,10 @@
 //! are many. Every value read from it (quantiles, the largest, the histogram it adds to its
 //! variant's) is exactly what the HdrHistogram of the same samples gives: a short run no longer
 //! pays for growing, walking and merging a histogram's whole counts array, which was most of the
-//! fixed cost of a replication (docs/PERFORMANCE.md, "Many small runs").
+//! fixed cost of a replication (docs/PERFORMANCE.md, "Many small runs"). Past the exact
+//! samples, a run keeps HdrHistogram's counts array itself ([`Counts`]): recording is an index
+//! and an increment, where HdrHistogram's `record` took about 67 instructions (two per request,
+//! a twelfth of a queue-bound run's time); a histogram is made of the counts when one is read.
 
 use super::new_latency_histogram;
 use hdrhistogram::Histogram;
@@ -18,7 +21,79 @@ pub struct Latencies {
     /// The samples, unsorted, while there are at most [`EXACT_MAX`] and `histogram` is `None`.
     exact: Vec<u64>,
     /// Every sample, once there were more than [`EXACT_MAX`].
-    histogram: Option<Histogram<u64>>,
+    counts: Option<Counts>,
+}
+
+/// HdrHistogram's counts array for the latency configuration ([`new_latency_histogram`]: 3
+/// significant digits, lowest discernible value 1, so 2,048 sub-buckets of which the upper
+/// 1,024 repeat at every power of two), indexed as HdrHistogram indexes it: a value's slot is
+/// the one HdrHistogram's `record` increments, and [`lowest_at`] the lowest value of a slot, which
+/// HdrHistogram records into the same slot. A test checks both against HdrHistogram.
+#[derive(Clone, Debug, Default)]
+struct Counts {
+    counts: Vec<u64>,
+    total: u64,
+}
+
+/// log2 of half the sub-buckets (HdrHistogram's `sub_bucket_half_count_magnitude`).
+const HALF_MAGNITUDE: u32 = 10;
+/// Sub-buckets less one (`sub_bucket_mask` with unit magnitude 0).
+const SUB_BUCKET_MASK: u64 = (1 << (HALF_MAGNITUDE + 1)) - 1;
+/// HdrHistogram's `leading_zero_count_base`: 64 − unit magnitude 0 − sub-bucket magnitude 11.
+const LEADING_ZERO_BASE: u32 = 64 - (HALF_MAGNITUDE + 1);
+
+/// The slot of `value` (HdrHistogram's `index_for`).
+#[inline]
+fn slot_of(value: u64) -> usize {
+    let bucket = LEADING_ZERO_BASE - (value | SUB_BUCKET_MASK).leading_zeros();
+    let sub_bucket = (value >> bucket) as usize;
+    ((bucket as usize) << HALF_MAGNITUDE) + sub_bucket
+}
+
+/// The lowest value of slot `slot` (HdrHistogram's `value_for`).
+fn lowest_at(slot: usize) -> u64 {
+    let (bucket, sub_bucket) = ((slot >> HALF_MAGNITUDE) as u32, (slot & ((1 << HALF_MAGNITUDE) - 1)) as u64);
+    match bucket {
+        0 => sub_bucket,
+        _ => (sub_bucket + (1 << HALF_MAGNITUDE)) << (bucket - 1),
+    }
+}
+
+impl Counts {
+    #[inline]
+    fn record(&mut self, value: u64) {
+        let slot = slot_of(value);
+        match self.counts.get_mut(slot) {
+            Some(count) => *count += 1,
+            None => self.grow_and_record(slot),
+        }
+        self.total += 1;
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow_and_record(&mut self, slot: usize) {
+        self.counts.resize(slot + 1, 0);
+        self.counts[slot] += 1;
+    }
+
+    /// Records every count into `into` (a histogram of the latency configuration).
+    fn add_to(&self, into: &mut Histogram<u64>) {
+        for (slot, &n) in self.counts.iter().enumerate().filter(|(_, &n)| n > 0) {
+            into.record_n(lowest_at(slot), n).expect("auto-resizing histograms accept any u64");
+        }
+    }
+
+    /// The counts of `other` added.
+    fn extend(&mut self, other: &Counts) {
+        if self.counts.len() < other.counts.len() {
+            self.counts.resize(other.counts.len(), 0);
+        }
+        for (mine, &theirs) in self.counts.iter_mut().zip(&other.counts) {
+            *mine += theirs;
+        }
+        self.total += other.total;
+    }
 }
 
 /// A histogram of the latency configuration, for its value equivalence (which does not depend on
@@ -37,8 +112,8 @@ impl Latencies {
     /// One latency of `us` microseconds.
     #[inline]
     pub fn record(&mut self, us: u64) {
-        if let Some(h) = &mut self.histogram {
-            h.record(us).expect("auto-resizing histograms accept any u64");
+        if let Some(counts) = &mut self.counts {
+            counts.record(us);
         } else if self.exact.len() < EXACT_MAX {
             self.exact.push(us);
         } else {
@@ -46,21 +121,21 @@ impl Latencies {
         }
     }
 
-    /// The sample past [`EXACT_MAX`]: every sample moves into a histogram.
+    /// The sample past [`EXACT_MAX`]: every sample moves into the counts.
     #[cold]
     #[inline(never)]
     fn move_into_histogram(&mut self, us: u64) {
-        let mut h = new_latency_histogram();
+        let mut counts = Counts::default();
         for &v in self.exact.iter().chain([&us]) {
-            h.record(v).expect("auto-resizing histograms accept any u64");
+            counts.record(v);
         }
-        self.histogram = Some(h);
+        self.counts = Some(counts);
         self.exact = Vec::new();
     }
 
     /// The latencies recorded.
     pub fn len(&self) -> u64 {
-        self.histogram.as_ref().map_or(self.exact.len() as u64, Histogram::len)
+        self.counts.as_ref().map_or(self.exact.len() as u64, |c| c.total)
     }
 
     /// Whether none was recorded.
@@ -80,9 +155,9 @@ impl Latencies {
             return None;
         }
         let mut out = [0; N];
-        match &self.histogram {
-            Some(h) => {
-                for (o, v) in out.iter_mut().zip(h.value_at_quantiles(quantiles)) {
+        match &self.counts {
+            Some(_) => {
+                for (o, v) in out.iter_mut().zip(self.to_histogram().value_at_quantiles(quantiles)) {
                     *o = v;
                 }
             }
@@ -111,16 +186,16 @@ impl Latencies {
     /// The largest latency, as HdrHistogram's `max` gives it (the highest equivalent value);
     /// `None` when empty.
     pub fn max(&self) -> Option<u64> {
-        match &self.histogram {
-            Some(h) => (!h.is_empty()).then(|| h.max()),
+        match &self.counts {
+            Some(c) => c.counts.iter().rposition(|&n| n > 0).map(|slot| config().highest_equivalent(lowest_at(slot))),
             None => self.exact.iter().max().map(|&v| config().highest_equivalent(v)),
         }
     }
 
     /// Adds every latency to `into` (a histogram of the latency configuration).
     pub fn add_to(&self, into: &mut Histogram<u64>) {
-        match &self.histogram {
-            Some(h) => into.add(h).expect("histograms of one configuration add"),
+        match &self.counts {
+            Some(c) => c.add_to(into),
             None => {
                 for &v in &self.exact {
                     into.record(v).expect("auto-resizing histograms accept any u64");
@@ -131,12 +206,17 @@ impl Latencies {
 
     /// Adds every latency of `other`.
     pub fn extend(&mut self, other: &Latencies) {
-        match &other.histogram {
-            Some(h) => {
-                let mut mine = self.to_histogram();
-                mine.add(h).expect("histograms of one configuration add");
-                self.histogram = Some(mine);
-                self.exact = Vec::new();
+        match &other.counts {
+            Some(theirs) => {
+                if self.counts.is_none() {
+                    let mut counts = Counts::default();
+                    for &v in &self.exact {
+                        counts.record(v);
+                    }
+                    self.counts = Some(counts);
+                    self.exact = Vec::new();
+                }
+                self.counts.as_mut().expect("made above").extend(theirs);
             }
             None => {
                 for &v in &other.exact {
@@ -210,9 +290,32 @@ mod tests {
     #[test]
     fn the_exact_samples_become_a_histogram_past_the_limit() {
         let (l, _) = both(&vec![1_000; EXACT_MAX]);
-        assert!(l.histogram.is_none(), "{EXACT_MAX} samples are kept exactly");
+        assert!(l.counts.is_none(), "{EXACT_MAX} samples are kept exactly");
         let (l, _) = both(&vec![1_000; EXACT_MAX + 1]);
-        assert!(l.histogram.is_some() && l.exact.is_empty(), "one more moves them into a histogram");
+        assert!(l.counts.is_some() && l.exact.is_empty(), "one more moves them into counts");
+    }
+
+    /// The hand-kept counts index values as HdrHistogram does: every value's slot holds
+    /// HdrHistogram's count for it, and the slot's lowest value is HdrHistogram's lowest
+    /// equivalent of the value, across every bucket up to `u64::MAX`.
+    #[test]
+    fn the_counts_are_indexed_as_hdrhistogram_indexes_them() {
+        let mut rng = ChaCha8Rng::seed_from_u64(13);
+        let h = new_latency_histogram();
+        let mut values: Vec<u64> = (0..64).flat_map(|b| [1u64 << b, (1u64 << b) - 1, (1u64 << b) + 1]).collect();
+        values.extend((0..100_000).map(|_| {
+            let shift = rng.random_range(0..64);
+            rng.random_range(0..u64::MAX >> shift)
+        }));
+        values.push(u64::MAX);
+        for v in values {
+            let slot = slot_of(v);
+            assert_eq!(lowest_at(slot), h.lowest_equivalent(v), "value {v}: slot {slot}");
+            assert_eq!(slot_of(lowest_at(slot)), slot, "value {v}");
+            let mut one = new_latency_histogram();
+            one.record(v).unwrap();
+            assert_eq!(one.count_at(lowest_at(slot)), 1, "value {v}");
+        }
     }
 
     #[test]

@@ -111,7 +111,7 @@ fn to_ns(value: f64) -> Nanos {
     } else if value >= u64::MAX as f64 {
         u64::MAX
     } else {
-        value.round() as Nanos
+        crate::engine::time::round_to_ns(value)
     }
 }
 

@@ -68,7 +68,7 @@ impl Empirical {
         } else if v >= u64::MAX as f64 {
             u64::MAX
         } else {
-            v.round() as Nanos
+            crate::engine::time::round_to_ns(v)
         }
     }
 }

@@ -17,7 +17,6 @@ use crate::metrics::summary::{scalars, MetricRow, Scalars};
 use crate::metrics::{HopBucket, ReplicaRecord, RunRecord, RunShape, TenantBucket};
 use crate::model::SimSpec;
 use crate::scenario::Variant;
-use hdrhistogram::Histogram;
 
 /// Number of columns of a series row.
 const SERIES_WIDTH: usize = SERIES_COLUMNS.len();
@@ -96,7 +95,9 @@ pub struct Aggregate<'a> {
     /// Per hop, per bucket: the fewest and the most attempts so far.
     attempts_range: Vec<Vec<[f64; 2]>>,
     delays: RetryDelays,
-    latency: Histogram<u64>,
+    /// The tenants' latencies pooled (exact samples while few: folding a short run's samples
+    /// into an HdrHistogram one by one was a third of its fixed cost).
+    latency: crate::metrics::Latencies,
     truncated: Vec<String>,
 }
 
@@ -113,7 +114,7 @@ impl<'a> Aggregate<'a> {
             replica_sums: Vec::new(),
             attempts_range: vec![Vec::new(); spec.hops.len()],
             delays: RetryDelays::new(&client_caps(spec)),
-            latency: crate::metrics::new_latency_histogram(),
+            latency: crate::metrics::Latencies::new(),
             truncated: Vec::new(),
         }
     }
@@ -160,7 +161,7 @@ impl<'a> Aggregate<'a> {
         }
         self.delays.merge(&digest.delays);
         for l in &digest.latency {
-            l.add_to(&mut self.latency);
+            self.latency.extend(l);
         }
         if let Some(why) = digest.truncated {
             self.truncated.push(format!("replication {replication}: {why}"));
@@ -200,7 +201,8 @@ impl<'a> Aggregate<'a> {
             replica_series.push(ReplicaSeries { name, rows });
         }
         let metrics = scope(&|s| &s.global);
-        let latency_us = self.latency.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
+        let latency_us =
+            self.latency.to_histogram().iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
         VariantResult {
             attempts_range: self.attempts_range,
             replicas,

@@ -109,7 +109,10 @@ impl<E> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
             due_now: VecDeque::new(),
-            buckets: (0..BUCKETS).map(|_| Bucket::new()).collect(),
+            // Made by the first push to a bucket ([`EventQueue::make_buckets`]): a queue that only
+            // ever holds events due now, or none (the general loop's queue when the plain served
+            // path runs), costs no 16 KiB of buckets to make and drop.
+            buckets: Vec::new(),
             spare: Vec::new(),
             occupied: [0; WORDS],
             len: 0,
@@ -155,6 +158,9 @@ impl<E> EventQueue<E> {
     #[inline]
     fn push_to_bucket(&mut self, at: Nanos, event: E) {
         let slot = bucket_slot(at, self.now);
+        if slot >= self.buckets.len() {
+            self.make_buckets();
+        }
         let bucket = &mut self.buckets[slot];
         if bucket.tail.len() == CHUNK || bucket.tail.capacity() == 0 {
             let fresh = self.spare.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK));
@@ -170,6 +176,13 @@ impl<E> EventQueue<E> {
         }
         bucket.tail.push((at, event));
         self.occupied[slot / 64] |= 1 << (slot % 64);
+    }
+
+    /// The buckets, made by the first push to one.
+    #[cold]
+    #[inline(never)]
+    fn make_buckets(&mut self) {
+        self.buckets = (0..BUCKETS).map(|_| Bucket::new()).collect();
     }
 
     /// Removes the earliest event and advances the clock to it.

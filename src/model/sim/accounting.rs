@@ -20,19 +20,25 @@ pub(super) fn count_attempt_in(
     }
 }
 
-/// What a client's request that ends at `now` (in bucket `b`) as `end` adds to its tenant's
-/// counters and time bucket and to the run's completion time: the terminal state, and the
-/// latency of a success.
+/// What a request of tenant `tenant` made at `created_at` that ends at `now` (in bucket `b`) as
+/// `end` adds to its tenant's counters and time bucket and to the run's completion time: the
+/// terminal state, and the latency of a success.
 #[inline]
-pub(super) fn count_request_end(record: &mut RunRecord, call: &Call, end: CallEnd, now: Nanos, b: usize) {
-    let ti = call.tenant as usize;
+pub(super) fn count_request_end(
+    record: &mut RunRecord,
+    (tenant, created_at): (u16, Nanos),
+    end: CallEnd,
+    now: Nanos,
+    b: usize,
+) {
+    let ti = tenant as usize;
     let t = &mut record.tenants[ti];
     let tb = &mut record.tenant_series[ti][b];
     match end {
         CallEnd::Succeeded => {
             t.succeeded += 1;
             tb.successes += 1;
-            t.record_latency((now - call.created_at) / 1_000);
+            t.record_latency((now - created_at) / 1_000);
         }
         CallEnd::Rejected => {
             t.rejected += 1;
@@ -61,7 +67,7 @@ impl Simulation<'_> {
     pub(super) fn end_request(&mut self, call: &Call, end: CallEnd) {
         let now = self.now;
         let b = self.bucket();
-        count_request_end(&mut self.record, call, end, now, b);
+        count_request_end(&mut self.record, (call.tenant, call.created_at), end, now, b);
         self.schedule_next_request(call.tenant, call.client);
     }
 

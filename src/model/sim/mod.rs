@@ -1263,13 +1263,26 @@ fn next_retry(
     failure: FailureKind,
     retry_after: Option<Nanos>,
 ) -> Result<(Nanos, Nanos), DlqReason> {
-    let policy = &spec.policies[call.policy as usize];
-    let tries = call.tries();
+    let (policy, tries) = (&spec.policies[call.policy as usize], call.tries());
+    retry_of(policy, draws, tries, &mut call.jitter, call.deadline_at, now, (failure, retry_after))
+}
+
+/// [`next_retry`] of a call given by its parts: its policy, its tries so far, its jitter state
+/// and its deadline (the plain served path keeps no `Call`).
+#[inline]
+fn retry_of(
+    policy: &crate::model::RetryPolicy,
+    draws: u64,
+    tries: u32,
+    jitter: &mut JitterState,
+    deadline_at: Nanos,
+    now: Nanos,
+    (failure, retry_after): (FailureKind, Option<Nanos>),
+) -> Result<(Nanos, Nanos), DlqReason> {
     let rng = &mut KeyedDraws::at(draws, tries);
-    let wait =
-        policy.wait_after_failure(tries, failure, retry_after, &mut call.jitter, rng).ok_or(DlqReason::Attempts)?;
+    let wait = policy.wait_after_failure(tries, failure, retry_after, jitter, rng).ok_or(DlqReason::Attempts)?;
     let at = now.saturating_add(wait);
-    if at >= call.deadline_at {
+    if at >= deadline_at {
         return Err(DlqReason::Deadline);
     }
     Ok((at, wait))
@@ -1287,8 +1300,13 @@ fn jitter_item_key(jitter_keys: &[u64], call: &Call) -> u64 {
 /// bounded by the call's deadline.
 #[inline]
 fn attempt_timeout_at(spec: &SimSpec, call: &Call, now: Nanos) -> Nanos {
-    let policy = &spec.policies[call.policy as usize];
-    policy.attempt_timeout.map_or(call.deadline_at, |t| now.saturating_add(t).min(call.deadline_at))
+    timeout_of(&spec.policies[call.policy as usize], call.deadline_at, now)
+}
+
+/// [`attempt_timeout_at`] of a call under `policy` with deadline `deadline_at`.
+#[inline]
+fn timeout_of(policy: &crate::model::RetryPolicy, deadline_at: Nanos, now: Nanos) -> Nanos {
+    policy.attempt_timeout.map_or(deadline_at, |t| now.saturating_add(t).min(deadline_at))
 }
 
 /// See [`Simulation::answers_in_place`].

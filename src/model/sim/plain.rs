@@ -13,11 +13,12 @@
 //! steps in the same order, the same random draws from the same streams, the same events pushed
 //! at the same instants in the same order (so the event queue pops them in the same order), and
 //! the same counters written by the same functions (`count_attempt_in`, `count_entry`,
-//! `count_exit`, `next_retry`, `count_retry_scheduled_in`). What it saves is per event: events
-//! of 24 bytes instead of 80 (an attempt named by its handle, a retrying call kept in its slab
-//! slot), an attempt record of 40 bytes instead of 112, no hook that returns at once (budgets,
+//! `count_exit`, `next_retry`, `count_retry_scheduled_in`). What it saves is per event: queue
+//! entries of 16 bytes instead of 80 (an event is its kind and its call's or attempt's handle,
+//! a retrying call is kept in its slab slot), an attempt record of 40 bytes instead of 112, no hook that returns at once (budgets,
 //! breakers, caches, pools, links, run-ahead, faults, balancers), and an effect history that is
-//! a reference-counted record per live request instead of a window of them.
+//! a reference-counted record per live request instead of a window of them, kept only when a
+//! request can make a second attempt.
 //!
 //! `sim::run` takes this loop for a scenario that fits; the record is the general loop's, value
 //! for value (the tests at the end of this file compare the two over many seeds and shapes, and
@@ -27,11 +28,8 @@
 
 use super::accounting::{count_attempt_in, count_request_end};
 use super::server::{count_entry, count_exit};
-use super::{
-    attempt_timeout_at, count_retry_scheduled_in, failure_of, jitter_item_key, next_retry, requeues_unset, Call,
-    CallEnd, JitterState, Payload, Reply, Simulation, NO_PARENT,
-};
-use crate::engine::{EventQueue, Handle, Nanos, Slab};
+use super::{count_retry_scheduled_in, failure_of, retry_of, timeout_of, CallEnd, JitterState, Reply, Simulation};
+use crate::engine::{EventQueue, Handle, KeyedDraws, Nanos, Slab};
 use crate::metrics::{DlqReason, RunRecord};
 use crate::model::dist::Dist;
 use crate::model::load_latency::LoadLatency;
@@ -158,23 +156,71 @@ pub(super) fn run(spec: &SimSpec, seed: u64, replication: u64) -> RunRecord {
     sim.finish_counted(live)
 }
 
-#[derive(Clone, Copy, Debug)]
-enum Ev {
+/// What a plain event is (`sim::Event`'s kinds of the plain path).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
     /// An open-loop tenant's next arrival (`Event::PoissonArrival`).
-    Arrival(u16),
+    Arrival,
     /// A call's retry timer fired (`Event::Retry`; the call stays in its slot).
-    Retry(Handle),
+    Retry,
     /// `Event::AttemptArrive` and the others below, of the attempt named.
-    Arrive(Handle),
-    ServiceDone(Handle),
-    ReplyArrive(Handle),
-    Timeout(Handle),
+    Arrive,
+    ServiceDone,
+    ReplyArrive,
+    Timeout,
 }
 
-/// A client's call, and the record of its request's side effects (when the hop is an effect hop).
+/// A plain event in 8 bytes, so that a queue entry is 16 (the bare loop's), not 24: the handle's
+/// generation in the high word, its kind in bits 29–31 and the slab index (or, for an arrival,
+/// the tenant) in bits 0–28 of the low one.
+#[derive(Clone, Copy, Debug)]
+struct Ev(u64);
+
+/// Bits of a slab index in an [`Ev`].
+const INDEX_BITS: u32 = 29;
+
+impl Ev {
+    /// Kind `kind` of the call or attempt `handle`; panics past 2^29 live slots (12 GiB of
+    /// attempts), which the memory estimate refuses long before.
+    fn new(kind: Kind, handle: Handle) -> Ev {
+        assert!(handle.index < 1 << INDEX_BITS, "more than 2^29 live calls or attempts on the plain path");
+        Ev(u64::from(handle.generation) << 32 | (kind as u64) << INDEX_BITS | u64::from(handle.index))
+    }
+
+    fn arrival(tenant: u16) -> Ev {
+        Ev::new(Kind::Arrival, Handle { index: u32::from(tenant), generation: 0 })
+    }
+
+    fn kind(self) -> Kind {
+        match (self.0 >> INDEX_BITS) & 7 {
+            0 => Kind::Arrival,
+            1 => Kind::Retry,
+            2 => Kind::Arrive,
+            3 => Kind::ServiceDone,
+            4 => Kind::ReplyArrive,
+            5 => Kind::Timeout,
+            bits => unreachable!("event kind {bits}: only `Ev::new` makes events"),
+        }
+    }
+
+    fn handle(self) -> Handle {
+        Handle { index: self.0 as u32 & ((1 << INDEX_BITS) - 1), generation: (self.0 >> 32) as u32 }
+    }
+}
+
+/// A client's call: what of `sim::Call` the plain path reads (48 bytes, where `Call` takes 72),
+/// and the record of its request's side effects (when the hop is an effect hop).
 struct PlainCall {
-    call: Call,
+    /// The request's id, which is also the draw key of a client's call.
+    request_id: u64,
+    created_at: Nanos,
+    deadline_at: Nanos,
+    jitter: JitterState,
     request: Handle,
+    /// Attempts so far (a policy without requeues: every attempt is a try).
+    attempts_made: u32,
+    tenant: u16,
+    policy: u16,
 }
 
 /// An attempt: what of `sim::Attempt` the plain path reads.
@@ -217,6 +263,9 @@ struct Plain<'s, 'a> {
     load_latency: Option<LoadLatency>,
     /// The hop commits side effects (`HopSpec::effect`).
     effect: bool,
+    /// Requests keep a record of their executions: the hop commits side effects and some
+    /// policy makes more than one attempt (with one attempt per request, none executes twice).
+    tracked: bool,
     /// No network delay either way: an attempt arrives in the event that sent it
     /// (`Simulation::answers_in_place`).
     in_place: bool,
@@ -242,6 +291,7 @@ impl<'s, 'a> Plain<'s, 'a> {
             network: &hop.network,
             load_latency: hop.load_latency,
             effect: hop.effect,
+            tracked: hop.effect && spec.policies.iter().any(|p| p.attempts_max > 1),
             in_place: hop.network.is_zero(),
         }
     }
@@ -252,10 +302,12 @@ impl<'s, 'a> Plain<'s, 'a> {
         for (ti, process) in self.sim.open_loop.iter_mut().enumerate() {
             let process = process.as_mut().expect("every tenant of the plain path is open-loop");
             if let Some(at) = process.next(0, spec.horizon, &mut self.sim.rngs.arrivals[ti]) {
-                self.queue.push(at, Ev::Arrival(ti as u16));
+                self.queue.push(at, Ev::arrival(ti as u16));
             }
         }
-        while let Some(at) = self.queue.peek_time() {
+        // Popped before the limits are checked (the general loop peeks first): an event past
+        // them ends the run, and nothing reads the queue after it.
+        while let Some((at, event)) = self.queue.pop() {
             let record = &mut self.sim.record;
             if at > spec.drain_limit {
                 record.cut_at_ns = Some(spec.drain_limit);
@@ -271,16 +323,16 @@ impl<'s, 'a> Plain<'s, 'a> {
                 break;
             }
             record.events += 1;
-            let (t, event) = self.queue.pop().expect("peeked");
-            assert!(t >= self.sim.now, "time went backwards: {t} < {}", self.sim.now);
-            self.sim.move_clock(t);
-            match event {
-                Ev::Arrival(tenant) => self.on_arrival(tenant),
-                Ev::Retry(call) => self.start_attempt(call),
-                Ev::Arrive(attempt) => self.on_arrive(attempt),
-                Ev::ServiceDone(attempt) => self.on_service_done(attempt),
-                Ev::ReplyArrive(attempt) => self.on_reply_arrive(attempt),
-                Ev::Timeout(attempt) => self.on_timeout(attempt),
+            assert!(at >= self.sim.now, "time went backwards: {at} < {}", self.sim.now);
+            self.sim.move_clock(at);
+            let handle = event.handle();
+            match event.kind() {
+                Kind::Arrival => self.on_arrival(handle.index as u16),
+                Kind::Retry => self.start_attempt(handle),
+                Kind::Arrive => self.on_arrive(handle),
+                Kind::ServiceDone => self.on_service_done(handle),
+                Kind::ReplyArrive => self.on_reply_arrive(handle),
+                Kind::Timeout => self.on_timeout(handle),
             }
         }
         if self.sim.record.truncated.is_none() {
@@ -307,7 +359,7 @@ impl<'s, 'a> Plain<'s, 'a> {
         let _client = rng.random_range(0..spec.tenants[ti].clients);
         let process = self.sim.open_loop[ti].as_mut().expect("an open-loop tenant");
         if let Some(at) = process.next(now, spec.horizon, rng) {
-            self.queue.push(at, Ev::Arrival(tenant));
+            self.queue.push(at, Ev::arrival(tenant));
         }
         self.new_request(tenant);
     }
@@ -320,28 +372,20 @@ impl<'s, 'a> Plain<'s, 'a> {
         self.sim.request_id_next += 1;
         self.sim.record.tenants[ti].requests += 1;
         self.sim.record.tenant_series[ti][b].arrivals += 1;
-        let policy_index = spec.tenants[ti].policy;
-        let policy = &spec.policies[policy_index];
-        let call = Call {
+        let policy = spec.tenants[ti].policy;
+        let deadline = spec.policies[policy].deadline;
+        let request =
+            if self.tracked { self.requests.insert(Request { executions: 0, refs: 1 }) } else { Handle::NONE };
+        let handle = self.calls.insert(PlainCall {
             request_id,
-            draw_key: request_id,
             created_at: now,
-            deadline_at: policy.deadline.map_or(Nanos::MAX, |d| now.saturating_add(d)),
-            parent: NO_PARENT,
-            client: 0,
+            deadline_at: deadline.map_or(Nanos::MAX, |d| now.saturating_add(d)),
+            jitter: JitterState::default(),
+            request,
             attempts_made: 0,
             tenant,
-            hop: 0,
-            policy: policy_index as u16,
-            payload: Payload::Normal,
-            jitter: JitterState::default(),
-            paid: None,
-            requeues: 0,
-            requeues_left: requeues_unset(policy),
-            worked: false,
-        };
-        let request = if self.effect { self.requests.insert(Request { executions: 0, refs: 1 }) } else { Handle::NONE };
-        let handle = self.calls.insert(PlainCall { call, request });
+            policy: policy as u16,
+        });
         self.start_attempt(handle);
     }
 
@@ -349,15 +393,15 @@ impl<'s, 'a> Plain<'s, 'a> {
     fn start_attempt(&mut self, call_handle: Handle) {
         let (now, b) = (self.sim.now, self.bucket());
         let c = self.calls.get_mut(call_handle).expect("attempt of a live call");
-        if c.call.attempts_made > 0 {
+        if c.attempts_made > 0 {
             self.sim.record.hop_series[0][b].retries_fired += 1;
         }
-        if now >= c.call.deadline_at {
+        if now >= c.deadline_at {
             return self.end_call(call_handle, CallEnd::Dlq(DlqReason::Deadline));
         }
-        c.call.attempts_made += 1;
-        let (tenant, retry, request) = (c.call.tenant, c.call.attempts_made > 1, c.request);
-        let timeout_at = attempt_timeout_at(self.spec, &c.call, now);
+        c.attempts_made += 1;
+        let (tenant, retry, request) = (c.tenant, c.attempts_made > 1, c.request);
+        let timeout_at = timeout_of(&self.spec.policies[c.policy as usize], c.deadline_at, now);
         let r = &mut self.sim.record;
         let ti = tenant as usize;
         count_attempt_in(
@@ -366,7 +410,7 @@ impl<'s, 'a> Plain<'s, 'a> {
             Some((&mut r.tenants[ti], &mut r.tenant_series[ti][b])),
             retry,
         );
-        let net = self.network.sample(&mut self.sim.rngs.network[0], 0);
+        let net = self.network_delay();
         let attempt = PlainAttempt {
             call: call_handle,
             request,
@@ -383,20 +427,30 @@ impl<'s, 'a> Plain<'s, 'a> {
             self.enter_hop();
             let handle = self.attempts.insert(attempt);
             if timeout_at != Nanos::MAX {
-                self.queue.push(timeout_at, Ev::Timeout(handle));
+                self.queue.push(timeout_at, Ev::new(Kind::Timeout, handle));
             }
             return self.after_entry(handle);
         }
         let handle = self.attempts.insert(attempt);
         if net > 0 {
-            self.queue.push(now.saturating_add(net), Ev::Arrive(handle));
+            self.queue.push(now.saturating_add(net), Ev::new(Kind::Arrive, handle));
         }
         if timeout_at != Nanos::MAX {
-            self.queue.push(timeout_at, Ev::Timeout(handle));
+            self.queue.push(timeout_at, Ev::new(Kind::Timeout, handle));
         }
         if net == 0 {
             self.on_arrive(handle);
         }
+    }
+
+    /// A network leg's delay (none drawn where the hop has no network delay: its distribution
+    /// is the constant 0, which draws nothing).
+    #[inline]
+    fn network_delay(&mut self) -> Nanos {
+        if self.in_place {
+            return 0;
+        }
+        self.network.sample(&mut self.sim.rngs.network[0], 0)
     }
 
     /// `Simulation::enter_hop`: one more in flight, counted (no fault answers it).
@@ -455,7 +509,7 @@ impl<'s, 'a> Plain<'s, 'a> {
         a.service_ns = service;
         let counters = &mut sim.record.hops[0];
         counters.busy_ns = counters.busy_ns.saturating_add(service);
-        self.queue.push(now.saturating_add(service), Ev::ServiceDone(handle));
+        self.queue.push(now.saturating_add(service), Ev::new(Kind::ServiceDone, handle));
     }
 
     /// `Simulation::on_service_done`, `commit_without_store`, `run_handler` and `finish_job`.
@@ -466,9 +520,11 @@ impl<'s, 'a> Plain<'s, 'a> {
         r.hop_series[0][b].served += 1;
         if self.effect {
             let a = self.attempts.get(handle).expect("finishing attempt is live");
-            let request = self.requests.get_mut(a.request).expect("a served attempt's request is live");
-            let replay = request.executions > 0;
-            request.executions += 1;
+            let replay = self.tracked && {
+                let request = self.requests.get_mut(a.request).expect("a served attempt's request is live");
+                request.executions += 1;
+                request.executions > 1
+            };
             r.hops[0].executions += 1;
             if replay {
                 r.hops[0].duplicates_no_key += 1;
@@ -497,11 +553,11 @@ impl<'s, 'a> Plain<'s, 'a> {
         });
         let r = &mut self.sim.record;
         count_exit(&mut r.hop_series[0][b], &mut r.hops[0], reply);
-        let net = self.network.sample(&mut self.sim.rngs.network[0], 0);
+        let net = self.network_delay();
         if net == 0 {
             self.on_reply_arrive(handle);
         } else {
-            self.queue.push(now.saturating_add(net), Ev::ReplyArrive(handle));
+            self.queue.push(now.saturating_add(net), Ev::new(Kind::ReplyArrive, handle));
         }
     }
 
@@ -531,7 +587,7 @@ impl<'s, 'a> Plain<'s, 'a> {
         let Some(a) = self.attempts.get_mut(handle).filter(|a| a.caller_waiting) else { return };
         a.caller_waiting = false;
         let call = a.call;
-        if self.effect && !std::mem::replace(&mut a.retained, true) {
+        if self.tracked && !std::mem::replace(&mut a.retained, true) {
             self.requests.get_mut(a.request).expect("a waited-on attempt's request is live").refs += 1;
         }
         self.caller_sees(call, Reply::Timeout);
@@ -544,26 +600,29 @@ impl<'s, 'a> Plain<'s, 'a> {
             return self.end_call(call_handle, end);
         };
         let (now, spec, b) = (self.sim.now, self.spec, self.bucket());
-        let c = &mut self.calls.get_mut(call_handle).expect("caller of a live call").call;
-        let (retry, request_id) = (c.tries(), c.request_id);
-        let draws = jitter_item_key(&self.sim.rngs.jitter, c);
-        let (at, wait) = match next_retry(spec, draws, c, now, failure, retry_after) {
+        let c = self.calls.get_mut(call_handle).expect("caller of a live call");
+        let (retry, request_id) = (c.attempts_made, c.request_id);
+        // `jitter_item_key` of a client's call (hop 0, draw key = request id).
+        let draws = KeyedDraws::item_key(self.sim.rngs.jitter[0], request_id);
+        let policy = &spec.policies[c.policy as usize];
+        let (at, wait) = match retry_of(policy, draws, retry, &mut c.jitter, c.deadline_at, now, (failure, retry_after))
+        {
             Ok(next) => next,
             Err(reason) => return self.end_call(call_handle, CallEnd::Dlq(reason)),
         };
         let bucket = &mut self.sim.record.hop_series[0][b];
         count_retry_scheduled_in(&mut self.sim.delay_samples, bucket, 0, retry, request_id, wait);
-        self.queue.push(at, Ev::Retry(call_handle));
+        self.queue.push(at, Ev::new(Kind::Retry, call_handle));
     }
 
     /// `Simulation::end_call` and `end_request`.
     fn end_call(&mut self, call_handle: Handle, end: CallEnd) {
-        let PlainCall { call, request } = self.calls.remove(call_handle).expect("ending a live call");
-        if self.effect {
-            self.release(request);
+        let call = self.calls.remove(call_handle).expect("ending a live call");
+        if self.tracked {
+            self.release(call.request);
         }
         let (now, b) = (self.sim.now, self.bucket());
-        count_request_end(&mut self.sim.record, &call, end, now, b);
+        count_request_end(&mut self.sim.record, (call.tenant, call.created_at), end, now, b);
     }
 
     /// One fewer call or attempt keeps `request` live; the last lets it go.
