@@ -36,7 +36,6 @@ pub fn round_to_ns(x: f64) -> Nanos {
     }
 }
 
-
 /// Converts nanoseconds to seconds: every ns → s conversion in the crate goes through here or
 /// [`ns_f64_to_secs`].
 #[inline]

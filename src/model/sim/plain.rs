@@ -28,9 +28,11 @@
 
 use super::accounting::{count_attempt_in, count_request_end};
 use super::server::{count_entry, count_exit};
-use super::{count_retry_scheduled_in, failure_of, retry_of, timeout_of, CallEnd, JitterState, Reply, Simulation};
-use crate::engine::{EventQueue, Handle, KeyedDraws, Nanos, Slab};
-use crate::metrics::{DlqReason, RunRecord};
+use super::{
+    bucket_at, count_retry_scheduled_in, failure_of, retry_of, timeout_of, CallEnd, JitterState, Reply, Simulation,
+};
+use crate::engine::{EventQueue, Handle, KeyedDraws, Nanos};
+use crate::metrics::{DlqReason, HopBucket, HopCounters, RunRecord};
 use crate::model::dist::Dist;
 use crate::model::load_latency::LoadLatency;
 use crate::model::overload::{Admission, Discipline, OverloadSpec};
@@ -210,6 +212,7 @@ impl Ev {
 
 /// A client's call: what of `sim::Call` the plain path reads (48 bytes, where `Call` takes 72),
 /// and the record of its request's side effects (when the hop is an effect hop).
+#[derive(Clone, Copy)]
 struct PlainCall {
     /// The request's id, which is also the draw key of a client's call.
     request_id: u64,
@@ -224,6 +227,7 @@ struct PlainCall {
 }
 
 /// An attempt: what of `sim::Attempt` the plain path reads.
+#[derive(Clone, Copy)]
 struct PlainAttempt {
     call: Handle,
     request: Handle,
@@ -238,9 +242,67 @@ struct PlainAttempt {
 
 /// A live request's side effects at the hop, and the call and attempts that keep it live (its
 /// call, and each attempt whose caller stopped waiting): `EffectHistory` for one hop.
+#[derive(Clone, Copy)]
 struct Request {
     executions: u32,
     refs: u32,
+}
+
+/// Records addressed by generation-checked handles, as `engine::Slab` but in one `Vec` of
+/// small `Copy` records: a lookup is one bounds check and a generation compare where the slab's
+/// pages take two levels and an `Option`. A slot's generation is odd while it holds a record, and
+/// moves on when the record goes, so a handle to a removed record finds nothing.
+struct Slots<T> {
+    slots: Vec<(u32, T)>,
+    free: Vec<u32>,
+}
+
+impl<T> Default for Slots<T> {
+    fn default() -> Self {
+        Slots { slots: Vec::new(), free: Vec::new() }
+    }
+}
+
+impl<T: Copy> Slots<T> {
+    #[inline]
+    fn insert(&mut self, value: T) -> Handle {
+        if let Some(index) = self.free.pop() {
+            let slot = &mut self.slots[index as usize];
+            slot.0 = slot.0.wrapping_add(1);
+            slot.1 = value;
+            return Handle { index, generation: slot.0 };
+        }
+        let index =
+            u32::try_from(self.slots.len()).ok().filter(|&i| i != u32::MAX).expect("fewer than 2^32 − 1 records");
+        self.slots.push((1, value));
+        Handle { index, generation: 1 }
+    }
+
+    #[inline]
+    fn get(&self, handle: Handle) -> Option<&T> {
+        self.slots.get(handle.index as usize).filter(|slot| slot.0 == handle.generation).map(|slot| &slot.1)
+    }
+
+    #[inline]
+    fn get_mut(&mut self, handle: Handle) -> Option<&mut T> {
+        self.slots.get_mut(handle.index as usize).filter(|slot| slot.0 == handle.generation).map(|slot| &mut slot.1)
+    }
+
+    #[inline]
+    fn remove(&mut self, handle: Handle) -> Option<T> {
+        let slot = self.slots.get_mut(handle.index as usize).filter(|slot| slot.0 == handle.generation)?;
+        slot.0 = slot.0.wrapping_add(1);
+        self.free.push(handle.index);
+        Some(slot.1)
+    }
+
+    fn len(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// The plain loop's state; the record, the random streams, the clock and the arrival processes
@@ -249,11 +311,15 @@ struct Plain<'s, 'a> {
     sim: &'s mut Simulation<'a>,
     spec: &'a SimSpec,
     queue: EventQueue<Ev>,
-    calls: Slab<PlainCall>,
-    attempts: Slab<PlainAttempt>,
-    requests: Slab<Request>,
+    calls: Slots<PlainCall>,
+    attempts: Slots<PlainAttempt>,
+    requests: Slots<Request>,
     /// The hop's FIFO queue.
     waiting: VecDeque<Handle>,
+    /// The hop's run counters and time series, out of the record while the loop runs (one
+    /// index fewer per count) and put back at its end.
+    hop: HopCounters,
+    series: Vec<HopBucket>,
     busy: u32,
     in_flight: u32,
     workers: u32,
@@ -275,14 +341,18 @@ impl<'s, 'a> Plain<'s, 'a> {
     fn new(sim: &'s mut Simulation<'a>) -> Self {
         let spec = sim.spec;
         let hop = &spec.hops[0];
+        let hop_counters = std::mem::take(&mut sim.record.hops[0]);
+        let series = std::mem::take(&mut sim.record.hop_series[0]);
         Plain {
             sim,
             spec,
             queue: EventQueue::new(),
-            calls: Slab::default(),
-            attempts: Slab::default(),
-            requests: Slab::default(),
+            calls: Slots::default(),
+            attempts: Slots::default(),
+            requests: Slots::default(),
             waiting: VecDeque::new(),
+            hop: hop_counters,
+            series,
             busy: 0,
             in_flight: 0,
             workers: hop.workers,
@@ -324,7 +394,7 @@ impl<'s, 'a> Plain<'s, 'a> {
             }
             record.events += 1;
             assert!(at >= self.sim.now, "time went backwards: {at} < {}", self.sim.now);
-            self.sim.move_clock(at);
+            self.move_clock(at);
             let handle = event.handle();
             match event.kind() {
                 Kind::Arrival => self.on_arrival(handle.index as u16),
@@ -339,6 +409,8 @@ impl<'s, 'a> Plain<'s, 'a> {
             self.check_drained();
         }
         // The hop's books, as the general loop leaves them for `finish`.
+        self.sim.record.hops[0] = std::mem::take(&mut self.hop);
+        self.sim.record.hop_series[0] = std::mem::take(&mut self.series);
         self.sim.hops[0].busy = self.busy;
         self.sim.hops[0].in_flight = self.in_flight;
         self.sim.lbs[0].in_flight = self.in_flight;
@@ -346,7 +418,17 @@ impl<'s, 'a> Plain<'s, 'a> {
     }
 
     fn bucket(&self) -> usize {
-        self.sim.bucket()
+        self.sim.bucket_now
+    }
+
+    /// `Simulation::move_clock`, with the hop's series out of the record.
+    #[inline]
+    fn move_clock(&mut self, t: Nanos) {
+        let sim = &mut *self.sim;
+        sim.now = t;
+        if t >= sim.bucket_until {
+            (sim.bucket_now, sim.bucket_until) = bucket_at(t, self.spec.bucket, self.series.len());
+        }
     }
 
     /// `Simulation::on_poisson_arrival`.
@@ -394,7 +476,7 @@ impl<'s, 'a> Plain<'s, 'a> {
         let (now, b) = (self.sim.now, self.bucket());
         let c = self.calls.get_mut(call_handle).expect("attempt of a live call");
         if c.attempts_made > 0 {
-            self.sim.record.hop_series[0][b].retries_fired += 1;
+            self.series[b].retries_fired += 1;
         }
         if now >= c.deadline_at {
             return self.end_call(call_handle, CallEnd::Dlq(DlqReason::Deadline));
@@ -405,8 +487,8 @@ impl<'s, 'a> Plain<'s, 'a> {
         let r = &mut self.sim.record;
         let ti = tenant as usize;
         count_attempt_in(
-            &mut r.hops[0],
-            &mut r.hop_series[0][b],
+            &mut self.hop,
+            &mut self.series[b],
             Some((&mut r.tenants[ti], &mut r.tenant_series[ti][b])),
             retry,
         );
@@ -457,7 +539,7 @@ impl<'s, 'a> Plain<'s, 'a> {
     fn enter_hop(&mut self) {
         let b = self.bucket();
         self.in_flight = self.in_flight.checked_add(1).expect("fewer than 2^32 attempts in flight at a hop");
-        count_entry(&mut self.sim.record.hop_series[0][b], self.in_flight);
+        count_entry(&mut self.series[b], self.in_flight);
     }
 
     /// `Simulation::on_arrive`.
@@ -474,12 +556,12 @@ impl<'s, 'a> Plain<'s, 'a> {
             return self.start_service(handle);
         }
         if self.waiting.len() >= self.queue_limit {
-            self.sim.record.hops[0].overflow += 1;
+            self.hop.overflow += 1;
             return self.send_reply(handle, Reply::Refused);
         }
         self.waiting.push_back(handle);
         let b = self.bucket();
-        let bucket = &mut self.sim.record.hop_series[0][b];
+        let bucket = &mut self.series[b];
         bucket.queue_len_max = bucket.queue_len_max.max(self.waiting.len() as u32);
     }
 
@@ -491,9 +573,9 @@ impl<'s, 'a> Plain<'s, 'a> {
         self.busy = self.busy.checked_add(1).expect("fewer than 2^32 busy workers");
         let busy = self.busy;
         let sim = &mut *self.sim;
-        let bucket = &mut sim.record.hop_series[0][b];
+        let bucket = &mut self.series[b];
         bucket.queue_wait_max_ns = bucket.queue_wait_max_ns.max(wait);
-        let counters = &mut sim.record.hops[0];
+        let counters = &mut self.hop;
         counters.services_started += 1;
         counters.queue_wait_ns_sum += u128::from(wait);
         if now < sim.first_fault_start {
@@ -507,7 +589,7 @@ impl<'s, 'a> Plain<'s, 'a> {
         }
         let service = if factor == 1.0 { base } else { (base as f64 * factor).min(u64::MAX as f64) as Nanos };
         a.service_ns = service;
-        let counters = &mut sim.record.hops[0];
+        let counters = &mut self.hop;
         counters.busy_ns = counters.busy_ns.saturating_add(service);
         self.queue.push(now.saturating_add(service), Ev::new(Kind::ServiceDone, handle));
     }
@@ -516,8 +598,8 @@ impl<'s, 'a> Plain<'s, 'a> {
     fn on_service_done(&mut self, handle: Handle) {
         let b = self.bucket();
         let r = &mut self.sim.record;
-        r.hops[0].served += 1;
-        r.hop_series[0][b].served += 1;
+        self.hop.served += 1;
+        self.series[b].served += 1;
         if self.effect {
             let a = self.attempts.get(handle).expect("finishing attempt is live");
             let replay = self.tracked && {
@@ -525,9 +607,9 @@ impl<'s, 'a> Plain<'s, 'a> {
                 request.executions += 1;
                 request.executions > 1
             };
-            r.hops[0].executions += 1;
+            self.hop.executions += 1;
             if replay {
-                r.hops[0].duplicates_no_key += 1;
+                self.hop.duplicates_no_key += 1;
                 r.tenants[a.tenant as usize].duplicates_no_key += 1;
             }
         }
@@ -551,8 +633,7 @@ impl<'s, 'a> Plain<'s, 'a> {
         self.in_flight = self.in_flight.checked_sub(1).unwrap_or_else(|| {
             panic!("hop 0: an attempt left with none in flight (seed {seed}, replication {replication})")
         });
-        let r = &mut self.sim.record;
-        count_exit(&mut r.hop_series[0][b], &mut r.hops[0], reply);
+        count_exit(&mut self.series[b], &mut self.hop, reply);
         let net = self.network_delay();
         if net == 0 {
             self.on_reply_arrive(handle);
@@ -569,15 +650,15 @@ impl<'s, 'a> Plain<'s, 'a> {
         }
         if !a.caller_waiting {
             // `add_wasted`: the hop worked for a caller that had given up.
-            let c = &mut self.sim.record.hops[0];
+            let c = &mut self.hop;
             c.wasted_work_ns = c.wasted_work_ns.saturating_add(a.service_ns);
             c.wasted_timed_out_ns = c.wasted_timed_out_ns.saturating_add(a.service_ns);
             return;
         }
         if a.reply == Reply::Ok {
             let b = self.bucket();
-            self.sim.record.hops[0].timely_ok += 1;
-            self.sim.record.hop_series[0][b].timely_ok += 1;
+            self.hop.timely_ok += 1;
+            self.series[b].timely_ok += 1;
         }
         self.caller_sees(a.call, a.reply);
     }
@@ -610,7 +691,7 @@ impl<'s, 'a> Plain<'s, 'a> {
             Ok(next) => next,
             Err(reason) => return self.end_call(call_handle, CallEnd::Dlq(reason)),
         };
-        let bucket = &mut self.sim.record.hop_series[0][b];
+        let bucket = &mut self.series[b];
         count_retry_scheduled_in(&mut self.sim.delay_samples, bucket, 0, retry, request_id, wait);
         self.queue.push(at, Ev::new(Kind::Retry, call_handle));
     }
@@ -630,7 +711,7 @@ impl<'s, 'a> Plain<'s, 'a> {
         let r = self.requests.get_mut(request).expect("a released request is live");
         r.refs = r.refs.checked_sub(1).expect("released once per call or attempt");
         if r.refs == 0 {
-            self.requests.discard(request);
+            self.requests.remove(request);
         }
     }
 
