@@ -23,7 +23,7 @@ perf() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print({k: 
 step "criterion: full model and bare herd loop at 1M clients, one run"
 cargo bench --bench scenarios -- --sample-size 10 'outage_herd/(full_jitter|full_jitter_queued|bare_loop)/1000000'
 step "criterion: the served path beside its bare loop, and many short replications (one run)"
-cargo bench --bench scenarios -- 'small_runs|served/'
+benches/served.sh
 step "criterion: the same two in CPU time of the benchmarking thread (robust to a shared machine)"
 cargo bench --bench scenarios -- outage_herd_cpu
 # The 10M runs against the 1M runs, three alternated pairs, each run after a pause: on a virtual

@@ -804,6 +804,29 @@ mod tests {
         assert!(!fitting.iter().any(|f| f.starts_with("outage-herd/")), "a herd does not fit: {fitting:?}");
     }
 
+    /// Rule: a scenario `init` writes for open-loop clients at one hop fits the plain path and
+    /// records there what the general loop records; with `--outage` it has a fault and does not
+    /// fit.
+    #[test]
+    fn an_init_scenario_fits_and_records_what_the_general_loop_records() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let write = |name: &str, extra: &[&str]| {
+            let path = dir.path().join(name).to_str().expect("utf-8").to_string();
+            let args = ["retrystorm", "init", path.as_str(), "--rate", "300"].into_iter().chain(extra.iter().copied());
+            crate::cli::main_with_args(args.map(std::ffi::OsString::from)).expect("init writes the scenario");
+            Scenario::load(&path, &[]).unwrap_or_else(|e| panic!("{e}"))
+        };
+        let plain = write("plain.toml", &[]);
+        let mut spec = plain.base.clone();
+        spec.horizon = spec.horizon.min(20_000_000_000);
+        for replication in 0..3 {
+            let (plain_record, general) = both(&spec, plain.seed, replication);
+            assert_eq!(plain_record, general, "init's scenario, replication {replication} (seed {})", plain.seed);
+        }
+        let outage = write("outage.toml", &["--outage", "10s"]);
+        assert!(!fits(&outage.base), "a scenario with a fault runs the general loop");
+    }
+
     /// One random scenario of the plain path's shape: 1–3 open-loop tenants, 1–2 policies of
     /// any jitter, attempts, timeout and deadline, one hop of 1–4 workers with or without a
     /// queue limit, effect, load-dependent latency and network delay, and a horizon, drain
