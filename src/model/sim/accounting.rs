@@ -20,20 +20,17 @@ pub(super) fn count_attempt_in(
     }
 }
 
-/// What a request of tenant `tenant` made at `created_at` that ends at `now` (in bucket `b`) as
-/// `end` adds to its tenant's counters and time bucket and to the run's completion time: the
-/// terminal state, and the latency of a success.
+/// What a request made at `created_at` that ends at `now` as `end` adds to its tenant's counters
+/// and time bucket (`tenant`) and to the run's completion time: the terminal state, and the
+/// latency of a success.
 #[inline]
 pub(super) fn count_request_end(
-    record: &mut RunRecord,
-    (tenant, created_at): (u16, Nanos),
+    (t, tb): (&mut TenantCounters, &mut TenantBucket),
+    completion_time_ns: &mut Nanos,
+    created_at: Nanos,
     end: CallEnd,
     now: Nanos,
-    b: usize,
 ) {
-    let ti = tenant as usize;
-    let t = &mut record.tenants[ti];
-    let tb = &mut record.tenant_series[ti][b];
     match end {
         CallEnd::Succeeded => {
             t.succeeded += 1;
@@ -53,7 +50,7 @@ pub(super) fn count_request_end(
     }
     // A maximum, not the last write: a retry run ahead of the clock ends its request early
     // (`sim/run_ahead.rs`).
-    record.completion_time_ns = record.completion_time_ns.max(now);
+    *completion_time_ns = (*completion_time_ns).max(now);
 }
 
 impl Simulation<'_> {
@@ -67,7 +64,9 @@ impl Simulation<'_> {
     pub(super) fn end_request(&mut self, call: &Call, end: CallEnd) {
         let now = self.now;
         let b = self.bucket();
-        count_request_end(&mut self.record, (call.tenant, call.created_at), end, now, b);
+        let (r, ti) = (&mut self.record, call.tenant as usize);
+        let tenant = (&mut r.tenants[ti], &mut r.tenant_series[ti][b]);
+        count_request_end(tenant, &mut r.completion_time_ns, call.created_at, end, now);
         self.schedule_next_request(call.tenant, call.client);
     }
 

@@ -32,7 +32,7 @@ use super::{
     bucket_at, count_retry_scheduled_in, failure_of, retry_of, timeout_of, CallEnd, JitterState, Reply, Simulation,
 };
 use crate::engine::{EventQueue, Handle, KeyedDraws, Nanos};
-use crate::metrics::{DlqReason, HopBucket, HopCounters, RunRecord};
+use crate::metrics::{DlqReason, HopBucket, HopCounters, RunRecord, TenantBucket, TenantCounters};
 use crate::model::dist::Dist;
 use crate::model::load_latency::LoadLatency;
 use crate::model::overload::{Admission, Discipline, OverloadSpec};
@@ -321,6 +321,15 @@ struct Plain<'s, 'a> {
     /// index fewer per count) and put back at its end.
     hop: HopCounters,
     series: Vec<HopBucket>,
+    /// The tenants' counters and series and the run's completion time, the same way.
+    tenants: Vec<TenantCounters>,
+    tenant_series: Vec<Vec<TenantBucket>>,
+    completion_time_ns: Nanos,
+    /// The clock, its time bucket and when the next bucket starts (`Simulation::now`,
+    /// `bucket_now`, `bucket_until`, written back at the end).
+    now: Nanos,
+    b: usize,
+    bucket_until: Nanos,
     busy: u32,
     in_flight: u32,
     workers: u32,
@@ -344,6 +353,10 @@ impl<'s, 'a> Plain<'s, 'a> {
         let hop = &spec.hops[0];
         let hop_counters = std::mem::take(&mut sim.record.hops[0]);
         let series = std::mem::take(&mut sim.record.hop_series[0]);
+        let tenants = std::mem::take(&mut sim.record.tenants);
+        let tenant_series = std::mem::take(&mut sim.record.tenant_series);
+        let (completion_time_ns, now, b, bucket_until) =
+            (sim.record.completion_time_ns, sim.now, sim.bucket_now, sim.bucket_until);
         Plain {
             sim,
             spec,
@@ -354,6 +367,12 @@ impl<'s, 'a> Plain<'s, 'a> {
             waiting: VecDeque::new(),
             hop: hop_counters,
             series,
+            tenants,
+            tenant_series,
+            completion_time_ns,
+            now,
+            b,
+            bucket_until,
             busy: 0,
             in_flight: 0,
             workers: hop.workers,
@@ -389,12 +408,12 @@ impl<'s, 'a> Plain<'s, 'a> {
                 break;
             }
             if record.events >= spec.max_events {
-                record.cut_at_ns = Some(self.sim.now);
+                record.cut_at_ns = Some(self.now);
                 record.truncated = Some(format!("max_events = {} reached", spec.max_events));
                 break;
             }
             record.events += 1;
-            assert!(at >= self.sim.now, "time went backwards: {at} < {}", self.sim.now);
+            assert!(at >= self.now, "time went backwards: {at} < {}", self.now);
             self.move_clock(at);
             let handle = event.handle();
             match event.kind() {
@@ -412,30 +431,29 @@ impl<'s, 'a> Plain<'s, 'a> {
         // The hop's books, as the general loop leaves them for `finish`.
         self.sim.record.hops[0] = std::mem::take(&mut self.hop);
         self.sim.record.hop_series[0] = std::mem::take(&mut self.series);
+        self.sim.record.tenants = std::mem::take(&mut self.tenants);
+        self.sim.record.tenant_series = std::mem::take(&mut self.tenant_series);
+        self.sim.record.completion_time_ns = self.completion_time_ns;
+        (self.now, self.sim.bucket_now, self.sim.bucket_until) = (self.now, self.b, self.bucket_until);
         self.sim.hops[0].busy = self.busy;
         self.sim.hops[0].in_flight = self.in_flight;
         self.sim.lbs[0].in_flight = self.in_flight;
         self.calls.len() as u64
     }
 
-    fn bucket(&self) -> usize {
-        self.sim.bucket_now
-    }
-
-    /// `Simulation::move_clock`, with the hop's series out of the record.
+    /// `Simulation::move_clock`, on the loop's own clock.
     #[inline]
     fn move_clock(&mut self, t: Nanos) {
-        let sim = &mut *self.sim;
-        sim.now = t;
-        if t >= sim.bucket_until {
-            (sim.bucket_now, sim.bucket_until) = bucket_at(t, self.spec.bucket, self.series.len());
+        self.now = t;
+        if t >= self.bucket_until {
+            (self.b, self.bucket_until) = bucket_at(t, self.spec.bucket, self.series.len());
         }
     }
 
     /// `Simulation::on_poisson_arrival`.
     fn on_arrival(&mut self, tenant: u16) {
         let (spec, ti) = (self.spec, tenant as usize);
-        let now = self.sim.now;
+        let now = self.now;
         let rng = &mut self.sim.rngs.arrivals[ti];
         // The client is drawn as the general loop draws it (the stream's next values depend on
         // it), though nothing on this path reads it.
@@ -450,11 +468,11 @@ impl<'s, 'a> Plain<'s, 'a> {
     /// `Simulation::new_request` (no payload draw: with no invalid or poison fraction the
     /// payload stream decides nothing).
     fn new_request(&mut self, tenant: u16) {
-        let (spec, ti, now, b) = (self.spec, tenant as usize, self.sim.now, self.bucket());
+        let (spec, ti, now, b) = (self.spec, tenant as usize, self.now, self.b);
         let request_id = self.sim.request_id_next;
         self.sim.request_id_next += 1;
-        self.sim.record.tenants[ti].requests += 1;
-        self.sim.record.tenant_series[ti][b].arrivals += 1;
+        self.tenants[ti].requests += 1;
+        self.tenant_series[ti][b].arrivals += 1;
         let policy = spec.tenants[ti].policy;
         let deadline = spec.policies[policy].deadline;
         let request =
@@ -474,7 +492,7 @@ impl<'s, 'a> Plain<'s, 'a> {
 
     /// `Simulation::start_attempt` and `send_attempt`.
     fn start_attempt(&mut self, call_handle: Handle) {
-        let (now, b) = (self.sim.now, self.bucket());
+        let (now, b) = (self.now, self.b);
         let c = self.calls.get_mut(call_handle).expect("attempt of a live call");
         if c.attempts_made > 0 {
             self.series[b].retries_fired += 1;
@@ -485,12 +503,11 @@ impl<'s, 'a> Plain<'s, 'a> {
         c.attempts_made += 1;
         let (tenant, retry, request) = (c.tenant, c.attempts_made > 1, c.request);
         let timeout_at = timeout_of(&self.spec.policies[c.policy as usize], c.deadline_at, now);
-        let r = &mut self.sim.record;
         let ti = tenant as usize;
         count_attempt_in(
             &mut self.hop,
             &mut self.series[b],
-            Some((&mut r.tenants[ti], &mut r.tenant_series[ti][b])),
+            Some((&mut self.tenants[ti], &mut self.tenant_series[ti][b])),
             retry,
         );
         let net = self.network_delay();
@@ -538,7 +555,7 @@ impl<'s, 'a> Plain<'s, 'a> {
 
     /// `Simulation::enter_hop`: one more in flight, counted (no fault answers it).
     fn enter_hop(&mut self) {
-        let b = self.bucket();
+        let b = self.b;
         self.in_flight = self.in_flight.checked_add(1).expect("fewer than 2^32 attempts in flight at a hop");
         count_entry(&mut self.series[b], self.in_flight);
     }
@@ -546,7 +563,7 @@ impl<'s, 'a> Plain<'s, 'a> {
     /// `Simulation::on_arrive`.
     fn on_arrive(&mut self, handle: Handle) {
         self.enter_hop();
-        let now = self.sim.now;
+        let now = self.now;
         self.attempts.get_mut(handle).expect("arriving attempt is live").arrived_at = now;
         self.after_entry(handle);
     }
@@ -561,14 +578,14 @@ impl<'s, 'a> Plain<'s, 'a> {
             return self.send_reply(handle, Reply::Refused);
         }
         self.waiting.push_back(handle);
-        let b = self.bucket();
+        let b = self.b;
         let bucket = &mut self.series[b];
         bucket.queue_len_max = bucket.queue_len_max.max(self.waiting.len() as u32);
     }
 
     /// `Simulation::start_service`.
     fn start_service(&mut self, handle: Handle) {
-        let (now, b) = (self.sim.now, self.bucket());
+        let (now, b) = (self.now, self.b);
         let a = self.attempts.get_mut(handle).expect("served attempt is live");
         let wait = now - a.arrived_at;
         self.busy = self.busy.checked_add(1).expect("fewer than 2^32 busy workers");
@@ -597,8 +614,7 @@ impl<'s, 'a> Plain<'s, 'a> {
 
     /// `Simulation::on_service_done`, `commit_without_store`, `run_handler` and `finish_job`.
     fn on_service_done(&mut self, handle: Handle) {
-        let b = self.bucket();
-        let r = &mut self.sim.record;
+        let b = self.b;
         self.hop.served += 1;
         self.series[b].served += 1;
         if self.effect {
@@ -611,7 +627,7 @@ impl<'s, 'a> Plain<'s, 'a> {
             self.hop.executions += 1;
             if replay {
                 self.hop.duplicates_no_key += 1;
-                r.tenants[a.tenant as usize].duplicates_no_key += 1;
+                self.tenants[a.tenant as usize].duplicates_no_key += 1;
             }
         }
         let (seed, replication) = (self.sim.seed, self.sim.replication);
@@ -629,7 +645,7 @@ impl<'s, 'a> Plain<'s, 'a> {
     /// `Simulation::send_reply` and `count_reply`.
     fn send_reply(&mut self, handle: Handle, reply: Reply) {
         debug_assert!(matches!(reply, Reply::Ok | Reply::Refused), "the plain hop answers {reply:?}");
-        let (now, b) = (self.sim.now, self.bucket());
+        let (now, b) = (self.now, self.b);
         self.attempts.get_mut(handle).expect("replying attempt is live").ok = reply == Reply::Ok;
         let (seed, replication) = (self.sim.seed, self.sim.replication);
         self.in_flight = self.in_flight.checked_sub(1).unwrap_or_else(|| {
@@ -658,7 +674,7 @@ impl<'s, 'a> Plain<'s, 'a> {
             return;
         }
         if a.ok {
-            let b = self.bucket();
+            let b = self.b;
             self.hop.timely_ok += 1;
             self.series[b].timely_ok += 1;
         }
@@ -682,7 +698,7 @@ impl<'s, 'a> Plain<'s, 'a> {
             let end = if reply == Reply::Ok { CallEnd::Succeeded } else { CallEnd::Rejected };
             return self.end_call(call_handle, end);
         };
-        let (now, spec, b) = (self.sim.now, self.spec, self.bucket());
+        let (now, spec, b) = (self.now, self.spec, self.b);
         let c = self.calls.get_mut(call_handle).expect("caller of a live call");
         let (retry, request_id) = (c.attempts_made, c.request_id);
         // `jitter_item_key` of a client's call (hop 0, draw key = request id).
@@ -704,8 +720,10 @@ impl<'s, 'a> Plain<'s, 'a> {
         if self.tracked {
             self.release(call.request);
         }
-        let (now, b) = (self.sim.now, self.bucket());
-        count_request_end(&mut self.sim.record, (call.tenant, call.created_at), end, now, b);
+        let (now, b) = (self.now, self.b);
+        let ti = call.tenant as usize;
+        let tenant = (&mut self.tenants[ti], &mut self.tenant_series[ti][b]);
+        count_request_end(tenant, &mut self.completion_time_ns, call.created_at, end, now);
     }
 
     /// One fewer call or attempt keeps `request` live; the last lets it go.
