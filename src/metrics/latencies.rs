@@ -18,7 +18,7 @@ pub const EXACT_MAX: usize = 4096;
 /// Latencies in microseconds (see the module's documentation).
 #[derive(Clone, Debug, Default)]
 pub struct Latencies {
-    /// The samples, unsorted, while there are at most [`EXACT_MAX`] and `histogram` is `None`.
+    /// The samples, unsorted, while there are at most [`EXACT_MAX`] and `counts` is `None`.
     exact: Vec<u64>,
     /// Every sample, once there were more than [`EXACT_MAX`].
     counts: Option<Counts>,
@@ -117,20 +117,28 @@ impl Latencies {
         } else if self.exact.len() < EXACT_MAX {
             self.exact.push(us);
         } else {
-            self.move_into_histogram(us);
+            self.move_into_counts(us);
         }
     }
 
     /// The sample past [`EXACT_MAX`]: every sample moves into the counts.
     #[cold]
     #[inline(never)]
-    fn move_into_histogram(&mut self, us: u64) {
-        let mut counts = Counts::default();
-        for &v in self.exact.iter().chain([&us]) {
-            counts.record(v);
+    fn move_into_counts(&mut self, us: u64) {
+        self.counts_mut().record(us);
+    }
+
+    /// The counts, made of the exact samples (which then go) if there are none yet.
+    fn counts_mut(&mut self) -> &mut Counts {
+        if self.counts.is_none() {
+            let mut counts = Counts::default();
+            for &v in &self.exact {
+                counts.record(v);
+            }
+            self.exact = Vec::new();
+            self.counts = Some(counts);
         }
-        self.counts = Some(counts);
-        self.exact = Vec::new();
+        self.counts.as_mut().expect("made above")
     }
 
     /// The latencies recorded.
@@ -207,17 +215,7 @@ impl Latencies {
     /// Adds every latency of `other`.
     pub fn extend(&mut self, other: &Latencies) {
         match &other.counts {
-            Some(theirs) => {
-                if self.counts.is_none() {
-                    let mut counts = Counts::default();
-                    for &v in &self.exact {
-                        counts.record(v);
-                    }
-                    self.counts = Some(counts);
-                    self.exact = Vec::new();
-                }
-                self.counts.as_mut().expect("made above").extend(theirs);
-            }
+            Some(theirs) => self.counts_mut().extend(theirs),
             None => {
                 for &v in &other.exact {
                     self.record(v);

@@ -4,6 +4,7 @@
 use super::{Call, CallEnd, Simulation};
 use crate::engine::Nanos;
 use crate::metrics::{DlqReason, HopBucket, HopCounters, RunRecord, TenantBucket, TenantCounters};
+use crate::model::SimSpec;
 
 /// What one attempt to a hop adds to the hop's run counters and time bucket, and for a client's
 /// call (hop 0) to its tenant's.
@@ -51,6 +52,26 @@ pub(super) fn count_request_end(
     // A maximum, not the last write: a retry run ahead of the clock ends its request early
     // (`sim/run_ahead.rs`).
     *completion_time_ns = (*completion_time_ns).max(now);
+}
+
+/// Whether a run stops before its next event, due at `at` (the clock is at `now`): past the
+/// drain limit, or with `max_events` handled. The record says where and why it was cut.
+#[inline]
+pub(super) fn cut_before(record: &mut RunRecord, spec: &SimSpec, at: Nanos, now: Nanos) -> bool {
+    if at > spec.drain_limit {
+        record.cut_at_ns = Some(spec.drain_limit);
+        record.truncated = Some(format!(
+            "drain limit reached at {:.3} s with requests still in flight",
+            crate::engine::time::ns_to_secs(spec.drain_limit)
+        ));
+        return true;
+    }
+    if record.events >= spec.max_events {
+        record.cut_at_ns = Some(now);
+        record.truncated = Some(format!("max_events = {} reached", spec.max_events));
+        return true;
+    }
+    false
 }
 
 impl Simulation<'_> {

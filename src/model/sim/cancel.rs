@@ -17,6 +17,7 @@
 use super::cancel_action::CancelAction;
 use super::{Reply, Simulation};
 use crate::engine::{Handle, Nanos};
+use crate::metrics::HopCounters;
 
 /// Why service time was wasted (its result never reached a caller that was still waiting).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,18 +32,23 @@ pub(super) enum Waste {
     LostReply,
 }
 
+/// Counts `ns` of wasted service in a hop's counters `c` under `cause` (and in the total).
+#[inline]
+pub(super) fn add_wasted_to(c: &mut HopCounters, ns: Nanos, cause: Waste) {
+    c.wasted_work_ns = c.wasted_work_ns.saturating_add(ns);
+    let by_cause = match cause {
+        Waste::TimedOut => &mut c.wasted_timed_out_ns,
+        Waste::Hedge => &mut c.wasted_hedge_ns,
+        Waste::Cancelled => &mut c.wasted_cancelled_ns,
+        Waste::LostReply => &mut c.wasted_lost_reply_ns,
+    };
+    *by_cause = by_cause.saturating_add(ns);
+}
+
 impl Simulation<'_> {
     /// Counts `ns` of wasted service at `hop` under `cause` (and in the total).
     pub(super) fn add_wasted(&mut self, hop: usize, ns: Nanos, cause: Waste) {
-        let c = &mut self.record.hops[hop];
-        c.wasted_work_ns = c.wasted_work_ns.saturating_add(ns);
-        let by_cause = match cause {
-            Waste::TimedOut => &mut c.wasted_timed_out_ns,
-            Waste::Hedge => &mut c.wasted_hedge_ns,
-            Waste::Cancelled => &mut c.wasted_cancelled_ns,
-            Waste::LostReply => &mut c.wasted_lost_reply_ns,
-        };
-        *by_cause = by_cause.saturating_add(ns);
+        add_wasted_to(&mut self.record.hops[hop], ns, cause);
     }
 
     /// The caller stopped waiting on `attempt` (its timeout fired): cancel it if the call's

@@ -559,17 +559,7 @@ impl<'a> Simulation<'a> {
                 (None, None) => break,
             };
             let at = if take_arrival { arrival_at } else { event_at }.expect("one is present");
-            if at > self.spec.drain_limit {
-                self.record.cut_at_ns = Some(self.spec.drain_limit);
-                self.record.truncated = Some(format!(
-                    "drain limit reached at {:.3} s with requests still in flight",
-                    crate::engine::time::ns_to_secs(self.spec.drain_limit)
-                ));
-                break;
-            }
-            if self.record.events >= self.spec.max_events {
-                self.record.cut_at_ns = Some(self.now);
-                self.record.truncated = Some(format!("max_events = {} reached", self.spec.max_events));
+            if accounting::cut_before(&mut self.record, self.spec, at, self.now) {
                 break;
             }
             self.record.events += 1;

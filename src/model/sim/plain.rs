@@ -26,7 +26,8 @@
 //! feature to the model adds its field to a spec struct; the destructuring in [`fits`] names
 //! every field, so it does not compile until the new field is judged here.
 
-use super::accounting::{count_attempt_in, count_request_end};
+use super::accounting::{count_attempt_in, count_request_end, cut_before};
+use super::cancel::{add_wasted_to, Waste};
 use super::server::{count_entry, count_exit};
 use super::{
     bucket_at, count_retry_scheduled_in, failure_of, retry_of, timeout_of, CallEnd, JitterState, Reply, Simulation,
@@ -399,17 +400,7 @@ impl<'s, 'a> Plain<'s, 'a> {
         // them ends the run, and nothing reads the queue after it.
         while let Some((at, event)) = self.queue.pop() {
             let record = &mut self.sim.record;
-            if at > spec.drain_limit {
-                record.cut_at_ns = Some(spec.drain_limit);
-                record.truncated = Some(format!(
-                    "drain limit reached at {:.3} s with requests still in flight",
-                    crate::engine::time::ns_to_secs(spec.drain_limit)
-                ));
-                break;
-            }
-            if record.events >= spec.max_events {
-                record.cut_at_ns = Some(self.now);
-                record.truncated = Some(format!("max_events = {} reached", spec.max_events));
+            if cut_before(record, spec, at, self.now) {
                 break;
             }
             record.events += 1;
@@ -600,11 +591,8 @@ impl<'s, 'a> Plain<'s, 'a> {
             sim.prefault_wait_us.record(wait / 1_000);
         }
         let base = self.service.sample(&mut sim.rngs.service[0], busy);
-        // `slow_factor` is 1 without faults.
-        let mut factor = 1.0;
-        if let Some(load) = self.load_latency {
-            factor *= load.factor_at(busy, self.workers);
-        }
+        // `slow_factor` is 1 without faults: the factor is the load's alone.
+        let factor = self.load_latency.map_or(1.0, |load| load.factor_at(busy, self.workers));
         let service = if factor == 1.0 { base } else { (base as f64 * factor).min(u64::MAX as f64) as Nanos };
         a.service_ns = service;
         let counters = &mut self.hop;
@@ -667,11 +655,8 @@ impl<'s, 'a> Plain<'s, 'a> {
             self.release(a.request);
         }
         if !a.caller_waiting {
-            // `add_wasted`: the hop worked for a caller that had given up.
-            let c = &mut self.hop;
-            c.wasted_work_ns = c.wasted_work_ns.saturating_add(a.service_ns);
-            c.wasted_timed_out_ns = c.wasted_timed_out_ns.saturating_add(a.service_ns);
-            return;
+            // The hop worked for a caller that had given up.
+            return add_wasted_to(&mut self.hop, a.service_ns, Waste::TimedOut);
         }
         if a.ok {
             let b = self.b;
