@@ -1,11 +1,12 @@
 //! The latencies of one run: the exact samples while there are few, an HdrHistogram once there
-//! are many. Every value read from it (quantiles, the largest, the histogram it adds to its
-//! variant's) is exactly what the HdrHistogram of the same samples gives: a short run no longer
-//! pays for growing, walking and merging a histogram's whole counts array, which was most of the
-//! fixed cost of a replication (docs/PERFORMANCE.md, "Many small runs"). Past the exact
-//! samples, a run keeps HdrHistogram's counts array itself ([`Counts`]): recording is an index
-//! and an increment, where HdrHistogram's `record` took about 67 instructions (two per request,
-//! a twelfth of a queue-bound run's time); a histogram is made of the counts when one is read.
+//! are many. Every value read from it (quantiles, the largest as the quantile 1, the histogram
+//! it adds to its variant's) is exactly what the HdrHistogram of the same samples gives: a short
+//! run no longer pays for growing, walking and merging a histogram's whole counts array, which
+//! was most of the fixed cost of a replication (docs/PERFORMANCE.md, "Many small runs"). Past
+//! the exact samples, a run keeps HdrHistogram's counts array itself ([`Counts`]): recording is
+//! an index and an increment, where HdrHistogram's `record` took about 67 instructions (two per
+//! request, a twelfth of a queue-bound run's time); a histogram is made of the counts when one
+//! is read.
 
 use super::new_latency_histogram;
 use hdrhistogram::Histogram;
@@ -153,7 +154,8 @@ impl Latencies {
 
     /// The values at `quantiles` (each in (0, 1], ascending; panics otherwise), as HdrHistogram's
     /// `value_at_quantiles` gives them: the highest value equivalent to the sample of rank
-    /// ⌈q·n⌉ (at least 1). `None` when empty.
+    /// ⌈q·n⌉ (at least 1); the quantile 1 is the largest (HdrHistogram's `max`). `None` when
+    /// empty.
     pub fn quantiles<const N: usize>(&self, quantiles: [f64; N]) -> Option<[u64; N]> {
         assert!(
             quantiles.iter().all(|&q| q > 0.0) && quantiles.is_sorted(),
@@ -191,15 +193,6 @@ impl Latencies {
         self.quantiles([quantile]).map(|[v]| v)
     }
 
-    /// The largest latency, as HdrHistogram's `max` gives it (the highest equivalent value);
-    /// `None` when empty.
-    pub fn max(&self) -> Option<u64> {
-        match &self.counts {
-            Some(c) => c.counts.iter().rposition(|&n| n > 0).map(|slot| config().highest_equivalent(lowest_at(slot))),
-            None => self.exact.iter().max().map(|&v| config().highest_equivalent(v)),
-        }
-    }
-
     /// Adds every latency to `into` (a histogram of the latency configuration).
     pub fn add_to(&self, into: &mut Histogram<u64>) {
         match &self.counts {
@@ -216,9 +209,14 @@ impl Latencies {
     pub fn extend(&mut self, other: &Latencies) {
         match &other.counts {
             Some(theirs) => self.counts_mut().extend(theirs),
+            // Both exact and within the limit: the samples are appended as they are.
+            None if self.counts.is_none() && self.exact.len() + other.exact.len() <= EXACT_MAX => {
+                self.exact.extend_from_slice(&other.exact);
+            }
             None => {
+                let counts = self.counts_mut();
                 for &v in &other.exact {
-                    self.record(v);
+                    counts.record(v);
                 }
             }
         }
@@ -257,7 +255,7 @@ mod tests {
         assert_eq!(l.len(), h.len(), "{what}: count");
         let expected: Vec<u64> = h.value_at_quantiles(QUANTILES).collect();
         assert_eq!(l.quantiles(QUANTILES).map(|q| q.to_vec()), (!h.is_empty()).then_some(expected), "{what}");
-        assert_eq!(l.max(), (!h.is_empty()).then(|| h.max()), "{what}: max");
+        assert_eq!(l.quantile(1.0), (!h.is_empty()).then(|| h.max()), "{what}: the quantile 1 is HdrHistogram's max");
         let mut into = new_latency_histogram();
         l.add_to(&mut into);
         assert_eq!(into, h, "{what}: the histogram added to");
@@ -319,7 +317,15 @@ mod tests {
     #[test]
     fn extending_pools_the_samples_of_both() {
         let mut rng = ChaCha8Rng::seed_from_u64(11);
-        for (a, b) in [(10, 20), (EXACT_MAX, 5), (5, EXACT_MAX + 3), (EXACT_MAX + 1, EXACT_MAX + 1), (0, 0)] {
+        for (a, b) in [
+            (10, 20),
+            (EXACT_MAX - 5, 5),
+            (EXACT_MAX - 5, 6),
+            (EXACT_MAX, 5),
+            (5, EXACT_MAX + 3),
+            (EXACT_MAX + 1, EXACT_MAX + 1),
+            (0, 0),
+        ] {
             let first: Vec<u64> = (0..a).map(|_| rng.random_range(0..10_000_000)).collect();
             let second: Vec<u64> = (0..b).map(|_| rng.random_range(0..10_000_000)).collect();
             let (mut l, _) = both(&first);
@@ -327,6 +333,7 @@ mod tests {
             let all: Vec<u64> = first.iter().chain(&second).copied().collect();
             let (_, h) = both(&all);
             assert_eq!(l.to_histogram(), h, "{a} + {b} samples (seed 11)");
+            assert_eq!(l.counts.is_none(), a + b <= EXACT_MAX, "{a} + {b}: exact while within the limit");
             assert_eq!(
                 l.quantiles(QUANTILES).map(|q| q.to_vec()),
                 (!h.is_empty()).then(|| h.value_at_quantiles(QUANTILES).collect())

@@ -320,7 +320,8 @@ pub struct RunRecord {
     /// When it stopped early: the run is complete before this instant (the drain limit, or the
     /// clock when `max_events` was hit); `None` when it ran to its end.
     pub cut_at_ns: Option<Nanos>,
-    /// p99 of hop 0's queue wait before the first fault (None without data).
+    /// p99 of hop 0's queue wait before the first trigger, the recovery baseline (None without
+    /// data, and without a trigger: recovery is not observable).
     pub prefault_wait_p99_ns: Option<u64>,
     /// Delays drawn before retry k at hop 0, for k = 1..=16 (delay histograms per strategy).
     pub retry_delays_ns: Vec<Vec<u64>>,

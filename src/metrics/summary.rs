@@ -32,15 +32,17 @@ fn ratio(num: f64, den: f64) -> Option<f64> {
 /// quantiles and the largest are HdrHistogram's (`Latencies`).
 fn latency_rows(latencies: &Latencies, sum_us: u128) -> MetricRow {
     let secs = |us: u64| us_to_secs(us as f64);
-    let quantiles = latencies.quantiles([0.5, 0.9, 0.99, 0.999]);
-    let [p50, p90, p99, p999] = quantiles.map_or([None; 4], |q| q.map(|v| Some(secs(v))));
+    // The largest is the quantile 1 (`Latencies::quantiles`): read with the others, its
+    // selection searches only the samples above p99.9's.
+    let quantiles = latencies.quantiles([0.5, 0.9, 0.99, 0.999, 1.0]);
+    let [p50, p90, p99, p999, max] = quantiles.map_or([None; 5], |q| q.map(|v| Some(secs(v))));
     vec![
         (Metric::LatencySMean, (!latencies.is_empty()).then(|| us_to_secs(sum_us as f64 / latencies.len() as f64))),
         (Metric::LatencySP50, p50),
         (Metric::LatencySP90, p90),
         (Metric::LatencySP99, p99),
         (Metric::LatencySP999, p999),
-        (Metric::LatencySMax, latencies.max().map(secs)),
+        (Metric::LatencySMax, max),
     ]
 }
 

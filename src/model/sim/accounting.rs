@@ -24,7 +24,7 @@ pub(super) fn count_attempt_in(
 /// What a request made at `created_at` that ends at `now` as `end` adds to its tenant's counters
 /// and time bucket (`tenant`) and to the run's completion time: the terminal state, and the
 /// latency of a success.
-#[inline]
+#[inline(always)]
 pub(super) fn count_request_end(
     (t, tb): (&mut TenantCounters, &mut TenantBucket),
     completion_time_ns: &mut Nanos,
@@ -58,20 +58,25 @@ pub(super) fn count_request_end(
 /// drain limit, or with `max_events` handled. The record says where and why it was cut.
 #[inline]
 pub(super) fn cut_before(record: &mut RunRecord, spec: &SimSpec, at: Nanos, now: Nanos) -> bool {
+    // The test of every event, apart from the writing of the cut (a call per event before).
+    (at > spec.drain_limit || record.events >= spec.max_events) && cut(record, spec, at, now)
+}
+
+/// [`cut_before`]'s cut (past one of the limits): the record says where and why.
+#[cold]
+#[inline(never)]
+fn cut(record: &mut RunRecord, spec: &SimSpec, at: Nanos, now: Nanos) -> bool {
     if at > spec.drain_limit {
         record.cut_at_ns = Some(spec.drain_limit);
         record.truncated = Some(format!(
             "drain limit reached at {:.3} s with requests still in flight",
             crate::engine::time::ns_to_secs(spec.drain_limit)
         ));
-        return true;
-    }
-    if record.events >= spec.max_events {
+    } else {
         record.cut_at_ns = Some(now);
         record.truncated = Some(format!("max_events = {} reached", spec.max_events));
-        return true;
     }
-    false
+    true
 }
 
 impl Simulation<'_> {

@@ -391,7 +391,12 @@ pub struct Simulation<'a> {
     request_id_next: u64,
     rngs: Rngs,
     record: RunRecord,
+    /// Hop 0's queue waits that started before `baseline_until`: the recovery baseline
+    /// (`RunRecord::prefault_wait_p99_ns`).
     prefault_wait_us: Latencies,
+    /// The first trigger's start; 0 without a trigger, where recovery is not observable and no
+    /// baseline is kept (it was a second latency sample per request that nothing read).
+    baseline_until: Nanos,
     first_fault_start: Nanos,
     /// The arrival process of each open-loop tenant (None for herds and closed loops).
     open_loop: Vec<Option<OpenLoop>>,
@@ -516,6 +521,7 @@ impl<'a> Simulation<'a> {
             rngs: Rngs::new(seed, replication, spec.tenants.len(), spec.hops.len()),
             record,
             prefault_wait_us: Latencies::new(),
+            baseline_until: spec.first_trigger_start().unwrap_or(0),
             first_fault_start: spec.first_trigger_start().unwrap_or(Nanos::MAX),
             open_loop: spec.tenants.iter().map(|t| OpenLoop::new(&t.arrival)).collect(),
             scaled_hops: Vec::new(),

@@ -155,8 +155,47 @@ fn hop_fits(hop: &HopSpec) -> bool {
 pub(super) fn run(spec: &SimSpec, seed: u64, replication: u64) -> RunRecord {
     debug_assert!(fits(spec));
     let mut sim = Simulation::new(spec, seed, replication);
-    let live = Plain::new(&mut sim).run();
+    let (live, mut buffers) = Plain::new(&mut sim, SPARE.take().unwrap_or_default()).run();
+    buffers.clear();
+    SPARE.set(Some(buffers));
     sim.finish_counted(live)
+}
+
+thread_local! {
+    /// The last run's buffers on this thread, emptied, for the next run: many short runs (maps,
+    /// plans, sweeps) then make and fault in their event queue's buckets and chunks and their
+    /// slots once per thread, not once per run (docs/PERFORMANCE.md, "Many small runs").
+    static SPARE: std::cell::Cell<Option<Buffers>> = const { std::cell::Cell::new(None) };
+}
+
+/// The plain loop's containers, which a run leaves empty ([`Buffers::clear`]) for the next one.
+#[derive(Default)]
+struct Buffers {
+    queue: EventQueue<Ev>,
+    calls: Slots<PlainCall>,
+    attempts: Slots<PlainAttempt>,
+    requests: Slots<Request>,
+    waiting: VecDeque<Handle>,
+}
+
+/// Slots kept past a run, of each kind (about 110 KiB of calls and 100 KiB of attempts): a run
+/// that held more, such as a collapse's backlog, gives the rest back rather than keep it for
+/// the thread's life.
+const SLOTS_KEPT: usize = 1 << 11;
+
+impl Buffers {
+    /// Empty, as new ones are: the same records get the same handles, the queue pops the same
+    /// events (its own test), so a run on reused buffers is value for value a run on new ones.
+    /// Memory beyond [`SLOTS_KEPT`] slots goes back; the queue keeps at most its 256 buckets'
+    /// chunks and its spare ones.
+    fn clear(&mut self) {
+        self.queue.clear();
+        self.calls.clear();
+        self.attempts.clear();
+        self.requests.clear();
+        self.waiting.clear();
+        self.waiting.shrink_to(SLOTS_KEPT);
+    }
 }
 
 /// What a plain event is (`sim::Event`'s kinds of the plain path).
@@ -302,6 +341,15 @@ impl<T: Copy> Slots<T> {
         self.slots.len() - self.free.len()
     }
 
+    /// No record, as a new `Slots` (the next insert gets index 0, generation 1), keeping the
+    /// memory of at most [`SLOTS_KEPT`] slots.
+    fn clear(&mut self) {
+        self.slots.clear();
+        self.free.clear();
+        self.slots.shrink_to(SLOTS_KEPT);
+        self.free.shrink_to(SLOTS_KEPT);
+    }
+
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -349,7 +397,7 @@ struct Plain<'s, 'a> {
 }
 
 impl<'s, 'a> Plain<'s, 'a> {
-    fn new(sim: &'s mut Simulation<'a>) -> Self {
+    fn new(sim: &'s mut Simulation<'a>, buffers: Buffers) -> Self {
         let spec = sim.spec;
         let hop = &spec.hops[0];
         let hop_counters = std::mem::take(&mut sim.record.hops[0]);
@@ -361,11 +409,11 @@ impl<'s, 'a> Plain<'s, 'a> {
         Plain {
             sim,
             spec,
-            queue: EventQueue::new(),
-            calls: Slots::default(),
-            attempts: Slots::default(),
-            requests: Slots::default(),
-            waiting: VecDeque::new(),
+            queue: buffers.queue,
+            calls: buffers.calls,
+            attempts: buffers.attempts,
+            requests: buffers.requests,
+            waiting: buffers.waiting,
             hop: hop_counters,
             series,
             tenants,
@@ -387,8 +435,9 @@ impl<'s, 'a> Plain<'s, 'a> {
         }
     }
 
-    /// The event loop of `Simulation::run_to_end`; the client calls still live at its end.
-    fn run(mut self) -> u64 {
+    /// The event loop of `Simulation::run_to_end`; the client calls still live at its end, and
+    /// the containers for the next run.
+    fn run(mut self) -> (u64, Buffers) {
         let spec = self.spec;
         for (ti, process) in self.sim.open_loop.iter_mut().enumerate() {
             let process = process.as_mut().expect("every tenant of the plain path is open-loop");
@@ -429,7 +478,9 @@ impl<'s, 'a> Plain<'s, 'a> {
         self.sim.hops[0].busy = self.busy;
         self.sim.hops[0].in_flight = self.in_flight;
         self.sim.lbs[0].in_flight = self.in_flight;
-        self.calls.len() as u64
+        let live = self.calls.len() as u64;
+        let Plain { queue, calls, attempts, requests, waiting, .. } = self;
+        (live, Buffers { queue, calls, attempts, requests, waiting })
     }
 
     /// `Simulation::move_clock`, on the loop's own clock.
@@ -447,8 +498,13 @@ impl<'s, 'a> Plain<'s, 'a> {
         let now = self.now;
         let rng = &mut self.sim.rngs.arrivals[ti];
         // The client is drawn as the general loop draws it (the stream's next values depend on
-        // it), though nothing on this path reads it.
-        let _client = rng.random_range(0..spec.tenants[ti].clients);
+        // it), though nothing on this path reads it. Of one client, `random_range(0..1)` takes one
+        // `u32` of the stream and gives 0 (rand's widening multiply, which never draws again for
+        // a range of 1): that `u32` alone is taken, without the range's arithmetic.
+        match spec.tenants[ti].clients {
+            1 => _ = rand::Rng::next_u32(rng),
+            clients => _ = rng.random_range(0..clients),
+        }
         let process = self.sim.open_loop[ti].as_mut().expect("an open-loop tenant");
         if let Some(at) = process.next(now, spec.horizon, rng) {
             self.queue.push(at, Ev::arrival(tenant));
@@ -587,7 +643,7 @@ impl<'s, 'a> Plain<'s, 'a> {
         let counters = &mut self.hop;
         counters.services_started += 1;
         counters.queue_wait_ns_sum += u128::from(wait);
-        if now < sim.first_fault_start {
+        if now < sim.baseline_until {
             sim.prefault_wait_us.record(wait / 1_000);
         }
         let base = self.service.sample(&mut sim.rngs.service[0], busy);
@@ -805,6 +861,41 @@ mod tests {
             assert!(fitting.iter().any(|f| f.starts_with(expected)), "{expected} should fit: {fitting:?}");
         }
         assert!(!fitting.iter().any(|f| f.starts_with("outage-herd/")), "a herd does not fit: {fitting:?}");
+    }
+
+    /// Rule: a run on the buffers an earlier run left on its thread (that run cut with events
+    /// queued and calls, attempts and requests live) records what a run on new ones records.
+    #[test]
+    fn a_run_on_reused_buffers_is_a_run_on_new_ones() {
+        let load = |path: &str, sets: &[&str]| {
+            let overrides: Vec<_> =
+                sets.iter().map(|s| crate::scenario::parse_assignment(s).expect("override")).collect();
+            let path = format!("{}/scenarios/{path}", env!("CARGO_MANIFEST_DIR"));
+            Scenario::load(&path, &overrides).unwrap_or_else(|e| panic!("{e}"))
+        };
+        let mut earlier = load("metastable-collapse.toml", &["horizon=30s"]).base;
+        earlier.max_events = 5_000;
+        let mut later = load("metastable-collapse.toml", &["horizon=10s"]).base;
+        later.hops[0].effect = true;
+        assert!(fits(&earlier) && fits(&later));
+        let on_new = {
+            let later = later.clone();
+            std::thread::spawn(move || format!("{:?}", super::run(&later, 3, 1))).join().expect("a run")
+        };
+        let on_reused = std::thread::spawn(move || {
+            let first = super::run(&earlier, 5, 0);
+            assert!(
+                first.truncated.is_some(),
+                "the earlier run is cut with work pending: {} events, {:?}",
+                first.events,
+                first.truncated
+            );
+            assert!(first.hops[0].attempts > 500, "and has queued");
+            format!("{:?}", super::run(&later, 3, 1))
+        })
+        .join()
+        .expect("two runs");
+        assert_eq!(on_reused, on_new);
     }
 
     /// Rule: a scenario `init` writes for open-loop clients at one hop fits the plain path and

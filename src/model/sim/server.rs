@@ -169,7 +169,7 @@ impl Simulation<'_> {
         bucket.queue_wait_max_ns = bucket.queue_wait_max_ns.max(wait);
         self.record.hops[hop].services_started += 1;
         self.record.hops[hop].queue_wait_ns_sum += u128::from(wait);
-        if hop == 0 && now < self.first_fault_start {
+        if hop == 0 && now < self.baseline_until {
             self.prefault_wait_us.record(wait / 1_000);
         }
         let base = self.spec.hops[hop].service.sample(&mut self.rngs.service[hop], busy);
