@@ -22,7 +22,7 @@ perf() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print({k: 
 
 step "criterion: full model and bare herd loop at 1M clients, one run"
 cargo bench --bench scenarios -- --sample-size 10 'outage_herd/(full_jitter|full_jitter_queued|bare_loop)/1000000'
-step "criterion: the served path beside its bare loop, and many short replications (one run)"
+step "alternated: the served path beside its bare loop, and many short replications (benches/served.rs)"
 benches/served.sh
 step "criterion: the same two in CPU time of the benchmarking thread (robust to a shared machine)"
 cargo bench --bench scenarios -- outage_herd_cpu
@@ -107,19 +107,6 @@ for step in ("bare_loop_80b_events", "bare_loop_80b_keyed_draws"):
     t = mean("outage_herd_cpu", step)
     if t and full and bare:
         print(f"criterion outage_herd_cpu: {step} {t / 1e9:.3f} s = {t / bare:.2f}x the bare loop; full model = {full / t:.2f}x it")
-def at(*parts):
-    path = os.path.join(sys.argv[2], *parts, "new", "estimates.json")
-    return json.load(open(path))["mean"]["point_estimate"] if os.path.exists(path) else None
-for workload in ("metastable_collapse", "mm1"):
-    model, bare = at("served", "model", workload), at("served", "bare_loop", workload)
-    if model and bare:
-        print(f"criterion served {workload}: model {model / 1e6:.0f} ms / bare loop {bare / 1e6:.0f} ms = {model / bare:.2f}x (goal <= 1.5x)")
-short, short2, long = at("small_runs", "replications", "1"), at("small_runs", "replications", "2"), at("small_runs", "one_long_run", "2000")
-if short and long:
-    print(f"criterion small_runs: 2,000 x 1 s {short / 1e6:.0f} ms, one 2,000 s run {long / 1e6:.0f} ms: fixed part "
-          f"{(short - long) / short:.1%} of the total, {(short - long) / 2000 / 1e3:.0f} us per replication (goal < 10%)")
-if short and short2:
-    print(f"criterion small_runs: 2 threads {short2 / 1e6:.0f} ms: {short / short2:.2f}x (goal >= 1.9x)")
 for kind in ("herd", "budget"):
     pairs = [(times[f"{kind}1000000.{p}"], times[f"{kind}10000000.{p}"]) for p in (1, 2, 3)
              if f"{kind}1000000.{p}" in times and f"{kind}10000000.{p}" in times]

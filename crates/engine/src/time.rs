@@ -28,13 +28,18 @@ pub fn secs_to_ns(secs: f64) -> Nanos {
 #[inline]
 pub fn round_to_ns(x: f64) -> Nanos {
     debug_assert!((0.0..u64::MAX as f64).contains(&x), "round_to_ns({x}) is for 0 ≤ x < 2^64");
-    let t = x as Nanos;
-    if x - t as f64 >= 0.5 {
-        t + 1
+    // Through `i64` below 2^63: one instruction each way, where `u64`'s conversions take several
+    // (x86-64 before AVX-512 has none for unsigned integers). From 2^63 on, `x` is an integer.
+    if x < I64_END {
+        let t = x as i64;
+        (if x - t as f64 >= 0.5 { t + 1 } else { t }) as Nanos
     } else {
-        t
+        x as Nanos
     }
 }
+
+/// 2^63, the first double past `i64`.
+const I64_END: f64 = 9_223_372_036_854_775_808.0;
 
 /// Converts nanoseconds to seconds: every ns → s conversion in the crate goes through here or
 /// [`ns_f64_to_secs`].
@@ -118,7 +123,7 @@ pub fn de_duration_text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Re
 
 #[cfg(test)]
 mod tests {
-    use super::round_to_ns;
+    use super::{round_to_ns, I64_END};
 
     /// `round_to_ns` is `f64::round` over every kind of value: halves, the neighbours of halves,
     /// integers, tiny values, values past 2^52 (where halves stop existing) and near 2^64.
@@ -126,7 +131,14 @@ mod tests {
     fn rounding_is_f64_round_exactly() {
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
         let mut values = vec![0.0, 0.5, 1.5, 2.5, 0.499_999_999_999_999_94, 4_503_599_627_370_495.5];
-        values.extend([2f64.powi(52), 2f64.powi(53) + 2.0, 2f64.powi(63), u64::MAX as f64 * 0.999_999_9]);
+        values.extend([
+            2f64.powi(52),
+            2f64.powi(53) + 2.0,
+            2f64.powi(63),
+            I64_END,
+            I64_END - 1024.0,
+            u64::MAX as f64 * 0.999_999_9,
+        ]);
         for _ in 0..200_000 {
             x ^= x << 13;
             x ^= x >> 7;

@@ -1,0 +1,197 @@
+//! The served path's figures (docs/PERFORMANCE.md, "The plain served path"), timed alternated:
+//! each round runs both programs of every pair once, the first of a pair first in even rounds and
+//! second in odd ones, so that a slow stretch of the machine falls on both halves of a ratio.
+//! A pair's figure is the median over the rounds of its ratio in that round, with the lowest and
+//! the highest, and beside it the ratio of each program's fastest round (the runs the machine's
+//! other work disturbed least: one program's time moves by ±15% from call to call here).
+//! Criterion's `served` and `small_runs` groups of benches/scenarios.rs time the same programs
+//! one after the other; on this shared machine their ratios moved by up to 0.1 from run to run.
+//!
+//! The pairs:
+//! - the model ÷ its bare queue loop (benches/bare_queue) on metastable-collapse at a 10,000 s
+//!   horizon and on M/M/1 at 2,000 s, in wall time and in the process's CPU time (goal ≤ 1.5×);
+//! - M/M/1 as 2,000 replications of 1 s on one thread (`run_study`: each run, its summary and
+//!   its folding into the variant's results) against one run of 2,000 s (`sim::run`): the fixed
+//!   part is 1 − long ÷ short (goal < 10%);
+//! - the same 2,000 replications on one thread ÷ on two (goal ≥ 1.9×).
+//!
+//! It is never a test. `benches/served.sh` runs it with the load average before and after:
+//!
+//!   cargo bench --bench served -- [rounds]      (default 21; a round takes about 2.5 s)
+//!
+//! With `SERVED_ROUNDS` set it also prints every round's milliseconds (first/second) to stderr.
+
+mod bare_queue;
+
+use retrystorm::engine::NS_PER_S;
+use retrystorm::model::sim;
+use retrystorm::runner::{run_study, RunOptions};
+use retrystorm::scenario::{parse_assignment, Scenario};
+use std::hint::black_box;
+use std::time::Instant;
+
+fn bundled(path: &str, sets: &[&str]) -> Scenario {
+    let overrides: Vec<_> = sets.iter().map(|s| parse_assignment(s).expect("valid override")).collect();
+    Scenario::load(path, &overrides).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The CPU time of the whole process (every thread, including the finished threads of earlier
+/// pools), in nanoseconds.
+fn process_cpu_ns() -> u64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the timespec it is given and nothing else.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)");
+    t.tv_sec as u64 * NS_PER_S + t.tv_nsec as u64
+}
+
+/// Wall and CPU seconds of one call of `f`.
+fn time(f: &mut dyn FnMut()) -> [f64; 2] {
+    let (wall, cpu) = (Instant::now(), process_cpu_ns());
+    f();
+    [wall.elapsed().as_secs_f64(), (process_cpu_ns() - cpu) as f64 / NS_PER_S as f64]
+}
+
+/// Two programs whose ratio (first ÷ second) is a figure, and each round's timings.
+struct Pair {
+    name: &'static str,
+    first: Box<dyn FnMut()>,
+    second: Box<dyn FnMut()>,
+    /// Per round: the first's and the second's [wall, cpu] seconds.
+    rounds: Vec<[[f64; 2]; 2]>,
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
+impl Pair {
+    fn new(name: &'static str, first: impl FnMut() + 'static, second: impl FnMut() + 'static) -> Pair {
+        Pair { name, first: Box::new(first), second: Box::new(second), rounds: Vec::new() }
+    }
+
+    fn round(&mut self, first_first: bool) {
+        let (a, b) = if first_first {
+            let a = time(&mut self.first);
+            (a, time(&mut self.second))
+        } else {
+            let b = time(&mut self.second);
+            (time(&mut self.first), b)
+        };
+        self.rounds.push([a, b]);
+    }
+
+    /// The median over rounds of the ratio first ÷ second in `clock` (0 wall, 1 CPU), and the
+    /// lowest and highest.
+    fn ratio(&self, clock: usize) -> [f64; 3] {
+        let ratios: Vec<f64> = self.rounds.iter().map(|r| r[0][clock] / r[1][clock]).collect();
+        let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = ratios.iter().copied().fold(0.0, f64::max);
+        [median(ratios), lo, hi]
+    }
+
+    /// The fastest round's milliseconds of the first and of the second, in wall time (each the
+    /// run least disturbed by the machine's other work).
+    fn fastest_ms(&self) -> [f64; 2] {
+        [0, 1].map(|i| self.rounds.iter().map(|r| r[i][0] * 1e3).fold(f64::INFINITY, f64::min))
+    }
+
+    /// Two lines: the ratio round by round (its median, lowest and highest; wall, then CPU) and
+    /// the ratio of the fastest rounds, each as `shown` shows a ratio.
+    fn report(&self, title: &str, shown: impl Fn(f64) -> String) {
+        let ([w, lo, hi], [c, ..]) = (self.ratio(0), self.ratio(1));
+        let [a, b] = self.fastest_ms();
+        println!("{title}");
+        println!(
+            "  round by round {} [{}, {}], CPU {}; fastest {a:.1} / {b:.1} ms: {}",
+            shown(w),
+            shown(lo),
+            shown(hi),
+            shown(c),
+            shown(a / b)
+        );
+    }
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; the one other argument is the number of rounds.
+    let rounds: usize = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .map_or(21, |a| a.parse().unwrap_or_else(|_| panic!("rounds: a whole number, not {a:?}")));
+    let threads = |n| RunOptions { threads: Some(n), ..RunOptions::default() };
+    let (one, also_one, two) = (threads(1), threads(1), threads(2));
+    let short = bundled("scenarios/mm1.toml", &["horizon=1s", "replications=2000"]);
+    let short_variants = short.run_variants();
+    let mut pairs = Vec::new();
+    for (name, path, horizon_s, bare) in [
+        ("metastable-collapse", "scenarios/metastable-collapse.toml", 10_000, bare_queue::METASTABLE_COLLAPSE),
+        ("M/M/1", "scenarios/mm1.toml", 2_000, bare_queue::MM1),
+    ] {
+        let scenario = bundled(path, &[&format!("horizon={horizon_s}s")]);
+        let bare = bare.with_horizon(horizon_s * NS_PER_S);
+        pairs.push(Pair::new(
+            name,
+            move || {
+                black_box(sim::run(&scenario.base, scenario.seed, 0));
+            },
+            move || {
+                black_box(bare_queue::run(&bare, 42));
+            },
+        ));
+    }
+    let long = bundled("scenarios/mm1.toml", &["horizon=2000s"]);
+    let (s1, v1) = (short.clone(), short_variants.clone());
+    pairs.push(Pair::new(
+        "fixed part",
+        move || {
+            black_box(run_study(&s1, &v1, &one));
+        },
+        move || {
+            black_box(sim::run(&long.base, long.seed, 0));
+        },
+    ));
+    let (s2, v2) = (short.clone(), short_variants.clone());
+    pairs.push(Pair::new(
+        "two threads",
+        move || {
+            black_box(run_study(&s2, &v2, &also_one));
+        },
+        move || {
+            black_box(run_study(&short, &short_variants, &two));
+        },
+    ));
+    // One untimed round warms every program (code, allocator arenas, thread pools' first use).
+    for pair in &mut pairs {
+        pair.round(true);
+        pair.rounds.clear();
+    }
+    for round in 0..rounds {
+        for pair in &mut pairs {
+            pair.round(round % 2 == 0);
+        }
+        eprint!("\rround {}/{rounds}", round + 1);
+    }
+    eprintln!();
+    if std::env::var_os("SERVED_ROUNDS").is_some() {
+        for pair in &pairs {
+            let ms: Vec<String> =
+                pair.rounds.iter().map(|r| format!("{:.0}/{:.0}", r[0][0] * 1e3, r[1][0] * 1e3)).collect();
+            eprintln!("{}: {}", pair.name, ms.join(" "));
+        }
+    }
+    println!("{rounds} rounds, each program of a pair alternately first; median [lowest, highest]");
+    let times = |r: f64| format!("{r:.2}x");
+    for pair in &pairs[..2] {
+        pair.report(&format!("served {}: model / bare loop (goal <= 1.5x)", pair.name), times);
+    }
+    let part = |r: f64| format!("{:.1}%", (1.0 - 1.0 / r) * 100.0);
+    pairs[2].report("fixed part: 2,000 runs of 1 s against one of 2,000 s (goal < 10%)", part);
+    pairs[3].report("two threads: 2,000 runs of 1 s on one thread / on two (goal >= 1.9x)", times);
+}
