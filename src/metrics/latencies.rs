@@ -71,6 +71,18 @@ impl Counts {
         self.total += 1;
     }
 
+    /// Every value of `values` recorded (the total counted once).
+    fn record_all(&mut self, values: &[u64]) {
+        for &value in values {
+            let slot = slot_of(value);
+            match self.counts.get_mut(slot) {
+                Some(count) => *count += 1,
+                None => self.grow_and_record(slot),
+            }
+        }
+        self.total += values.len() as u64;
+    }
+
     #[cold]
     #[inline(never)]
     fn grow_and_record(&mut self, slot: usize) {
@@ -133,9 +145,7 @@ impl Latencies {
     fn counts_mut(&mut self) -> &mut Counts {
         if self.counts.is_none() {
             let mut counts = Counts::default();
-            for &v in &self.exact {
-                counts.record(v);
-            }
+            counts.record_all(&self.exact);
             self.exact = Vec::new();
             self.counts = Some(counts);
         }
@@ -213,12 +223,7 @@ impl Latencies {
             None if self.counts.is_none() && self.exact.len() + other.exact.len() <= EXACT_MAX => {
                 self.exact.extend_from_slice(&other.exact);
             }
-            None => {
-                let counts = self.counts_mut();
-                for &v in &other.exact {
-                    counts.record(v);
-                }
-            }
+            None => self.counts_mut().record_all(&other.exact),
         }
     }
 
