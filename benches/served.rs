@@ -13,17 +13,21 @@
 //! - M/M/1 as 2,000 replications of 1 s on one thread (`run_study`: each run, its summary and
 //!   its folding into the variant's results) against one run of 2,000 s (`sim::run`): the fixed
 //!   part is 1 − long ÷ short (goal < 10%);
+//! - where the fixed part goes: the same 2,000 runs simulated alone in a loop, and each also
+//!   summarised (`summary::scalars`), against the long run (the rest of `run_study` is the
+//!   folding into the variant's results and the study around it);
 //! - the same 2,000 replications on one thread ÷ on two (goal ≥ 1.9×).
 //!
 //! It is never a test. `benches/served.sh` runs it with the load average before and after:
 //!
-//!   cargo bench --bench served -- [rounds]      (default 21; a round takes about 2.5 s)
+//!   cargo bench --bench served -- [rounds]      (default 21; a round takes about 3.5 s)
 //!
 //! With `SERVED_ROUNDS` set it also prints every round's milliseconds (first/second) to stderr.
 
 mod bare_queue;
 
 use retrystorm::engine::NS_PER_S;
+use retrystorm::metrics::summary::scalars;
 use retrystorm::model::sim;
 use retrystorm::runner::{run_study, RunOptions};
 use retrystorm::scenario::{parse_assignment, Scenario};
@@ -147,16 +151,37 @@ fn main() {
         ));
     }
     let long = bundled("scenarios/mm1.toml", &["horizon=2000s"]);
-    let (s1, v1) = (short.clone(), short_variants.clone());
+    let (s1, v1, long_run) = (short.clone(), short_variants.clone(), long.clone());
     pairs.push(Pair::new(
         "fixed part",
         move || {
             black_box(run_study(&s1, &v1, &one));
         },
         move || {
-            black_box(sim::run(&long.base, long.seed, 0));
+            black_box(sim::run(&long_run.base, long_run.seed, 0));
         },
     ));
+    // Where the fixed part goes: the same 2,000 runs of 1 s simulated alone in a loop, and each
+    // also summarised (`summary::scalars`), against the long run.
+    for summarised in [false, true] {
+        let (one_second, long) = (bundled("scenarios/mm1.toml", &["horizon=1s"]), long.clone());
+        let shape = one_second.base.run_shape();
+        pairs.push(Pair::new(
+            if summarised { "runs and their summaries" } else { "runs alone" },
+            move || {
+                for replication in 0..2_000 {
+                    let record = sim::run(&one_second.base, one_second.seed, replication);
+                    if summarised {
+                        black_box(scalars(&record, &shape));
+                    }
+                    black_box(record);
+                }
+            },
+            move || {
+                black_box(sim::run(&long.base, long.seed, 0));
+            },
+        ));
+    }
     let (s2, v2) = (short.clone(), short_variants.clone());
     pairs.push(Pair::new(
         "two threads",
@@ -193,5 +218,7 @@ fn main() {
     }
     let part = |r: f64| format!("{:.1}%", (1.0 - 1.0 / r) * 100.0);
     pairs[2].report("fixed part: 2,000 runs of 1 s against one of 2,000 s (goal < 10%)", part);
-    pairs[3].report("two threads: 2,000 runs of 1 s on one thread / on two (goal >= 1.9x)", times);
+    pairs[3].report("  of which the runs alone, simulated in a loop:", part);
+    pairs[4].report("  and the runs with their summaries (summary::scalars):", part);
+    pairs[5].report("two threads: 2,000 runs of 1 s on one thread / on two (goal >= 1.9x)", times);
 }
