@@ -82,13 +82,13 @@ pub fn digest(spec: &SimSpec, shape: &RunShape, record: RunRecord) -> Digest {
     }
 }
 
-/// A variant's results so far: the digests of its first replications folded in (one scalar row
-/// each in `per_replication`).
+/// A variant's results so far: the digests of its first replications folded in (one run's
+/// scalars each in `per_replication`).
 pub struct Aggregate<'a> {
     variant: &'a Variant,
     /// Replications the variant will have (the replica means divide by it as they add).
     replications: usize,
-    per_replication: Vec<Scalars>,
+    per_replication: KeptScalars,
     hop_sums: Vec<Vec<Row>>,
     tenant_sums: Vec<Vec<Row>>,
     replica_sums: Vec<(usize, u32, Vec<ReplicaRow>)>,
@@ -108,7 +108,7 @@ impl<'a> Aggregate<'a> {
         Aggregate {
             variant,
             replications,
-            per_replication: Vec::with_capacity(replications),
+            per_replication: KeptScalars::default(),
             hop_sums: vec![Vec::new(); spec.hops.len()],
             tenant_sums: vec![Vec::new(); spec.tenants.len()],
             replica_sums: Vec::new(),
@@ -121,7 +121,7 @@ impl<'a> Aggregate<'a> {
 
     /// Folds in the next replication's digest (replications in order: 0, 1, …).
     pub fn add(&mut self, digest: Digest) {
-        let replication = self.per_replication.len();
+        let replication = self.per_replication.runs;
         let spec = &self.variant.spec;
         let bucket_s = ns_to_secs(spec.bucket);
         let hop_rows: Vec<Vec<Row>> = digest.hop_series.iter().map(|s| hop_columns(s, bucket_s)).collect();
@@ -166,13 +166,14 @@ impl<'a> Aggregate<'a> {
         if let Some(why) = digest.truncated {
             self.truncated.push(format!("replication {replication}: {why}"));
         }
-        self.per_replication.push(digest.scalars);
+        self.per_replication.push(digest.scalars, self.replications);
     }
 
     /// The variant's results.
     pub fn finish(self) -> VariantResult {
         let spec = &self.variant.spec;
-        let n = self.per_replication.len() as f64;
+        let per_replication = self.per_replication.into_vec();
+        let n = per_replication.len() as f64;
         let mean = |sums: Vec<Vec<Row>>| -> Vec<Vec<Row>> {
             sums.into_iter().map(|rows| rows.into_iter().map(|row| row.map(|s| s / n)).collect()).collect()
         };
@@ -188,7 +189,7 @@ impl<'a> Aggregate<'a> {
             .zip(mean(self.tenant_sums))
             .map(|(ten, rows)| MeanSeries { name: ten.name.clone(), rows })
             .collect();
-        let per = &self.per_replication;
+        let per = &per_replication;
         let scope = |pick: &dyn Fn(&Scalars) -> &MetricRow| stat_row(&per.iter().map(pick).collect::<Vec<_>>());
         let hops = spec.hops.iter().enumerate().map(|(h, hop)| (hop.name.clone(), scope(&|s| &s.hops[h]))).collect();
         let tenants =
@@ -217,8 +218,76 @@ impl<'a> Aggregate<'a> {
             retry_delays: self.delays,
             latency_us,
             truncated: self.truncated,
-            per_replication: self.per_replication,
+            per_replication,
         }
+    }
+}
+
+/// The runs' scalars, kept as one list of values beside the first run's rows (every run has the
+/// same rows of the same metrics, asserted as each comes in). Kept as each run's own vectors,
+/// they were thousands of small allocations that stay, made between one short run and the next:
+/// each run then found its own allocations in fresh memory, about 5% of a 1 s M/M/1 run's time
+/// (docs/PERFORMANCE.md). [`KeptScalars::into_vec`] gives the runs' scalars back as they came.
+#[derive(Default)]
+struct KeptScalars {
+    first: Option<Scalars>,
+    /// Every run's values, row after row ([`rows`] order), run after run.
+    values: Vec<Option<f64>>,
+    runs: usize,
+}
+
+/// The rows of `scalars` in a fixed order: global, hops, tenants, replicas.
+fn rows(scalars: &Scalars) -> impl Iterator<Item = &MetricRow> {
+    std::iter::once(&scalars.global).chain(&scalars.hops).chain(&scalars.tenants).chain(&scalars.replicas)
+}
+
+impl KeptScalars {
+    /// Keeps the next run's scalars (of `replications` in all).
+    fn push(&mut self, scalars: Scalars, replications: usize) {
+        let values = rows(&scalars).flatten().map(|&(_, v)| v);
+        match &self.first {
+            None => {
+                self.values.reserve(rows(&scalars).map(Vec::len).sum::<usize>() * replications.max(1));
+                self.values.extend(values);
+                self.first = Some(scalars);
+            }
+            Some(first) => {
+                let same = rows(first).count() == rows(&scalars).count()
+                    && rows(first)
+                        .zip(rows(&scalars))
+                        .all(|(a, b)| a.len() == b.len() && a.iter().zip(b).all(|((m, _), (n, _))| m == n));
+                assert!(same, "replication {}: its scalars have other rows or metrics than the first's", self.runs);
+                self.values.extend(values);
+            }
+        }
+        self.runs += 1;
+    }
+
+    /// Every run's scalars, in the order they came.
+    fn into_vec(self) -> Vec<Scalars> {
+        let Some(first) = self.first else { return Vec::new() };
+        let width = rows(&first).map(Vec::len).sum::<usize>().max(1);
+        let row_of = |template: &MetricRow, values: &mut std::slice::Iter<Option<f64>>| -> MetricRow {
+            template.iter().map(|&(metric, _)| (metric, *values.next().expect("a value per metric"))).collect()
+        };
+        let rows_of = |templates: &[MetricRow], values: &mut std::slice::Iter<Option<f64>>| -> Vec<MetricRow> {
+            templates.iter().map(|t| row_of(t, values)).collect()
+        };
+        let scalars: Vec<Scalars> = self
+            .values
+            .chunks(width)
+            .map(|run| {
+                let values = &mut run.iter();
+                Scalars {
+                    global: row_of(&first.global, values),
+                    hops: rows_of(&first.hops, values),
+                    tenants: rows_of(&first.tenants, values),
+                    replicas: rows_of(&first.replicas, values),
+                }
+            })
+            .collect();
+        assert_eq!(scalars.len(), self.runs, "every run's scalars given back");
+        scalars
     }
 }
 
@@ -319,4 +388,45 @@ fn hit_ratios(mut rows: Vec<Row>) -> Vec<Row> {
         row[col::CACHE_HIT_RATIO] = if lookups > 0.0 { hits / lookups } else { 0.0 };
     }
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KeptScalars;
+    use crate::metrics::catalogue::Metric;
+    use crate::metrics::summary::Scalars;
+
+    fn scalars(run: u32, replicas: usize) -> Scalars {
+        let v = |k: u32| (!k.is_multiple_of(3)).then(|| f64::from(run * 100 + k));
+        Scalars {
+            global: vec![(Metric::Requests, v(1)), (Metric::LatencySP50, v(2)), (Metric::Attempts, v(3))],
+            hops: vec![vec![(Metric::Attempts, v(4))], vec![(Metric::Retries, v(5)), (Metric::Attempts, v(6))]],
+            tenants: vec![vec![(Metric::Succeeded, v(7))]],
+            replicas: (0..replicas).map(|r| vec![(Metric::Attempts, v(8 + r as u32))]).collect(),
+        }
+    }
+
+    /// Rule: the kept scalars are the runs' scalars, every row and value in order, `None`s too.
+    #[test]
+    fn kept_scalars_come_back_as_they_came() {
+        for replicas in [0, 2] {
+            let runs: Vec<Scalars> = (0..5).map(|run| scalars(run, replicas)).collect();
+            let mut kept = KeptScalars::default();
+            for s in runs.clone() {
+                kept.push(s, 5);
+            }
+            assert_eq!(format!("{:?}", kept.into_vec()), format!("{runs:?}"));
+        }
+        assert!(KeptScalars::default().into_vec().is_empty());
+    }
+
+    /// Rule: a run whose scalars have other rows or metrics than the first's is a bug, not a
+    /// silent misreading.
+    #[test]
+    #[should_panic(expected = "replication 1: its scalars have other rows or metrics than the first's")]
+    fn a_run_of_another_shape_is_refused_loudly() {
+        let mut kept = KeptScalars::default();
+        kept.push(scalars(0, 0), 2);
+        kept.push(scalars(1, 1), 2);
+    }
 }
