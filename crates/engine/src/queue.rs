@@ -413,8 +413,6 @@ mod tests {
         assert!(q.buckets.iter().all(|b| b.full.is_empty() && b.tail.is_empty()));
     }
 
-    /// Times at the top bits (2^61..2^63 ns, the case a random run once reported against an
-    /// earlier build): every peek names what the next pop returns.
     /// A cleared queue is a new one: the same pushes pop the same events at the same times.
     #[test]
     fn a_cleared_queue_pops_what_a_new_one_pops() {
@@ -440,6 +438,8 @@ mod tests {
         assert_eq!(reused.events_popped(), pushes.len() as u64);
     }
 
+    /// Times at the top bits (2^61..2^63 ns, the case a random run once reported against an
+    /// earlier build): every peek names what the next pop returns.
     #[test]
     fn far_future_times_peek_and_pop_in_order() {
         let mut q = EventQueue::new();
