@@ -491,6 +491,7 @@ impl<'a> Simulation<'a> {
             })
             .collect();
         let answers_in_place: Vec<bool> = (0..spec.hops.len()).map(|hop| answers_in_place(spec, hop)).collect();
+        let first_trigger = spec.first_trigger_start();
         Simulation {
             spec,
             queue: EventQueue::new(),
@@ -521,8 +522,8 @@ impl<'a> Simulation<'a> {
             rngs: Rngs::new(seed, replication, spec.tenants.len(), spec.hops.len()),
             record,
             prefault_wait_us: Latencies::new(),
-            baseline_until: spec.first_trigger_start().unwrap_or(0),
-            first_fault_start: spec.first_trigger_start().unwrap_or(Nanos::MAX),
+            baseline_until: first_trigger.unwrap_or(0),
+            first_fault_start: first_trigger.unwrap_or(Nanos::MAX),
             open_loop: spec.tenants.iter().map(|t| OpenLoop::new(&t.arrival)).collect(),
             scaled_hops: Vec::new(),
             caches: cache_state::CacheState::for_hops(spec, seed, replication),

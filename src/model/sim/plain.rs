@@ -474,7 +474,7 @@ impl<'s, 'a> Plain<'s, 'a> {
         self.sim.record.tenants = std::mem::take(&mut self.tenants);
         self.sim.record.tenant_series = std::mem::take(&mut self.tenant_series);
         self.sim.record.completion_time_ns = self.completion_time_ns;
-        (self.now, self.sim.bucket_now, self.sim.bucket_until) = (self.now, self.b, self.bucket_until);
+        (self.sim.now, self.sim.bucket_now, self.sim.bucket_until) = (self.now, self.b, self.bucket_until);
         self.sim.hops[0].busy = self.busy;
         self.sim.hops[0].in_flight = self.in_flight;
         self.sim.lbs[0].in_flight = self.in_flight;
