@@ -82,8 +82,8 @@ pub fn digest(spec: &SimSpec, shape: &RunShape, record: RunRecord) -> Digest {
     }
 }
 
-/// A variant's results so far: the digests of its first replications folded in (one run's
-/// scalars each in `per_replication`).
+/// A variant's results so far: the digests of its first replications folded in (each run's
+/// scalars kept in `per_replication`).
 pub struct Aggregate<'a> {
     variant: &'a Variant,
     /// Replications the variant will have (the replica means divide by it as they add).
@@ -172,8 +172,8 @@ impl<'a> Aggregate<'a> {
     /// The variant's results.
     pub fn finish(self) -> VariantResult {
         let spec = &self.variant.spec;
-        let per_replication = self.per_replication.into_vec();
-        let n = per_replication.len() as f64;
+        let n = self.per_replication.runs as f64;
+        let KeptStats { global, hops, tenants, replicas } = self.per_replication.into_stats();
         let mean = |sums: Vec<Vec<Row>>| -> Vec<Vec<Row>> {
             sums.into_iter().map(|rows| rows.into_iter().map(|row| row.map(|s| s / n)).collect()).collect()
         };
@@ -189,19 +189,20 @@ impl<'a> Aggregate<'a> {
             .zip(mean(self.tenant_sums))
             .map(|(ten, rows)| MeanSeries { name: ten.name.clone(), rows })
             .collect();
-        let per = &per_replication;
-        let scope = |pick: &dyn Fn(&Scalars) -> &MetricRow| stat_row(&per.iter().map(pick).collect::<Vec<_>>());
-        let hops = spec.hops.iter().enumerate().map(|(h, hop)| (hop.name.clone(), scope(&|s| &s.hops[h]))).collect();
-        let tenants =
-            spec.tenants.iter().enumerate().map(|(t, ten)| (ten.name.clone(), scope(&|s| &s.tenants[t]))).collect();
-        let mut replicas = Vec::new();
+        let named = |names: Vec<String>, rows: Vec<StatRow>| -> Vec<(String, StatRow)> {
+            assert_eq!(names.len(), rows.len(), "a row of statistics per name");
+            names.into_iter().zip(rows).collect()
+        };
+        let hops = named(spec.hops.iter().map(|hop| hop.name.clone()).collect(), hops);
+        let tenants = named(spec.tenants.iter().map(|t| t.name.clone()).collect(), tenants);
+        let mut names = Vec::new();
         let mut replica_series = Vec::new();
-        for (i, (hop, replica, rows)) in self.replica_sums.into_iter().enumerate() {
+        for (hop, replica, rows) in self.replica_sums {
             let name = format!("{}[{}]", spec.hops[hop].name, replica);
-            replicas.push((name.clone(), scope(&|s| &s.replicas[i])));
+            names.push(name.clone());
             replica_series.push(ReplicaSeries { name, rows });
         }
-        let metrics = scope(&|s| &s.global);
+        let replicas = named(names, replicas);
         let latency_us =
             self.latency.to_histogram().iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
         VariantResult {
@@ -210,7 +211,7 @@ impl<'a> Aggregate<'a> {
             replica_series,
             name: self.variant.name.clone(),
             spec: spec.clone(),
-            metrics,
+            metrics: global,
             hops,
             tenants,
             hop_series,
@@ -218,7 +219,6 @@ impl<'a> Aggregate<'a> {
             retry_delays: self.delays,
             latency_us,
             truncated: self.truncated,
-            per_replication,
         }
     }
 }
@@ -227,7 +227,7 @@ impl<'a> Aggregate<'a> {
 /// same rows of the same metrics, asserted as each comes in). Kept as each run's own vectors,
 /// they were thousands of small allocations that stay, made between one short run and the next:
 /// each run then found its own allocations in fresh memory, about 5% of a 1 s M/M/1 run's time
-/// (docs/PERFORMANCE.md). [`KeptScalars::into_vec`] gives the runs' scalars back as they came.
+/// (docs/PERFORMANCE.md). [`KeptScalars::into_stats`] summarises each metric over the runs.
 #[derive(Default)]
 struct KeptScalars {
     first: Option<Scalars>,
@@ -264,32 +264,47 @@ impl KeptScalars {
         self.runs += 1;
     }
 
-    /// Every run's scalars, in the order they came.
-    fn into_vec(self) -> Vec<Scalars> {
-        let Some(first) = self.first else { return Vec::new() };
-        let width = rows(&first).map(Vec::len).sum::<usize>().max(1);
-        let row_of = |template: &MetricRow, values: &mut std::slice::Iter<Option<f64>>| -> MetricRow {
-            template.iter().map(|&(metric, _)| (metric, *values.next().expect("a value per metric"))).collect()
+    /// The statistics of every metric over the runs, in the first run's rows: each metric's
+    /// values gathered run by run into its own column (read once, in the order kept), then
+    /// summarised with the metric's interval.
+    fn into_stats(self) -> KeptStats {
+        let Some(first) = self.first else { return KeptStats::default() };
+        let width = rows(&first).map(Vec::len).sum::<usize>();
+        assert_eq!(self.values.len(), width * self.runs, "every run's scalars kept, {width} each");
+        let mut columns: Vec<Vec<Option<f64>>> = (0..width).map(|_| Vec::with_capacity(self.runs)).collect();
+        for run in self.values.chunks_exact(width.max(1)) {
+            for (column, &v) in columns.iter_mut().zip(run) {
+                column.push(v);
+            }
+        }
+        let mut columns = columns.into_iter();
+        let mut stat_row = |template: &MetricRow| -> StatRow {
+            StatRow(
+                template
+                    .iter()
+                    .map(|&(metric, _)| {
+                        let values = columns.next().expect("a column per metric");
+                        (metric, Stat::with_interval(values, metric.interval()))
+                    })
+                    .collect(),
+            )
         };
-        let rows_of = |templates: &[MetricRow], values: &mut std::slice::Iter<Option<f64>>| -> Vec<MetricRow> {
-            templates.iter().map(|t| row_of(t, values)).collect()
-        };
-        let scalars: Vec<Scalars> = self
-            .values
-            .chunks(width)
-            .map(|run| {
-                let values = &mut run.iter();
-                Scalars {
-                    global: row_of(&first.global, values),
-                    hops: rows_of(&first.hops, values),
-                    tenants: rows_of(&first.tenants, values),
-                    replicas: rows_of(&first.replicas, values),
-                }
-            })
-            .collect();
-        assert_eq!(scalars.len(), self.runs, "every run's scalars given back");
-        scalars
+        KeptStats {
+            global: stat_row(&first.global),
+            hops: first.hops.iter().map(&mut stat_row).collect(),
+            tenants: first.tenants.iter().map(&mut stat_row).collect(),
+            replicas: first.replicas.iter().map(&mut stat_row).collect(),
+        }
     }
+}
+
+/// The statistics over the runs of each row of [`Scalars`].
+#[derive(Debug, Default, PartialEq)]
+struct KeptStats {
+    global: StatRow,
+    hops: Vec<StatRow>,
+    tenants: Vec<StatRow>,
+    replicas: Vec<StatRow>,
 }
 
 /// Adds `rows` into `sum` bucket by bucket (a longer run lengthens the sum; missing buckets add
@@ -303,18 +318,6 @@ fn add_rows(sum: &mut Vec<Row>, rows: &[Row]) {
             *s += v;
         }
     }
-}
-
-fn stat_row(rows: &[&MetricRow]) -> StatRow {
-    StatRow(
-        rows[0]
-            .iter()
-            .enumerate()
-            .map(|(i, (metric, _))| {
-                (*metric, Stat::with_interval(rows.iter().map(|r| r[i].1).collect(), metric.interval()))
-            })
-            .collect(),
-    )
 }
 
 /// A series row with the named columns set and every other column 0 (a tenant has no queue, a
@@ -393,9 +396,10 @@ fn hit_ratios(mut rows: Vec<Row>) -> Vec<Row> {
 
 #[cfg(test)]
 mod tests {
-    use super::KeptScalars;
+    use super::{KeptScalars, KeptStats};
     use crate::metrics::catalogue::Metric;
-    use crate::metrics::summary::Scalars;
+    use crate::metrics::stats::{Stat, StatRow};
+    use crate::metrics::summary::{MetricRow, Scalars};
 
     fn scalars(run: u32, replicas: usize) -> Scalars {
         let v = |k: u32| (!k.is_multiple_of(3)).then(|| f64::from(run * 100 + k));
@@ -407,18 +411,39 @@ mod tests {
         }
     }
 
-    /// Rule: the kept scalars are the runs' scalars, every row and value in order, `None`s too.
+    /// Rule: the statistics of the kept scalars are each metric's, over the runs' values in their
+    /// order, `None`s too, in the first run's rows.
     #[test]
-    fn kept_scalars_come_back_as_they_came() {
+    fn kept_scalars_give_each_metrics_statistics_over_the_runs() {
+        let stat_row = |runs: &[Scalars], row: &dyn Fn(&Scalars) -> &MetricRow| {
+            StatRow(
+                row(&runs[0])
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(metric, _))| {
+                        let values = runs.iter().map(|s| row(s)[i].1).collect();
+                        (metric, Stat::with_interval(values, metric.interval()))
+                    })
+                    .collect(),
+            )
+        };
         for replicas in [0, 2] {
             let runs: Vec<Scalars> = (0..5).map(|run| scalars(run, replicas)).collect();
             let mut kept = KeptScalars::default();
             for s in runs.clone() {
                 kept.push(s, 5);
             }
-            assert_eq!(format!("{:?}", kept.into_vec()), format!("{runs:?}"));
+            let stats = kept.into_stats();
+            assert_eq!(stats.global, stat_row(&runs, &|s| &s.global));
+            assert_eq!(stats.hops, (0..2).map(|h| stat_row(&runs, &|s| &s.hops[h])).collect::<Vec<_>>());
+            assert_eq!(stats.tenants, vec![stat_row(&runs, &|s| &s.tenants[0])]);
+            assert_eq!(stats.replicas, (0..replicas).map(|r| stat_row(&runs, &|s| &s.replicas[r])).collect::<Vec<_>>());
+            assert_eq!(
+                stats.global.0[0].1.values,
+                (0..5).map(|run| Some(f64::from(run * 100 + 1))).collect::<Vec<_>>()
+            );
         }
-        assert!(KeptScalars::default().into_vec().is_empty());
+        assert_eq!(KeptScalars::default().into_stats(), KeptStats::default());
     }
 
     /// Rule: a run whose scalars have other rows or metrics than the first's is a bug, not a

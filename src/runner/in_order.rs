@@ -10,7 +10,7 @@
 //! on the caller's thread once they have stopped: nobody waits for a task that will never end.
 
 use rayon::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
@@ -19,11 +19,15 @@ struct Line<T, C> {
     next: usize,
     /// The next task to consume.
     turn: usize,
-    /// Outputs that finished ahead of their turn.
-    waiting: BTreeMap<usize, T>,
+    /// Outputs that finished ahead of their turn: slot i holds task `turn + i`'s, once done
+    /// (a ring whose room stays from one task to the next, where a map made a node per task).
+    waiting: VecDeque<Option<T>>,
     consume: C,
     /// The first panic's payload: every worker stops.
     failed: Option<Box<dyn std::any::Any + Send>>,
+    /// Workers waiting on the condition variable: with none, nobody is woken (a wake is a
+    /// system call, one per task with nobody to wake).
+    sleeping: usize,
 }
 
 /// Runs `produce(0..tasks)` on the current rayon pool and calls `consume(task, output)` in task
@@ -35,7 +39,7 @@ where
     C: FnMut(usize, T) + Send,
 {
     let window = window.max(1);
-    let line = Mutex::new(Line { next: 0, turn: 0, waiting: BTreeMap::new(), consume, failed: None });
+    let line = Mutex::new(Line { next: 0, turn: 0, waiting: VecDeque::new(), consume, failed: None, sleeping: 0 });
     let moved = Condvar::new();
     let lock = || line.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let workers = rayon::current_num_threads().clamp(1, tasks.max(1));
@@ -43,7 +47,9 @@ where
         let task = {
             let mut l: MutexGuard<Line<T, C>> = lock();
             while l.failed.is_none() && l.next < tasks && l.next >= l.turn + window {
+                l.sleeping += 1;
                 l = moved.wait(l).unwrap_or_else(std::sync::PoisonError::into_inner);
+                l.sleeping -= 1;
             }
             if l.failed.is_some() || l.next >= tasks {
                 return;
@@ -57,15 +63,22 @@ where
             Ok(output) => output,
             Err(payload) => {
                 l.failed.get_or_insert(payload);
-                moved.notify_all();
+                if l.sleeping > 0 {
+                    moved.notify_all();
+                }
                 return;
             }
         };
-        l.waiting.insert(task, output);
+        let slot = task - l.turn;
+        if l.waiting.len() <= slot {
+            l.waiting.resize_with(slot + 1, || None);
+        }
+        l.waiting[slot] = Some(output);
         let before = l.turn;
-        loop {
+        // Nothing is consumed after a panic (the ring no longer starts at `turn`).
+        while l.failed.is_none() && matches!(l.waiting.front(), Some(Some(_))) {
             let turn = l.turn;
-            let Some(output) = l.waiting.remove(&turn) else { break };
+            let output = l.waiting.pop_front().flatten().expect("the front slot is filled");
             let consumed = catch_unwind(AssertUnwindSafe(|| (l.consume)(turn, output)));
             if let Err(payload) = consumed {
                 l.failed.get_or_insert(payload);
@@ -73,7 +86,7 @@ where
             }
             l.turn += 1;
         }
-        if l.turn != before || l.failed.is_some() {
+        if (l.turn != before || l.failed.is_some()) && l.sleeping > 0 {
             moved.notify_all();
         }
     });
@@ -81,12 +94,21 @@ where
     if let Some(payload) = line.failed {
         resume_unwind(payload);
     }
-    debug_assert!(line.waiting.is_empty() && line.turn == tasks, "every output consumed");
+    debug_assert!(line.waiting.iter().all(Option::is_none) && line.turn == tasks, "every output consumed");
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A panic's message (a `String` or a `&str` payload).
+    fn message(payload: &(dyn std::any::Any + Send)) -> &str {
+        payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("")
+    }
 
     #[test]
     fn outputs_are_consumed_in_task_order_and_never_more_than_the_window_wait() {
@@ -134,11 +156,36 @@ mod tests {
             })
         }));
         let payload = caught.expect_err("the panic reaches the caller");
-        let message = payload
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| payload.downcast_ref::<&str>().copied())
-            .unwrap_or("");
-        assert!(message.contains("task 5 fails"), "{message}");
+        assert!(message(&*payload).contains("task 5 fails"), "{}", message(&*payload));
+    }
+
+    /// Rule: a panic in the consumer stops the run where it happened: no output is consumed
+    /// after it (outputs still finishing ahead of their turn are dropped), and the panic reaches
+    /// the caller.
+    #[test]
+    fn a_panicking_consumer_consumes_nothing_after_and_reaches_the_caller() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().expect("pool");
+        for _ in 0..20 {
+            let seen = Mutex::new(Vec::new());
+            let caught = catch_unwind(AssertUnwindSafe(|| {
+                pool.install(|| {
+                    run_in_order(
+                        200,
+                        8,
+                        |task| {
+                            std::thread::sleep(std::time::Duration::from_micros(((task * 7919) % 7) as u64 * 20));
+                            task
+                        },
+                        |task, output| {
+                            seen.lock().expect("no poison").push((task, output));
+                            assert!(task != 30, "consumer fails at 30");
+                        },
+                    )
+                })
+            }));
+            let payload = caught.expect_err("the panic reaches the caller");
+            assert!(message(&*payload).contains("consumer fails at 30"), "{}", message(&*payload));
+            assert_eq!(seen.into_inner().expect("no poison"), (0..=30).map(|t| (t, t)).collect::<Vec<_>>());
+        }
     }
 }

@@ -17,7 +17,6 @@ pub(crate) mod sweep;
 pub mod verdict;
 
 use crate::engine::Nanos;
-use crate::metrics::summary::Scalars;
 use crate::metrics::RunRecord;
 use crate::model::sim;
 use crate::scenario::{Scenario, Variant};
@@ -146,8 +145,6 @@ pub struct VariantResult {
     pub latency_us: Vec<(u64, u64)>,
     /// Why replications stopped early, if any did (`replication N: reason`).
     pub truncated: Vec<String>,
-    /// Per-replication scalars (kept for paired differences).
-    pub per_replication: Vec<Scalars>,
     /// Per replica of the hops with more than one: `HOP[i]` and its metrics.
     pub replicas: Vec<(String, StatRow)>,
     /// Mean series per replica, same order.
