@@ -55,6 +55,25 @@ impl OpenLoop {
     }
 }
 
+/// Requests tenant `t` of `spec` issues in one replication: its herd's, its trace's within the
+/// horizon, an open loop's at its highest rate throughout (so at least the mean count of a
+/// Poisson stream), a closed loop's at its shortest cycle. The memory estimate and the room made
+/// for the latency samples are sized by it.
+pub fn tenant_requests(spec: &SimSpec, t: &TenantSpec) -> f64 {
+    let horizon_s = spec.horizon as f64 / 1e9;
+    match &t.arrival {
+        Arrival::Herd { requests_per_client, .. } => f64::from(t.clients) * f64::from(*requests_per_client),
+        Arrival::Poisson { rate_per_s } => rate_per_s * horizon_s,
+        Arrival::Ramp { from_rate_per_s, rate_per_s, .. } => rate_per_s.max(*from_rate_per_s) * horizon_s,
+        Arrival::Profile { steps } => steps.iter().map(|s| s.1).fold(0.0, f64::max) * horizon_s,
+        Arrival::Trace(trace) => trace.requests_within(horizon_s),
+        // A closed-loop client waits at least its think time plus the hops' mean latency.
+        Arrival::Closed { think, .. } => {
+            f64::from(t.clients) * spec.horizon as f64 / closed_loop_cycle_ns(spec, *think)
+        }
+    }
+}
+
 /// The shortest a closed-loop client's cycle can be on average: its `think` time plus the
 /// hops' mean service and network time (each request passes every hop once at best); at least
 /// 1 ns. The horizon over it bounds a client's requests.

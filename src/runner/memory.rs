@@ -9,6 +9,7 @@
 //! loaded scenario and results.
 
 use crate::metrics::{HopBucket, TenantBucket, RETRY_DELAY_RETRIES, RETRY_DELAY_SAMPLES_MAX};
+use crate::model::arrivals::tenant_requests;
 use crate::model::breaker::BreakerState;
 use crate::model::budget::Scope;
 use crate::model::{Arrival, SimSpec};
@@ -73,12 +74,12 @@ pub(crate) fn run_bytes(spec: &SimSpec) -> u64 {
 }
 
 /// Bytes of the latencies of a tenant that issues `requests` in a run (`metrics::Latencies`):
-/// its exact samples while they fit (a vector's doubling capacity), else the larger of those
-/// samples at their most and the counts of the histogram they move into.
+/// its exact samples while they fit (the room made for them, `latencies::room_for`), else the
+/// larger of those samples at their most and the counts of the histogram they move into.
 fn latency_bytes(requests: f64) -> u64 {
     let exact = crate::metrics::latencies::EXACT_MAX;
     if requests <= exact as f64 {
-        (requests.ceil() as usize).next_power_of_two() as u64 * 8
+        crate::metrics::latencies::room_for(requests) as u64 * 8
     } else {
         (exact as u64 * 8).max(crate::metrics::new_latency_histogram().distinct_values() as u64 * 8)
     }
@@ -179,22 +180,6 @@ fn key_table_bytes(variants: &[crate::scenario::Variant]) -> u64 {
 /// Requests one replication issues (an upper bound for open loops: the highest rate throughout).
 pub fn requests(spec: &SimSpec) -> f64 {
     spec.tenants.iter().map(|t| tenant_requests(spec, t)).sum()
-}
-
-/// Requests tenant `t` of `spec` issues in one replication (see [`requests`]).
-fn tenant_requests(spec: &SimSpec, t: &crate::model::TenantSpec) -> f64 {
-    let horizon_s = spec.horizon as f64 / 1e9;
-    match &t.arrival {
-        Arrival::Herd { requests_per_client, .. } => f64::from(t.clients) * f64::from(*requests_per_client),
-        Arrival::Poisson { rate_per_s } => rate_per_s * horizon_s,
-        Arrival::Ramp { from_rate_per_s, rate_per_s, .. } => rate_per_s.max(*from_rate_per_s) * horizon_s,
-        Arrival::Profile { steps } => steps.iter().map(|s| s.1).fold(0.0, f64::max) * horizon_s,
-        Arrival::Trace(trace) => trace.requests_within(horizon_s),
-        // A closed-loop client waits at least its think time plus the hops' mean latency.
-        Arrival::Closed { think, .. } => {
-            f64::from(t.clients) * spec.horizon as f64 / crate::model::arrivals::closed_loop_cycle_ns(spec, *think)
-        }
-    }
 }
 
 /// Requests that may be waiting at once in one run of `spec` (an upper bound's main term): the

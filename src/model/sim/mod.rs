@@ -471,6 +471,9 @@ impl<'a> Simulation<'a> {
             .map(|(hop, h)| balancer::Lb::new(&h.replicas, h.replicas_at_start(), bases[hop], seed, replication, hop))
             .collect();
         let mut record = RunRecord::empty(spec.hops.len(), spec.tenants.len(), buckets);
+        for (counters, t) in record.tenants.iter_mut().zip(&spec.tenants) {
+            counters.latency_us.reserve_for(super::arrivals::tenant_requests(spec, t));
+        }
         for (counters, h) in record.hops.iter_mut().zip(&spec.hops) {
             counters.pool = h.pool.map(|_| Box::default());
         }
