@@ -63,24 +63,26 @@ fn lowest_at(slot: usize) -> u64 {
 impl Counts {
     #[inline]
     fn record(&mut self, value: u64) {
-        let slot = slot_of(value);
-        match self.counts.get_mut(slot) {
-            Some(count) => *count += 1,
-            None => self.grow_and_record(slot),
-        }
+        self.count(value);
         self.total += 1;
     }
 
     /// Every value of `values` recorded (the total counted once).
     fn record_all(&mut self, values: &[u64]) {
         for &value in values {
-            let slot = slot_of(value);
-            match self.counts.get_mut(slot) {
-                Some(count) => *count += 1,
-                None => self.grow_and_record(slot),
-            }
+            self.count(value);
         }
         self.total += values.len() as u64;
+    }
+
+    /// `value`'s slot counted, the total left to the caller.
+    #[inline]
+    fn count(&mut self, value: u64) {
+        let slot = slot_of(value);
+        match self.counts.get_mut(slot) {
+            Some(count) => *count += 1,
+            None => self.grow_and_record(slot),
+        }
     }
 
     #[cold]
