@@ -16,7 +16,12 @@
 //! - where the fixed part goes: the same 2,000 runs simulated alone in a loop, and each also
 //!   summarised (`summary::scalars`), against the long run (the rest of `run_study` is the
 //!   folding into the variant's results and the study around it);
-//! - the same 2,000 replications on one thread ÷ on two (goal ≥ 1.9×).
+//! - the same 2,000 replications on one thread ÷ on two (goal ≥ 1.9×), beside the machine's own
+//!   scaling of their parallel part: the 2,000 runs with their summaries, taken from a shared
+//!   counter by one plain thread ÷ by two that share nothing else (what no study can beat here).
+//!
+//! Each figure is given as the median round with the median's distribution-free 95% interval
+//! (order statistics: the ranks a Binomial(rounds, ½) puts outside with at most 2.5% each side).
 //!
 //! It is never a test. `benches/served.sh` runs it with the load average before and after:
 //!
@@ -75,6 +80,18 @@ fn median(mut xs: Vec<f64>) -> f64 {
     }
 }
 
+/// The distribution-free 95% interval of the median of `n` values, as the 0-based ranks of the
+/// sorted values that bound it: the `j`-th lowest and the `j`-th highest (rank `n − 1 − j`) for
+/// the largest `j` with P(Binomial(n, ½) < `j` + 1) ≤ 2.5%, which covers the median with at least
+/// 95%; `None` below 6 values, where no such pair does.
+fn median_interval_ranks(n: usize) -> Option<[usize; 2]> {
+    use statrs::distribution::{Binomial, DiscreteCDF};
+    let binomial = Binomial::new(0.5, n as u64).expect("a binomial of p = 1/2");
+    // P(Binomial < j + 1) = P(Binomial <= j).
+    let j = (0..n / 2).take_while(|&j| binomial.cdf(j as u64) <= 0.025).last()?;
+    Some([j, n - 1 - j])
+}
+
 impl Pair {
     fn new(name: &'static str, first: impl FnMut() + 'static, second: impl FnMut() + 'static) -> Pair {
         Pair { name, first: Box::new(first), second: Box::new(second), rounds: Vec::new() }
@@ -92,12 +109,12 @@ impl Pair {
     }
 
     /// The median over rounds of the ratio first ÷ second in `clock` (0 wall, 1 CPU), and the
-    /// lowest and highest.
-    fn ratio(&self, clock: usize) -> [f64; 3] {
-        let ratios: Vec<f64> = self.rounds.iter().map(|r| r[0][clock] / r[1][clock]).collect();
-        let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = ratios.iter().copied().fold(0.0, f64::max);
-        [median(ratios), lo, hi]
+    /// median's 95% interval if there are enough rounds for one.
+    fn ratio(&self, clock: usize) -> (f64, Option<[f64; 2]>) {
+        let mut ratios: Vec<f64> = self.rounds.iter().map(|r| r[0][clock] / r[1][clock]).collect();
+        ratios.sort_by(f64::total_cmp);
+        let interval = median_interval_ranks(ratios.len()).map(|[lo, hi]| [ratios[lo], ratios[hi]]);
+        (median(ratios), interval)
     }
 
     /// The fastest round's milliseconds of the first and of the second, in wall time (each the
@@ -106,21 +123,41 @@ impl Pair {
         [0, 1].map(|i| self.rounds.iter().map(|r| r[i][0] * 1e3).fold(f64::INFINITY, f64::min))
     }
 
-    /// Two lines: the ratio round by round (its median, lowest and highest; wall, then CPU) and
-    /// the ratio of the fastest rounds, each as `shown` shows a ratio.
+    /// Three lines: the title, the ratio round by round (its median with the median's 95%
+    /// interval in wall time, then the median in CPU time) and the ratio of the fastest rounds,
+    /// each as `shown` shows a ratio.
     fn report(&self, title: &str, shown: impl Fn(f64) -> String) {
-        let ([w, lo, hi], [c, ..]) = (self.ratio(0), self.ratio(1));
+        let ((w, interval), (c, _)) = (self.ratio(0), self.ratio(1));
+        let interval = interval.map_or("too few rounds for its interval".into(), |[lo, hi]| {
+            format!("95% interval {} to {}", shown(lo), shown(hi))
+        });
         let [a, b] = self.fastest_ms();
         println!("{title}");
-        println!(
-            "  round by round {} [{}, {}], CPU {}; fastest {a:.1} / {b:.1} ms: {}",
-            shown(w),
-            shown(lo),
-            shown(hi),
-            shown(c),
-            shown(a / b)
-        );
+        println!("  median round {} ({interval}), CPU {}", shown(w), shown(c));
+        println!("  fastest rounds {a:.1} / {b:.1} ms: {}", shown(a / b));
     }
+}
+
+/// 2,000 runs of `scenario` (one replication each) with their summaries, on `threads` plain
+/// threads that take them one by one from a shared counter and share nothing else.
+fn runs_on(scenario: &Scenario, threads: usize) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let (next, shape) = (AtomicU64::new(0), scenario.base.run_shape());
+    let work = || loop {
+        let replication = next.fetch_add(1, Ordering::Relaxed);
+        if replication >= 2_000 {
+            break;
+        }
+        let record = sim::run(&scenario.base, scenario.seed, replication);
+        black_box(scalars(&record, &shape));
+        black_box(record);
+    };
+    std::thread::scope(|s| {
+        for _ in 1..threads {
+            s.spawn(work);
+        }
+        work();
+    });
 }
 
 fn main() {
@@ -182,6 +219,11 @@ fn main() {
             },
         ));
     }
+    // The machine's own scaling of the same work: the 2,000 runs with their summaries, taken one
+    // by one from a shared counter by one plain thread, then by two, nothing else shared.
+    let one_second = std::sync::Arc::new(bundled("scenarios/mm1.toml", &["horizon=1s"]));
+    let (on_one, on_two) = (one_second.clone(), one_second);
+    pairs.push(Pair::new("the machine's two threads", move || runs_on(&on_one, 1), move || runs_on(&on_two, 2)));
     let (s2, v2) = (short.clone(), short_variants.clone());
     pairs.push(Pair::new(
         "two threads",
@@ -220,5 +262,6 @@ fn main() {
     pairs[2].report("fixed part: 2,000 runs of 1 s against one of 2,000 s (goal < 10%)", part);
     pairs[3].report("  of which the runs alone, simulated in a loop:", part);
     pairs[4].report("  and the runs with their summaries (summary::scalars):", part);
-    pairs[5].report("two threads: 2,000 runs of 1 s on one thread / on two (goal >= 1.9x)", times);
+    pairs[6].report("two threads: 2,000 runs of 1 s on one thread / on two (goal >= 1.9x)", times);
+    pairs[5].report("  the machine's own: the runs with their summaries on one plain thread / two", times);
 }
