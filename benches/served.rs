@@ -253,7 +253,7 @@ fn main() {
             eprintln!("{}: {}", pair.name, ms.join(" "));
         }
     }
-    println!("{rounds} rounds, each program of a pair alternately first; median [lowest, highest]");
+    println!("{rounds} rounds, each program of a pair alternately first; the median round (its 95% interval)");
     let times = |r: f64| format!("{r:.2}x");
     for pair in &pairs[..2] {
         pair.report(&format!("served {}: model / bare loop (goal <= 1.5x)", pair.name), times);

@@ -223,16 +223,19 @@ impl<'a> Aggregate<'a> {
     }
 }
 
-/// The runs' scalars, kept as one list of values beside the first run's rows (every run has the
-/// same rows of the same metrics, asserted as each comes in). Kept as each run's own vectors,
-/// they were thousands of small allocations that stay, made between one short run and the next:
-/// each run then found its own allocations in fresh memory, about 5% of a 1 s M/M/1 run's time
+/// The runs' scalars, kept metric by metric beside the first run's rows (every run has the same
+/// rows of the same metrics, asserted as each comes in): one column per metric, each with room
+/// for every run made when the first comes in, so that no run allocates for them and the
+/// statistics take each column as it is. Kept as each run's own vectors, they were thousands of
+/// small allocations that stay, made between one short run and the next: each run then found
+/// its own allocations in fresh memory, about 5% of a 1 s M/M/1 run's time; kept as one list run
+/// after run, they were gathered into columns at the end, a serial copy of every value
 /// (docs/PERFORMANCE.md). [`KeptScalars::into_stats`] summarises each metric over the runs.
 #[derive(Default)]
 struct KeptScalars {
     first: Option<Scalars>,
-    /// Every run's values, row after row ([`rows`] order), run after run.
-    values: Vec<Option<f64>>,
+    /// One column per metric ([`rows`] order), each the runs' values in run order.
+    columns: Vec<Vec<Option<f64>>>,
     runs: usize,
 }
 
@@ -244,12 +247,10 @@ fn rows(scalars: &Scalars) -> impl Iterator<Item = &MetricRow> {
 impl KeptScalars {
     /// Keeps the next run's scalars (of `replications` in all).
     fn push(&mut self, scalars: Scalars, replications: usize) {
-        let values = rows(&scalars).flatten().map(|&(_, v)| v);
         match &self.first {
             None => {
-                self.values.reserve(rows(&scalars).map(Vec::len).sum::<usize>() * replications.max(1));
-                self.values.extend(values);
-                self.first = Some(scalars);
+                let width = rows(&scalars).map(Vec::len).sum::<usize>();
+                self.columns = (0..width).map(|_| Vec::with_capacity(replications.max(1))).collect();
             }
             Some(first) => {
                 let scopes = |s: &Scalars| [s.hops.len(), s.tenants.len(), s.replicas.len()];
@@ -258,26 +259,27 @@ impl KeptScalars {
                         .zip(rows(&scalars))
                         .all(|(a, b)| a.len() == b.len() && a.iter().zip(b).all(|((m, _), (n, _))| m == n));
                 assert!(same, "replication {}: its scalars have other rows or metrics than the first's", self.runs);
-                self.values.extend(values);
             }
+        }
+        for (column, &(_, v)) in self.columns.iter_mut().zip(rows(&scalars).flatten()) {
+            column.push(v);
+        }
+        if self.first.is_none() {
+            self.first = Some(scalars);
         }
         self.runs += 1;
     }
 
     /// The statistics of every metric over the runs, in the first run's rows: each metric's
-    /// values gathered run by run into its own column (read once, in the order kept), then
-    /// summarised with the metric's interval.
+    /// column summarised with the metric's interval.
     fn into_stats(self) -> KeptStats {
         let Some(first) = self.first else { return KeptStats::default() };
-        let width = rows(&first).map(Vec::len).sum::<usize>();
-        assert_eq!(self.values.len(), width * self.runs, "every run's scalars kept, {width} each");
-        let mut columns: Vec<Vec<Option<f64>>> = (0..width).map(|_| Vec::with_capacity(self.runs)).collect();
-        for run in self.values.chunks_exact(width.max(1)) {
-            for (column, &v) in columns.iter_mut().zip(run) {
-                column.push(v);
-            }
-        }
-        let mut columns = columns.into_iter();
+        assert!(
+            self.columns.len() == rows(&first).map(Vec::len).sum::<usize>()
+                && self.columns.iter().all(|c| c.len() == self.runs),
+            "every run's scalars kept, one column per metric"
+        );
+        let mut columns = self.columns.into_iter();
         let mut stat_row = |template: &MetricRow| -> StatRow {
             StatRow(
                 template
