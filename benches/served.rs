@@ -1,9 +1,9 @@
 //! The served path's figures (docs/PERFORMANCE.md, "The plain served path"), timed alternated:
 //! each round runs both programs of every pair once, the first of a pair first in even rounds and
 //! second in odd ones, so that a slow stretch of the machine falls on both halves of a ratio.
-//! A pair's figure is the median over the rounds of its ratio in that round, with the lowest and
-//! the highest, and beside it the ratio of each program's fastest round (the runs the machine's
-//! other work disturbed least: one program's time moves by ±15% from call to call here).
+//! A pair's figure is the median over the rounds of its ratio in that round, and beside it the
+//! ratio of each program's fastest round (the runs the machine's other work disturbed least: one
+//! program's time moves by ±15% from call to call here).
 //! Criterion's `served` and `small_runs` groups of benches/scenarios.rs time the same programs
 //! one after the other; on this shared machine their ratios moved by up to 0.1 from run to run.
 //!

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The served path's figures (docs/PERFORMANCE.md, "The plain served path") from one run of
 # benches/served.rs, which times every pair alternated, round by round, and gives each figure as
-# the median over the rounds with the lowest and the highest round: the model ÷ its bare queue
+# the median over the rounds with the median's 95% interval: the model ÷ its bare queue
 # loop on both workloads (goal ≤ 1.5×), the fixed part of a short replication (goal < 10%) and the
 # scaling from one to two threads (goal ≥ 1.9×), with the load average before and after. The
 # argument is the number of rounds (default 21, about a minute). It is never a test.
