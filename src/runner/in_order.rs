@@ -4,8 +4,9 @@
 //! waits until every earlier one has been consumed, and a worker takes no task more than
 //! `window` ahead of the next to consume, so at most `window` outputs wait at once however many
 //! tasks there are. One worker (the first) consumes; the others only when the window is full or
-//! every task is handed out, so that what the consumer adds to stays in one core's cache. The consumer sees task 0, 1, 2, … exactly as a sequential loop would, so
-//! whatever it accumulates does not depend on the thread count.
+//! every task is handed out, so that what the consumer adds to stays in one core's cache. The
+//! consumer sees task 0, 1, 2, … exactly as a sequential loop would, so whatever it accumulates
+//! does not depend on the thread count.
 //!
 //! A panic in a task (the simulator's loud assertions) stops the other workers and is re-raised
 //! on the caller's thread once they have stopped: nobody waits for a task that will never end.
