@@ -24,6 +24,8 @@ step "criterion: full model and bare herd loop at 1M clients, one run"
 cargo bench --bench scenarios -- --sample-size 10 'outage_herd/(full_jitter|full_jitter_queued|bare_loop)/1000000'
 step "alternated: the served path beside its bare loop, and many short replications (benches/served.rs)"
 benches/served.sh
+step "instructions: the fixed part of a short replication, counted (benches/served_instructions.sh, needs valgrind)"
+benches/served_instructions.sh || echo "skipped: benches/served_instructions.sh needs valgrind"
 step "criterion: the same two in CPU time of the benchmarking thread (robust to a shared machine)"
 cargo bench --bench scenarios -- outage_herd_cpu
 # The 10M runs against the 1M runs, three alternated pairs, each run after a pause: on a virtual

@@ -28,6 +28,9 @@
 //!   cargo bench --bench served -- [rounds]      (default 21; a round takes about 3.5 s)
 //!
 //! With `SERVED_ROUNDS` set it also prints every round's milliseconds (first/second) to stderr.
+//! With one of `none`, `long`, `runs`, `summarised`, `study` instead of a number it runs that
+//! program of the fixed part's pairs once and nothing else, for `benches/served_instructions.sh`,
+//! which counts instructions (the machine's noise moves the fixed part's time by ±10 points).
 
 mod bare_queue;
 
@@ -160,12 +163,48 @@ fn runs_on(scenario: &Scenario, threads: usize) {
     });
 }
 
+/// The programs of the fixed part's pairs, each alone once, for `benches/served_instructions.sh`
+/// to count their instructions under valgrind: every one loads the same scenarios first, so that
+/// `none` (loading only) is what the others' counts have in common.
+const ALONE: [&str; 5] = ["none", "long", "runs", "summarised", "study"];
+
+/// Runs one program of [`ALONE`] once.
+fn alone(program: &str) {
+    let short = bundled("scenarios/mm1.toml", &["horizon=1s", "replications=2000"]);
+    let short_variants = short.run_variants();
+    let long = bundled("scenarios/mm1.toml", &["horizon=2000s"]);
+    let shape = short.base.run_shape();
+    match program {
+        "none" => {}
+        "long" => {
+            black_box(sim::run(&long.base, long.seed, 0));
+        }
+        "runs" | "summarised" => {
+            for replication in 0..2_000 {
+                let record = sim::run(&short.base, short.seed, replication);
+                if program == "summarised" {
+                    black_box(scalars(&record, &shape));
+                }
+                black_box(record);
+            }
+        }
+        "study" => {
+            black_box(run_study(&short, &short_variants, &RunOptions { threads: Some(1), ..RunOptions::default() }));
+        }
+        _ => unreachable!("checked against ALONE"),
+    }
+}
+
 fn main() {
-    // `cargo bench` passes `--bench`; the one other argument is the number of rounds.
-    let rounds: usize = std::env::args()
-        .skip(1)
-        .find(|a| !a.starts_with('-'))
-        .map_or(21, |a| a.parse().unwrap_or_else(|_| panic!("rounds: a whole number, not {a:?}")));
+    // `cargo bench` passes `--bench`; the one other argument is the number of rounds, or the name
+    // of one program to run alone.
+    let argument = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    if let Some(program) = argument.as_deref().filter(|a| ALONE.contains(a)) {
+        alone(program);
+        return;
+    }
+    let rounds: usize = argument
+        .map_or(21, |a| a.parse().unwrap_or_else(|_| panic!("rounds: a whole number or one of {ALONE:?}, not {a:?}")));
     let threads = |n| RunOptions { threads: Some(n), ..RunOptions::default() };
     let (one, also_one, two) = (threads(1), threads(1), threads(2));
     let short = bundled("scenarios/mm1.toml", &["horizon=1s", "replications=2000"]);
