@@ -91,12 +91,14 @@ impl States {
     }
 
     /// Where `key`'s pair lives (tenant, client), if its tenant pairs its states.
+    #[inline]
     fn paired_slot(&self, key: ScopeKey) -> Option<(usize, usize)> {
         let slot = self.budgets.dense_slot(key)?;
         self.paired[slot.0].is_some().then_some(slot)
     }
 
     /// The pair of client `i` of the paired tenant `tenant`, made on first use.
+    #[inline]
     fn pair(&mut self, tenant: usize, i: usize) -> &mut Paired {
         let clients = self.budgets.dense[tenant].1;
         let (fresh, pairs) = self.paired[tenant].as_mut().expect("a paired tenant");
@@ -104,6 +106,7 @@ impl States {
     }
 
     /// The budget state of `key`, made by `make` on first use.
+    #[inline]
     pub(super) fn budget(&mut self, key: ScopeKey, make: impl Fn() -> BudgetState) -> &mut BudgetState {
         match self.paired_slot(key) {
             Some((tenant, i)) => &mut self.pair(tenant, i).budget,
@@ -112,6 +115,7 @@ impl States {
     }
 
     /// The breaker state of `key`, made by `make` on first use.
+    #[inline]
     pub(super) fn breaker(&mut self, key: ScopeKey, make: impl Fn() -> BreakerState) -> &mut BreakerState {
         match self.paired_slot(key) {
             Some((tenant, i)) => &mut self.pair(tenant, i).breaker,
@@ -121,6 +125,7 @@ impl States {
 
     /// Starts loading the states of the budget key `budget` and the breaker key `breaker` if
     /// they are dense ones already made (no effect on results).
+    #[inline]
     pub(super) fn prefetch(&self, budget: Option<ScopeKey>, breaker: Option<ScopeKey>) {
         if let Some((tenant, i)) = budget.and_then(|key| self.paired_slot(key)) {
             if let Some(pair) = self.paired[tenant].as_ref().and_then(|(_, pairs)| pairs.get(i)) {
@@ -167,6 +172,7 @@ impl<S> ScopedStates<S> {
 
     /// Where `key`'s state lives in `dense` (tenant, client), if it is a dense key: a client of
     /// a tenant calling the entry hop with the tenant's own policy (or index 0 for a wider scope).
+    #[inline]
     fn dense_slot(&self, key: ScopeKey) -> Option<(usize, usize)> {
         let ScopeKey { policy, tenant, client, server } = key;
         let (own, clients, _) = self.dense.get(tenant as usize)?;
@@ -174,6 +180,7 @@ impl<S> ScopedStates<S> {
     }
 
     /// The state of `key`, made by `make` on first use.
+    #[inline]
     pub(super) fn entry(&mut self, key: ScopeKey, make: impl Fn() -> S) -> &mut S {
         let Some((tenant, i)) = self.dense_slot(key) else {
             return self.sparse.entry(key).or_insert_with(make);
@@ -183,6 +190,7 @@ impl<S> ScopedStates<S> {
     }
 
     /// Starts loading the state of `key` if it is a dense one already made (no effect on results).
+    #[inline]
     pub(super) fn prefetch(&self, key: ScopeKey) {
         if let Some(state) = self.dense_slot(key).and_then(|(tenant, i)| self.dense[tenant].2.get(i)) {
             crate::engine::prefetch::prefetch_read(state);
