@@ -7,7 +7,8 @@
 # argument is the number of rounds (default 21, about a minute). It is never a test.
 # (Criterion's `served` and `small_runs` groups of benches/scenarios.rs time the same programs
 # one after the other: `cargo bench --bench scenarios -- 'small_runs|served/'`.)
-# The fixed part in instructions, which the machine's noise does not move: benches/served_instructions.sh.
+# The fixed part in instructions, which the machine's noise does not move:
+# benches/served_instructions.sh.
 #
 #   benches/served.sh [rounds]
 set -euo pipefail
