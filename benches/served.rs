@@ -38,7 +38,7 @@ use retrystorm::engine::NS_PER_S;
 use retrystorm::metrics::summary::scalars;
 use retrystorm::model::sim;
 use retrystorm::runner::{run_study, RunOptions};
-use retrystorm::scenario::{parse_assignment, Scenario};
+use retrystorm::scenario::{parse_assignment, Scenario, Variant};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -168,29 +168,40 @@ fn runs_on(scenario: &Scenario, threads: usize) {
 /// `none` (loading only) is what the others' counts have in common.
 const ALONE: [&str; 5] = ["none", "long", "runs", "summarised", "study"];
 
+/// One run of `scenario` (the long run of the fixed part's pairs).
+fn one_run(scenario: &Scenario) {
+    black_box(sim::run(&scenario.base, scenario.seed, 0));
+}
+
+/// 2,000 runs of `scenario` (one replication each) in a loop, each also summarised if
+/// `summarised`.
+fn runs_in_a_loop(scenario: &Scenario, summarised: bool) {
+    let shape = scenario.base.run_shape();
+    for replication in 0..2_000 {
+        let record = sim::run(&scenario.base, scenario.seed, replication);
+        if summarised {
+            black_box(scalars(&record, &shape));
+        }
+        black_box(record);
+    }
+}
+
+/// The study of `scenario`'s `variants` on `threads` threads.
+fn study(scenario: &Scenario, variants: &[Variant], threads: usize) {
+    black_box(run_study(scenario, variants, &RunOptions { threads: Some(threads), ..RunOptions::default() }));
+}
+
 /// Runs one program of [`ALONE`] once.
 fn alone(program: &str) {
     let short = bundled("scenarios/mm1.toml", &["horizon=1s", "replications=2000"]);
     let short_variants = short.run_variants();
     let long = bundled("scenarios/mm1.toml", &["horizon=2000s"]);
-    let shape = short.base.run_shape();
     match program {
         "none" => {}
-        "long" => {
-            black_box(sim::run(&long.base, long.seed, 0));
-        }
-        "runs" | "summarised" => {
-            for replication in 0..2_000 {
-                let record = sim::run(&short.base, short.seed, replication);
-                if program == "summarised" {
-                    black_box(scalars(&record, &shape));
-                }
-                black_box(record);
-            }
-        }
-        "study" => {
-            black_box(run_study(&short, &short_variants, &RunOptions { threads: Some(1), ..RunOptions::default() }));
-        }
+        "long" => one_run(&long),
+        "runs" => runs_in_a_loop(&short, false),
+        "summarised" => runs_in_a_loop(&short, true),
+        "study" => study(&short, &short_variants, 1),
         _ => unreachable!("checked against ALONE"),
     }
 }
@@ -205,8 +216,6 @@ fn main() {
     }
     let rounds: usize = argument
         .map_or(21, |a| a.parse().unwrap_or_else(|_| panic!("rounds: a whole number or one of {ALONE:?}, not {a:?}")));
-    let threads = |n| RunOptions { threads: Some(n), ..RunOptions::default() };
-    let (one, also_one, two) = (threads(1), threads(1), threads(2));
     let short = bundled("scenarios/mm1.toml", &["horizon=1s", "replications=2000"]);
     let short_variants = short.run_variants();
     let mut pairs = Vec::new();
@@ -228,34 +237,15 @@ fn main() {
     }
     let long = bundled("scenarios/mm1.toml", &["horizon=2000s"]);
     let (s1, v1, long_run) = (short.clone(), short_variants.clone(), long.clone());
-    pairs.push(Pair::new(
-        "fixed part",
-        move || {
-            black_box(run_study(&s1, &v1, &one));
-        },
-        move || {
-            black_box(sim::run(&long_run.base, long_run.seed, 0));
-        },
-    ));
+    pairs.push(Pair::new("fixed part", move || study(&s1, &v1, 1), move || one_run(&long_run)));
     // Where the fixed part goes: the same 2,000 runs of 1 s simulated alone in a loop, and each
     // also summarised (`summary::scalars`), against the long run.
     for summarised in [false, true] {
-        let (one_second, long) = (bundled("scenarios/mm1.toml", &["horizon=1s"]), long.clone());
-        let shape = one_second.base.run_shape();
+        let (one_second, long) = (short.clone(), long.clone());
         pairs.push(Pair::new(
             if summarised { "runs and their summaries" } else { "runs alone" },
-            move || {
-                for replication in 0..2_000 {
-                    let record = sim::run(&one_second.base, one_second.seed, replication);
-                    if summarised {
-                        black_box(scalars(&record, &shape));
-                    }
-                    black_box(record);
-                }
-            },
-            move || {
-                black_box(sim::run(&long.base, long.seed, 0));
-            },
+            move || runs_in_a_loop(&one_second, summarised),
+            move || one_run(&long),
         ));
     }
     // The machine's own scaling of the same work: the 2,000 runs with their summaries, taken one
@@ -264,15 +254,7 @@ fn main() {
     let (on_one, on_two) = (one_second.clone(), one_second);
     pairs.push(Pair::new("the machine's two threads", move || runs_on(&on_one, 1), move || runs_on(&on_two, 2)));
     let (s2, v2) = (short.clone(), short_variants.clone());
-    pairs.push(Pair::new(
-        "two threads",
-        move || {
-            black_box(run_study(&s2, &v2, &also_one));
-        },
-        move || {
-            black_box(run_study(&short, &short_variants, &two));
-        },
-    ));
+    pairs.push(Pair::new("two threads", move || study(&s2, &v2, 1), move || study(&short, &short_variants, 2)));
     // One untimed round warms every program (code, allocator arenas, thread pools' first use).
     for pair in &mut pairs {
         pair.round(true);
