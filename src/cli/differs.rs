@@ -208,7 +208,13 @@ pub fn differing(study: &Study) -> Differs {
                 }
                 continue;
             }
-            let position = objective.iter().position(|(s, n, m)| *s == scope.scope && *m == metric && *n == scope.name);
+            // An every-tenant reference (`tenant.*.success_ratio`) marks that metric at each tenant.
+            let position = objective.iter().position(|(s, n, m)| {
+                *s == scope.scope
+                    && *m == metric
+                    && (*n == scope.name
+                        || (*n == crate::metrics::objective::EVERY_TENANT && *s == MetricScope::Tenant))
+            });
             // With a trigger the run's peak is the one during it (the post-recovery peak has its row).
             let words = if trigger && metric == Metric::PeakOverCapacity {
                 "peak during the trigger ÷ capacity"

@@ -195,12 +195,12 @@ catalogue! {
     TimeOverCapacityAfterS: "time_over_capacity_after_s", "time over capacity after (s)", "over cap s", "time above capacity after the trigger ended", Seconds, Lower, GH, "no trigger";
     BacklogPeak: "backlog_peak", "peak backlog", "backlog", "largest backlog (attempts queued, in service or waiting downstream)", Count, Lower, GH, "no value";
     BacklogClearedS: "backlog_cleared_s", "backlog cleared (s)", "cleared s", "time from the trigger's end until the backlog cleared and no retry was pending", Seconds, Lower, GH, "never cleared";
-    LatencySMean: "latency_s_mean", "mean latency (s)", "mean s", "mean latency of succeeded requests", Seconds, Lower, GT, "no success";
-    LatencySP50: "latency_s_p50", "p50 latency (s)", "p50 s", "p50 latency of succeeded requests", Seconds, Lower, GT, "no success";
-    LatencySP90: "latency_s_p90", "p90 latency (s)", "p90 s", "p90 latency of succeeded requests", Seconds, Lower, GT, "no success";
-    LatencySP99: "latency_s_p99", "p99 latency (s)", "p99 s", "p99 latency of succeeded requests", Seconds, Lower, GT, "no success";
-    LatencySP999: "latency_s_p999", "p99.9 latency (s)", "p999 s", "p99.9 latency of succeeded requests", Seconds, Lower, GT, "no success";
-    LatencySMax: "latency_s_max", "max latency (s)", "max s", "longest latency of a succeeded request", Seconds, Lower, GT, "no success";
+    LatencySMean: "latency_s_mean", "mean latency of successes (s)", "mean s", "mean latency of succeeded requests", Seconds, Lower, GT, "no success";
+    LatencySP50: "latency_s_p50", "p50 latency of successes (s)", "p50 s", "p50 latency of succeeded requests", Seconds, Lower, GT, "no success";
+    LatencySP90: "latency_s_p90", "p90 latency of successes (s)", "p90 s", "p90 latency of succeeded requests", Seconds, Lower, GT, "no success";
+    LatencySP99: "latency_s_p99", "p99 latency of successes (s)", "p99 s", "p99 latency of succeeded requests", Seconds, Lower, GT, "no success";
+    LatencySP999: "latency_s_p999", "p99.9 latency of successes (s)", "p999 s", "p99.9 latency of succeeded requests", Seconds, Lower, GT, "no success";
+    LatencySMax: "latency_s_max", "max latency of successes (s)", "max s", "longest latency of a succeeded request", Seconds, Lower, GT, "no success";
     OkReplies: "ok_replies", "ok replies", "ok", "success replies", Count, Neither, HR, "no value";
     Overflow: "overflow", "overflow", "overflow", "attempts refused by a full queue", Count, Lower, H, "no value";
     LostReplies: "lost_replies", "lost replies", "lost", "replies lost on the way back", Count, Lower, H, "no value";

@@ -12,10 +12,14 @@ use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 use std::fmt;
 
+/// The tenant name that stands for every tenant (`tenant.*.success_ratio`): variants are compared
+/// tenant by tenant (see `runner::verdict`), and a requirement must hold for each.
+pub const EVERY_TENANT: &str = "*";
+
 /// A metric of one scope of a variant.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MetricRef {
-    /// Whole system, or a hop or tenant named `name`.
+    /// Whole system, or a hop or tenant named `name` ([`EVERY_TENANT`]: each tenant).
     pub scope: MetricScope,
     /// The hop's or tenant's name (empty for the whole system).
     pub name: String,
@@ -81,8 +85,32 @@ impl MetricRef {
         Ok(MetricRef { scope, name: name.to_string(), metric })
     }
 
-    /// The statistic this reference points to in `v`, if that scope exists.
+    /// True for `tenant.*.METRIC`: every tenant, compared tenant by tenant.
+    pub fn is_every_tenant(&self) -> bool {
+        self.scope == MetricScope::Tenant && self.name == EVERY_TENANT
+    }
+
+    /// The same metric at the tenant named `name` (for an every-tenant reference).
+    pub fn at_tenant(&self, name: &str) -> MetricRef {
+        MetricRef { scope: MetricScope::Tenant, name: name.to_string(), metric: self.metric }
+    }
+
+    /// The references this one stands for in `v`: itself, or one per tenant of `v` for an
+    /// every-tenant reference.
+    pub fn expand(&self, v: &Scoped) -> Vec<MetricRef> {
+        if self.is_every_tenant() {
+            v.tenants.iter().map(|(n, _)| self.at_tenant(n)).collect()
+        } else {
+            vec![self.clone()]
+        }
+    }
+
+    /// The statistic this reference points to in `v`, if that scope exists (none for an
+    /// every-tenant reference: see [`MetricRef::expand`]).
     pub fn stat<'a>(&self, v: &Scoped<'a>) -> Option<&'a Stat> {
+        if self.is_every_tenant() {
+            return None;
+        }
         let row = match self.scope {
             MetricScope::Global => v.global,
             MetricScope::Hop => &v.hops.iter().find(|(n, _)| *n == self.name)?.1,
@@ -98,7 +126,7 @@ impl MetricRef {
             MetricScope::Hop => (hops, "hop"),
             MetricScope::Tenant => (tenants, "tenant"),
         };
-        if names.contains(&self.name.as_str()) {
+        if names.contains(&self.name.as_str()) || (self.is_every_tenant() && !names.is_empty()) {
             Ok(())
         } else {
             Err(format!("`{self}`: no {what} is named `{}`; the {what}s are {}", self.name, names.join(", ")))
@@ -225,6 +253,44 @@ impl Requirement {
         Ok(Requirement { metric, op, threshold: value })
     }
 
+    /// Whether the variant `v` meets the requirement: [`Requirement::judge`] of its statistic, or
+    /// for an every-tenant reference of each tenant's (met when every tenant meets it; the mean
+    /// and bound shown are the worst tenant's). Returns the verdict, the mean and the bound.
+    pub fn judge_in(&self, v: &Scoped) -> (Verdict, Option<f64>, Option<f64>) {
+        if !self.metric.is_every_tenant() {
+            let stat = self.metric.stat(v);
+            let (verdict, bound) = self.judge(stat);
+            return (verdict, stat.and_then(|s| s.mean), bound);
+        }
+        let mut worst: Option<(Verdict, Option<f64>, Option<f64>)> = None;
+        for r in self.metric.expand(v) {
+            let stat = r.stat(v);
+            let (verdict, bound) = self.judge(stat);
+            let this = (verdict, stat.and_then(|s| s.mean), bound);
+            // NotMet before Met; among equals, the bound furthest on the wrong side.
+            let worse =
+                |a: &(Verdict, Option<f64>, Option<f64>), b: &(Verdict, Option<f64>, Option<f64>)| match (a.0, b.0) {
+                    (Verdict::NotMet, Verdict::Met) => true,
+                    (Verdict::Met, Verdict::NotMet) => false,
+                    (Verdict::Met, Verdict::Met) | (Verdict::NotMet, Verdict::NotMet) => match (a.2, b.2) {
+                        (None, _) => true,
+                        (Some(_), None) => false,
+                        (Some(x), Some(y)) => {
+                            if self.op.wants_high() {
+                                x < y
+                            } else {
+                                x > y
+                            }
+                        }
+                    },
+                };
+            if worst.as_ref().is_none_or(|w| worse(&this, w)) {
+                worst = Some(this);
+            }
+        }
+        worst.unwrap_or((Verdict::NotMet, None, None))
+    }
+
     /// Whether `stat` meets the requirement with 95% confidence: the one-sided Student-t 95%
     /// bound of the mean (lower for `>=`/`>`, upper for `<=`/`<`) is on the right side. A null
     /// replication (no value: never recovered, no success) fails; one replication is judged on
@@ -288,6 +354,20 @@ impl<'de> serde::Deserialize<'de> for Criterion {
 }
 
 impl Criterion {
+    /// True when the metric is a share where higher is better (`success_ratio`): its relative
+    /// differences are taken on what it misses (the failures), since near 100% 1% against 0.5%
+    /// lost is twice the loss, however small the points.
+    pub fn compares_loss(&self) -> bool {
+        self.better == Better::Higher && self.metric.metric.def().unit == super::catalogue::Unit::Share
+    }
+
+    /// True when the metric is a latency of succeeded requests (`latency_s_p99`, …): it says
+    /// nothing of the requests that failed, so it decides only between variants that deliver
+    /// alike (see `runner::verdict`).
+    pub fn of_successes(&self) -> bool {
+        self.metric.metric.name().starts_with("latency_s_")
+    }
+
     /// Parses `METRIC`, `min METRIC` or `max METRIC` (the catalogue's better direction when
     /// neither is written).
     pub fn parse(text: &str) -> Result<Criterion, String> {
@@ -319,7 +399,8 @@ impl Criterion {
 pub enum Tie {
     /// Percentage points of a share (`"0.5pp"`): |a − b| × 100 ≤ this.
     Points(f64),
-    /// Relative (`"10%"`, stored as 0.1): the larger is at most this much above the smaller.
+    /// Relative (`"10%"`, stored as 0.1): the larger is at most this much above the smaller; for
+    /// a share where higher is better, of what it misses (the failures: [`Criterion::compares_loss`]).
     Relative(f64),
     /// In the metric's own unit (`0.1`): |a − b| ≤ this.
     Absolute(f64),
@@ -374,18 +455,37 @@ impl Tie {
         }
     }
 
-    /// The default threshold of `metric` (see docs/MODEL.md, "Ties"): 2 pp of success ratio,
-    /// 0.1× capacity of the post-recovery peak, 10% of a latency; none (any significant
-    /// difference counts) for every other metric.
+    /// The default threshold of `metric` (see docs/MODEL.md, "Ties"): 25% of the failures for the
+    /// success ratio (0.5% against 0.6% lost ties, 0.5% against 1% does not), 0.1× capacity of
+    /// the post-recovery peak, 10% of a latency; none (any significant difference counts) for
+    /// every other metric.
     pub fn default_for(metric: Metric) -> Tie {
         if metric == Metric::SuccessRatio {
-            Tie::Points(2.0)
+            Tie::Relative(0.25)
         } else if metric == Metric::PeakAfterOverCapacity {
             Tie::Absolute(0.1)
         } else if metric.name().starts_with("latency_s_") {
             Tie::Relative(0.1)
         } else {
             Tie::Absolute(0.0)
+        }
+    }
+
+    /// True when means `a` and `b` of `criterion`'s metric differ by no more than the threshold:
+    /// a relative threshold on a share where higher is better compares the failures (1 − a,
+    /// 1 − b).
+    pub fn ties_on(self, criterion: &Criterion, a: f64, b: f64) -> bool {
+        match self {
+            Tie::Relative(_) if criterion.compares_loss() => self.ties(1.0 - a, 1.0 - b),
+            Tie::Relative(_) | Tie::Points(_) | Tie::Absolute(_) => self.ties(a, b),
+        }
+    }
+
+    /// The threshold in words for `criterion` (`25% of the failures`, `2pp`, `10%`).
+    pub fn words_for(self, criterion: &Criterion) -> String {
+        match self {
+            Tie::Relative(r) if criterion.compares_loss() => format!("{}% of the failures", r * 100.0),
+            Tie::Relative(_) | Tie::Points(_) | Tie::Absolute(_) => self.to_string(),
         }
     }
 
@@ -427,6 +527,19 @@ impl Default for Objective {
 }
 
 impl Objective {
+    /// The default objective of a scenario with `tenants` tenants: with two or more, every
+    /// tenant's success comes first (`tenant.*.success_ratio`: a policy that starves one tenant
+    /// loses to one that does not, whatever the totals say), then the default criteria.
+    pub fn default_for_tenants(tenants: usize) -> Objective {
+        let mut o = Objective::default();
+        if tenants >= 2 {
+            let every = Criterion::parse(&format!("tenant.{EVERY_TENANT}.success_ratio")).expect("catalogued");
+            o.rank.insert(0, every);
+            o = Objective::with_default_ties(o.rank, o.require);
+        }
+        o
+    }
+
     /// An objective whose criteria all have their default tie thresholds.
     pub fn with_default_ties(rank: Vec<Criterion>, require: Vec<Requirement>) -> Objective {
         let tie = rank.iter().map(|c| (c.metric.to_string(), Tie::default_for(c.metric.metric))).collect();
@@ -543,7 +656,21 @@ mod tests {
             assert_eq!(Tie::parse_text(&t.to_string(), None), Ok(t));
         }
         let mut o = Objective::default();
-        assert_eq!(o.tie_of(&o.rank[0].clone()), Tie::Points(2.0));
+        assert_eq!(o.tie_of(&o.rank[0].clone()), Tie::Relative(0.25));
+        // On the success ratio a relative threshold compares the failures: 0.5% against 0.6%
+        // lost ties (1.2×), 0.5% against 1% does not, though both gaps are under a point.
+        let success = o.rank[0].clone();
+        assert!(success.compares_loss());
+        assert!(Tie::Relative(0.25).ties_on(&success, 0.995, 0.994));
+        assert!(!Tie::Relative(0.25).ties_on(&success, 0.995, 0.990));
+        assert!(!Tie::Relative(0.25).ties_on(&success, 1.0, 0.9999), "none lost against some lost");
+        assert!(Tie::Points(2.0).ties_on(&success, 0.995, 0.990), "points stay points");
+        assert_eq!(Tie::Relative(0.25).words_for(&success), "25% of the failures");
+        // With two tenants every tenant's success comes first.
+        let t = Objective::default_for_tenants(2);
+        assert_eq!(t.rank[0].metric.to_string(), "tenant.*.success_ratio");
+        assert!(t.rank[0].metric.is_every_tenant());
+        assert_eq!(Objective::default_for_tenants(1), Objective::default());
         assert!(o.set_tie("latency_s_p50", "10%").unwrap_err().contains("not ranked"));
         o.set_tie("success_ratio", "0.5pp").unwrap();
         assert_eq!(o.tie["success_ratio"], Tie::Points(0.5));

@@ -154,15 +154,28 @@ fn leave_line(map: &MapFile, v: usize) -> String {
     format!("  time to leave: {left} of {stuck} metastable runs left their storm before the horizon{range}")
 }
 
-/// One character per cell: ' ' below 10%, '.' below 50%, 'o' from 50%, '#' from 90%, '?' none judged.
+/// One character per cell, by its 95% interval so that no class is claimed inside the noise:
+/// ' ' below 10%, '.' below 50%, 'o' from 50%, '#' from 90% (the whole interval on that side),
+/// '~' uncertain (the interval spans 50%), '?' none judged.
 fn glyph(e: &Estimate) -> char {
-    match e.p {
-        None => '?',
-        Some(p) if p < 0.1 => ' ',
-        Some(p) if p < 0.5 => '.',
-        Some(p) if p < 0.9 => 'o',
-        Some(_) => '#',
+    let Some(p) = e.p else { return '?' };
+    let [lo, hi] = e.p_ci95.unwrap_or([p, p]);
+    if hi < 0.1 {
+        ' '
+    } else if lo >= 0.9 {
+        '#'
+    } else if hi < 0.5 {
+        '.'
+    } else if lo >= 0.5 {
+        'o'
+    } else {
+        '~'
     }
+}
+
+/// True when a cell's 95% interval spans ½: which side it is on is not known.
+fn uncertain(e: &Estimate) -> bool {
+    e.p_ci95.is_some_and(|[lo, hi]| lo < 0.5 && hi >= 0.5)
 }
 
 /// The text `map` prints: the definition, a character map per variant, and the ranking; `fit`
@@ -179,7 +192,9 @@ pub fn map_text(map: &MapFile, fit: &dyn Fn(&str) -> String) -> String {
     );
     out.push_str(&fit(&title));
     out.push_str(&fit(&definition_line(map)));
-    out.push_str("  key: ' ' <10%   '.' <50%   'o' ≥50%   '#' ≥90%   '?' not observable   '|' boundary\n");
+    out.push_str(
+        "  key (95% interval): ' ' <10%  '.' <50%  'o' ≥50%  '#' ≥90%  '~' uncertain (spans 50%)  '?' not observable  '|' boundary\n",
+    );
     let label_w = map.rows.iter().map(|r| map.y.show(r.y).chars().count()).max().unwrap_or(1);
     // Two characters per cell while the map fits a laptop's terminal.
     let cw = if label_w + 4 + 2 * map.x.points <= 100 { 2 } else { 1 };
@@ -377,7 +392,7 @@ impl Figure for HeatFigure<'_> {
         title.draw(&Text::new("0", (14, 60), small.clone()))?;
         title.draw(&Text::new("1", (224, 60), small.clone()))?;
         title.draw(&Rectangle::new([(250, 42), (266, 58)], NO_DATA.filled()))?;
-        title.draw(&Text::new("not observable   ● boundary, ─ its interval", (272, 42), small))?;
+        title.draw(&Text::new("not observable   ╱ uncertain (95% interval spans ½)   ● boundary, ─ its interval", (272, 42), small))?;
         let n = map.variants.len();
         let cols = columns(n);
         let panels = body.split_evenly((n.div_ceil(cols), cols));
@@ -408,6 +423,11 @@ where
             let colour = c.estimate.p.map_or(NO_DATA, heat);
             let xi = c.x_index as f64;
             Rectangle::new([(xi - 0.5, yi - 0.5), (xi + 0.5, yi + 0.5)], colour.filled())
+        }))?;
+        // A cell whose interval spans ½ is marked: its colour is a point estimate only.
+        chart.draw_series(r.cells.iter().filter(|c| uncertain(&c.estimate)).map(|c| {
+            let (xi, yi) = (c.x_index as f64, yi);
+            PathElement::new(vec![(xi - 0.3, yi - 0.3), (xi + 0.3, yi + 0.3)], WHITE.stroke_width(2))
         }))?;
     }
     for row in &map.rows {

@@ -84,7 +84,15 @@ pub fn key_findings(data: &ReportData) -> Vec<String> {
     // time over capacity lead; the peak during the trigger comes after them.
     let trigger = data.variants.iter().any(|v| v.setup.trigger_end_s.is_some());
     let mut out = Vec::new();
-    out.extend(success_finding(data));
+    // What was not observed comes first: a cut run's totals are no outcome.
+    let (verdict, _) = super::verdict_text::for_data(data);
+    let unobserved = verdict.recommended.is_none() && verdict.answer.starts_with("No recommendation");
+    if unobserved {
+        out.push(format!("Not observed: {}", verdict.answer.trim_start_matches("No recommendation: ")));
+    } else {
+        out.extend(success_finding(data));
+    }
+    out.extend(tenant_finding(data));
     out.extend(peak_finding(data, PEAK_AFTER));
     if trigger {
         out.extend(spread_finding(
@@ -160,7 +168,12 @@ fn peak_finding(data: &ReportData, kind: PeakKind) -> Vec<String> {
     }
     for (rival, rival_s) in rivals {
         let Some(ratio) = paired_ratio(rival_s, best_s) else { continue };
-        let separated = ratio.ci95.is_none_or(|c| c[0] > 1.0);
+        // A gap inside the metric's tie threshold (0.1× capacity after recovery) is no claim.
+        let within_tie = match (best.mean(kind.over), rival.mean(kind.over)) {
+            (Some(b), Some(r)) => crate::metrics::objective::Tie::default_for(kind.over).ties(b, r),
+            _ => false,
+        };
+        let separated = ratio.ci95.is_none_or(|c| c[0] > 1.0) && !within_tie;
         // A lower load bought by dead-lettering more is said with the dead letters.
         let dlq = match (best.mean(Metric::Dlq), rival.mean(Metric::Dlq)) {
             (Some(b), Some(r)) if b > r => {
@@ -186,7 +199,7 @@ fn peak_finding(data: &ReportData, kind: PeakKind) -> Vec<String> {
             format!(
                 "{}'s {} is not distinguishable from {}'s: ratio {}× {}.",
                 best.name,
-                kind.short,
+                kind.short.trim_start_matches("the "),
                 rival.name,
                 fmt_num(ratio.mean),
                 ci_text(&ratio)
@@ -218,6 +231,65 @@ fn tied(list: &[(&VariantData, &Stat)], last: bool) -> String {
     names.join(" and ")
 }
 
+/// With two or more tenants: the tenant whose success the variants differ most on (as a ratio of
+/// the failures), each variant's success there. Said only when the difference is significant.
+fn tenant_finding(data: &ReportData) -> Option<String> {
+    let names: Vec<&str> = data.variants.first()?.tenants.iter().map(|(n, _)| n.as_str()).collect();
+    if names.len() < 2 || data.variants.len() < 2 {
+        return None;
+    }
+    fn stat_of<'a>(v: &'a VariantData, t: &str) -> Option<&'a Stat> {
+        v.tenants
+            .iter()
+            .find(|(n, _)| n == t)
+            .and_then(|(_, r)| r.get(Metric::SuccessRatio))
+            .filter(|s| s.mean.is_some())
+    }
+    let mut best: Option<(&str, f64)> = None;
+    for t in &names {
+        let losses: Vec<f64> = data.variants.iter().filter_map(|v| stat_of(v, t)?.mean.map(|m| 1.0 - m)).collect();
+        let (lo, hi) = losses.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &l| (lo.min(l), hi.max(l)));
+        let spread = if hi <= lo {
+            1.0
+        } else if lo <= 0.0 {
+            f64::INFINITY
+        } else {
+            hi / lo
+        };
+        if best.is_none_or(|(_, b)| spread > b) {
+            best = Some((t, spread));
+        }
+    }
+    let (tenant, _) = best?;
+    let mut list: Vec<(&VariantData, &Stat)> =
+        data.variants.iter().filter_map(|v| Some((v, stat_of(v, tenant)?))).collect();
+    list.sort_by(|a, b| b.1.mean.partial_cmp(&a.1.mean).unwrap_or(std::cmp::Ordering::Equal));
+    let ((top, top_s), (low, low_s)) = (list.first()?, list.last()?);
+    let d = crate::runner::compare::difference(top_s, low_s).paired;
+    if !d.ci95.is_some_and(|[lo, hi]| lo > 0.0 || hi < 0.0) {
+        return Some(format!(
+            "Tenants: no tenant's success differs significantly between variants (largest gap at {tenant}: {} with {} against {} with {}).",
+            share(top_s), top.name, share(low_s), low.name
+        ));
+    }
+    let failures = match (top_s.mean, low_s.mean) {
+        (Some(t), Some(l)) if t < 1.0 => format!(", {}× the failures", fmt_num((1.0 - l) / (1.0 - t))),
+        _ => String::new(),
+    };
+    Some(format!(
+        "Tenants: {tenant} is where the variants differ most: it succeeded {} with {} against {} with {}{failures}.",
+        share(top_s),
+        top.name,
+        share(low_s),
+        low.name
+    ))
+}
+
+/// A share's mean as a percentage with two decimals (`99.58%`).
+fn share(s: &Stat) -> String {
+    s.mean.map_or("n/a".into(), |m| format!("{:.2}%", m * 100.0))
+}
+
 fn success_finding(data: &ReportData) -> Option<String> {
     let list = ranked(data, Metric::SuccessRatio);
     let ((low, low_s), (high, high_s)) = (list.first()?, list.last()?);
@@ -225,7 +297,15 @@ fn success_finding(data: &ReportData) -> Option<String> {
         v.mean(Metric::Dlq).map(|d| format!(", {} dead-lettered per run", fmt_num(d))).unwrap_or_default()
     };
     if low_s.mean == high_s.mean {
-        return Some(format!("Every variant delivered {}% of requests{}.", fmt_num(high_s.mean? * 100.0), dlq(high)));
+        let dlqs: Vec<f64> = data.variants.iter().filter_map(|v| v.mean(Metric::Dlq)).collect();
+        let same_dlq = dlqs.windows(2).all(|w| w[0] == w[1]);
+        let dlq_words = if same_dlq {
+            dlq(high)
+        } else {
+            let (lo, hi) = dlqs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+            format!(", {}–{} dead-lettered per run", fmt_num(lo), fmt_num(hi))
+        };
+        return Some(format!("Every variant delivered {}% of requests{dlq_words}.", fmt_num(high_s.mean? * 100.0)));
     }
     Some(format!(
         "Success: {} delivered the most, {} of requests{}; {} the fewest, {}{}.",
@@ -241,10 +321,19 @@ fn success_finding(data: &ReportData) -> Option<String> {
 /// The lowest peak is no win if it came from giving up: say so when the lowest-peak variant
 /// delivered clearly fewer requests than the best one (the CIs do not overlap).
 fn tradeoff_finding(data: &ReportData) -> Option<String> {
-    let (calm, _) = *ranked(data, Metric::PeakAttemptsPerS).first()?;
+    let (calm, calm_peak) = *ranked(data, Metric::PeakAttemptsPerS).first()?;
     let successes = ranked(data, Metric::SuccessRatio);
-    let (_, best_s) = *successes.last()?;
+    let (best, best_s) = *successes.last()?;
     let calm_s = calm.metrics.get(Metric::SuccessRatio)?;
+    // Only a peak that is lower beyond the noise is a trade-off.
+    let lower = best
+        .metrics
+        .get(Metric::PeakAttemptsPerS)
+        .and_then(|b| paired_ratio(b, calm_peak))
+        .is_some_and(|r| r.ci95.is_some_and(|c| c[0] > 1.0));
+    if !lower {
+        return None;
+    }
     let (calm_hi, best_lo) = (calm_s.ci95?[1], best_s.ci95?[0]);
     (calm_hi < best_lo).then(|| {
         format!(
@@ -285,9 +374,21 @@ fn recovery_finding(data: &ReportData) -> Option<String> {
         .into_iter()
         .filter(|(v, s)| v.mean(Metric::SuccessRatio).is_none_or(|r| r > 0.0) && s.values.iter().all(Option::is_some))
         .collect();
-    if let Some((_, fast_s)) = list.first() {
+    if let Some((fast, fast_s)) = list.first() {
+        // Recovering fastest by dead-lettering more is said with the dead letters.
+        let fewest =
+            list.iter().filter_map(|(v, _)| Some((*v, v.mean(Metric::Dlq)?))).min_by(|a, b| a.1.total_cmp(&b.1));
+        let dlq = match (fast.mean(Metric::Dlq), fewest) {
+            (Some(f), Some((other, o))) if f > o => format!(
+                ", but it dead-lettered {} requests per run against {}'s {}",
+                fmt_num(f),
+                other.name,
+                fmt_num(o)
+            ),
+            _ => String::new(),
+        };
         parts.push(format!(
-            "{} recovered fastest, {} after the last disturbance",
+            "{} recovered fastest, {} after the last disturbance{dlq}",
             tied(&list, false),
             mean_ci(fast_s, Metric::RecoveryTimeS)
         ));

@@ -7,7 +7,7 @@ use super::data::ReportData;
 use super::setup::HopInfo;
 use super::values;
 use crate::metrics::catalogue::{MetricScope, Unit};
-use crate::metrics::objective::{MetricRef, Objective, Scoped, Verdict as Met};
+use crate::metrics::objective::{MetricRef, Scoped, Verdict as Met};
 use crate::runner::verdict::{separates_by, Candidate, Ranked, Verdict};
 use crate::runner::{Provenance, Study};
 use std::cmp::Ordering;
@@ -22,6 +22,8 @@ pub struct Context<'a> {
     /// The variants when they are jitter strategies (`compare` without `[[variant]]`s): `plan`
     /// needs them as `--jitter`.
     pub jitters: Option<String>,
+    /// The run's horizon in seconds (for the fix when runs were cut at the drain limit).
+    pub horizon_s: Option<f64>,
 }
 
 /// The variants' names joined with commas when every variant is named after the strategy its
@@ -58,7 +60,8 @@ pub fn parts_for_study(study: &Study) -> (Verdict, VerdictParts) {
     let hops = setups.first().map_or(&[][..], |s| &s.hops[..]);
     let mut v = study.verdict_of(&candidates);
     let jitters = jitters(study.variants.iter().zip(&setups).map(|(v, s)| (v.name.as_str(), s)));
-    explain(&mut v, &candidates, &Context { provenance: &study.provenance, hops, jitters });
+    let horizon_s = setups.first().map(|s| s.horizon_s);
+    explain(&mut v, &candidates, &Context { provenance: &study.provenance, hops, jitters, horizon_s });
     let parts = verdict_parts(&v, &candidates);
     (v, parts)
 }
@@ -69,7 +72,8 @@ pub fn for_data(data: &ReportData) -> (Verdict, Vec<String>) {
     let mut v = crate::runner::verdict::verdict(&data.objective, &candidates);
     let hops = data.variants.first().map_or(&[][..], |v| &v.setup.hops[..]);
     let jitters = jitters(data.variants.iter().map(|v| (v.name.as_str(), &v.setup)));
-    explain(&mut v, &candidates, &Context { provenance: &data.provenance, hops, jitters });
+    let horizon_s = data.variants.first().map(|v| v.setup.horizon_s);
+    explain(&mut v, &candidates, &Context { provenance: &data.provenance, hops, jitters, horizon_s });
     let lines = verdict_lines(&v, &candidates);
     (v, lines)
 }
@@ -82,33 +86,49 @@ fn label_of(candidates: &[Candidate], name: &str) -> String {
     candidate(candidates, name).map_or_else(|| name.to_string(), |c| c.label.clone())
 }
 
-/// A criterion's metric in words (`succeeded`, `p99 latency at db`).
-fn label(metric: &MetricRef) -> String {
-    let words = metric.metric.def().label.trim_end_matches(" (s)");
+/// A criterion's metric in words (`succeeded`, `p99 latency of successes at db`, `succeeded at
+/// each tenant`).
+pub fn label(metric: &MetricRef) -> String {
+    let words = metric.metric.def().label.trim_end_matches(" (s)").to_string();
     match metric.scope {
-        MetricScope::Global => words.to_string(),
+        MetricScope::Global => words,
+        MetricScope::Tenant if metric.is_every_tenant() => format!("{words} at each tenant"),
         MetricScope::Hop | MetricScope::Tenant => format!("{} at {}", words, metric.name),
     }
 }
 
 /// The ranked metrics' values of one variant (`succeeded 96.7% ±0.06 pp, …`).
-fn values_of(objective: &Objective, metrics: &Scoped) -> String {
-    let parts: Vec<String> = objective
+fn values_of(verdict: &Verdict, metrics: &Scoped) -> String {
+    let parts: Vec<String> = verdict
+        .objective
         .rank
         .iter()
-        .map(|c| format!("{} {}", label(&c.metric), values::value(c.metric.metric, c.metric.stat(metrics))))
+        .map(|c| {
+            let shown = verdict.shown(c);
+            format!("{} {}", label(&shown), values::value(shown.metric, shown.stat(metrics)))
+        })
         .collect();
     parts.join(", ")
 }
 
-/// How `a`'s mean of criterion `i` compares with `b`'s: `+0.41 pp succeeded`, `1.8× the peak after
-/// recovery ÷ capacity`.
-fn difference_words(objective: &Objective, i: usize, a: &Candidate, b: &Candidate) -> String {
-    let c = &objective.rank[i];
-    let mean = |x: &Candidate| c.metric.stat(&x.metrics).and_then(|s| s.mean);
-    let name = label(&c.metric);
+/// How `a`'s mean of criterion `i` compares with `b`'s: `+0.41 pp succeeded (0.86× the
+/// failures)`, `1.8× the peak after recovery ÷ capacity`.
+fn difference_words(verdict: &Verdict, i: usize, a: &Candidate, b: &Candidate) -> String {
+    let c = &verdict.objective.rank[i];
+    let shown = verdict.shown(c);
+    let mean = |x: &Candidate| shown.stat(&x.metrics).and_then(|s| s.mean);
+    let name = label(&shown);
     match (mean(a), mean(b)) {
-        (Some(ma), Some(mb)) if c.metric.metric.def().unit == Unit::Share => {
+        (Some(ma), Some(mb)) if c.compares_loss() => {
+            let pp = (ma - mb) * 100.0;
+            let failures = if 1.0 - mb > 0.0 {
+                format!(" ({}× the failures)", sig2((1.0 - ma) / (1.0 - mb)))
+            } else {
+                String::new()
+            };
+            format!("{}{} pp {name}{failures}", if pp >= 0.0 { "+" } else { "−" }, sig2(pp.abs()))
+        }
+        (Some(ma), Some(mb)) if shown.metric.def().unit == Unit::Share => {
             let pp = (ma - mb) * 100.0;
             format!("{}{} pp {name}", if pp >= 0.0 { "+" } else { "−" }, sig2(pp.abs()))
         }
@@ -117,8 +137,8 @@ fn difference_words(objective: &Objective, i: usize, a: &Candidate, b: &Candidat
         }
         (ma, mb) => format!(
             "{name} {} against {}",
-            ma.map_or("–".into(), |x| values::plain(c.metric.metric, x)),
-            mb.map_or("–".into(), |x| values::plain(c.metric.metric, x))
+            ma.map_or("–".into(), |x| values::plain(shown.metric, x)),
+            mb.map_or("–".into(), |x| values::plain(shown.metric, x))
         ),
     }
 }
@@ -132,23 +152,25 @@ fn sig2(x: f64) -> String {
     values::grouped(x, (1 - mag).clamp(0, 6) as usize)
 }
 
-/// What `a` trades against `reference` on the ranked metrics, in words.
-fn trade_words(objective: &Objective, a: &Candidate, reference: &Candidate) -> String {
+/// What `a` trades against `reference` on the ranked metrics, in words (`None` when they do not
+/// differ significantly on any: nothing is traded).
+fn trade_words(verdict: &Verdict, a: &Candidate, reference: &Candidate) -> Option<String> {
+    let objective = &verdict.objective;
     let mut gains = Vec::new();
     let mut costs = Vec::new();
     for i in 0..objective.rank.len() {
         match separates_by(objective, i, a, reference, false) {
-            Some(Ordering::Less) => gains.push(difference_words(objective, i, a, reference)),
-            Some(Ordering::Greater) => costs.push(difference_words(objective, i, a, reference)),
+            Some(Ordering::Less) => gains.push(difference_words(verdict, i, a, reference)),
+            Some(Ordering::Greater) => costs.push(difference_words(verdict, i, a, reference)),
             _ => {}
         }
     }
-    match (gains.is_empty(), costs.is_empty()) {
-        (true, true) => "ties it on every ranked metric".into(),
+    Some(match (gains.is_empty(), costs.is_empty()) {
+        (true, true) => return None,
         (false, true) => format!("{} at no cost on the ranked metrics", gains.join(" and ")),
         (true, false) => format!("{} for nothing in return", costs.join(" and ")),
         (false, false) => format!("{} for {}", gains.join(" and "), costs.join(" and ")),
-    }
+    })
 }
 
 /// A shell word: quoted when it holds anything but plain characters.
@@ -225,7 +247,6 @@ pub fn plan_command(verdict: &Verdict, closest: &Ranked, ctx: &Context) -> Optio
 /// Fills `verdict.answer` and each non-dominated variant's `trade_off` against the
 /// recommendation.
 pub fn explain(verdict: &mut Verdict, candidates: &[Candidate], ctx: &Context) {
-    let objective = verdict.objective.clone();
     // The recommendation of each condition (its first-ranked variant).
     let mut firsts: Vec<usize> = Vec::new();
     for (i, r) in verdict.ranking.iter().enumerate() {
@@ -241,7 +262,7 @@ pub fn explain(verdict: &mut Verdict, candidates: &[Candidate], ctx: &Context) {
                 continue;
             }
             if let Some(c) = candidate(candidates, &verdict.ranking[k].variant) {
-                verdict.ranking[k].trade_off = Some(trade_words(&objective, c, reference));
+                verdict.ranking[k].trade_off = trade_words(verdict, c, reference);
             }
         }
     }
@@ -284,8 +305,11 @@ fn answer(verdict: &Verdict, candidates: &[Candidate], ctx: &Context, firsts: &[
         }
         return text;
     }
+    if let Some(reason) = verdict.abstain_reason.as_deref().filter(|_| !verdict.observed) {
+        return format!("No recommendation: {reason}. {}", unobserved_fix(candidates, ctx));
+    }
     let first = &ranking[0];
-    let values = candidate(candidates, &first.variant).map(|c| values_of(&verdict.objective, &c.metrics));
+    let values = candidate(candidates, &first.variant).map(|c| values_of(verdict, &c.metrics));
     let values = values.map(|v| format!(": {v}")).unwrap_or_default();
     if ranking.len() == 1 && first.meets_all != Some(false) {
         let meets = if first.meets_all == Some(true) { " It meets every requirement." } else { "" };
@@ -333,9 +357,96 @@ fn answer(verdict: &Verdict, candidates: &[Candidate], ctx: &Context, firsts: &[
                 missed.join(", ")
             )
         }
-        Some(true) => format!("Recommended: {recommended} — meets every requirement{values}"),
-        None => format!("Recommended: {recommended}{values}"),
+        Some(true) => {
+            format!("Recommended: {recommended} — meets every requirement{values}{}", caveats(verdict, candidates))
+        }
+        None => format!("Recommended: {recommended}{values}{}", caveats(verdict, candidates)),
     }
+}
+
+/// What to change so that the outcomes are observed: a horizon long enough for the backlog left
+/// at the cut to drain at the first hop's capacity (runs drain for up to 2 × horizon), or more
+/// capacity when that would take too long.
+fn unobserved_fix(candidates: &[Candidate], ctx: &Context) -> String {
+    use crate::metrics::catalogue::Metric;
+    let Some(horizon) = ctx.horizon_s else {
+        return "Extend the horizon (runs drain for up to 2 × horizon) or raise max_events.".into();
+    };
+    let mean = |c: &Candidate, m: Metric| c.metrics.global.get(m).and_then(|s| s.mean);
+    let drain = candidates
+        .iter()
+        .filter_map(|c| Some(mean(c, Metric::InFlight)? / mean(c, Metric::CapacityPerS).filter(|&x| x > 0.0)?))
+        .fold(0.0f64, f64::max);
+    if drain > 0.0 && drain > 100.0 * horizon {
+        return format!(
+            "The requests left in flight would take {} to drain at the first hop's capacity: add capacity (workers, replicas) or shorten the service time rather than the wait.",
+            super::format::fmt_secs(drain)
+        );
+    }
+    let needed = horizon + drain / 2.0;
+    let nice = if needed > horizon { nice_up(needed) } else { nice_up(2.0 * horizon) };
+    format!(
+        "Extend the horizon to ≥ {} (runs drain for up to 2 × horizon; `--set horizon={}s`), or raise max_events if it was the limit.",
+        super::format::fmt_secs(nice),
+        values::grouped(nice, 0).replace(',', "")
+    )
+}
+
+/// `x` rounded up to 1, 2 or 5 times a power of ten.
+fn nice_up(x: f64) -> f64 {
+    if !(x.is_finite() && x > 0.0) {
+        return x;
+    }
+    let p = 10f64.powf(x.log10().floor());
+    [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * p).find(|&v| v >= x).unwrap_or(10.0 * p)
+}
+
+/// What the recommendation's answer must add: the tenant the variants differ most on, and a
+/// variant that delivered significantly more than the recommended one (a gain on a later
+/// criterion bought by failing more is a trade-off, stated, not hidden).
+fn caveats(verdict: &Verdict, candidates: &[Candidate]) -> String {
+    use crate::metrics::objective::Criterion;
+    let Some(first) = verdict.ranking.first().and_then(|r| candidate(candidates, &r.variant)) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    if let Some(tenant) = &verdict.tenant {
+        let success = Criterion::parse(&format!("tenant.{tenant}.success_ratio")).expect("catalogued");
+        let mean = |c: &Candidate| success.metric.stat(&c.metrics).and_then(|s| s.mean);
+        let others: Vec<String> = candidates
+            .iter()
+            .filter(|c| c.name != first.name)
+            .filter_map(|c| Some(format!("{} {:.2}%", c.label, mean(c)? * 100.0)))
+            .collect();
+        if !others.is_empty() {
+            out.push_str(&format!(
+                " (tenant {tenant} is where the variants differ most: there {} succeeded)",
+                others.join(", ")
+            ));
+        }
+    }
+    let system = Criterion::parse("success_ratio").expect("catalogued");
+    let objective = crate::metrics::objective::Objective::with_default_ties(vec![system], Vec::new());
+    let words = Verdict { objective: objective.clone(), tenant: None, ..verdict.clone() };
+    let better: Vec<&Candidate> = candidates
+        .iter()
+        .filter(|c| c.name != first.name)
+        .filter(|c| separates_by(&objective, 0, c, first, false) == Some(Ordering::Less))
+        .collect();
+    let success = |c: &Candidate| objective.rank[0].metric.stat(&c.metrics).and_then(|s| s.mean).unwrap_or(0.0);
+    if let Some(most) = better.iter().max_by(|a, b| success(a).total_cmp(&success(b))) {
+        let others = match better.len() {
+            1 => String::new(),
+            n => format!(" and {} other variant(s)", n - 1),
+        };
+        out.push_str(&format!(
+            ". A trade-off: {}{others} delivered significantly more, within the tie threshold ({}: {})",
+            most.label,
+            most.label,
+            difference_words(&words, 0, most, first)
+        ));
+    }
+    out
 }
 
 /// The aspects of the condition (faults, load, hops) that differ between candidates.
@@ -430,18 +541,34 @@ pub fn verdict_lines(verdict: &Verdict, candidates: &[Candidate]) -> Vec<String>
     verdict_parts(verdict, candidates).lines()
 }
 
+/// The ranked metrics in words, each as the tables show it.
+fn labels_of(verdict: &Verdict) -> Vec<String> {
+    verdict.objective.rank.iter().map(|c| label(&verdict.shown(c))).collect()
+}
+
 /// The verdict in parts ([`VerdictParts`]).
 pub fn verdict_parts(verdict: &Verdict, candidates: &[Candidate]) -> VerdictParts {
     let objective = &verdict.objective;
-    let criteria: Vec<String> =
-        objective.rank.iter().map(|c| format!("{} (tie within {})", c, objective.tie_of(c))).collect();
+    let criteria: Vec<String> = objective
+        .rank
+        .iter()
+        .map(|c| {
+            let each = if c.metric.is_every_tenant() { ", tenant by tenant" } else { "" };
+            let own = if c.of_successes() { ", only between variants that deliver alike" } else { "" };
+            format!("{} (tie within {}{each}{own})", c, objective.tie_of(c).words_for(c))
+        })
+        .collect();
     let answer = verdict.answer.clone();
-    let rule = format!(
+    let rule = if verdict.observed {
+        format!(
             "Verdict: ranked by {}; a difference within its tie threshold or whose paired 95% interval (same seeds) includes 0 is a tie and the next metric decides; a shared rank means indistinguishable{}",
             criteria.join(", then "),
             if verdict.single_replication { " (one replication: no confidence, ranked on single values)" } else { "" }
-        );
-    let labels: Vec<String> = objective.rank.iter().map(|c| label(&c.metric)).collect();
+        )
+    } else {
+        format!("Not ranked: the outcomes the ranking needs were not observed; the variants' values on {} as far as they ran:", labels_of(verdict).join(", "))
+    };
+    let labels = labels_of(verdict);
     let mut ranking = Vec::new();
     let mut lines = Vec::new();
     let mut condition: Option<&str> = None;
@@ -455,7 +582,7 @@ pub fn verdict_parts(verdict: &Verdict, candidates: &[Candidate]) -> VerdictPart
         let why = match &r.behind_on {
             Some(on) if on == "requirements" => " (behind: misses a requirement)".to_string(),
             Some(on) => format!(" (behind on {on})"),
-            None if shares => format!(" (indistinguishable: shares rank {})", r.rank),
+            None if shares && verdict.observed => format!(" (indistinguishable: shares rank {})", r.rank),
             None => String::new(),
         };
         let meets = match r.meets_all {
@@ -464,8 +591,19 @@ pub fn verdict_parts(verdict: &Verdict, candidates: &[Candidate]) -> VerdictPart
             None => "",
         };
         let alone = verdict.ranking.iter().filter(|o| o.condition == r.condition).count() == 1;
-        let place = if alone && verdict.compares_conditions { "·".to_string() } else { format!("{}.", r.rank) };
-        let values = objective.rank.iter().map(|k| values::value(k.metric.metric, k.metric.stat(&c.metrics))).collect();
+        let place = if (alone && verdict.compares_conditions) || !verdict.observed {
+            "·".to_string()
+        } else {
+            format!("{}.", r.rank)
+        };
+        let values = objective
+            .rank
+            .iter()
+            .map(|k| {
+                let shown = verdict.shown(k);
+                values::value(shown.metric, shown.stat(&c.metrics))
+            })
+            .collect();
         ranking.push(RankLine::Entry(RankEntry {
             place,
             label: c.label.clone(),
@@ -539,7 +677,8 @@ mod tests {
 
     #[test]
     fn the_plan_command_varies_the_hop_a_missed_requirement_names_and_repeats_the_run() {
-        let objective = Objective::parse(&[], &["hop.db.peak_over_capacity <= 1".into()]).unwrap();
+        let objective =
+            crate::metrics::objective::Objective::parse(&[], &["hop.db.peak_over_capacity <= 1".into()]).unwrap();
         let db = StatRow(vec![(Metric::PeakOverCapacity, Stat::from_values(vec![Some(2.0), Some(2.2)]))]);
         let hops = vec![("db".to_string(), db)];
         let global = StatRow(Vec::new());
@@ -565,7 +704,7 @@ mod tests {
             scenario_file: "my file.toml".into(),
             scenario_hash: String::new(),
         };
-        let ctx = Context { provenance: &provenance, hops: &hops_info, jitters: None };
+        let ctx = Context { provenance: &provenance, hops: &hops_info, jitters: None, horizon_s: None };
         assert_eq!(
             plan_command(&v, &v.ranking[0], &ctx).unwrap(),
             "retrystorm plan 'my file.toml' --vary hop.db.workers=4..128 --set 'a=b c' --seed 7 --replications 3"

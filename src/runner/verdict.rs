@@ -14,7 +14,7 @@
 
 use super::compare::difference;
 use crate::metrics::catalogue::Better;
-use crate::metrics::objective::{Criterion, Objective, Scoped, Verdict as Met};
+use crate::metrics::objective::{Criterion, MetricRef, Objective, Scoped, Tie, Verdict as Met};
 use crate::metrics::stats::StatRow;
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
@@ -111,6 +111,38 @@ pub struct Verdict {
     pub compares_conditions: bool,
     /// Variants, best first (grouped by condition when `compares_conditions`).
     pub ranking: Vec<Ranked>,
+    /// The variant recommended: the first-ranked, when it is alone in its rank, meets every
+    /// requirement and the metrics the ranking needs were observed; `None` otherwise, with
+    /// `abstain_reason` saying why.
+    #[serde(default)]
+    pub recommended: Option<String>,
+    /// Why nothing is recommended (runs cut at a limit, no variant delivered, no variant meets
+    /// every requirement, …); `None` when a variant is recommended.
+    #[serde(default)]
+    pub abstain_reason: Option<String>,
+    /// For an every-tenant criterion (`tenant.*.success_ratio`): the tenant whose success the
+    /// variants differ most on, the one tables and answers show for that criterion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    /// False when what the ranking needs was not observed (runs cut at a limit, no variant
+    /// delivered): the entries are then listed without an order (every rank 1, no front).
+    #[serde(default = "yes")]
+    pub observed: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Verdict {
+    /// The reference a table shows for `criterion`: an every-tenant reference at the tenant the
+    /// variants differ most on, any other as it is.
+    pub fn shown(&self, criterion: &Criterion) -> MetricRef {
+        match (&self.tenant, criterion.metric.is_every_tenant()) {
+            (Some(t), true) => criterion.metric.at_tenant(t),
+            _ => criterion.metric.clone(),
+        }
+    }
 }
 
 /// Which of `a` and `b` is better on the first criterion that separates them (see
@@ -128,6 +160,13 @@ pub fn separates(objective: &Objective, index: usize, a: &Candidate, b: &Candida
 
 /// As [`separates`], without the tie threshold when `practical` is false (any significant
 /// difference counts: what the Pareto front and the trade-offs read).
+///
+/// Two rules keep a criterion from rewarding failure: a latency of succeeded requests
+/// ([`Criterion::of_successes`]) does not count for a variant whose success ratio (same scope;
+/// the system's for a hop) is significantly lower than the other's; and an every-tenant criterion
+/// (`tenant.*.METRIC`) is judged tenant by tenant — a variant better for some tenant and worse for
+/// none wins, and when tenants disagree the tenant whose values differ most (as a ratio; of the
+/// failures for a success ratio) decides.
 pub fn separates_by(
     objective: &Objective,
     index: usize,
@@ -136,6 +175,77 @@ pub fn separates_by(
     practical: bool,
 ) -> Option<Ordering> {
     let criterion = &objective.rank[index];
+    let tie = practical.then(|| objective.tie_of(criterion));
+    if !criterion.metric.is_every_tenant() {
+        return separate_on(criterion, tie, a, b);
+    }
+    let mut decided: Vec<(Ordering, f64)> = Vec::new();
+    for r in criterion.metric.expand(&a.metrics) {
+        let one = Criterion { metric: r, better: criterion.better };
+        if let Some(o) = separate_on(&one, tie, a, b) {
+            decided.push((o, spread(&one, &[a, b]).unwrap_or(0.0)));
+        }
+    }
+    if decided.iter().all(|(o, _)| *o == Ordering::Less) || decided.iter().all(|(o, _)| *o == Ordering::Greater) {
+        return decided.first().map(|(o, _)| *o);
+    }
+    decided.iter().max_by(|x, y| x.1.total_cmp(&y.1)).map(|(o, _)| *o)
+}
+
+/// How far apart `candidates` are on `criterion` (one scope): the largest mean over the smallest
+/// (of the failures, 1 − mean, for a success ratio); infinite when the smallest is 0 and the
+/// largest is not, 1 when they agree, `None` when a mean is missing.
+pub fn spread(criterion: &Criterion, candidates: &[&Candidate]) -> Option<f64> {
+    let means: Vec<f64> = candidates
+        .iter()
+        .map(|c| criterion.metric.stat(&c.metrics).and_then(|s| s.mean))
+        .map(|m| m.map(|m| if criterion.compares_loss() { 1.0 - m } else { m }.abs()))
+        .collect::<Option<_>>()?;
+    let (lo, hi) = means.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &m| (lo.min(m), hi.max(m)));
+    Some(if hi == lo {
+        1.0
+    } else if lo == 0.0 {
+        f64::INFINITY
+    } else {
+        hi / lo
+    })
+}
+
+/// The paired comparison of `a` and `b` on one criterion of one scope, with the tie threshold
+/// `tie` when given (see [`separates_by`]).
+fn separate_on(criterion: &Criterion, tie: Option<Tie>, a: &Candidate, b: &Candidate) -> Option<Ordering> {
+    let order = significant(criterion, a, b)?;
+    let (sa, sb) = (criterion.metric.stat(&a.metrics)?, criterion.metric.stat(&b.metrics)?);
+    if let (Some(ma), Some(mb), Some(tie)) = (sa.mean, sb.mean, tie) {
+        if tie.ties_on(criterion, ma, mb) {
+            return None;
+        }
+    }
+    if criterion.of_successes() {
+        // A lower latency of successes is no gain when it comes from failing the slow requests.
+        let scope = match criterion.metric.scope {
+            crate::metrics::catalogue::MetricScope::Tenant => criterion.metric.clone(),
+            crate::metrics::catalogue::MetricScope::Global | crate::metrics::catalogue::MetricScope::Hop => MetricRef {
+                scope: crate::metrics::catalogue::MetricScope::Global,
+                name: String::new(),
+                metric: criterion.metric.metric,
+            },
+        };
+        let success = Criterion {
+            metric: MetricRef { metric: crate::metrics::catalogue::Metric::SuccessRatio, ..scope },
+            better: Better::Higher,
+        };
+        let (winner, loser) = if order == Ordering::Less { (a, b) } else { (b, a) };
+        if significant(&success, winner, loser) == Some(Ordering::Greater) {
+            return None;
+        }
+    }
+    Some(order)
+}
+
+/// `Less` when `a` is significantly better than `b` on `criterion` (the paired 95% interval of
+/// their difference excludes 0; with one replication, any difference), `Greater` when worse.
+fn significant(criterion: &Criterion, a: &Candidate, b: &Candidate) -> Option<Ordering> {
     let (sa, sb) = (criterion.metric.stat(&a.metrics)?, criterion.metric.stat(&b.metrics)?);
     if sa.values.len() != sb.values.len() {
         return None;
@@ -146,11 +256,6 @@ pub fn separates_by(
     let significant = if n >= 2 { d.ci95.is_some_and(|[lo, hi]| lo > 0.0 || hi < 0.0) } else { mean != 0.0 };
     if !significant {
         return None;
-    }
-    if let (Some(ma), Some(mb), true) = (sa.mean, sb.mean, practical) {
-        if objective.tie_of(criterion).ties(ma, mb) {
-            return None;
-        }
     }
     let a_higher = mean > 0.0;
     Some(match (criterion.better, a_higher) {
@@ -178,11 +283,15 @@ pub fn verdict(objective: &Objective, candidates: &[Candidate]) -> Verdict {
         }
     }
     let compares_conditions = groups.len() > 1;
+    let all: Vec<&Candidate> = candidates.iter().collect();
+    let tenant = decisive_tenant(objective, &all);
     // Name a condition by the aspects that differ between conditions (faults, say), not all.
     let differs = |a: usize| groups.iter().any(|(k, _)| k.get(a) != groups[0].0.get(a));
     let mut ranking = Vec::with_capacity(candidates.len());
+    let mut not_observed: Option<String> = None;
     for (condition, members) in &groups {
         let subset: Vec<&Candidate> = members.iter().map(|&i| &candidates[i]).collect();
+        let (cut, finished): (Vec<&Candidate>, Vec<&Candidate>) = subset.iter().partition(|c| unfinished(c) > 0);
         let words = compares_conditions.then(|| {
             let parts: Vec<String> = condition
                 .iter()
@@ -192,18 +301,186 @@ pub fn verdict(objective: &Objective, candidates: &[Candidate]) -> Verdict {
                 .collect();
             parts.join("; ")
         });
-        for mut r in rank_group(objective, &subset) {
+        let mut group = rank_group(objective, &finished, tenant.as_deref());
+        if !cut.is_empty() {
+            // A variant whose runs were cut with requests in flight is ranked only when even its
+            // best case (every request in flight succeeding) is behind the leader's success.
+            let leader = group.first().and_then(|r| finished.iter().find(|c| c.name == r.variant));
+            let success = Criterion::parse("success_ratio").expect("catalogued");
+            let tie = objective.rank.iter().find(|c| c.metric == success.metric).map_or_else(
+                || crate::metrics::objective::Tie::default_for(success.metric.metric),
+                |c| objective.tie_of(c),
+            );
+            let lead = leader.and_then(|l| success.metric.stat(&l.metrics)).and_then(|s| s.mean);
+            let behind = |c: &Candidate| match (lead, best_case_success(c)) {
+                (Some(l), Some(b)) => b < l && !tie.ties_on(&success, l, b),
+                _ => false,
+            };
+            if cut.iter().all(|c| behind(c)) {
+                let base = group.len();
+                for mut r in rank_group(objective, &cut, tenant.as_deref()) {
+                    r.rank += base;
+                    r.behind_on = Some(UNFINISHED.into());
+                    r.pareto_front = false;
+                    group.push(r);
+                }
+            } else {
+                group.extend(rank_group(objective, &cut, tenant.as_deref()));
+                let (k, n) = candidates.iter().fold((0, 0), |(k, n), c| {
+                    let (ck, cn) = ones(c, crate::metrics::catalogue::Metric::Truncated);
+                    (k + usize::from(unfinished(c) > 0) * ck, n + cn)
+                });
+                let which: Vec<String> = cut
+                    .iter()
+                    .map(|c| {
+                        let best = best_case_success(c)
+                            .map_or(String::new(), |b| format!(", at best {:.2}% succeeded", b * 100.0));
+                        format!(
+                            "{}: {} of {} runs{best}",
+                            c.label,
+                            unfinished(c),
+                            ones(c, crate::metrics::catalogue::Metric::Truncated).1
+                        )
+                    })
+                    .collect();
+                not_observed.get_or_insert(format!(
+                    "{k} of {n} runs were cut at a limit (the drain limit or max_events) with requests still in flight ({}), so their outcomes were not observed and could change the ranking",
+                    which.join("; ")
+                ));
+            }
+        }
+        for mut r in group {
             r.condition.clone_from(&words);
             ranking.push(r);
         }
     }
     let single_replication =
         candidates.iter().any(|c| c.metrics.global.iter().next().is_some_and(|(_, s)| s.values.len() < 2));
-    Verdict { answer: String::new(), objective: objective.clone(), single_replication, compares_conditions, ranking }
+    let mut v = Verdict {
+        answer: String::new(),
+        objective: objective.clone(),
+        single_replication,
+        compares_conditions,
+        ranking,
+        recommended: None,
+        abstain_reason: None,
+        tenant,
+        observed: true,
+    };
+    if let Some(reason) = not_observed.or_else(|| unobserved(candidates)) {
+        for r in &mut v.ranking {
+            r.rank = 1;
+            r.behind_on = None;
+            r.pareto_front = false;
+        }
+        v.observed = false;
+        v.abstain_reason = Some(reason);
+        return v;
+    }
+    match abstain(&v) {
+        Some(reason) => v.abstain_reason = Some(reason),
+        None => v.recommended = v.ranking.first().map(|r| r.variant.clone()),
+    }
+    v
+}
+
+/// The tenant whose values the variants differ most on, for the first every-tenant criterion
+/// of `objective` (see [`spread`]); `None` without such a criterion.
+fn decisive_tenant(objective: &Objective, candidates: &[&Candidate]) -> Option<String> {
+    let criterion = objective.rank.iter().find(|c| c.metric.is_every_tenant())?;
+    let first = candidates.first()?;
+    let mut best: Option<(String, f64)> = None;
+    for r in criterion.metric.expand(&first.metrics) {
+        let one = Criterion { metric: r, better: criterion.better };
+        let s = spread(&one, candidates).unwrap_or(0.0);
+        if best.as_ref().is_none_or(|(_, b)| s > *b) {
+            best = Some((one.metric.name, s));
+        }
+    }
+    best.map(|(n, _)| n)
+}
+
+/// What a variant's later entries say when its runs were cut with requests in flight.
+pub const UNFINISHED: &str = "unfinished runs";
+
+/// `(runs with a positive value, runs)` of a whole-system flag or count of `c`.
+fn ones(c: &Candidate, m: crate::metrics::catalogue::Metric) -> (usize, usize) {
+    c.metrics
+        .global
+        .get(m)
+        .map_or((0, 0), |s| (s.values.iter().filter(|x| x.is_some_and(|x| x > 0.0)).count(), s.values.len()))
+}
+
+/// How many of `c`'s runs a limit cut while requests were still in flight (their outcome is not
+/// known; a cut run whose requests had all ended lost only work nobody waited for).
+fn unfinished(c: &Candidate) -> usize {
+    use crate::metrics::catalogue::Metric;
+    let (Some(cut), Some(flight)) = (c.metrics.global.get(Metric::Truncated), c.metrics.global.get(Metric::InFlight))
+    else {
+        return 0;
+    };
+    cut.values
+        .iter()
+        .zip(&flight.values)
+        .filter(|(t, f)| t.is_some_and(|t| t > 0.0) && f.is_some_and(|f| f > 0.0))
+        .count()
+}
+
+/// The best success ratio `c` could have reached had every request in flight at the cut
+/// succeeded: the mean over runs of (succeeded + in flight) ÷ requests.
+fn best_case_success(c: &Candidate) -> Option<f64> {
+    use crate::metrics::catalogue::Metric;
+    let get = |m: Metric| c.metrics.global.get(m);
+    let (ok, flight, requests) = (get(Metric::SuccessRatio)?, get(Metric::InFlight)?, get(Metric::Requests)?);
+    let per_run: Vec<f64> = ok
+        .values
+        .iter()
+        .zip(&flight.values)
+        .zip(&requests.values)
+        .filter_map(|((s, f), r)| {
+            let (s, f, r) = ((*s)?, (*f)?, (*r)?);
+            (r > 0.0).then(|| s + f / r)
+        })
+        .collect();
+    (!per_run.is_empty()).then(|| per_run.iter().sum::<f64>() / per_run.len() as f64)
+}
+
+/// Why what the ranking needs was not observed, if it was not: no variant delivered a request
+/// (a ranking could only reward failing fastest).
+fn unobserved(candidates: &[Candidate]) -> Option<String> {
+    use crate::metrics::catalogue::Metric;
+    let delivered =
+        |c: &Candidate| c.metrics.global.get(Metric::SuccessRatio).and_then(|s| s.mean).is_some_and(|m| m > 0.0);
+    if candidates.len() > 1 && !candidates.iter().any(delivered) {
+        return Some("no variant delivered any request, so a ranking could only reward failing fastest".into());
+    }
+    None
+}
+
+/// Why the verdict recommends nothing among observed variants, if it does not: the variants
+/// compare conditions, there is one variant, no variant meets every requirement, or the first
+/// rank is shared.
+fn abstain(v: &Verdict) -> Option<String> {
+    if v.compares_conditions {
+        return Some("the variants compare conditions (faults, load or topology), not policies".into());
+    }
+    let first = v.ranking.first()?;
+    if v.ranking.len() == 1 {
+        return Some("one variant, so nothing is compared".into());
+    }
+    if first.meets_all == Some(false) {
+        return Some("no variant meets every requirement".into());
+    }
+    if v.ranking.get(1).is_some_and(|r| r.rank == first.rank) {
+        return Some(
+            "the first rank is shared: the leading variants are indistinguishable under the tie thresholds".into(),
+        );
+    }
+    None
 }
 
 /// The ranking of candidates that share one condition.
-fn rank_group(objective: &Objective, candidates: &[&Candidate]) -> Vec<Ranked> {
+fn rank_group(objective: &Objective, candidates: &[&Candidate], tenant: Option<&str>) -> Vec<Ranked> {
     let n = candidates.len();
     let requirements: Vec<Vec<RequirementResult>> = candidates
         .iter()
@@ -212,9 +489,8 @@ fn rank_group(objective: &Objective, candidates: &[&Candidate]) -> Vec<Ranked> {
                 .require
                 .iter()
                 .map(|r| {
-                    let stat = r.metric.stat(&c.metrics);
-                    let (verdict, bound) = r.judge(stat);
-                    RequirementResult { requirement: r.to_string(), verdict, mean: stat.and_then(|s| s.mean), bound }
+                    let (verdict, mean, bound) = r.judge_in(&c.metrics);
+                    RequirementResult { requirement: r.to_string(), verdict, mean, bound }
                 })
                 .collect()
         })
@@ -232,10 +508,29 @@ fn rank_group(objective: &Objective, candidates: &[&Candidate]) -> Vec<Ranked> {
             }
         }
     }
-    let front: Vec<bool> =
-        (0..n).map(|i| !(0..n).any(|j| j != i && dominates(objective, candidates[j], candidates[i]))).collect();
+    // A variant that delivered nothing while another delivered is no trade-off, whatever its
+    // load: it is off the front.
+    let delivered = |i: usize| {
+        candidates[i]
+            .metrics
+            .global
+            .get(crate::metrics::catalogue::Metric::SuccessRatio)
+            .and_then(|s| s.mean)
+            .is_none_or(|m| m > 0.0)
+    };
+    let any_delivered = (0..n).any(delivered);
+    let front: Vec<bool> = (0..n)
+        .map(|i| {
+            (delivered(i) || !any_delivered)
+                && !(0..n).any(|j| j != i && dominates(objective, candidates[j], candidates[i]))
+        })
+        .collect();
     let key = |i: usize, c: &Criterion| {
-        let mean = c.metric.stat(&candidates[i].metrics).and_then(|s| s.mean);
+        let shown = match (tenant, c.metric.is_every_tenant()) {
+            (Some(t), true) => c.metric.at_tenant(t),
+            _ => c.metric.clone(),
+        };
+        let mean = shown.stat(&candidates[i].metrics).and_then(|s| s.mean);
         // Better first; missing values last.
         mean.map_or(f64::INFINITY, |m| if c.better == Better::Higher { -m } else { m })
     };

@@ -76,10 +76,11 @@ pub struct Scenario {
 /// Validates `[objective]` against the scenario's hops and tenants.
 fn objective(raw: &RawScenario, spec: &SimSpec) -> Result<crate::metrics::objective::Objective, Invalid> {
     use crate::metrics::objective::{Criterion, Objective, Requirement};
-    let Some(o) = &raw.objective else { return Ok(Objective::default()) };
+    let default = Objective::default_for_tenants(spec.tenants.len());
+    let Some(o) = &raw.objective else { return Ok(default) };
     let hops: Vec<&str> = spec.hops.iter().map(|h| h.name.as_str()).collect();
     let tenants: Vec<&str> = spec.tenants.iter().map(|t| t.name.as_str()).collect();
-    let mut rank = if o.rank.is_empty() { Objective::default().rank } else { Vec::new() };
+    let mut rank = if o.rank.is_empty() { default.rank } else { Vec::new() };
     for (i, text) in o.rank.iter().enumerate() {
         let c = Criterion::parse(text)
             .and_then(|c| c.metric.check_names(&hops, &tenants).map(|()| c))

@@ -645,11 +645,12 @@ pub(super) fn variant_lines_key(data: &ReportData) -> Vec<KeyItem> {
     })
 }
 
-/// Column of successes (a rate once divided by the bucket) and of the backlog level.
-const SUCCESSES: usize = column_index(&SERIES_COLUMNS, "successes");
+/// Column of goodput (success replies that reached a caller still waiting, already per second:
+/// `timely_goodput_per_s`, the one goodput of summary.json and stdout) and of the backlog level.
+const GOODPUT: usize = column_index(&SERIES_COLUMNS, "timely_goodput_per_s");
 const BACKLOG: usize = column_index(&SERIES_COLUMNS, "backlog");
 
-/// Goodput (successes/s) and backlog (attempts inside the hop at each bucket's end) over time,
+/// Goodput (successes a caller was waiting for, per second) and backlog (attempts inside the hop at each bucket's end) over time,
 /// per hop, every variant on the same axes, fault windows shaded: how fast each recovers.
 pub fn draw_goodput_backlog<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &ReportData) -> DrawResult
 where
@@ -681,12 +682,18 @@ where
                         .collect();
                     downsample(&pts, POINTS_MAX)
                 } else {
-                    rate(s, SUCCESSES, data.bucket_s, unit)
+                    let pts: Vec<(f64, f64)> = s
+                        .rows
+                        .iter()
+                        .enumerate()
+                        .map(|(b, r)| (b as f64 * data.bucket_s / unit.secs, r[GOODPUT]))
+                        .collect();
+                    downsample(&pts, POINTS_MAX)
                 }
             })
             .collect();
         let y_max = lines.iter().flatten().map(|p| p.1).fold(0.0, f64::max).max(1.0) * 1.1;
-        let what = if backlog { "backlog (attempts in the hop)" } else { "goodput (successes/s)" };
+        let what = if backlog { "backlog (attempts in the hop)" } else { "goodput/s" };
         let mut chart = ChartBuilder::on(panel)
             .caption(format!("hop {}: {what}", first.hop_series[h].name), (FONT, 17))
             .margin(10)
@@ -694,7 +701,7 @@ where
             .x_label_area_size(44)
             .y_label_area_size(78)
             .build_cartesian_2d(0.0..t_max, 0.0..y_max)?;
-        draw_time_mesh(&mut chart, (unit.desc, if backlog { "attempts" } else { "successes/s" }), false)?;
+        draw_time_mesh(&mut chart, (unit.desc, if backlog { "attempts" } else { "awaited successes/s" }), false)?;
         shade_faults(&mut chart, first, Some(&first.hop_series[h].name), (t_max, 0.0, y_max), unit)?;
         let styles = Lines::of(data);
         for i in styles.order() {
