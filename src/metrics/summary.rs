@@ -20,6 +20,9 @@ pub struct Scalars {
     pub tenants: Vec<MetricRow>,
     /// One row per replica of the hops with more than one (`RunRecord::replicas` order).
     pub replicas: Vec<MetricRow>,
+    /// Hop 0 was overloaded before the trigger, so recovery was not observable
+    /// ([`super::recovery::overloaded_before_trigger`]); the runner warns once per variant.
+    pub overloaded_before_trigger: bool,
 }
 
 fn ratio(num: f64, den: f64) -> Option<f64> {
@@ -139,7 +142,8 @@ pub fn scalars(record: &RunRecord, spec: &RunShape) -> Scalars {
     let tenants =
         tenant_latency.into_iter().enumerate().map(|(t, latency)| tenant_row(record, spec, t, latency)).collect();
     let replicas = record.replicas.iter().map(|r| replica_row(record, r)).collect();
-    Scalars { global, hops, tenants, replicas }
+    let overloaded_before_trigger = super::recovery::overloaded_before_trigger(record, spec);
+    Scalars { global, hops, tenants, replicas, overloaded_before_trigger }
 }
 
 fn replica_row(record: &RunRecord, r: &super::ReplicaRecord) -> MetricRow {
