@@ -133,3 +133,49 @@ fn summary_json_round_trips_through_its_typed_definition() {
         assert!(!err.is_empty());
     }
 }
+
+/// A metric a run did not observe is null in that run, never 0.
+mod not_observed {
+    use super::common;
+
+    #[test]
+    fn a_metastable_run_has_no_cleared_backlog() {
+        // metastable-collapse's server has a million workers: its stuck requests sit in
+        // service, within the workers' floor of the normal backlog, so "cleared" read 0 s in
+        // the runs that never recovered.
+        let study = common::study("metastable-collapse", &["replications=30"]);
+        let v = study.variants.iter().find(|v| v.name == "no-backoff").expect("no-backoff");
+        let metastable = &common::metric(v, "metastable").values;
+        let cleared = &common::metric(v, "backlog_cleared_s").values;
+        let hop_cleared = &common::hop_metric(v, "server", "backlog_cleared_s").values;
+        let stuck = metastable.iter().filter(|m| **m == Some(1.0)).count();
+        assert!(stuck > 0 && stuck < 30, "both outcomes appear: {stuck} of 30 metastable");
+        for (r, m) in metastable.iter().enumerate() {
+            let recovered = *m == Some(0.0);
+            assert_eq!(cleared[r].is_some(), recovered, "run {r}: metastable {m:?}, cleared {:?}", cleared[r]);
+            assert_eq!(hop_cleared[r], cleared[r], "run {r}: the system's value is the first hop's");
+        }
+    }
+
+    #[test]
+    fn a_run_cut_with_requests_in_flight_has_no_completion_time_nor_queue_wait() {
+        // One-hour services: the drain limit cuts the run with thousands of requests in flight,
+        // queued behind workers that never finish; nothing ever finished waiting in the queue.
+        let study = common::study("outage-herd", &["hop.api.service.mean=1h", "replications=2"]);
+        for v in &study.variants {
+            for (r, in_flight) in common::values(common::metric(v, "in_flight")).iter().enumerate() {
+                assert!(*in_flight > 0.0, "{} run {r}: requests in flight", v.name);
+                assert_eq!(common::metric(v, "completion_time_s").values[r], None, "{} run {r}", v.name);
+                assert_eq!(common::hop_metric(v, "api", "queue_wait_s_mean").values[r], None, "{} run {r}", v.name);
+            }
+        }
+        // A run that drains keeps both.
+        let study = common::study("outage-herd", &["replications=2"]);
+        for v in &study.variants {
+            for r in 0..2 {
+                assert!(common::metric(v, "completion_time_s").values[r].is_some_and(|t| t > 0.0), "{}", v.name);
+                assert!(common::hop_metric(v, "api", "queue_wait_s_mean").values[r].is_some(), "{}", v.name);
+            }
+        }
+    }
+}

@@ -250,3 +250,85 @@ fn sweep_stdout_fits_100_columns() {
     assert_eq!(wide.matches("cell  clients").count(), 1, "--wide keeps one block:\n{wide}");
     assert!(widest(&wide) > 100, "--wide leaves the rows whole");
 }
+
+/// A queue full from the start (200/s of capacity, 300/s offered, a 50-deep queue refusing the
+/// rest, no retries): before the outage the hop is already collapsed, so returning to that state
+/// is no recovery. The same scenario with the capacity above the load recovers.
+const FULL_FROM_THE_START: &str = r#"name = "full"
+seed = 1
+horizon = "30s"
+bucket = "100ms"
+replications = 3
+
+[[tenant]]
+name = "c"
+clients = 100
+arrival = { kind = "poisson", rate_per_s = 300.0 }
+policy = "p"
+
+[policy.p]
+jitter = "full"
+max_attempts = 1
+
+[[hop]]
+name = "api"
+workers = 2
+queue_limit = 50
+service = { dist = "constant", mean = "10ms" }
+
+[[fault]]
+hop = "api"
+kind = "outage"
+from = "10s"
+to = "12s"
+"#;
+
+#[test]
+fn a_run_overloaded_before_its_trigger_is_never_recovered() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = |workers: &str| {
+        let file = tmp.path().join(format!("w{workers}.toml"));
+        std::fs::write(&file, FULL_FROM_THE_START.replace("workers = 2", &format!("workers = {workers}"))).unwrap();
+        let out = tmp.path().join(format!("out{workers}"));
+        let o = retrystorm(&["run", file.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = std::fs::read_to_string(out.join("summary.json")).expect("summary");
+        serde_json::from_str::<serde_json::Value>(&text).expect("json")
+    };
+    let full = run("2");
+    let m = &full["variants"][0]["metrics"];
+    assert_eq!(m["recovered"]["mean"], 0.0, "{}", m["recovered"]);
+    assert_eq!(m["recovery_unobservable"]["mean"], 1.0, "{}", m["recovery_unobservable"]);
+    assert_eq!(m["recovery_time_s"]["values"], serde_json::json!([null, null, null]));
+    let warnings = full["warnings"].as_array().expect("warnings");
+    let said: Vec<&serde_json::Value> =
+        warnings.iter().filter(|w| w.as_str().unwrap().contains("already overloaded before the trigger")).collect();
+    assert_eq!(said.len(), 1, "one warning for the variant: {warnings:?}");
+    assert!(said[0].as_str().unwrap().contains("in 3 of 3 runs"), "{said:?}");
+    // Capacity above the load: the same outage is recovered from, and nothing is said.
+    let healthy = run("6");
+    let m = &healthy["variants"][0]["metrics"];
+    assert_eq!(m["recovered"]["mean"], 1.0, "{}", m["recovered"]);
+    assert!(!healthy["warnings"].to_string().contains("already overloaded"), "{}", healthy["warnings"]);
+}
+
+#[test]
+fn a_recovery_hold_shorter_than_the_attempt_timeout_is_warned_of_with_the_fix() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let file = tmp.path().join("hold.toml");
+    let text = FULL_FROM_THE_START.replace("max_attempts = 1", "max_attempts = 3\nattempt_timeout = \"8s\"");
+    std::fs::write(&file, &text).unwrap();
+    let o = retrystorm(&["validate", file.to_str().unwrap()]);
+    assert!(o.status.success(), "a warning, not an error: {}", String::from_utf8_lossy(&o.stderr));
+    let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        all.contains("recovery_hold = \"5s\" is shorter than policy `p`'s attempt_timeout of 8s")
+            && all.contains("set recovery_hold = \"8s\" or longer"),
+        "{all}"
+    );
+    // A hold as long as the timeout is not warned of.
+    std::fs::write(&file, text.replace("replications = 3", "replications = 3\nrecovery_hold = \"8s\"")).unwrap();
+    let o = retrystorm(&["validate", file.to_str().unwrap()]);
+    let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success() && !all.contains("recovery_hold"), "{all}");
+}

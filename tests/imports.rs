@@ -217,6 +217,53 @@ fn init_writes_scenarios_that_run_accepts_from_numbers_and_from_files() {
 }
 
 #[test]
+fn an_init_scenario_with_an_outage_recovers_within_its_horizon() {
+    // 500/s through api → db sized for 600/s, db down 30 s: the backlog the outage builds must
+    // drain (and the recovery be seen) before the horizon init writes; at the old 120 s every
+    // run read metastable, and api's 12 workers waiting in db's queue completed ≈ 505/s with a
+    // backlog, so it never drained at any horizon.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let args = [
+        "init",
+        "s.toml",
+        "--rate",
+        "500",
+        "--capacity",
+        "600",
+        "--outage",
+        "30s",
+        "--hops",
+        "api,db",
+        "--preset",
+        "aws-standard",
+    ];
+    let init = retrystorm(dir, &args);
+    assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
+    let text = std::fs::read_to_string(dir.join("s.toml")).expect("written");
+    assert!(text.contains("# horizon: the outage ends at 60 s"), "the estimate is stated:\n{text}");
+    let ran = retrystorm(dir, &["compare", "s.toml", "--quiet", "--out", "o"]);
+    assert!(ran.status.success(), "{}", String::from_utf8_lossy(&ran.stderr));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("o/summary.json")).expect("summary")).expect("json");
+    let variants = summary["variants"].as_array().expect("variants");
+    assert!(variants.len() >= 5, "the jitter variants");
+    for v in variants {
+        let m = &v["metrics"];
+        assert_eq!(m["metastable"]["mean"], 0.0, "{}: {}", v["name"], m["metastable"]);
+        assert_eq!(m["recovered"]["mean"], 1.0, "{}: {}", v["name"], m["recovered"]);
+    }
+    // At or above what the chain completes, no horizon covers the drain: said, not hidden.
+    let tight = retrystorm(
+        dir,
+        &["init", "t.toml", "--rate", "600", "--capacity", "600", "--outage", "30s", "--hops", "api,db"],
+    );
+    assert!(tight.status.success(), "{}", String::from_utf8_lossy(&tight.stderr));
+    let err = String::from_utf8_lossy(&tight.stderr);
+    assert!(err.contains("never drains") && err.contains("--capacity"), "{err}");
+}
+
+#[test]
 fn imported_retry_on_stops_retries_of_unlisted_failures() {
     // gRPC retries only UNAVAILABLE and RESOURCE_EXHAUSTED here: attempts that time out are not
     // retried, so with a 1 ms per-attempt timeout against a 5 ms service every request makes

@@ -460,3 +460,57 @@ fn merge_refuses_tampered_plan_shards() {
         assert!(!std::path::Path::new(&out).exists(), "{name}: nothing written");
     }
 }
+
+#[test]
+fn plan_says_when_capacity_cannot_meet_the_requirement() {
+    // outage-herd with full jitter: 10 attempts whose delays are drawn short run out during the
+    // 10 s outage, at any worker count (docs/MODEL.md's plan table: 92.6% success). The search
+    // finds no value and says why, on stdout and in plan.json, and exits 0.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("plan");
+    let args = |out: &str, jitter: &'static str, require: &'static str, workers: &'static str| {
+        let o = retrystorm(&[
+            "plan",
+            "scenarios/outage-herd.toml",
+            "--jitter",
+            jitter,
+            "--vary",
+            workers,
+            "--require",
+            require,
+            "--replications",
+            "4",
+            "--set",
+            "tenant.main.clients=2000",
+            "--out",
+            out,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let plan: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(std::path::Path::new(out).join("plan.json")).unwrap())
+                .unwrap();
+        (String::from_utf8_lossy(&o.stdout).to_string(), plan)
+    };
+    let (stdout, plan) = args(out.to_str().unwrap(), "full", "success_ratio >= 0.999", "hop.api.workers=1..64");
+    let p = &plan["plans"][0];
+    assert_eq!(p["chosen"], serde_json::Value::Null);
+    let said = "capacity cannot meet success_ratio >= 0.999";
+    let warning = p["warnings"].as_array().unwrap().iter().find(|w| w.as_str().unwrap().contains(said));
+    let warning = warning.unwrap_or_else(|| panic!("{}", p["warnings"])).as_str().unwrap();
+    assert!(
+        warning.contains("requests per run ran out of attempts during the fault (outage on api 0s–10s)"),
+        "{warning}"
+    );
+    assert!(warning.contains("lengthen the retry horizon"), "{warning}");
+    assert!(stdout.contains(said), "{stdout}");
+    // The search's probes stay the search's (the bottom was run for the comparison only).
+    let values: Vec<f64> = p["probes"].as_array().unwrap().iter().map(|q| q["value"].as_f64().unwrap()).collect();
+    assert_eq!(values, [64.0]);
+    // Exponential backoff's 10 attempts span 32.7 s, past the outage: none run out, so a range too
+    // small for its load peak is the range's fault, and nothing is said of capacity.
+    let out = dir.path().join("small");
+    let (_, plan) = args(out.to_str().unwrap(), "exponential", "peak_after_over_capacity <= 1", "hop.api.workers=1..2");
+    let p = &plan["plans"][0];
+    assert_eq!(p["chosen"], serde_json::Value::Null);
+    assert!(!p["warnings"].to_string().contains("capacity cannot"), "{}", p["warnings"]);
+}

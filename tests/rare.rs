@@ -191,6 +191,40 @@ fn the_estimate_grows_with_the_load() {
 }
 
 #[test]
+fn an_event_no_trial_saw_is_bounded_not_given_a_zero_interval() {
+    // The chain's server holds at most K + 1 = 41 requests: its first level, 50, is never
+    // reached, so no trial of either repeat hits. The estimate is 0, with no interval (0–0 would
+    // claim certainty), and an upper bound for the 2 × 20 trials made: 1 − 0.05^(1/40).
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let text = std::fs::read_to_string(format!("{}/tests/fixtures/rare-ctmc.toml", env!("CARGO_MANIFEST_DIR")))
+        .expect("fixture");
+    std::fs::write(tmp.path().join("chain.toml"), text).expect("write");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .current_dir(tmp.path())
+        .args(["rare", "chain.toml", "--target", "100", "--levels", "2", "--effort", "20", "--repeats", "2"])
+        .args(["--plain", "30", "--out", "r"])
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("r/rare.json")).expect("rare.json"))
+            .expect("JSON");
+    let v = &json["variants"][0];
+    assert_eq!(v["p"], 0.0);
+    assert_eq!(v["p_ci95"], serde_json::Value::Null, "{v}");
+    let bound = v["p_upper95"].as_f64().expect("an upper bound");
+    let exact = 1.0 - 0.05f64.powf(1.0 / 40.0);
+    assert!((bound - exact).abs() < 1e-12 && (0.07..0.075).contains(&bound), "{bound} against {exact}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("p < 7.2e-2 at 95%") && stdout.contains("effort was too small"), "{stdout}");
+    assert!(stdout.contains("0 of 30 runs (p < 9.5e-2 at 95%"), "plain replication bounded too: {stdout}");
+    // A stage that saw nothing after stages that saw some: their pooled shares scale its bound.
+    use retrystorm::runner::rare::{zero_hit_bound, Stage};
+    let stages = [Stage { level: 5, trials: 100, hits: 10 }, Stage { level: 10, trials: 100, hits: 0 }];
+    assert!((zero_hit_bound(&stages) - 0.1 * (1.0 - 0.05f64.powf(0.01))).abs() < 1e-15);
+}
+
+#[test]
 fn the_rare_command_writes_its_estimate_and_refuses_herds() {
     let tmp = tempfile::tempdir().expect("temp dir");
     // The same chain as a file (λ = 5/s), run through the command line.

@@ -110,17 +110,27 @@ pub fn run(args: InitArgs) -> Result<(), CliError> {
     }
     let out_dir = args.file.parent().map(Path::to_path_buf).unwrap_or_default();
     let sources = args.from.iter().map(|f| classify(f, &out_dir)).collect::<Result<Vec<_>, _>>()?;
-    let text = scenario_text(&args, &sources)?;
     let name = args.file.display().to_string();
     // Validate as `run` will (paths relative to the file's directory) before writing anything.
-    let scenario = Scenario::from_source(&name, &text, &[]).map_err(|e| {
-        let text = e.to_string();
-        bad(import_message(&text)
-            .or_else(|| preset_message(&text, args.preset.as_deref()))
-            .unwrap_or_else(|| format!("the generated scenario does not validate: {text}")))
-    })?;
+    let validate = |text: &str| {
+        Scenario::from_source(&name, text, &[]).map_err(|e| {
+            let text = e.to_string();
+            bad(import_message(&text)
+                .or_else(|| preset_message(&text, args.preset.as_deref()))
+                .unwrap_or_else(|| format!("the generated scenario does not validate: {text}")))
+        })
+    };
+    // A first draft gives the resolved policy and the hops' capacities by the one definition
+    // validate prints; the file written states those and sizes its horizon from them.
+    let (draft, facts) = scenario_text(&args, &sources, None)?;
+    let sizing = sizing(&facts, &validate(&draft)?.base);
+    let (text, _) = scenario_text(&args, &sources, Some(&sizing))?;
+    let scenario = validate(&text)?;
     crate::report::files::write_atomic(&args.file, text.as_bytes()).map_err(|e| bad(e.to_string()))?;
     for w in &scenario.warnings {
+        eprintln!("warning: {w}");
+    }
+    if let Some(w) = &sizing.never_drains {
         eprintln!("warning: {w}");
     }
     let (lines, warnings) = super::load_check::load_check(&scenario.base);
@@ -205,7 +215,164 @@ fn classify(file: &Path, out_dir: &Path) -> Result<Source, CliError> {
     )))
 }
 
-fn scenario_text(args: &InitArgs, sources: &[Source]) -> Result<String, CliError> {
+/// Share of the capacity below it a hop's workers must keep its callee busy with a backlog.
+const KEEP_BUSY: f64 = 0.95;
+
+/// Mean-value analysis of one hop's workers as a closed loop (a backlog keeps every worker
+/// busy): each of `n` workers spends `own` s on its own service (a delay: it has the worker to
+/// itself), then calls a `c`-server station of `per_call` s per call (the callee; per_call = 0:
+/// no callee). Seidmann's approximation puts the c servers as one of per_call ÷ c plus a delay of
+/// per_call × (c − 1) ÷ c. Returns the completions per second.
+fn closed_loop_throughput(n: u64, own: f64, c: u64, per_call: f64) -> f64 {
+    let delay = own + per_call * (c.saturating_sub(1)) as f64 / c.max(1) as f64;
+    let single = per_call / c.max(1) as f64;
+    let mut queue = 0.0;
+    let mut x = 0.0;
+    for k in 1..=n {
+        let r = single * (1.0 + queue);
+        x = k as f64 / (delay + r);
+        queue = x * r;
+    }
+    x
+}
+
+/// Workers of each hop of the chain and what the hop completes with a backlog (per second).
+/// The last hop gets ⌈C × service⌉; hop i the fewest, from ⌈C × (n − i) × service⌉ up, whose
+/// closed loop through the next hop (waiting in its queue: `closed_loop_throughput`) completes
+/// at least `KEEP_BUSY` of what the next hop can (at most C). Held on a healthy callee only, as
+/// the one capacity definition counts, the first hop's workers would wait in the callee's queue
+/// at the stated load and complete less: 12 workers for 600/s over api → db at 10 ms complete
+/// ≈ 505/s with a backlog, so an outage's backlog at 500/s never drained.
+fn chain_workers(capacity: f64, service_s: f64, hops: usize) -> Vec<(u64, f64)> {
+    let mut out = vec![(0, 0.0); hops];
+    for i in (0..hops).rev() {
+        let plain = (capacity * service_s * (hops - i) as f64).ceil().max(1.0) as u64;
+        if i + 1 == hops {
+            out[i] = (plain, plain as f64 / service_s);
+            continue;
+        }
+        let (c, below) = out[i + 1];
+        let per_call = c as f64 / below;
+        let target = KEEP_BUSY * below.min(capacity);
+        // The throughput grows with the workers: double, then bisect (each analysis is O(n)).
+        let reaches = |n: u64| closed_loop_throughput(n, service_s, c, per_call) >= target;
+        let (mut lo, mut hi) = (plain, plain);
+        while !reaches(hi) && hi < WORKERS_MAX {
+            lo = hi;
+            hi = (hi * 2).min(WORKERS_MAX);
+        }
+        if reaches(lo) {
+            hi = lo;
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if reaches(mid) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        out[i] = (hi, closed_loop_throughput(hi, service_s, c, per_call));
+    }
+    out
+}
+
+/// What the draft fixed that the horizon depends on.
+struct Facts {
+    /// Offered first attempts per second.
+    offered: f64,
+    /// Closed-loop clients (at most this many requests wait at once).
+    clients: Option<u32>,
+    /// The outage's start and length (s).
+    outage: Option<(f64, f64)>,
+    /// The horizon without an outage (s): a trace's period or 120 s.
+    base_horizon: f64,
+    /// What the chain completes per second with a backlog (`chain_workers`).
+    backlogged: f64,
+}
+
+/// The horizon chosen from the validated draft, and why.
+struct Sizing {
+    /// Horizon in whole seconds.
+    horizon_s: f64,
+    /// Comment lines explaining it (without `# `).
+    why: Vec<String>,
+    /// Each hop's capacity by the one definition (`SimSpec::capacity_per_s`).
+    capacities: Vec<Option<f64>>,
+    /// Set when the outage's backlog never drains (offered load at or above capacity).
+    never_drains: Option<String>,
+}
+
+/// Time left after the outage to watch the recovery once the backlog is estimated drained.
+const WATCH_S: f64 = 60.0;
+
+/// The horizon: the outage, the time to drain what it backs up, and a minute to watch.
+///
+/// The estimate (docs/MODEL.md, `retrystorm init`): while the outage lasts T s, at most λ·T
+/// requests back up (every arrival still waiting when it ends, none given up; a closed loop at
+/// most its clients). Afterwards they drain at the spare capacity C − λ, C the smallest hop
+/// capacity, in B ÷ (C − λ) s; the last retries of requests failed during the outage land up to
+/// the policy's retry spread R (its un-jittered delays summed) after it ends, so the drain takes
+/// at least R. The bound is high when the policy gives requests up during the outage (they leave
+/// no backlog); a horizon too long only costs simulated time, one too short reads "metastable".
+fn sizing(facts: &Facts, spec: &crate::model::SimSpec) -> Sizing {
+    let capacities: Vec<Option<f64>> = (0..spec.hops.len()).map(|h| spec.capacity_per_s(h)).collect();
+    let Some((from, length)) = facts.outage else {
+        return Sizing { horizon_s: facts.base_horizon, why: Vec::new(), capacities, never_drains: None };
+    };
+    let end = from + length;
+    let capacity = capacities.iter().flatten().copied().fold(f64::INFINITY, f64::min);
+    let lambda = facts.offered;
+    let policy = &spec.policies[spec.tenants[0].policy];
+    let spread_s = (1..policy.attempts_max).map(|r| policy.delay_upper_bound(r) as f64 / NS_PER_S as f64).sum::<f64>();
+    let fallback = facts.base_horizon.max(end + WATCH_S);
+    if lambda >= capacity {
+        let never = format!(
+            "the offered load ≈ {lambda:.0}/s is at or above the capacity {capacity:.0}/s: the backlog the outage builds never drains, so no horizon covers it (runs will read metastable); give --capacity above the load"
+        );
+        let why = vec![format!(
+            "horizon: the outage ends at {end:.0} s + {WATCH_S:.0} s to watch; the offered load ≈ {lambda:.0}/s is at or above the capacity {capacity:.0}/s, so the backlog it builds never drains."
+        )];
+        return Sizing { horizon_s: fallback.ceil(), why, capacities, never_drains: Some(never) };
+    }
+    let mut backlog = lambda * length;
+    let bound = match facts.clients {
+        Some(c) if f64::from(c) < backlog => {
+            backlog = f64::from(c);
+            format!("at most its {c} closed-loop clients")
+        }
+        _ => format!("≈ {lambda:.0}/s × {length:.0} s"),
+    };
+    // With a backlog the first hop's workers also wait in the next hop's queue: the chain
+    // completes `backlogged` (≤ the capacity), and that less the load drains it.
+    let completes = facts.backlogged.min(capacity);
+    if lambda >= completes {
+        let never = format!(
+            "the offered load ≈ {lambda:.0}/s is at or above what the chain completes with a backlog (≈ {completes:.0}/s): the backlog the outage builds never drains, so no horizon covers it (runs will read metastable); give a higher --capacity"
+        );
+        let why = vec![format!(
+            "horizon: the outage ends at {end:.0} s + {WATCH_S:.0} s to watch; the load ≈ {lambda:.0}/s is at or above what the chain completes with a backlog (≈ {completes:.0}/s), so its backlog never drains."
+        )];
+        return Sizing { horizon_s: fallback.ceil(), why, capacities, never_drains: Some(never) };
+    }
+    let drain = backlog / (completes - lambda);
+    let drain_s = drain.max(spread_s);
+    let horizon_s = (end + drain_s + WATCH_S).max(facts.base_horizon);
+    // Whole tens of seconds, never shorter than the estimate.
+    let horizon_s = (horizon_s / 10.0).ceil() * 10.0;
+    let why = vec![
+        format!("horizon: the outage ends at {end:.0} s; while it lasts up to {backlog:.0} requests back up ({bound}),"),
+        format!(
+            "which drain at what the chain completes with a backlog less the load, {completes:.0} − {lambda:.0} = {:.0}/s, in ≈ {drain:.0} s",
+            completes - lambda
+        ),
+        format!("(at least the policy's retry spread, {spread_s:.1} s; the capacity by validate's definition is {capacity:.0}/s);"),
+        format!("+ {WATCH_S:.0} s to watch the recovery. An upper bound: requests given up during the outage leave no backlog."),
+    ];
+    Sizing { horizon_s, why, capacities, never_drains: None }
+}
+
+fn scenario_text(args: &InitArgs, sources: &[Source], sizing: Option<&Sizing>) -> Result<(String, Facts), CliError> {
     let trace = sources.iter().find_map(|s| match s {
         Source::Trace { path, mean_rate, period_s } => Some((path, *mean_rate, *period_s)),
         Source::Histogram { .. } | Source::Config { .. } => None,
@@ -242,7 +409,7 @@ fn scenario_text(args: &InitArgs, sources: &[Source]) -> Result<String, CliError
         }
         (Some(d), Some(o)) if d > OUTAGE_MAX_NS => {
             return Err(bad(format!(
-                "--outage {o}: longer than {OUTAGE_MAX_H}h; init writes a run of 30 s + the outage + 60 s, and a longer outage is a run of days of simulated traffic: give at most --outage {OUTAGE_MAX_H}h"
+                "--outage {o}: longer than {OUTAGE_MAX_H}h; init writes a run of 30 s + the outage + its drain + 60 s, and a longer outage is a run of days of simulated traffic: give at most --outage {OUTAGE_MAX_H}h"
             )))
         }
         _ => {}
@@ -275,7 +442,8 @@ fn scenario_text(args: &InitArgs, sources: &[Source]) -> Result<String, CliError
     // (n − i) service times per request: it gets the workers for C requests/s of that, and the
     // stated capacity holds at every hop (the one definition, `SimSpec::capacity_per_s`).
     let hops = args.hops.len();
-    let workers_at = |i: usize| (capacity * service_s * (hops - i) as f64).ceil().max(1.0) as u64;
+    let sized = chain_workers(capacity, service_s, hops);
+    let workers_at = |i: usize| sized[i].0;
     // The first hop is the busiest (it holds a worker for every hop after it): refuse a capacity
     // its workers cannot reach, naming the flag that set it.
     if capacity * service_s * hops as f64 > WORKERS_MAX as f64 {
@@ -297,7 +465,19 @@ fn scenario_text(args: &InitArgs, sources: &[Source]) -> Result<String, CliError
         )));
     }
     let outage_from = 30.0;
-    let horizon = trace.map_or(120.0, |t| t.2).max(outage.map_or(0.0, |o| outage_from + o as f64 / 1e9 + 60.0));
+    let facts = Facts {
+        offered,
+        clients: if trace.is_none() { args.clients } else { None },
+        outage: outage.map(|o| (outage_from, o as f64 / NS_PER_S as f64)),
+        base_horizon: trace.map_or(120.0, |t| t.2),
+        backlogged: sized[0].1,
+    };
+    let horizon = sizing.map_or_else(
+        || facts.base_horizon.max(outage.map_or(0.0, |o| outage_from + o as f64 / 1e9 + WATCH_S)),
+        |z| z.horizon_s,
+    );
+    // The capacity said in the header: the smallest hop's by the one definition once validated.
+    let capacity = sizing.and_then(|z| z.capacities.iter().flatten().copied().reduce(f64::min)).unwrap_or(capacity);
     let name = args.file.file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
     let mut s = String::new();
     let w = &mut s;
@@ -317,6 +497,9 @@ fn scenario_text(args: &InitArgs, sources: &[Source]) -> Result<String, CliError
     let _ = writeln!(w, "# `retrystorm validate` prints each retry policy as resolved and where each value came from.");
     let _ = writeln!(w, "\nname = {}", toml_str(&name));
     let _ = writeln!(w, "seed = 1");
+    for line in sizing.map_or(&[][..], |z| &z.why[..]) {
+        let _ = writeln!(w, "# {line}");
+    }
     let _ = writeln!(
         w,
         "horizon = \"{}s\"      # no new requests after this; the run drains up to 2 × horizon",
@@ -380,10 +563,11 @@ fn scenario_text(args: &InitArgs, sources: &[Source]) -> Result<String, CliError
         } else {
             String::new()
         };
+        // The capacity validate prints (the one definition), once the draft validated.
+        let cap = sizing.and_then(|z| z.capacities.get(i).copied().flatten()).unwrap_or(workers as f64 / busy);
         let _ = writeln!(
             w,
-            "workers = {workers}            # {workers} ÷ {busy:.4} s busy per request{held} ≈ {:.0} requests/s",
-            workers as f64 / busy
+            "workers = {workers}            # workers ÷ (service + held downstream): {workers} ÷ {busy:.4} s busy per request{held} ≈ {cap:.0} requests/s"
         );
         match histogram {
             Some((path, mean, unit)) => {
@@ -413,7 +597,7 @@ fn scenario_text(args: &InitArgs, sources: &[Source]) -> Result<String, CliError
             outage_from + o as f64 / 1e9
         );
     }
-    Ok(s)
+    Ok((s, facts))
 }
 
 fn describe(args: &InitArgs, trace: bool, offered: f64, capacity: f64, outage: Option<u64>) -> String {
@@ -451,11 +635,16 @@ mod tests {
         init(&[path, "--rate", "800", "--capacity", "1000", "--outage", "20s", "--hops", "api,db"]).expect("written");
         let scenario = Scenario::load(path, &[]).expect("valid");
         let spec = &scenario.base;
-        // api holds its worker for its own 10 ms and db's 10 ms: 20 workers for 1,000/s.
-        for h in 0..2 {
-            let cap = spec.capacity_per_s(h).expect("bounded");
-            assert!((1000.0..1100.0).contains(&cap), "hop {h}: capacity {cap}");
-        }
+        // db: 10 workers of 10 ms for 1,000/s. api holds its worker for its own 10 ms and db's
+        // 10 ms (20 workers for 1,000/s by the capacity definition), and more: with a backlog
+        // its workers also wait in db's queue, so it gets the workers that keep db ≥ 95% busy.
+        let db = spec.capacity_per_s(1).expect("bounded");
+        assert!((1000.0..1100.0).contains(&db), "db: capacity {db}");
+        let api = spec.hops[0].workers;
+        assert!(api > 20, "api: {api} workers");
+        let below = super::closed_loop_throughput(u64::from(api) - 1, 0.010, 10, 0.010);
+        let at = super::closed_loop_throughput(u64::from(api), 0.010, 10, 0.010);
+        assert!(below < 950.0 && at >= 950.0, "api's {api} workers complete {at}/s, one fewer {below}/s");
         let (_, warnings) = crate::cli::load_check::load_check(spec);
         assert!(warnings.is_empty(), "800/s on 1,000/s is not overloaded: {warnings:?}");
         // More load than capacity is refused, naming both flags.
@@ -467,6 +656,19 @@ mod tests {
         };
         assert!(m.contains("--rate 1200") && m.contains("--capacity"), "{m}");
         assert!(!over.exists());
+    }
+
+    #[test]
+    fn the_closed_loop_throughput_matches_exact_mean_value_analysis_where_it_is_exact() {
+        // One server downstream (c = 1): Seidmann's approximation is exact MVA. Two workers,
+        // own 10 ms, callee 10 ms: by hand, n = 1: R = 10 ms, X = 1 ÷ 20 ms = 50/s, Q = 0.5;
+        // n = 2: R = 10 × 1.5 = 15 ms, X = 2 ÷ 25 ms = 80/s.
+        assert!((super::closed_loop_throughput(2, 0.010, 1, 0.010) - 80.0).abs() < 1e-9);
+        // Many workers saturate the callee: X → c ÷ per_call.
+        let x = super::closed_loop_throughput(400, 0.010, 6, 0.010);
+        assert!((599.0..=600.0).contains(&x), "{x}");
+        // No callee: every worker completes 1 ÷ own.
+        assert!((super::closed_loop_throughput(7, 0.010, 1, 0.0) - 700.0).abs() < 1e-9);
     }
 
     #[test]

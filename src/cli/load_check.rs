@@ -21,7 +21,10 @@ pub fn load_check(spec: &SimSpec) -> (Vec<String>, Vec<String>) {
         };
         let held = ns_f64_to_secs(spec.held_downstream_ns(h));
         let held_words = if held > 0.0 {
-            format!(", its workers held {} s on downstream calls per attempt", fmt_num(held))
+            format!(
+                " = workers ÷ (service + held downstream): its workers held {} s on downstream calls per attempt",
+                fmt_num(held)
+            )
         } else {
             String::new()
         };

@@ -4,7 +4,8 @@ use super::{overrides, CliError, RunArgs};
 use crate::metrics::objective::Requirement;
 use crate::report::{files, plan as plan_files};
 use crate::runner::plan::{
-    judge, monotonicity_warnings, search, Across, PlanFile, ProbeMetrics, VariantPlan, MAX_ACROSS_VALUES,
+    capacity_cannot_help, exhausted_per_run, judge, monotonicity_warnings, search, Across, PlanFile, ProbeMetrics,
+    VariantPlan, MAX_ACROSS_VALUES,
 };
 use crate::runner::plan_range::{Find, Range, ACROSS};
 use crate::runner::sweep::Shard;
@@ -157,7 +158,9 @@ pub fn run(args: PlanArgs) -> Result<(), CliError> {
             continue;
         }
         for &at in &at_values {
-            let (chosen, probes) = search(&range, args.find, |value| -> Result<_, CliError> {
+            // Requests that ran out of attempts, run by run, at each value probed.
+            let mut exhausted: Vec<(f64, Vec<Option<f64>>)> = Vec::new();
+            let mut probe = |value: f64| -> Result<_, CliError> {
                 let (s, variants) = load(value, at)?;
                 let variant = variants.into_iter().nth(index).expect("every value loads the same variants");
                 let study = run_study(&s, std::slice::from_ref(&variant), &options);
@@ -167,11 +170,34 @@ pub fn run(args: PlanArgs) -> Result<(), CliError> {
                         across.as_ref().zip(at).map_or(String::new(), |(a, x)| format!(", {}={}", a.path, a.show(x)));
                     eprintln!("plan: {name} at {path}={}{second}", range.show(value));
                 }
+                exhausted.push((value, exhausted_per_run(&v.metrics)));
                 let metrics =
                     ProbeMetrics { global: v.metrics.clone(), hops: v.hops.clone(), tenants: v.tenants.clone() };
                 Ok(judge(value, &metrics, &requirements))
-            })?;
-            let warnings = monotonicity_warnings(&probes, &requirements, &range, args.find);
+            };
+            let (chosen, probes) = search(&range, args.find, &mut probe)?;
+            let mut warnings = monotonicity_warnings(&probes, &requirements, &range, args.find);
+            // Nothing found for the smallest: is it capacity's to fix? Requests that ran out of
+            // attempts during a fault, as many at the bottom of the range as at the top, are not.
+            let top = probes.last().filter(|_| chosen.is_none() && args.find == Find::Smallest).cloned();
+            if let (Some(top), Some(fault)) = (top, fault_words(&scenario)) {
+                // The bottom's probe is not one of the search's (a merge re-checks those): it is
+                // run for this comparison only.
+                let bottom = match probes.first().filter(|p| p.value < top.value) {
+                    Some(p) => p.clone(),
+                    None => probe(range.lo)?,
+                };
+                let of = |value: f64| exhausted.iter().find(|(v, _)| *v == value).map(|(_, e)| e.clone());
+                let missed = crate::report::plan::missed_requirements(&top);
+                if let Some(w) = capacity_cannot_help(
+                    &of(top.value).unwrap_or_default(),
+                    &of(bottom.value).unwrap_or_default(),
+                    &missed,
+                    Some(&fault),
+                ) {
+                    warnings.push(w);
+                }
+            }
             plans.push(VariantPlan { variant: name.clone(), index, chosen, probes, warnings, at });
         }
     }
@@ -201,6 +227,18 @@ pub fn run(args: PlanArgs) -> Result<(), CliError> {
         println!("wrote {} files to {}", written.len(), out.display());
     }
     Ok(())
+}
+
+/// The scenario's faults in words (`outage on api 0s–10s`), `None` without any.
+fn fault_words(scenario: &Scenario) -> Option<String> {
+    let spec = &scenario.base;
+    let show = crate::engine::time::duration_words;
+    let words: Vec<String> = spec
+        .faults
+        .iter()
+        .map(|f| format!("{} on {} {}–{}", f.kind.name(), spec.hops[f.hop].name, show(f.from), show(f.to)))
+        .collect();
+    (!words.is_empty()).then(|| words.join(", "))
 }
 
 /// Joins `plan --shard K/N` directories into the unsharded plan's files (byte-identical); each

@@ -180,17 +180,40 @@ fn text(file: &RareFile) -> String {
                 format!("{}: {share:.3}", s.level)
             })
             .collect();
-        out.push_str(&format!(
-            "  {}: p = {:.3e} (relative error {re}{ci}); per level {}\n",
-            v.variant,
-            e.p,
-            stages.join(", ")
-        ));
+        match e.p_upper95 {
+            Some(upper) => {
+                let tried: u64 = e.stages.iter().map(|s| u64::from(s.trials)).sum();
+                let (level, trials) = e
+                    .stages
+                    .iter()
+                    .find(|s| s.hits == 0)
+                    .map_or((file.target, tried), |s| (s.level, u64::from(s.trials)));
+                out.push_str(&format!(
+                    "  {}: not seen: no repeat reached {} ({trials} trials at level {level} saw none); p < {upper:.1e} at 95% (exact one-sided bound for the effort made), the effort was too small to measure it: raise --effort or --levels (or lower --target); per level {}\n",
+                    v.variant,
+                    file.target,
+                    stages.join(", ")
+                ));
+            }
+            None => out.push_str(&format!(
+                "  {}: p = {:.3e} (relative error {re}{ci}); per level {}\n",
+                v.variant,
+                e.p,
+                stages.join(", ")
+            )),
+        }
         if let Some((hits, runs)) = v.plain {
-            out.push_str(&format!(
-                "    plain replication: {hits} of {runs} runs ({:.3e})\n",
-                hits as f64 / runs as f64
-            ));
+            if hits == 0 {
+                out.push_str(&format!(
+                    "    plain replication: 0 of {runs} runs (p < {:.1e} at 95%, exact one-sided)\n",
+                    crate::runner::rare::zero_hits_upper95(runs)
+                ));
+            } else {
+                out.push_str(&format!(
+                    "    plain replication: {hits} of {runs} runs ({:.3e})\n",
+                    hits as f64 / runs as f64
+                ));
+            }
         }
     }
     out

@@ -126,6 +126,7 @@ mod tests {
             first_trigger_start: Some(0),
             hops: vec![super::super::HopShape { workers: 4, capacity_per_s: Some(100.0), service_mean_alone_ns: 4e7 }],
             tenants: 1,
+            failing_by_design: 0.0,
         };
         let bucket =
             |attempts, workers, entered, left| HopBucket { attempts, workers, entered, left, ..HopBucket::default() };
@@ -153,6 +154,7 @@ mod tests {
             first_trigger_start: trigger_end.map(|_| 0),
             hops: vec![super::super::HopShape { workers: 4, capacity_per_s: Some(100.0), service_mean_alone_ns: 4e7 }],
             tenants: 1,
+            failing_by_design: 0.0,
         }
     }
 

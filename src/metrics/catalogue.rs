@@ -194,7 +194,7 @@ catalogue! {
     PeakAfterOverCapacity: "peak_after_over_capacity", "peak after recovery ÷ capacity", "after/cap", "peak load after the trigger ÷ capacity", Times, Lower, GH, "no trigger";
     TimeOverCapacityAfterS: "time_over_capacity_after_s", "time over capacity after (s)", "over cap s", "time above capacity after the trigger ended", Seconds, Lower, GH, "no trigger";
     BacklogPeak: "backlog_peak", "peak backlog", "backlog", "largest backlog (attempts queued, in service or waiting downstream)", Count, Lower, GH, "no value";
-    BacklogClearedS: "backlog_cleared_s", "backlog cleared (s)", "cleared s", "time from the trigger's end until the backlog cleared and no retry was pending", Seconds, Lower, GH, "never cleared";
+    BacklogClearedS: "backlog_cleared_s", "backlog cleared (s)", "cleared s", "time from the trigger's end until the backlog cleared and no retry was pending", Seconds, Lower, GH, "not cleared or not recovered";
     LatencySMean: "latency_s_mean", "mean latency of successes (s)", "mean s", "mean latency of succeeded requests", Seconds, Lower, GT, "no success";
     LatencySP50: "latency_s_p50", "p50 latency of successes (s)", "p50 s", "p50 latency of succeeded requests", Seconds, Lower, GT, "no success";
     LatencySP90: "latency_s_p90", "p90 latency of successes (s)", "p90 s", "p90 latency of succeeded requests", Seconds, Lower, GT, "no success";
@@ -232,10 +232,10 @@ catalogue! {
     WastedCancelledS: "wasted_cancelled_s", "wasted: cancelled (s)", "w cancel s", "service spent before a cancellation", Seconds, Lower, GH, "no value";
     WastedLostReplyS: "wasted_lost_reply_s", "wasted: lost reply (s)", "w lost s", "service whose reply was lost", Seconds, Lower, GH, "no value";
     Executions: "executions", "executions", "exec", "side effects executed", Count, Neither, H, "no value";
-    CompletionTimeS: "completion_time_s", "completion (s)", "done s", "time of the last terminal state", Seconds, Lower, G, "no value";
+    CompletionTimeS: "completion_time_s", "completion (s)", "done s", "time of the last terminal state", Seconds, Lower, G, "requests still in flight";
     WastedWorkS: "wasted_work_s", "wasted work (s)", "wasted s", "service time spent after the caller gave up", Seconds, Lower, GH, "no value";
     BusyS: "busy_s", "worker time busy (s)", "busy s", "service time spent", Seconds, Neither, H, "no value";
-    QueueWaitSMean: "queue_wait_s_mean", "mean queue wait (s)", "wait s", "mean queue wait", Seconds, Lower, H, "no value";
+    QueueWaitSMean: "queue_wait_s_mean", "mean queue wait (s)", "wait s", "mean queue wait", Seconds, Lower, H, "no service or still queued";
     RecoveryTimeS: "recovery_time_s", "recovery (s)", "recovery s", "recovery time after the last fault or spike", Seconds, Lower, G, "not recovered";
     Recovered: "recovered", "recovered", "recov.", "share of runs that recovered", Flag, Higher, G, "no value";
     Metastable: "metastable", "metastable", "metast.", "share of runs that never recovered", Flag, Lower, G, "no value";

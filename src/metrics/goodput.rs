@@ -62,6 +62,7 @@ mod tests {
             first_trigger_start: None,
             hops: vec![],
             tenants: 1,
+            failing_by_design: 0.0,
         };
         let mut series = vec![HopBucket { served: 100, timely_ok: 100, ..HopBucket::default() }; 15];
         series.extend(vec![HopBucket::default(); 5]);

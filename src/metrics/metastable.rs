@@ -129,6 +129,7 @@ mod tests {
             first_trigger_start: trigger_end.map(|e| e - 2 * S),
             hops: Vec::new(),
             tenants: 1,
+            failing_by_design: 0.0,
         }
     }
 

@@ -399,6 +399,9 @@ pub struct RunShape {
     pub hops: Vec<HopShape>,
     /// Number of tenants.
     pub tenants: usize,
+    /// The largest share of a tenant's requests answered with a failure by design (invalid or
+    /// poison payloads): failures up to it are no overload.
+    pub failing_by_design: f64,
 }
 
 /// A hop's capacity inputs.

@@ -38,6 +38,11 @@ pub fn recovery_outcome(record: &RunRecord, spec: &RunShape) -> RecoveryOutcome 
     if after(|b| b.successes) == 0 && after(|b| b.attempts) == 0 {
         return RecoveryOutcome::NotObservable;
     }
+    // Recovery is judged against the state before the trigger: a run already overloaded then
+    // (a full queue from the start) would "recover" to its collapsed normal after 0 s.
+    if overloaded_before_trigger(record, spec) {
+        return RecoveryOutcome::NotObservable;
+    }
     // Recovery needs the backlog drained: calm arrivals at a hop whose backlog never clears
     // (requests held for ever in service) are no recovery. A run cut off before it drained
     // cannot show one at all.
@@ -53,6 +58,34 @@ pub fn recovery_outcome(record: &RunRecord, spec: &RunShape) -> RecoveryOutcome 
         None if cut && record.completion_time_ns < spec.horizon => RecoveryOutcome::CutOff,
         _ => RecoveryOutcome::Metastable,
     }
+}
+
+/// Whether hop 0 was already overloaded before the first trigger, judged over the whole buckets
+/// before it (none: not judged, `false`): summed over them, its failure replies were more than
+/// [`CALM_RETRY_SHARE_MAX`] of its replies beyond the failures by design (invalid and poison
+/// payloads): a full queue refusing; or more than a tenth of
+/// the attempts that entered it were still inside at the trigger's start with a queue behind its
+/// workers (more inside than workers: a backlog growing from the start). Such a run has no
+/// healthy state to return to: its recovery is not observable (docs/MODEL.md, "Recovery
+/// outcomes"), and the runner warns once per variant.
+pub fn overloaded_before_trigger(record: &RunRecord, spec: &RunShape) -> bool {
+    let Some(start) = spec.first_trigger_start else { return false };
+    if spec.trigger_end.is_none() {
+        return false;
+    }
+    let series = &record.hop_series[0];
+    let before = ((start / spec.bucket) as usize).min(series.len());
+    let window = &series[..before];
+    let sum = |f: fn(&HopBucket) -> u32| window.iter().map(|b| u64::from(f(b))).sum::<u64>();
+    if sum(|b| b.attempts) == 0 {
+        return false;
+    }
+    let (ok, failed) = (sum(|b| b.successes), sum(|b| b.failures));
+    let (entered, left) = (sum(|b| b.entered), sum(|b| b.left));
+    let inside = entered.saturating_sub(left);
+    let workers = window.last().map_or(0, |b| b.workers).max(spec.hops[0].workers);
+    let failing = (spec.failing_by_design + CALM_RETRY_SHARE_MAX) * (ok + failed) as f64;
+    failed as f64 > failing || (inside > u64::from(workers) && 10 * inside > entered)
 }
 
 /// Share of arriving attempts that may be retries in a calm bucket.

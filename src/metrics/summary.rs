@@ -20,6 +20,9 @@ pub struct Scalars {
     pub tenants: Vec<MetricRow>,
     /// One row per replica of the hops with more than one (`RunRecord::replicas` order).
     pub replicas: Vec<MetricRow>,
+    /// Hop 0 was overloaded before the trigger, so recovery was not observable
+    /// ([`super::recovery::overloaded_before_trigger`]); the runner warns once per variant.
+    pub overloaded_before_trigger: bool,
 }
 
 fn ratio(num: f64, den: f64) -> Option<f64> {
@@ -70,10 +73,20 @@ pub fn scalars(record: &RunRecord, spec: &RunShape) -> Scalars {
             latency_rows(&all, record.tenants.iter().map(|t| t.latency_sum_us).sum())
         }
     };
-    let hops: Vec<MetricRow> = (0..spec.hops.len()).map(|h| hop_row(record, spec, h, requests)).collect();
+    let mut hops: Vec<MetricRow> = (0..spec.hops.len()).map(|h| hop_row(record, spec, h, requests)).collect();
+    let outcome = recovery_outcome(record, spec);
+    // A backlog "cleared" in a run that never recovered is not observed: e.g. a hop with a
+    // million workers holds its stuck requests in service, within the workers' floor of the
+    // normal level, from the trigger's end on (metastable-collapse's no-backoff read "0 s").
+    if !matches!(outcome, RecoveryOutcome::Recovered(_)) && spec.trigger_end.is_some() {
+        for (m, v) in hops[0].iter_mut() {
+            if *m == Metric::BacklogClearedS {
+                *v = None;
+            }
+        }
+    }
     let hop0 = &hops[0];
     let get = |row: &MetricRow, metric: Metric| row.iter().find(|(m, _)| *m == metric).and_then(|(_, v)| *v);
-    let outcome = recovery_outcome(record, spec);
     let flag = |b: bool| Some(if b { 1.0 } else { 0.0 });
     let mut global: MetricRow = vec![
         (Metric::Requests, Some(requests as f64)),
@@ -108,7 +121,12 @@ pub fn scalars(record: &RunRecord, spec: &RunShape) -> Scalars {
     let wasted: u64 = record.hops.iter().map(|h| h.wasted_work_ns).sum();
     global.extend(super::goodput::global_rows(record, hop0));
     global.extend([
-        (Metric::CompletionTimeS, Some(ns_to_secs(record.completion_time_ns))),
+        // The last terminal state is not the run's completion while requests are still in
+        // flight at its end (cut by the drain limit or `max_events`): not observed.
+        (
+            Metric::CompletionTimeS,
+            (record.in_flight.iter().sum::<u64>() == 0).then(|| ns_to_secs(record.completion_time_ns)),
+        ),
         (Metric::WastedWorkS, Some(ns_to_secs(wasted))),
         (Metric::RecoveryTimeS, if let RecoveryOutcome::Recovered(ns) = outcome { Some(ns_to_secs(ns)) } else { None }),
         (Metric::Recovered, flag(matches!(outcome, RecoveryOutcome::Recovered(_)))),
@@ -124,7 +142,8 @@ pub fn scalars(record: &RunRecord, spec: &RunShape) -> Scalars {
     let tenants =
         tenant_latency.into_iter().enumerate().map(|(t, latency)| tenant_row(record, spec, t, latency)).collect();
     let replicas = record.replicas.iter().map(|r| replica_row(record, r)).collect();
-    Scalars { global, hops, tenants, replicas }
+    let overloaded_before_trigger = super::recovery::overloaded_before_trigger(record, spec);
+    Scalars { global, hops, tenants, replicas, overloaded_before_trigger }
 }
 
 fn replica_row(record: &RunRecord, r: &super::ReplicaRecord) -> MetricRow {
@@ -180,7 +199,7 @@ fn hop_row(record: &RunRecord, spec: &RunShape, h: usize, requests: u64) -> Metr
     row.extend([
         (Metric::WastedWorkS, Some(ns_to_secs(c.wasted_work_ns))),
         (Metric::BusyS, Some(ns_to_secs(c.busy_ns))),
-        (Metric::QueueWaitSMean, ratio(ns_f64_to_secs(c.queue_wait_ns_sum as f64), c.services_started as f64)),
+        (Metric::QueueWaitSMean, queue_wait_mean(c, &record.hop_series[h], hop.workers)),
         (Metric::Shed, Some(c.shed as f64)),
         (Metric::DroppedExpired, Some(c.dropped_expired as f64)),
         (Metric::RejectedByLimit, Some(c.rejected_by_limit as f64)),
@@ -199,6 +218,19 @@ fn hop_row(record: &RunRecord, spec: &RunShape, h: usize, requests: u64) -> Metr
     row.extend(super::balance::balance_rows(&record.replicas, h));
     row.extend(super::goodput::hop_rows(c, &record.hop_series[h], spec));
     row
+}
+
+/// Mean queue wait of the services a hop started, or `None` when attempts still waited in its
+/// queue when the run ended (more attempts inside the hop than workers to hold them): their
+/// waits, the longest, never ended, and the mean of the others would read short (a one-hour
+/// service: 0 s while thousands waited).
+fn queue_wait_mean(c: &super::HopCounters, series: &[HopBucket], workers: u32) -> Option<f64> {
+    let inside = super::after::backlog_levels(series).last().copied().unwrap_or(0);
+    let serving = series.last().map_or(0, |b| b.workers).max(workers);
+    if inside > i64::from(serving) {
+        return None;
+    }
+    ratio(ns_f64_to_secs(c.queue_wait_ns_sum as f64), c.services_started as f64)
 }
 
 /// The idempotency figures from counters `[ttl_expired, no_key, deduplicated,

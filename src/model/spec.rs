@@ -373,6 +373,11 @@ impl SimSpec {
                 })
                 .collect(),
             tenants: self.tenants.len(),
+            failing_by_design: self
+                .tenants
+                .iter()
+                .map(|t| (t.invalid_fraction + t.poison_fraction).min(1.0))
+                .fold(0.0, f64::max),
         }
     }
 

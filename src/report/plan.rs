@@ -162,6 +162,11 @@ fn end_probe<'a>(plan: &PlanFile, p: &'a VariantPlan) -> Option<&'a Probe> {
     }
 }
 
+/// The requirements `probe` did not meet, with their values (for `plan`'s own sentences).
+pub(crate) fn missed_requirements(probe: &Probe) -> String {
+    missed(probe)
+}
+
 /// The requirements `probe` did not meet, with their values: `success_ratio >= 0.999 is 97.30%`.
 fn missed(probe: &Probe) -> String {
     let missed: Vec<String> = probe

@@ -42,6 +42,13 @@ pub struct Digest {
     pub counts: [u64; 3],
 }
 
+impl Digest {
+    /// The run's first hop was overloaded before its trigger (its recovery not observable).
+    pub fn overloaded_before_trigger(&self) -> bool {
+        self.scalars.overloaded_before_trigger
+    }
+}
+
 /// Bytes that runs in flight or waiting their turn may hold at once, beyond one per thread.
 const WAITING_BYTES: u64 = 256 << 20;
 
@@ -410,6 +417,7 @@ mod tests {
             hops: vec![vec![(Metric::Attempts, v(4))], vec![(Metric::Retries, v(5)), (Metric::Attempts, v(6))]],
             tenants: vec![vec![(Metric::Succeeded, v(7))]],
             replicas: (0..replicas).map(|r| vec![(Metric::Attempts, v(8 + r as u32))]).collect(),
+            overloaded_before_trigger: false,
         }
     }
 

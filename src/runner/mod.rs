@@ -334,17 +334,24 @@ struct Folded<'a> {
     variants: Vec<Aggregate<'a>>,
     /// Events, retries run ahead, attempts, over all runs.
     counts: [u64; 3],
+    /// Per variant: its runs whose first hop was overloaded before the trigger.
+    overloaded_before: Vec<u32>,
 }
 
 impl<'a> Folded<'a> {
     fn new(variants: &'a [Variant], replications: usize) -> Folded<'a> {
-        Folded { variants: variants.iter().map(|v| Aggregate::new(v, replications)).collect(), counts: [0; 3] }
+        Folded {
+            variants: variants.iter().map(|v| Aggregate::new(v, replications)).collect(),
+            counts: [0; 3],
+            overloaded_before: vec![0; variants.len()],
+        }
     }
 
     fn add(&mut self, variant: usize, digest: aggregate::Digest) {
         for (total, n) in self.counts.iter_mut().zip(digest.counts) {
             *total += n;
         }
+        self.overloaded_before[variant] += u32::from(digest.overloaded_before_trigger());
         self.variants[variant].add(digest);
     }
 
@@ -352,13 +359,20 @@ impl<'a> Folded<'a> {
         let results: Vec<VariantResult> = self.variants.into_iter().map(Aggregate::finish).collect();
         let comparisons = if results.len() > 1 { compare::comparisons(&results, 0) } else { Vec::new() };
         let [events, retries_run_ahead, attempts] = self.counts;
+        let mut warnings = scenario.warnings.clone();
+        for (v, &n) in results.iter().zip(&self.overloaded_before).filter(|(_, &n)| n > 0) {
+            warnings.push(format!(
+                "variant `{}`: in {n} of {replications} runs the first hop was already overloaded before the trigger (over 5% of its replies failures beyond invalid or poison payloads, or a tenth of its attempts still inside with a queue): there is no healthy state to recover to, so their recovery is not observable rather than \"recovered\"; give the hops capacity above the load before the fault",
+                v.name
+            ));
+        }
         Study {
             scenario: scenario.name.clone(),
             seed: scenario.seed,
             replications,
             bucket: scenario.base.bucket,
             variants: results,
-            warnings: scenario.warnings.clone(),
+            warnings,
             events,
             retries_run_ahead,
             attempts,

@@ -311,6 +311,53 @@ pub fn search<E>(
     Ok((chosen.map(|k| range.value(k)), probes))
 }
 
+/// Requests per run that ran out of attempts (`dlq` less those dead-lettered by a deadline or a
+/// budget), run by run, from a probe's system metrics; `None` in a run without the counts.
+pub fn exhausted_per_run(global: &StatRow) -> Vec<Option<f64>> {
+    use crate::metrics::catalogue::Metric;
+    let values = |m: Metric| global.get(m).map(|s| s.values.clone()).unwrap_or_default();
+    let (dlq, deadline, budget) = (values(Metric::Dlq), values(Metric::DlqDeadline), values(Metric::DlqBudget));
+    dlq.iter()
+        .enumerate()
+        .map(|(r, d)| {
+            let other = |v: &[Option<f64>]| v.get(r).copied().flatten().unwrap_or(0.0);
+            d.map(|d| d - other(&deadline) - other(&budget))
+        })
+        .collect()
+}
+
+/// When a search for the smallest value found none because requests ran out of attempts during
+/// a fault, which capacity cannot bring back: the sentence saying so, else `None`.
+///
+/// `top` and `bottom` are the requests that ran out of attempts, run by run, at the two ends of
+/// the range (`top` the end that should pass); `missed` what the top probe missed; `fault` the
+/// scenario's faults in words (none: `None`, the failures are not an outage's). Capacity cannot
+/// help when requests ran out at the top and their count does not fall with capacity: the top's
+/// 95% interval (Student's t over its runs) is not entirely below the bottom's.
+pub fn capacity_cannot_help(
+    top: &[Option<f64>],
+    bottom: &[Option<f64>],
+    missed: &str,
+    fault: Option<&str>,
+) -> Option<String> {
+    let fault = fault?;
+    let known = |v: &[Option<f64>]| v.iter().flatten().copied().collect::<Vec<f64>>();
+    let (top, bottom) = (known(top), known(bottom));
+    let (mean, _) = crate::metrics::stats::mean_sd(&top);
+    if top.is_empty() || mean <= 0.0 || bottom.len() < 2 || top.len() < 2 {
+        return None;
+    }
+    let kind = crate::metrics::catalogue::Interval::Student;
+    let [_, top_hi] = crate::metrics::stats::interval(&top, kind, 0.95);
+    let [bottom_lo, _] = crate::metrics::stats::interval(&bottom, kind, 0.95);
+    if top_hi < bottom_lo {
+        return None;
+    }
+    Some(format!(
+        "capacity cannot meet {missed}: {mean:.0} requests per run ran out of attempts during the fault ({fault}), as many at the top of the range as at the bottom; more capacity never brings them back: lengthen the retry horizon (max_attempts, cap) to cover the outage"
+    ))
+}
+
 /// Contradictions of monotonicity among `probes` (in value order). For `smallest` (larger is
 /// better): a value that meets every requirement below one that does not, and for each
 /// requirement a larger value whose metric is significantly worse (its 95% interval entirely on

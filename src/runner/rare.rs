@@ -53,8 +53,12 @@ pub struct RareEstimate {
     pub p: f64,
     /// Standard error of `p` over the repeats ÷ `p` (None when `p` is 0 or there is one repeat).
     pub relative_error: Option<f64>,
-    /// A 95% interval, `p` ± 1.96 standard errors (the lower end at least 0).
+    /// A 95% interval, `p` ± 1.96 standard errors (the lower end at least 0); `None` when `p`
+    /// is 0 (no repeat saw the event: a 0–0 interval would claim a certainty the effort does
+    /// not give; `p_upper95` bounds it instead).
     pub p_ci95: Option<[f64; 2]>,
+    /// When `p` is 0: a one-sided 95% upper bound for the effort made ([`zero_hit_bound`]).
+    pub p_upper95: Option<f64>,
     /// Per repeat: its estimate.
     pub repeat_p: Vec<f64>,
     /// Per stage, summed over the repeats: trials and hits (their ratio is the stage's
@@ -142,7 +146,7 @@ pub fn estimate(spec: &SimSpec, seed: u64, rare: &RareSpec) -> RareEstimate {
     let n = repeat_p.len() as f64;
     let se = (repeat_p.len() > 1).then(|| sd / n.sqrt());
     let relative_error = se.filter(|_| p > 0.0).map(|se| se / p);
-    let p_ci95 = se.map(|se| [(p - 1.96 * se).max(0.0), p + 1.96 * se]);
+    let p_ci95 = se.filter(|_| p > 0.0).map(|se| [(p - 1.96 * se).max(0.0), p + 1.96 * se]);
     let mut stages: Vec<Stage> = rare.levels.iter().map(|&level| Stage { level, trials: 0, hits: 0 }).collect();
     for (_, s, _) in &runs {
         for (total, stage) in stages.iter_mut().zip(s) {
@@ -151,7 +155,34 @@ pub fn estimate(spec: &SimSpec, seed: u64, rare: &RareSpec) -> RareEstimate {
         }
     }
     let events = runs.iter().map(|r| r.2).sum();
-    RareEstimate { p, relative_error, p_ci95, repeat_p, stages, events }
+    let p_upper95 = (p == 0.0).then(|| zero_hit_bound(&stages));
+    RareEstimate { p, relative_error, p_ci95, p_upper95, repeat_p, stages, events }
+}
+
+/// The exact one-sided 95% upper bound on a probability after `n` trials with no hit:
+/// 1 − 0.05^(1/n) (Clopper–Pearson; ≈ 3 ÷ n, the rule of three, for large n).
+pub fn zero_hits_upper95(n: u64) -> f64 {
+    if n == 0 {
+        return 1.0;
+    }
+    1.0 - 0.05f64.powf(1.0 / n as f64)
+}
+
+/// An upper bound on the event's probability when no repeat saw it, from the stages pooled over
+/// the repeats: the pooled hit shares of the stages before the first one with no hit at all,
+/// times that stage's exact zero-hit bound for its trials (the later stages' shares are at most
+/// 1). The stages before enter at their estimates, so it is the bound of the stage that saw
+/// nothing, scaled by the estimated chance of reaching it. When every stage saw a hit somewhere
+/// (each repeat died at a different level), the pooled product itself.
+pub fn zero_hit_bound(stages: &[Stage]) -> f64 {
+    let mut bound = 1.0;
+    for s in stages {
+        if s.hits == 0 {
+            return bound * zero_hits_upper95(u64::from(s.trials));
+        }
+        bound *= f64::from(s.hits) / f64::from(s.trials);
+    }
+    bound
 }
 
 /// Plain replication of the same event: how many of `runs` fresh replications (numbered from

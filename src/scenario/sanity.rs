@@ -61,6 +61,25 @@ pub fn warnings(spec: &SimSpec) -> Vec<String> {
             }
         }
     }
+    // Calm (recovery) must hold longer than an attempt can wait: a window shorter than the
+    // clients' attempt timeout can fall in the lull while every attempt waits out its timeout,
+    // with no retry sent, and pass for calm.
+    let triggered =
+        !spec.faults.is_empty() || spec.tenants.iter().any(|t| matches!(t.arrival, Arrival::Profile { .. }));
+    let longest = spec
+        .tenants
+        .iter()
+        .filter_map(|t| spec.policies[t.policy].attempt_timeout.map(|d| (d, &spec.policies[t.policy].name)))
+        .max_by_key(|(d, _)| *d);
+    if let Some((timeout, policy)) = longest.filter(|(d, _)| triggered && spec.recovery_hold < *d) {
+        out.push(format!(
+            "recovery_hold = \"{}\" is shorter than policy `{policy}`'s attempt_timeout of {} (the clients' calls to hop `{}`): a lull while attempts wait out their timeout, with no retry sent, would pass for calm; set recovery_hold = \"{}\" or longer",
+            show(spec.recovery_hold),
+            show(timeout),
+            spec.hops[0].name,
+            show(timeout)
+        ));
+    }
     let down_throughout = |h: usize| {
         spec.faults.iter().any(|f| {
             f.hop == h
