@@ -121,14 +121,14 @@ pub fn run(args: InitArgs) -> Result<(), CliError> {
     })?;
     crate::report::files::write_atomic(&args.file, text.as_bytes()).map_err(|e| bad(e.to_string()))?;
     for w in &scenario.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("{}", crate::cli::warning_text(w));
     }
     let (lines, warnings) = super::load_check::load_check(&scenario.base);
     for line in lines {
         println!("{line}");
     }
     for w in warnings {
-        eprintln!("warning: {w}");
+        eprintln!("{}", crate::cli::warning_text(&w));
     }
     println!("wrote {name}; run it with: retrystorm compare {name}");
     Ok(())
