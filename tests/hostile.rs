@@ -391,7 +391,7 @@ fn pointless_scenarios_are_warned_about() {
         .replace("[policy.client]", "[policy.client]\ndeadline = \"50ms\"\nbase = \"100ms\"");
     std::fs::write(dir.join("late.toml"), late).expect("write");
     let output = ok(dir, &["validate", "late.toml", "--set", "tenant.main.invalid_fraction=1"]);
-    let text = String::from_utf8_lossy(&output.stdout);
+    let text = String::from_utf8_lossy(&output.stdout).replace("\n  ", " ");
     for expected in [
         "warning: tenant `main` starts sending at 5s, at or after the horizon (2s): it sends nothing",
         "warning: tenant `main` has invalid_fraction = 1: every request it sends is rejected",
