@@ -140,7 +140,7 @@ fn bad_overrides_name_the_set_field_value_and_fix() {
         (&["--set", "hop.api.workers=0"], "error: good.toml (--set hop.api.workers): `hop.api.workers`: is 0; it must be between 1 and 10000000"),
         (
             &["--set", "tenant.main.arrival.spred=1s"],
-            "error: good.toml (--set tenant.main.arrival.spred): `tenant.main.arrival.spred`: unknown field `spred`, expected one of `kind`, `start`, `spread`, `requests_per_client`, `rate_per_s`, `think`, `steps`, `file`, `format`, `column`, `time_column`, `unit`, `interval`, `per`, `time_scale`, `volume_scale`, `loop`, `from_rate_per_s`, `over`; did you mean `spread`?",
+            "error: good.toml (--set tenant.main.arrival.spred): `tenant.main.arrival.spred`: unknown field `spred`; did you mean `spread`? Expected one of `kind`, `start`, `spread`, `requests_per_client`, `rate_per_s`, `think`, `steps`, `file`, `format`, `column`, `time_column`, `unit`, `interval`, `per`, `time_scale`, `volume_scale`, `loop`, `from_rate_per_s`, `over`",
         ),
         (&["--set", "horizon.unit=s"], "error: good.toml (--set horizon.unit): `horizon.unit`: `horizon` is a value, not a table; set a field beside it"),
         (&["--set", "fault.0.p=0.5"], "error: good.toml (--set fault.0.p): `fault.0.p`: the scenario has no `fault` entries to change; add one to the file first"),

@@ -377,7 +377,8 @@ fn pointless_scenarios_are_warned_about() {
     );
     std::fs::write(dir.join("faults.toml"), with_faults).expect("write");
     let output = ok(dir, &["validate", "faults.toml"]);
-    let text = String::from_utf8_lossy(&output.stdout);
+    // Warnings wrap at 100 columns: read them unwrapped.
+    let text = String::from_utf8_lossy(&output.stdout).replace("\n  ", " ");
     for expected in [
         "warning: a `error_rate` fault on hop `api` starts at 30s, after the run ends (drain limit 4s): it has no effect",
         "warning: faults `outage` [0s, 10s) and `slow` [1s, 2s) overlap on hop `api`: both apply at once",
@@ -390,7 +391,7 @@ fn pointless_scenarios_are_warned_about() {
         .replace("[policy.client]", "[policy.client]\ndeadline = \"50ms\"\nbase = \"100ms\"");
     std::fs::write(dir.join("late.toml"), late).expect("write");
     let output = ok(dir, &["validate", "late.toml", "--set", "tenant.main.invalid_fraction=1"]);
-    let text = String::from_utf8_lossy(&output.stdout);
+    let text = String::from_utf8_lossy(&output.stdout).replace("\n  ", " ");
     for expected in [
         "warning: tenant `main` starts sending at 5s, at or after the horizon (2s): it sends nothing",
         "warning: tenant `main` has invalid_fraction = 1: every request it sends is rejected",
@@ -554,7 +555,7 @@ fn plot_reads_only_regular_files_within_its_limit() {
             _ => std::fs::create_dir(&path).expect("mkdir"),
         }
     };
-    let hint = "`plot` needs a directory written by `retrystorm run`, `compare`, `sweep` or `merge` (rerun it to get the files charts need)";
+    let hint = "`plot` needs a directory written by `retrystorm run`, `compare`, `sweep`, `merge`, `map` or `plan` (rerun it to get the files charts need)";
     let special = "it is not a regular file (a device, FIFO or socket)";
     let rewrite = "rerun the run to rewrite it";
     for (name, file, kind) in [

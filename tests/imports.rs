@@ -129,11 +129,18 @@ fn validate_prints_each_policy_with_the_source_of_every_value_and_set_overrides_
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
+    // A field's line, with its source when that went on the next line (100 columns at most).
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.iter().all(|l| l.chars().count() <= 100), "{text}");
     let line = |field: &str| {
-        text.lines()
-            .find(|l| l.trim_start().starts_with(field))
-            .unwrap_or_else(|| panic!("no {field} in:\n{text}"))
-            .to_string()
+        let i = lines
+            .iter()
+            .position(|l| l.trim_start().starts_with(field))
+            .unwrap_or_else(|| panic!("no {field} in:\n{text}"));
+        match lines.get(i + 1) {
+            Some(next) if next.trim_start().starts_with('←') => format!("{} {}", lines[i], next.trim()),
+            _ => lines[i].to_string(),
+        }
     };
     assert!(line("base ").contains("100ms") && line("base ").contains("retryPolicy.initialBackoff"), "{text}");
     assert!(line("budget").contains("retryThrottling"), "{text}");

@@ -121,6 +121,8 @@ fn validate_warns_on_the_probes() {
     // A TTL equal to the window violates window < TTL.
     let probe = bundled("idempotency-in-flight");
     let (_, text) = validate(&[&probe, "--set", "hop.consumer.idempotency.ttl=window"]);
+    // Warnings wrap at 100 columns: read them unwrapped.
+    let text = text.replace("\n  ", " ");
     assert!(text.contains("keeps idempotency keys for 1h but policy `provider` delivers for a window of 1h"), "{text}");
     assert!(text.contains("must be strictly longer than the window"), "{text}");
     let (_, text) = validate(&[&probe, "--set", "hop.consumer.idempotency.ttl=window+1s"]);

@@ -152,8 +152,10 @@ fn measure(
     let mut records = Vec::with_capacity(variants.len() * options.runs as usize);
     let mut measured: Vec<Emulation> = Vec::new();
     for (v, checked) in variants.iter().zip(checked) {
-        // A warning about the machine or the scenario, once per variant however many runs say it.
-        let mut warned = std::collections::BTreeSet::new();
+        // A warning about the machine or the scenario, once per variant however many runs say it,
+        // with how many did: `(in 7 of 10 runs)`.
+        let mut warned: Vec<(String, u32)> = Vec::new();
+        let mut stopped: Vec<(String, u32)> = Vec::new();
         for k in 0..options.runs {
             if !quiet {
                 let which =
@@ -161,17 +163,45 @@ fn measure(
                 eprintln!("emulating `{}`{which} on 127.0.0.1 at --time-scale {} …", v.name, options.time_scale);
             }
             let (record, emulation) = emulate::run(&v.spec, (seed, u64::from(k)), options, checked)?;
-            for w in emulation.warnings.iter().filter(|w| warned.insert(w.to_string())) {
-                eprintln!("warning: `{}`: {w}", v.name);
+            for w in &emulation.warnings {
+                count_once(&mut warned, w);
             }
             if let Some(why) = &record.truncated {
-                eprintln!("warning: emulated `{}` stopped early ({why}); its results are partial", v.name);
+                count_once(&mut stopped, why);
             }
             records.push(record);
             measured.push(emulation);
         }
+        for (w, n) in &warned {
+            eprintln!("{}", crate::cli::warning_text(&format!("`{}`: {w}{}", v.name, in_runs(*n, options.runs))));
+        }
+        for (why, n) in &stopped {
+            let text = format!(
+                "emulated `{}` stopped early ({why}){}; its results are partial",
+                v.name,
+                in_runs(*n, options.runs)
+            );
+            eprintln!("{}", crate::cli::warning_text(&text));
+        }
     }
     Ok((records, measured))
+}
+
+/// Counts `text` in `seen` (first-seen order kept).
+fn count_once(seen: &mut Vec<(String, u32)>, text: &str) {
+    match seen.iter_mut().find(|(t, _)| t == text) {
+        Some((_, n)) => *n += 1,
+        None => seen.push((text.to_string(), 1)),
+    }
+}
+
+/// ` (in 7 of 10 runs)` after a warning that came from runs of several, nothing for one run.
+fn in_runs(n: u32, runs: u32) -> String {
+    if runs > 1 {
+        format!(" (in {n} of {runs} runs)")
+    } else {
+        String::new()
+    }
 }
 
 fn parse_client(text: &str) -> Result<ClientMode, String> {
@@ -307,12 +337,14 @@ fn merge(runs: &[Emulation]) -> Emulation {
         loopback_samples: runs.iter().map(|e| e.loopback_samples).sum(),
         cpu_s: runs.iter().map(|e| e.cpu_s).sum(),
         cpu_share: runs.iter().map(|e| e.cpu_share).try_fold(0.0f64, |m, s| s.map(|s| m.max(s))),
-        warnings: runs.iter().flat_map(|e| e.warnings.iter().cloned()).fold(Vec::new(), |mut seen, w| {
-            if !seen.contains(&w) {
-                seen.push(w);
+        // Each warning once, with how many of the runs gave it: `… (in 7 of 10 runs)`.
+        warnings: {
+            let mut seen = Vec::new();
+            for w in runs.iter().flat_map(|e| &e.warnings) {
+                count_once(&mut seen, w);
             }
-            seen
-        }),
+            seen.into_iter().map(|(w, n)| format!("{w}{}", in_runs(n, runs.len() as u32))).collect()
+        },
         client_delays: runs.iter().fold(Default::default(), |fit, e| fit.merged(&e.client_delays)),
     }
 }
@@ -657,7 +689,18 @@ fn cpu_words(e: &Emulation) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::twins_note;
+    use super::{count_once, in_runs, twins_note};
+
+    #[test]
+    fn a_warning_of_several_runs_is_counted_once() {
+        let mut seen = Vec::new();
+        for w in ["slow timers", "few cores", "slow timers", "slow timers"] {
+            count_once(&mut seen, w);
+        }
+        assert_eq!(seen, vec![("slow timers".to_string(), 3), ("few cores".to_string(), 1)]);
+        assert_eq!(in_runs(3, 4), " (in 3 of 4 runs)");
+        assert_eq!(in_runs(1, 1), "");
+    }
 
     /// 100 replications spread evenly over [0.55, 0.65] (mean 0.60), all but the first three.
     fn replications(first: [f64; 3]) -> Vec<f64> {

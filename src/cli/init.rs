@@ -128,7 +128,7 @@ pub fn run(args: InitArgs) -> Result<(), CliError> {
     let scenario = validate(&text)?;
     crate::report::files::write_atomic(&args.file, text.as_bytes()).map_err(|e| bad(e.to_string()))?;
     for w in &scenario.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("{}", crate::cli::warning_text(w));
     }
     if let Some(w) = &sizing.never_drains {
         eprintln!("warning: {w}");
@@ -138,7 +138,7 @@ pub fn run(args: InitArgs) -> Result<(), CliError> {
         println!("{line}");
     }
     for w in warnings {
-        eprintln!("warning: {w}");
+        eprintln!("{}", crate::cli::warning_text(&w));
     }
     println!("wrote {name}; run it with: retrystorm compare {name}");
     Ok(())

@@ -241,7 +241,7 @@ pub fn run(args: MapArgs) -> Result<(), CliError> {
     });
     let claim = super::claim(&out, args.run.force)?;
     for w in &first.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("{}", crate::cli::warning_text(w));
     }
     let pool = crate::runner::thread_pool(args.run.threads);
     let progress = Progress::new(!args.run.quiet, runs_max(&header, rows.len()));
@@ -265,10 +265,10 @@ pub fn run(args: MapArgs) -> Result<(), CliError> {
 fn unobservable_warning(map: &MapFile) -> Option<String> {
     let judged: u32 = map.rows.iter().flat_map(|r| &r.variants).flat_map(|v| &v.cells).map(|c| c.estimate.judged).sum();
     (judged == 0 && !map.rows.is_empty()).then(|| {
-        format!(
-            "warning: no run could be judged (every cell is not observable): the judging instant, the trigger's end + {} s, must come before the horizon, and a run must not be cut before it (max_events); shorten --hold, lengthen the horizon (--set horizon=…) or raise max_events",
+        crate::cli::warning_text(&format!(
+            "no run could be judged (every cell is not observable): the judging instant, the trigger's end + {} s, must come before the horizon, and a run must not be cut before it (max_events); shorten --hold, lengthen the horizon (--set horizon=…) or raise max_events",
             map.definition.hold_s
-        )
+        ))
     })
 }
 

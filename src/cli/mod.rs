@@ -413,7 +413,7 @@ fn run_with(
         (Some(_) | None, _) => None,
     };
     for w in &scenario.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("{}", crate::cli::warning_text(w));
     }
     let options = RunOptions { threads: args.threads, progress: !args.quiet };
     let mut study = run_study(&scenario, &variants, &options);
@@ -438,6 +438,11 @@ fn run_with(
         print!("{text}");
     }
     Ok(())
+}
+
+/// A warning as printed: `warning: …` wrapped to 100 columns (continuation lines indented).
+pub fn warning_text(w: &str) -> String {
+    table::fit(&format!("warning: {w}"), table::WIDTH).trim_end().to_string()
 }
 
 /// The default limit: half the machine's memory (`MemTotal` of /proc/meminfo), else 4 GiB.
@@ -571,10 +576,11 @@ fn validate(path: &str, set: &[String]) -> Result<(), CliError> {
         set.iter().map(|s| parse_assignment(s).map_err(CliError::BadInput)).collect::<Result<_, _>>()?;
     let scenario = Scenario::load(path, &list)?;
     for w in &scenario.warnings {
-        println!("warning: {w}");
+        println!("{}", crate::cli::warning_text(w));
     }
     let s = &scenario.base;
-    println!(
+    // Every line within 100 columns, as run's and compare's.
+    let ok = format!(
         "ok: `{}`: {} tenant(s), {} hop(s), {} fault(s), {} variant(s), {} replication(s), seed {}",
         scenario.name,
         s.tenants.len(),
@@ -584,15 +590,16 @@ fn validate(path: &str, set: &[String]) -> Result<(), CliError> {
         scenario.replications,
         scenario.seed
     );
+    print!("{}", table::fit(&ok, table::WIDTH));
     for line in scenario.policy_report() {
         println!("{line}");
     }
     let (lines, warnings) = load_check::load_check(s);
     for line in lines {
-        println!("{line}");
+        print!("{}", table::fit(&line, table::WIDTH));
     }
     for w in warnings {
-        println!("warning: {w}");
+        println!("{}", crate::cli::warning_text(&w));
     }
     Ok(())
 }

@@ -149,7 +149,7 @@ pub fn run(args: PlanArgs) -> Result<(), CliError> {
     });
     files::prepare_dir(&out).map_err(|e| bad(format!("{e}; choose another --out")))?;
     for w in &scenario.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("{}", crate::cli::warning_text(w));
     }
     let options = RunOptions { threads: args.run.threads, progress: false };
     let mut plans = Vec::new();

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 /// Flags of `plot`.
 #[derive(Debug, Args)]
 pub struct PlotArgs {
-    /// A run's output directory (written by `run`, `compare`, `sweep` or `merge`).
+    /// An output directory (written by `run`, `compare`, `sweep`, `merge`, `map` or `plan`).
     pub dir: PathBuf,
     /// Print nothing on success.
     #[arg(long)]
@@ -23,7 +23,7 @@ pub struct PlotArgs {
 pub fn run(args: PlotArgs) -> Result<(), CliError> {
     if !args.dir.is_dir() {
         return Err(CliError::BadInput(format!(
-            "plot: `{}` is not a directory; give the output directory of a `run`, `compare`, `sweep` or `merge`",
+            "plot: `{}` is not a directory; give the output directory of a `run`, `compare`, `sweep`, `merge`, `map` or `plan`",
             args.dir.display()
         )));
     }

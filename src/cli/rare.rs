@@ -3,7 +3,7 @@
 use super::{overrides, table, CliError, RunArgs};
 use crate::model::sim::split::ProgressFn;
 use crate::report::files;
-use crate::runner::rare::{check, estimate, plain, RareEstimate, RareSpec};
+use crate::runner::rare::{check, RareEstimate, RareSpec};
 use crate::scenario::{Scenario, Variant};
 use clap::Args;
 use serde::{Deserialize, Serialize};
@@ -120,19 +120,26 @@ pub fn run(args: RareArgs) -> Result<(), CliError> {
     let out = args.run.out.clone().unwrap_or_else(|| PathBuf::from("output").join(&scenario.name).join("rare"));
     let claim = super::claim(&out, args.run.force)?;
     for w in &scenario.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("{}", crate::cli::warning_text(w));
     }
     let pool = crate::runner::thread_pool(args.run.threads);
+    // Progress over every trial and plain run, as compare and sweep show theirs.
+    let total = variants.len() as u64 * (crate::runner::rare::trials(&rare) + args.plain.unwrap_or(0));
+    let bar = crate::runner::progress::Progress::new(!args.run.quiet, total);
     let results: Vec<RareVariant> = pool.install(|| {
         variants
             .iter()
             .map(|v| RareVariant {
                 variant: v.name.clone(),
-                estimate: estimate(&v.spec, scenario.seed, &rare),
-                plain: args.plain.map(|n| (plain(&v.spec, scenario.seed, rare.progress, args.target, within_ns, n), n)),
+                estimate: crate::runner::rare::estimate_counted(&v.spec, scenario.seed, &rare, &bar),
+                plain: args.plain.map(|n| {
+                    let event = (rare.progress, args.target, within_ns);
+                    (crate::runner::rare::plain_counted(&v.spec, scenario.seed, event, n, &bar), n)
+                }),
             })
             .collect()
     });
+    bar.finish();
     let file = RareFile {
         scenario: scenario.name.clone(),
         seed: scenario.seed,

@@ -131,7 +131,7 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
     warnings.sort();
     warnings.dedup();
     for w in warnings {
-        eprintln!("warning: {w}");
+        eprintln!("{}", crate::cli::warning_text(w));
     }
     let result = run_cells(&cells, baseline, args.run.threads, !args.run.quiet);
     // One group per cell and variant: the cell's entries read `variant: replication N: reason`.

@@ -49,10 +49,14 @@ pub fn fit(text: &str, width: usize) -> String {
     }
     let mut out = String::with_capacity(text.len());
     for line in text.lines() {
-        // A command line to copy stays whole.
-        if line.chars().count() <= width || line.trim_start().starts_with("retrystorm ") {
+        if line.chars().count() <= width {
             out.push_str(line);
             out.push('\n');
+            continue;
+        }
+        // A command line to copy is continued with ` \` as a shell reads it.
+        if line.trim_start().starts_with("retrystorm ") {
+            out.push_str(&continued_command(line, width));
             continue;
         }
         let indent = line.chars().take_while(|c| *c == ' ').count();
@@ -74,6 +78,53 @@ pub fn fit(text: &str, width: usize) -> String {
         out.push_str(current.trim_end());
         out.push('\n');
     }
+    out
+}
+
+/// A long command line broken between its words (never inside quotes) with ` \` at the end of
+/// each line but the last, so it can still be copied into a shell; continuation lines indented
+/// two more than the first.
+fn continued_command(line: &str, width: usize) -> String {
+    let indent = line.chars().take_while(|c| *c == ' ').count();
+    // Words, with a quoted stretch kept inside its word.
+    let mut words: Vec<String> = Vec::new();
+    let mut quote: Option<char> = None;
+    let mut word = String::new();
+    for c in line[indent..].chars() {
+        match (quote, c) {
+            (None, ' ') => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+                continue;
+            }
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), _) if c == q => quote = None,
+            _ => {}
+        }
+        word.push(c);
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    let mut out = String::new();
+    let mut current = " ".repeat(indent);
+    let mut has_word = false;
+    for w in words {
+        if has_word && current.chars().count() + 1 + w.chars().count() + 2 > width {
+            out.push_str(&current);
+            out.push_str(" \\\n");
+            current = " ".repeat(indent + 2);
+            has_word = false;
+        }
+        if has_word {
+            current.push(' ');
+        }
+        current.push_str(&w);
+        has_word = true;
+    }
+    out.push_str(&current);
+    out.push('\n');
     out
 }
 
@@ -302,7 +353,10 @@ pub fn study_text(study: &Study, width: usize, replicas: &str) -> String {
     let mut out = fit(&header_line(study), width);
     let mut head = String::new();
     let _ = writeln!(head, "{}", parts.answer);
-    let _ = writeln!(head, "{}", parts.rule);
+    // One variant: nothing is ranked, so no ranking rule.
+    if study.variants.len() > 1 {
+        let _ = writeln!(head, "{}", parts.rule);
+    }
     let head = if width < WIDE { head.replacen(": retrystorm ", ":\n  retrystorm ", 1) } else { head };
     out.push_str(&fit(&head, width));
     out.push_str(&ranking_table(&parts, width));
@@ -406,6 +460,27 @@ fn ranking_table(parts: &crate::report::verdict_text::VerdictParts, width: usize
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_command_is_continued_with_a_backslash_outside_quotes() {
+        let cmd = "  retrystorm plan scenarios/overload-shedding.toml --vary hop.server.workers=2..64 --find smallest --require 'success_ratio >= 0.99' --out /tmp/plan";
+        let text = fit(cmd, WIDTH);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines.len() > 1, "{text}");
+        for l in &lines {
+            assert!(l.chars().count() <= WIDTH, "{l}");
+        }
+        for l in &lines[..lines.len() - 1] {
+            assert!(l.ends_with(" \\"), "{l}");
+        }
+        assert!(lines[1].starts_with("    --") || lines[1].starts_with("    '"), "{text}");
+        // Joined back as a shell would, it is the command again; the quoted part stays whole.
+        let joined: Vec<&str> = lines.iter().map(|l| l.trim().trim_end_matches('\\').trim()).collect();
+        assert_eq!(joined.join(" "), cmd.trim());
+        assert!(lines.iter().any(|l| l.contains("'success_ratio >= 0.99'")), "{text}");
+        // A short command is left alone.
+        assert_eq!(fit("retrystorm run x.toml", WIDTH), "retrystorm run x.toml\n");
+    }
     use crate::runner::{run_study, RunOptions};
     use crate::scenario::{parse_assignment, Scenario};
 

@@ -143,7 +143,41 @@ fn seconds<const S: u64>() -> Nanos {
     S * crate::engine::NS_PER_S
 }
 
+impl Scope {
+    /// The scope in words: `per client`, `per tenant`, `global`.
+    pub fn words(self) -> &'static str {
+        match self {
+            Scope::Client => "per client",
+            Scope::Tenant => "per tenant",
+            Scope::Global => "global",
+        }
+    }
+}
+
 impl BudgetKind {
+    /// The budget in words: `gRPC throttle (10 tokens, +0.1 per success)`.
+    pub fn words(&self) -> String {
+        match self {
+            BudgetKind::AwsQuota { capacity, retry_cost, .. } => {
+                format!("AWS retry quota ({capacity} tokens, {retry_cost} per retry)")
+            }
+            BudgetKind::GrpcThrottle { max_tokens, token_ratio } => {
+                format!("gRPC throttle ({max_tokens} tokens, +{token_ratio} per success)")
+            }
+            BudgetKind::Finagle { percent, min_retries_per_s, .. } => {
+                format!("Finagle budget ({}% of requests + {min_retries_per_s}/s)", percent * 100.0)
+            }
+            BudgetKind::Ratio { ratio, .. } => format!("retry ratio ≤ {ratio}"),
+            BudgetKind::AdaptiveThrottle { k, .. } => format!("adaptive throttle (K = {k})"),
+            BudgetKind::TokenBucket { capacity, per_request } => {
+                format!("token bucket ({capacity} tokens, +{per_request} per request)")
+            }
+            BudgetKind::ConcurrentRetries { budget_percent, min_retry_concurrency } => {
+                format!("concurrent retries ≤ max({budget_percent}% of active calls, {min_retry_concurrency})")
+            }
+        }
+    }
+
     /// The scenario-file name of this kind.
     pub fn name(&self) -> &'static str {
         match self {

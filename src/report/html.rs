@@ -119,11 +119,11 @@ pub fn report_html(data: &ReportData, charts: &[RenderedChart]) -> String {
     let names: Vec<&str> = data.variants.iter().map(|v| v.name.as_str()).collect();
     let _ = write!(
         h,
-        "<h1>{}</h1>\n<p class=\"meta\">{} variant(s): {} · {} replications each · seed {} · retrystorm {}</p>\n",
+        "<h1>{}</h1>\n<p class=\"meta\">{} variant(s): {} · {} each · seed {} · retrystorm {}</p>\n",
         escape(&data.scenario),
         names.len(),
         escape(&names.join(", ")),
-        data.replications,
+        crate::report::format::count_of(u64::from(data.replications), "replication"),
         data.seed,
         escape(&data.version)
     );
@@ -185,12 +185,12 @@ pub fn sweep_html(data: &SweepData, charts: &[RenderedChart]) -> String {
     let axes: Vec<String> = data.axes.iter().map(|a| format!("{} ∈ {{{}}}", a.path, a.labels.join(", "))).collect();
     let _ = write!(
         h,
-        "<h1>{} — sweep</h1>\n<p class=\"meta\">{} cell(s): {} · variants {} · {} replications per cell · seed {}</p>\n",
+        "<h1>{} — sweep</h1>\n<p class=\"meta\">{} cell(s): {} · variants {} · {} per cell · seed {}</p>\n",
         escape(&data.scenario),
         cells,
         escape(&axes.join("; ")),
         escape(&data.variants.join(", ")),
-        data.replications,
+        crate::report::format::count_of(u64::from(data.replications), "replication"),
         data.seed
     );
     h.push_str("<h2>Key results</h2>\n<ul class=\"findings\">\n");

@@ -609,6 +609,14 @@ pub fn write_map(dir: &Path, map: &MapFile) -> Result<Vec<PathBuf>, OutputError>
         files::write_atomic(&path, &bytes)?;
         written.push(path);
     }
+    written.extend(render_map(dir, map)?);
+    Ok(written)
+}
+
+/// Writes the charts and `report.html` of a whole map (nothing for a shard) to `dir` from its
+/// `map.json` (`retrystorm plot` on a map's directory); returns the files written.
+pub fn render_map(dir: &Path, map: &MapFile) -> Result<Vec<PathBuf>, OutputError> {
+    let mut written = Vec::new();
     if map.shard.is_none() {
         let mut rendered = Rendered::default();
         rendered.add(dir, &HeatFigure { map })?;

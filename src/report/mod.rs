@@ -106,9 +106,19 @@ pub enum RenderError {
 /// when `dir` holds `sweep.json`, of any kind, and no `summary.json`), adding each complete file
 /// to `written`. Each file read may have at most `max_bytes` ([`readback`]).
 pub fn render_dir(dir: &Path, max_bytes: u64, written: &mut Vec<PathBuf>) -> Result<(), RenderError> {
-    let sweep = dir.join("sweep.json").symlink_metadata().is_ok();
-    if sweep && !dir.join("summary.json").exists() {
+    let has = |name: &str| dir.join(name).symlink_metadata().is_ok();
+    if has("summary.json") {
+        render_run_into(dir, max_bytes, written)
+    } else if has("sweep.json") {
         render_sweep(dir, max_bytes, written)
+    } else if has("map.json") {
+        let map: crate::runner::map::MapFile = readback::read_typed(dir, "map.json", max_bytes)?;
+        written.extend(map::render_map(dir, &map)?);
+        Ok(())
+    } else if has("plan.json") {
+        let plan: crate::runner::plan::PlanFile = readback::read_typed(dir, "plan.json", max_bytes)?;
+        written.extend(plan::render_plan(dir, &plan)?);
+        Ok(())
     } else {
         render_run_into(dir, max_bytes, written)
     }

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 /// same as in `compare` and `run`.
 fn plan_colour(plan: &PlanFile, index: usize) -> RGBColor {
     let names: Vec<&str> = plan.variants.iter().map(String::as_str).collect();
-    palette::colours_of(&names).get(index).copied().unwrap_or(palette::PALETTE[0])
+    palette::colours_of(&names).get(index).copied().unwrap_or(palette::OTHERS[0])
 }
 
 /// `plan.json` text (floats round-trip exactly, so a merged plan is byte-identical).
@@ -650,13 +650,21 @@ pub fn plan_html(plan: &PlanFile, rendered: &Rendered) -> String {
 
 /// Writes `plan.json`, `plan.csv`, the chart and `report.html` to `dir`; returns the files.
 pub fn write_plan(dir: &Path, plan: &PlanFile) -> Result<Vec<PathBuf>, OutputError> {
-    let requirements: Vec<Requirement> = plan.requirements.iter().filter_map(|r| Requirement::parse(r).ok()).collect();
     let mut written = Vec::new();
     for (name, bytes) in [("plan.json", plan_json(plan)), ("plan.csv", plan_csv(plan))] {
         let path = dir.join(name);
         files::write_atomic(&path, &bytes)?;
         written.push(path);
     }
+    written.extend(render_plan(dir, plan)?);
+    Ok(written)
+}
+
+/// Writes the chart and `report.html` of a whole plan (nothing for a shard) to `dir` from its
+/// `plan.json` (`retrystorm plot` on a plan's directory); returns the files written.
+pub fn render_plan(dir: &Path, plan: &PlanFile) -> Result<Vec<PathBuf>, OutputError> {
+    let requirements: Vec<Requirement> = plan.requirements.iter().filter_map(|r| Requirement::parse(r).ok()).collect();
+    let mut written = Vec::new();
     let mut rendered = Rendered::default();
     if plan.shard.is_none() {
         if plan.across.is_some() {

@@ -40,7 +40,7 @@ fn unreadable(path: &Path, e: InputError) -> ReadError {
     let hint = if matches!(e, InputError::TooBig { .. }) {
         "; raise --max-memory if the machine can hold it"
     } else if e.is_wrong_file() {
-        "; `plot` needs a directory written by `retrystorm run`, `compare`, `sweep` or `merge` (rerun it to get the files charts need)"
+        "; `plot` needs a directory written by `retrystorm run`, `compare`, `sweep`, `merge`, `map` or `plan` (rerun it to get the files charts need)"
     } else {
         ""
     };
@@ -54,6 +54,13 @@ fn read_text(path: &Path, max_bytes: u64) -> Result<String, ReadError> {
 
 fn read_json(path: &Path, max_bytes: u64) -> Result<Value, ReadError> {
     serde_json::from_str(&read_text(path, max_bytes)?).map_err(|e| fail(path, format!("not valid JSON: {e}")))
+}
+
+/// The `map.json` or `plan.json` (`name`) in `dir` as its typed file, of at most `max_bytes`.
+pub fn read_typed<T: serde::de::DeserializeOwned>(dir: &Path, name: &str, max_bytes: u64) -> Result<T, ReadError> {
+    let path = dir.join(name);
+    let value = read_json(&path, max_bytes)?;
+    serde_json::from_value(value).map_err(|e| fail(&path, format!("not a {name} this version reads: {e}")))
 }
 
 /// Reads the run in `dir`; each file may have at most `max_bytes`.

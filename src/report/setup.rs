@@ -4,7 +4,7 @@
 
 use crate::engine::time::{duration_words, ns_to_secs};
 use crate::engine::Nanos;
-use crate::model::budget::{BudgetKind, BudgetSpec, Scope};
+use crate::model::budget::{BudgetSpec, Scope};
 use crate::model::policy::{DeadlineMode, RetryAfterMode};
 use crate::model::{Arrival, Dist, FaultKind, Jitter, RetryPolicy, SimSpec};
 use serde::{Deserialize, Serialize};
@@ -291,34 +291,11 @@ fn retry_after_words(mode: RetryAfterMode) -> String {
 }
 
 fn budget_words(budget: &BudgetSpec) -> String {
-    let kind = match &budget.kind {
-        BudgetKind::AwsQuota { capacity, retry_cost, .. } => {
-            format!("AWS retry quota ({capacity} tokens, {retry_cost} per retry)")
-        }
-        BudgetKind::GrpcThrottle { max_tokens, token_ratio } => {
-            format!("gRPC throttle ({max_tokens} tokens, +{token_ratio} per success)")
-        }
-        BudgetKind::Finagle { percent, min_retries_per_s, .. } => {
-            format!("Finagle budget ({}% of requests + {min_retries_per_s}/s)", percent * 100.0)
-        }
-        BudgetKind::Ratio { ratio, .. } => format!("retry ratio ≤ {ratio}"),
-        BudgetKind::AdaptiveThrottle { k, .. } => format!("adaptive throttle (K = {k})"),
-        BudgetKind::TokenBucket { capacity, per_request } => {
-            format!("token bucket ({capacity} tokens, +{per_request} per request)")
-        }
-        BudgetKind::ConcurrentRetries { budget_percent, min_retry_concurrency } => {
-            format!("concurrent retries ≤ max({budget_percent}% of active calls, {min_retry_concurrency})")
-        }
-    };
-    format!("budget: {kind}, {}", scope_words(budget.scope))
+    format!("budget: {}, {}", budget.kind.words(), budget.scope.words())
 }
 
 fn scope_words(scope: Scope) -> &'static str {
-    match scope {
-        Scope::Client => "per client",
-        Scope::Tenant => "per tenant",
-        Scope::Global => "global",
-    }
+    scope.words()
 }
 
 /// A cache hop in words, for `scenario.json` and the report's hop table.

@@ -3,7 +3,7 @@
 use crate::engine::time::ns_to_secs;
 use crate::metrics::catalogue::Metric;
 use crate::metrics::objective::Objective;
-use crate::report::format::csv_bytes;
+use crate::report::format::{csv_bytes, exact_secs};
 use crate::runner::compare::Difference;
 use crate::runner::verdict::Verdict;
 use crate::runner::{MeanSeries, StatRow, Study, REPLICA_COLUMNS, SERIES_COLUMNS};
@@ -293,7 +293,6 @@ pub fn active_buckets(study: &Study) -> usize {
 /// `timeseries.csv`: mean over replications per bucket, per hop and tenant, per variant.
 pub fn timeseries_csv(study: &Study) -> Vec<u8> {
     let buckets = active_buckets(study);
-    let bucket_s = ns_to_secs(study.bucket);
     csv_bytes(|w| {
         let mut header = vec!["variant", "scope", "name", "t_s"];
         header.extend(SERIES_COLUMNS);
@@ -302,8 +301,12 @@ pub fn timeseries_csv(study: &Study) -> Vec<u8> {
             let scopes = v.hop_series.iter().map(|s| ("hop", s)).chain(v.tenant_series.iter().map(|s| ("tenant", s)));
             for (scope, series) in scopes {
                 for (b, row) in series.rows.iter().take(buckets).enumerate() {
-                    let mut record =
-                        vec![v.name.clone(), scope.to_string(), series.name.clone(), (b as f64 * bucket_s).to_string()];
+                    let mut record = vec![
+                        v.name.clone(),
+                        scope.to_string(),
+                        series.name.clone(),
+                        exact_secs(b as u64 * study.bucket),
+                    ];
                     record.extend(row.iter().map(|x| x.to_string()));
                     w.write_record(&record)?;
                 }
@@ -320,7 +323,6 @@ pub fn replicas_csv(study: &Study) -> Option<Vec<u8>> {
         return None;
     }
     let buckets = active_buckets(study);
-    let bucket_s = ns_to_secs(study.bucket);
     Some(csv_bytes(|w| {
         let mut header = vec!["variant", "replica", "t_s"];
         header.extend(REPLICA_COLUMNS);
@@ -328,7 +330,7 @@ pub fn replicas_csv(study: &Study) -> Option<Vec<u8>> {
         for v in &study.variants {
             for series in &v.replica_series {
                 for (b, row) in series.rows.iter().take(buckets).enumerate() {
-                    let mut record = vec![v.name.clone(), series.name.clone(), (b as f64 * bucket_s).to_string()];
+                    let mut record = vec![v.name.clone(), series.name.clone(), exact_secs(b as u64 * study.bucket)];
                     record.extend(row.iter().map(|x| x.to_string()));
                     w.write_record(&record)?;
                 }

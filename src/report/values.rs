@@ -99,7 +99,7 @@ pub fn plain(metric: Metric, x: f64) -> String {
     format!("{body}{suffix}")
 }
 
-/// A metric's mean with its 95% CI half-width at the precision the CI supports: `12.7 s ±0.31`,
+/// A metric's mean with its 95% CI half-width at the precision the CI supports: `12.7 s ±0.31 s`,
 /// `92.6% ±0.4 pp`, or its bounds when the interval is not symmetric (`0.375 s [0.0123–11.4]`), `10,000 (exact)` when every replication agrees, the bare value with one
 /// replication, `—` without a value, and for flags the count of replications (`3 of 10`).
 pub fn value(metric: Metric, stat: Option<&Stat>) -> String {
@@ -126,12 +126,12 @@ pub fn value(metric: Metric, stat: Option<&Stat>) -> String {
         return format!("{body}{suffix} (exact){null_note}");
     }
     // Precision follows the interval, up to MEAN_DIGITS significant digits of the mean: a
-    // half-width below one unit of that last digit is written `±<unit` (`22.70 s ±<0.01`, not
+    // half-width below one unit of that last digit is written `±<unit` (`22.70 s ±<0.01 s`, not
     // `22.700076 s ±0.000061`).
     let d_cap = mean_decimals_max(m);
     let d = decimals_for(half).min(d_cap);
     if decimals_for(half) > d_cap && half < 0.5 * 10f64.powi(-(d as i32)) {
-        let ci_suffix = if unit == Unit::Share { " pp" } else { "" };
+        let ci_suffix = if unit == Unit::Share { " pp" } else { suffix };
         let below = grouped(10f64.powi(-(d as i32)), d);
         return format!("{}{suffix} ±<{below}{ci_suffix}{null_note}", grouped(m, d));
     }
@@ -143,7 +143,8 @@ pub fn value(metric: Metric, stat: Option<&Stat>) -> String {
             return format!("{}{suffix} [{}–{}{unit_mark}]{null_note}", grouped(m, d), grouped(lo, d), grouped(hi, d));
         }
     }
-    let ci_suffix = if unit == Unit::Share { " pp" } else { "" };
+    // The ± says its unit: `48.79k/s ±0.45k/s`, `12.7 s ±0.31 s`, `92.6% ±0.4 pp`.
+    let ci_suffix = if unit == Unit::Share { " pp" } else { suffix };
     format!("{}{suffix} ±{}{ci_suffix}{null_note}", grouped(m, d), grouped(half, d))
 }
 
@@ -178,9 +179,9 @@ mod tests {
         assert!(text.starts_with("375 ms [") && !text.contains('-') && !text.contains('±'), "{text}");
         // A very tight interval does not add digits past four significant ones of the mean.
         let tight = Stat::from_values(vec![Some(22.700_01), Some(22.700_08), Some(22.700_14)]);
-        assert_eq!(value(Metric::CompletionTimeS, Some(&tight)), "22.70 s ±<0.01");
+        assert_eq!(value(Metric::CompletionTimeS, Some(&tight)), "22.70 s ±<0.01 s");
         let tight = Stat::from_values(vec![Some(9.241), Some(9.2457), Some(9.25)]);
-        assert_eq!(value(Metric::Amplification, Some(&tight)), "9.246× ±0.011");
+        assert_eq!(value(Metric::Amplification, Some(&tight)), "9.246× ±0.011×");
         let share = Stat::from_values(vec![Some(0.92941), Some(0.92942), Some(0.92943)]);
         assert_eq!(value(Metric::SuccessRatio, Some(&share)), "92.94% ±<0.01 pp");
         assert_eq!(value(Metric::Attempts, Some(&stat(&[92_457.0, 92_400.0, 92_520.0]))), "92,459 ±149");

@@ -13,6 +13,15 @@ use std::time::Duration;
 /// How long work must last before the bar is drawn.
 pub const SHOW_AFTER: Duration = Duration::from_secs(1);
 
+/// The bar before any run finished: no rate yet, so no ETA (indicatif would say `0s`).
+const ETA_UNKNOWN: &str = "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} runs, eta estimating…";
+/// The bar once a run finished.
+const ETA_KNOWN: &str = "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} runs, eta {eta}";
+
+fn style(template: &str) -> ProgressStyle {
+    ProgressStyle::with_template(template).expect("valid template").progress_chars("=> ")
+}
+
 /// A counter of finished runs, drawn on stderr once [`SHOW_AFTER`] has passed.
 pub struct Progress {
     bar: ProgressBar,
@@ -28,10 +37,7 @@ impl Progress {
         if !wanted || !std::io::stderr().is_terminal() {
             return Progress { bar, stop: None, watcher: None };
         }
-        let style = ProgressStyle::with_template("{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} runs, eta {eta}")
-            .expect("valid template")
-            .progress_chars("=> ");
-        bar.set_style(style);
+        bar.set_style(style(ETA_UNKNOWN));
         let (stop, stopped) = mpsc::channel::<()>();
         let shown = bar.clone();
         let watcher = std::thread::spawn(move || {
@@ -45,11 +51,15 @@ impl Progress {
 
     /// Counts one finished run.
     pub fn inc(&self) {
-        self.bar.inc(1);
+        self.inc_by(1);
     }
 
-    /// Counts `n` runs at once (finished, or skipped because they were not needed).
+    /// Counts `n` runs at once (finished, or skipped because they were not needed); the first
+    /// count turns "eta estimating…" into an estimate.
     pub fn inc_by(&self, n: u64) {
+        if self.bar.position() == 0 && n > 0 && self.stop.is_some() {
+            self.bar.set_style(style(ETA_KNOWN));
+        }
         self.bar.inc(n);
     }
 

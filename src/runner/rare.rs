@@ -10,6 +10,7 @@
 //! independent splitting runs (their standard error over their mean), so no independence between
 //! stages is assumed.
 
+use super::progress::Progress;
 use crate::engine::Nanos;
 use crate::model::sim::split::{branchable, ProgressFn, Stopped};
 use crate::model::sim::Simulation;
@@ -86,7 +87,7 @@ fn key(repeat: u32, stage: usize, trial: u32) -> u64 {
 }
 
 /// One splitting run: its estimate, its stages, and the events it took.
-fn split_once(spec: &SimSpec, seed: u64, rare: &RareSpec, repeat: u32) -> (f64, Vec<Stage>, u64) {
+fn split_once(spec: &SimSpec, seed: u64, rare: &RareSpec, repeat: u32, progress: &Progress) -> (f64, Vec<Stage>, u64) {
     let mut stages = Vec::new();
     let mut events = 0u64;
     let mut p = 1.0;
@@ -99,6 +100,7 @@ fn split_once(spec: &SimSpec, seed: u64, rare: &RareSpec, repeat: u32) -> (f64, 
             sim.begin();
             let stopped = sim.run_until(rare.progress, rare.levels[0], rare.within_ns);
             let events = sim.events();
+            progress.inc();
             ((stopped == Stopped::Level).then_some(sim), events)
         })
         .collect();
@@ -112,6 +114,7 @@ fn split_once(spec: &SimSpec, seed: u64, rare: &RareSpec, repeat: u32) -> (f64, 
     for (k, &level) in rare.levels.iter().enumerate().skip(1) {
         if hits.is_empty() {
             stages.push(Stage { level, trials: 0, hits: 0 });
+            progress.inc_by(u64::from(rare.effort));
             continue;
         }
         let starts = &hits;
@@ -123,6 +126,7 @@ fn split_once(spec: &SimSpec, seed: u64, rare: &RareSpec, repeat: u32) -> (f64, 
                 sim.reseed(key(repeat, k, i));
                 let stopped = sim.run_until(rare.progress, level, rare.within_ns);
                 let events = sim.events() - before;
+                progress.inc();
                 ((stopped == Stopped::Level).then_some(sim), events)
             })
             .collect();
@@ -140,7 +144,19 @@ fn split_once(spec: &SimSpec, seed: u64, rare: &RareSpec, repeat: u32) -> (f64, 
 
 /// Estimates the probability of `rare`'s event for `spec` (already [`check`]ed).
 pub fn estimate(spec: &SimSpec, seed: u64, rare: &RareSpec) -> RareEstimate {
-    let runs: Vec<(f64, Vec<Stage>, u64)> = (0..rare.repeats).map(|r| split_once(spec, seed, rare, r)).collect();
+    estimate_counted(spec, seed, rare, &Progress::new(false, 0))
+}
+
+/// Trials [`estimate`] runs at most: every stage's of every repeat (a stage skipped because the
+/// one before had no hit counts as run).
+pub fn trials(rare: &RareSpec) -> u64 {
+    u64::from(rare.repeats) * rare.levels.len() as u64 * u64::from(rare.effort)
+}
+
+/// [`estimate`], counting each trial on `progress`.
+pub fn estimate_counted(spec: &SimSpec, seed: u64, rare: &RareSpec, progress: &Progress) -> RareEstimate {
+    let runs: Vec<(f64, Vec<Stage>, u64)> =
+        (0..rare.repeats).map(|r| split_once(spec, seed, rare, r, progress)).collect();
     let repeat_p: Vec<f64> = runs.iter().map(|r| r.0).collect();
     let (p, sd) = crate::metrics::stats::mean_sd(&repeat_p);
     let n = repeat_p.len() as f64;
@@ -188,12 +204,25 @@ pub fn zero_hit_bound(stages: &[Stage]) -> f64 {
 /// Plain replication of the same event: how many of `runs` fresh replications (numbered from
 /// 10⁹, apart from the splitting's) see the progress function reach `target` within the limit.
 pub fn plain(spec: &SimSpec, seed: u64, progress: ProgressFn, target: u64, within: Nanos, runs: u64) -> u64 {
+    plain_counted(spec, seed, (progress, target, within), runs, &Progress::new(false, 0))
+}
+
+/// [`plain`], counting each run on `bar`.
+pub fn plain_counted(
+    spec: &SimSpec,
+    seed: u64,
+    (progress, target, within): (ProgressFn, u64, Nanos),
+    runs: u64,
+    bar: &Progress,
+) -> u64 {
     (0..runs)
         .into_par_iter()
         .filter(|&r| {
             let mut sim = Simulation::new(spec, seed, 1_000_000_000 + r);
             sim.begin();
-            sim.run_until(progress, target, within) == Stopped::Level
+            let hit = sim.run_until(progress, target, within) == Stopped::Level;
+            bar.inc();
+            hit
         })
         .count() as u64
 }

@@ -139,7 +139,25 @@ fn parse_axis(text: &str) -> Result<Axis, String> {
     if let Some((_, why)) = FIXED_PATHS.iter().find(|(p, _)| *p == path) {
         return Err(format!("--vary {path}: cannot be varied: {why}"));
     }
-    let raw = split_top_level(list);
+    // `1..4` (plan's range): every whole number from 1 to 4; any other range is refused with
+    // how to list its values.
+    let expanded: Vec<String>;
+    let raw = match range_of(list) {
+        Some(Ok((lo, hi))) if hi.saturating_sub(lo) >= 10_000 => {
+            return Err(format!("--vary {path}={}: {} values are too many for a sweep; list fewer", list.trim(), hi - lo + 1))
+        }
+        Some(Ok((lo, hi))) => {
+            expanded = (lo..=hi).map(|v| v.to_string()).collect();
+            expanded.iter().map(String::as_str).collect()
+        }
+        Some(Err(())) => {
+            return Err(format!(
+                "--vary {path}={}: sweep takes a list of values (a range only of whole numbers, `1..4` for 1,2,3,4); list them, e.g. --vary {path}=V1,V2,V3",
+                list.trim()
+            ))
+        }
+        None => split_top_level(list),
+    };
     if raw.iter().any(|v| v.trim().is_empty()) {
         return Err(format!("--vary `{text}`: an empty value; {example}"));
     }
@@ -148,6 +166,21 @@ fn parse_axis(text: &str) -> Result<Axis, String> {
         return Err(format!("--vary {path}: the value `{}` is listed twice", raw[i].trim()));
     }
     Ok(Axis { path: path.to_string(), values })
+}
+
+/// `A..B` (or `A..=B`) as a range: `Some(Ok((A, B)))` for whole numbers with A ≤ B, `Some(Err(()))`
+/// for any other range (real numbers, durations, A > B), `None` when `list` is no range.
+fn range_of(list: &str) -> Option<Result<(i64, i64), ()>> {
+    let list = list.trim();
+    if list.starts_with(['"', '\'', '[', '{']) || list.contains(',') {
+        return None;
+    }
+    let (a, b) = list.split_once("..")?;
+    let b = b.strip_prefix('=').unwrap_or(b);
+    match (a.trim().parse::<i64>(), b.trim().parse::<i64>()) {
+        (Ok(lo), Ok(hi)) if lo <= hi => Some(Ok((lo, hi))),
+        _ => Some(Err(())),
+    }
 }
 
 /// Splits at commas that are not inside `[]`, `{}` or a quoted string.
@@ -280,6 +313,22 @@ pub fn run_cells(cells: &[Cell], baseline: usize, threads: Option<usize>, progre
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_whole_number_range_expands_and_other_ranges_say_how_to_list() {
+        let axis = parse_axis("hop.api.workers=1..4").expect("a range");
+        let want: Vec<toml::Value> = (1..=4).map(toml::Value::Integer).collect();
+        assert_eq!(axis.values, want);
+        assert_eq!(parse_axis("hop.api.workers=2..=3").expect("a range").values.len(), 2);
+        let e = parse_axis("hop.api.service.mean=1ms..5ms").unwrap_err();
+        assert!(
+            e.contains("sweep takes a list of values") && e.contains("e.g. --vary hop.api.service.mean=V1,V2,V3"),
+            "{e}"
+        );
+        assert!(parse_axis("hop.api.workers=4..1").unwrap_err().contains("sweep takes a list"));
+        // A list is still a list.
+        assert_eq!(parse_axis("hop.api.workers=1,2").expect("a list").values.len(), 2);
+    }
 
     fn grid(vary: &[&str]) -> Grid {
         Grid::parse(&vary.iter().map(|s| s.to_string()).collect::<Vec<_>>()).expect("valid grid")

@@ -99,9 +99,11 @@ pub fn with_suggestion(message: &str) -> String {
     };
     let Some((word, tail)) = rest.split_once('`') else { return message.to_string() };
     let expected: Vec<&str> = tail.split('`').skip(1).step_by(2).collect();
-    match closest(word, expected) {
-        Some(best) => format!("{message}; did you mean `{best}`?"),
-        None => message.to_string(),
+    // The suggestion before the (long) list of what is allowed.
+    match (closest(word, expected), message.split_once(", expected ")) {
+        (Some(best), Some((head, list))) => format!("{head}; did you mean `{best}`? Expected {list}"),
+        (Some(best), None) => format!("{message}; did you mean `{best}`?"),
+        (None, _) => message.to_string(),
     }
 }
 
@@ -138,7 +140,7 @@ mod tests {
         assert_eq!(closest("fulll", ["none", "full", "equal"]), Some("full"));
         assert_eq!(closest("zzzzzz", ["none", "full"]), None);
         let m = with_suggestion("unknown field `jiter`, expected one of `jitter`, `base`");
-        assert!(m.ends_with("did you mean `jitter`?"), "{m}");
+        assert_eq!(m, "unknown field `jiter`; did you mean `jitter`? Expected one of `jitter`, `base`");
         assert_eq!(
             with_suggestion("invalid type: string \"x\", expected i64"),
             "invalid type: string \"x\", expected an integer"

@@ -134,13 +134,24 @@ where
         let text = format!("{}: 0 in every variant and replication", panel.title);
         return super::empty::one_line(area, &text, BLACK);
     }
-    // Room on the right for the value labels.
-    let x_max = if all_zero { 1.0 } else { x_max * 1.3 };
     let y_top = panel.bars.iter().map(|b| b.y).fold(0.0, f64::max) + 0.7;
     let label_points: Vec<f64> = panel.labels.iter().map(|l| l.0).collect();
     let label_px = label_px(panel.labels.iter().map(|l| l.1.as_str()));
     // Tick labels about 65 px apart at most, so wide numbers never run into each other.
     let plot_px = area.dim_in_pixel().0.saturating_sub(label_px + 28);
+    // Room on the right for the value labels: 30% more than the largest value, and more where a
+    // label (14 px text at a generous 0.62 em per character) would run off the panel.
+    let x_max = if all_zero {
+        1.0
+    } else {
+        let fits = |(at, text): (f64, String)| {
+            let text_px = text.chars().count() as f64 * 14.0 * 0.62 + 6.0;
+            let room = (f64::from(plot_px) - text_px).max(f64::from(plot_px) * 0.25);
+            at * f64::from(plot_px) / room
+        };
+        let labels = panel.bars.iter().filter_map(|b| value_label(b, s, (panel.suffix, panel.null_words)));
+        labels.map(fits).fold(x_max * 1.3, f64::max)
+    };
     let x_ticks = (plot_px / 65).clamp(2, 6) as usize;
     let mut chart = ChartBuilder::on(area)
         .caption(&panel.title, (FONT, 17))
@@ -206,14 +217,24 @@ where
         PathElement::new(vec![(lo, y - cap), (lo, y + cap)], whisker),
         PathElement::new(vec![(hi, y - cap), (hi, y + cap)], whisker),
     ])?;
+    let Some((at, text)) = value_label(bar, s, (suffix, nulls)) else { return Ok(()) };
+    let style = TextStyle::from((FONT, 14).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+    chart.draw_series(std::iter::once(Text::new(text, (at, y), style)))?;
+    Ok(())
+}
+
+/// A bar's value label and where it starts (the end of the bar or of its whisker), for a bar
+/// with a mean.
+fn value_label(bar: &Bar, s: f64, (suffix, nulls): (&str, &str)) -> Option<(f64, String)> {
+    let st = bar.stat?;
+    let m = st.mean? * s;
+    let hi = st.ci95.map_or(m, |c| c[1] * s);
     let missing = st.values.iter().filter(|v| v.is_none()).count();
     let mut text = fmt_value(m, suffix);
     if missing > 0 {
         text.push_str(&format!(" ({missing}/{} {nulls})", st.values.len()));
     }
-    let style = TextStyle::from((FONT, 14).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
-    chart.draw_series(std::iter::once(Text::new(format!(" {text}"), (hi.max(m), y), style)))?;
-    Ok(())
+    Some((hi.max(m), format!(" {text}")))
 }
 
 /// The headline metrics per variant: a 3 × 2 grid of bar panels.
@@ -222,8 +243,9 @@ where
     DB::ErrorType: 'static,
 {
     let title = format!(
-        "{}: key metrics per variant (mean of {} replications, whiskers: 95% CI)",
-        data.scenario, data.replications
+        "{}: key metrics per variant (mean of {}, whiskers: 95% CI)",
+        data.scenario,
+        crate::report::format::count_of(u64::from(data.replications), "replication")
     );
     let root = narrow::titled(root, &title, 24)?;
     let narrow = narrow::is_narrow(&root);
@@ -340,8 +362,9 @@ where
 {
     let what = if scope == Group::Hops { "hop" } else { "tenant" };
     let title = format!(
-        "{}: metrics per {what} and variant (mean of {} replications, whiskers: 95% CI)",
-        data.scenario, data.replications
+        "{}: metrics per {what} and variant (mean of {}, whiskers: 95% CI)",
+        data.scenario,
+        crate::report::format::count_of(u64::from(data.replications), "replication")
     );
     let root = narrow::titled(root, &title, 24)?;
     let key: Vec<KeyItem> = data

@@ -6,6 +6,7 @@ use super::key::with_key;
 use super::load::{draw_time_mesh, fault_key, rate, shade_faults, spike_key, time_axis, variant_lines_key, POINTS_MAX};
 use super::narrow;
 use super::{downsample, DrawResult, FONT};
+use crate::report::charts::palette::draw_variant_line;
 use crate::report::data::ReportData;
 use crate::runner::SERIES_COLUMNS;
 use plotters::coord::Shift;
@@ -34,8 +35,9 @@ where
     DB::ErrorType: 'static,
 {
     let title = format!(
-        "{}: retry budget per tenant — tokens and denials (mean of {} replications)",
-        data.scenario, data.replications
+        "{}: retry budget per tenant — tokens and denials (mean of {})",
+        data.scenario,
+        crate::report::format::count_of(u64::from(data.replications), "replication")
     );
     let root = narrow::titled(root, &title, 24)?;
     let mut key = variant_lines_key(data);
@@ -92,11 +94,7 @@ where
         shade_faults(&mut chart, first, None, (t_max, 0.0, y_max), unit)?;
         let styles = crate::report::charts::Lines::of(data);
         for i in styles.order() {
-            let line = &lines[i];
-            chart.draw_series(LineSeries::new(
-                line.iter().copied(),
-                styles.colour(i).stroke_width(styles.width(i, 2)),
-            ))?;
+            draw_variant_line!(chart, styles, i, lines[i].iter().copied(), 2)?;
         }
     }
     Ok(())

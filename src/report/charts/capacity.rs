@@ -4,6 +4,7 @@
 use super::load::{draw_time_mesh, fault_key, shade_faults, spike_key, time_axis, variant_lines_key, POINTS_MAX};
 use super::narrow;
 use super::{downsample, DrawResult, Lines, FONT};
+use crate::report::charts::palette::draw_variant_line;
 use crate::report::data::ReportData;
 use crate::runner::WORKERS_COLUMN;
 use plotters::coord::Shift;
@@ -27,7 +28,11 @@ pub fn draw_capacity<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &R
 where
     DB::ErrorType: 'static,
 {
-    let title = format!("{}: workers serving over time (mean of {} replications)", data.scenario, data.replications);
+    let title = format!(
+        "{}: workers serving over time (mean of {})",
+        data.scenario,
+        crate::report::format::count_of(u64::from(data.replications), "replication")
+    );
     let root = narrow::titled(root, &title, 24)?;
     let mut key = variant_lines_key(data);
     key.extend(fault_key(data, None));
@@ -69,8 +74,8 @@ where
         let n = lines.len() as u32;
         let styles = Lines::of(data);
         for i in styles.order() {
-            let width = styles.width(i, 2 + 2 * (n - 1 - i as u32).min(4));
-            chart.draw_series(LineSeries::new(lines[i].iter().copied(), styles.colour(i).stroke_width(width)))?;
+            let width = 2 + 2 * (n - 1 - i as u32).min(4);
+            draw_variant_line!(chart, styles, i, lines[i].iter().copied(), width)?;
         }
     }
     Ok(())

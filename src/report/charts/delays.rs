@@ -5,6 +5,7 @@ use super::axes::{log_bound, LogAxis};
 use super::key::{with_key, KeyItem, Swatch};
 use super::narrow;
 use super::{variant_colour, DrawResult, Lines, FONT};
+use crate::report::charts::palette::draw_variant_line;
 use crate::report::data::{delay_bin, delay_bin_low, DelayBin, ReportData, VariantData};
 use crate::report::format::{fmt_num, fmt_secs};
 use plotters::coord::Shift;
@@ -92,8 +93,9 @@ where
     DB::ErrorType: 'static,
 {
     let title = format!(
-        "{}: delay before a retry, per variant (all retry numbers, {} replications pooled)",
-        data.scenario, data.replications
+        "{}: delay before a retry, per variant (all retry numbers, {} pooled)",
+        data.scenario,
+        crate::report::format::count_of(u64::from(data.replications), "replication")
     );
     let root = narrow::titled(root, &title, 24)?;
     let (first, last) = axis_range(data);
@@ -220,8 +222,9 @@ where
     DB::ErrorType: 'static,
 {
     let title = format!(
-        "{}: delay before retry k per variant — median and 10th–90th percentile ({} replications pooled)",
-        data.scenario, data.replications
+        "{}: delay before retry k per variant — median and 10th–90th percentile ({} pooled)",
+        data.scenario,
+        crate::report::format::count_of(u64::from(data.replications), "replication")
     );
     let root = narrow::titled(root, &title, 22)?;
     let styles = Lines::of(data);
@@ -300,12 +303,12 @@ where
         band.extend(visible.iter().rev().map(|(k, q)| (f64::from(*k), clamp(q[0]))));
         let median: Vec<(f64, f64)> = visible.iter().map(|(k, q)| (f64::from(*k), q[1])).collect();
         if !led {
-            // The grey rest: the median only, thin, no band or markers.
-            chart.draw_series(LineSeries::new(median, colour.stroke_width(1)))?;
+            // The rest: the median only, no band or markers.
+            draw_variant_line!(chart, styles, i, median, 2)?;
             continue;
         }
         chart.draw_series(std::iter::once(Polygon::new(band, colour.mix(0.15).filled())))?;
-        chart.draw_series(LineSeries::new(median.clone(), colour.stroke_width(3)))?;
+        draw_variant_line!(chart, styles, i, median.clone(), 3)?;
         chart.draw_series(median.into_iter().map(|p| Circle::new(p, 4, colour.filled())))?;
     }
     Ok(())

@@ -14,6 +14,33 @@ pub enum Swatch {
     Line(RGBAColor),
     /// A dashed line.
     Dashed(RGBAColor),
+    /// A variant's line: colour, line style and width.
+    Styled(RGBAColor, Dash, u32),
+}
+
+/// A line's style: the second thing, after the colour, that tells variants apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dash {
+    /// A solid line.
+    Solid,
+    /// Dashes.
+    Dashed,
+    /// Dots.
+    Dotted,
+    /// Long dashes.
+    Long,
+}
+
+impl Dash {
+    /// Dash and gap lengths in pixels (`None` for a solid line).
+    pub fn pattern(self) -> Option<(u32, u32)> {
+        match self {
+            Dash::Solid => None,
+            Dash::Dashed => Some((6, 3)),
+            Dash::Dotted => Some((2, 3)),
+            Dash::Long => Some((13, 4)),
+        }
+    }
 }
 
 /// One entry: swatch and label.
@@ -84,6 +111,16 @@ where
                 Swatch::Line(c) => {
                     strip.draw(&PathElement::new(vec![(x, y), (x + SWATCH_PX, y)], c.stroke_width(3)))?
                 }
+                Swatch::Styled(c, dash, width) => match dash.pattern() {
+                    None => strip.draw(&PathElement::new(vec![(x, y), (x + SWATCH_PX, y)], c.stroke_width(width)))?,
+                    Some((on, off)) => {
+                        let (on, step) = (on as i32, (on + off) as usize);
+                        for start in (0..SWATCH_PX).step_by(step) {
+                            let end = (start + on).min(SWATCH_PX);
+                            strip.draw(&PathElement::new(vec![(x + start, y), (x + end, y)], c.stroke_width(width)))?;
+                        }
+                    }
+                },
                 Swatch::Dashed(c) => {
                     for start in (0..SWATCH_PX).step_by(8) {
                         let end = (start + 5).min(SWATCH_PX);

@@ -6,6 +6,7 @@ use super::narrow;
 use super::{DrawResult, Lines, FONT};
 use crate::engine::time::us_to_secs;
 use crate::metrics::catalogue::Metric;
+use crate::report::charts::palette::draw_variant_line;
 use crate::report::data::ReportData;
 use crate::report::format::{fmt_num, fmt_secs};
 use plotters::coord::Shift;
@@ -38,8 +39,9 @@ where
     DB::ErrorType: 'static,
 {
     let title = format!(
-        "{}: latency of succeeded requests per variant ({} replications pooled)",
-        data.scenario, data.replications
+        "{}: latency of succeeded requests per variant ({} pooled)",
+        data.scenario,
+        crate::report::format::count_of(u64::from(data.replications), "replication")
     );
     let root = narrow::titled(root, &title, 24)?;
     let cdfs: Vec<Vec<(f64, f64)>> = data.variants.iter().map(|v| cdf_points(&v.latency_us)).collect();
@@ -87,7 +89,7 @@ where
             steps.push((x, y));
             previous = y;
         }
-        chart.draw_series(LineSeries::new(steps, colour.stroke_width(styles.width(i, 2))))?;
+        draw_variant_line!(chart, styles, i, steps, 2)?;
         if !styles.led(i) {
             continue;
         }

@@ -1,10 +1,11 @@
 //! The admission limit over time: the `admission_limit` series of each hop that has a
 //! concurrency, AIMD or gradient limit, every variant with such a limit on one axis.
 
-use super::key::with_key;
+use super::key::{with_key, Swatch};
 use super::load::{draw_time_mesh, fault_key, shade_faults, spike_key, time_axis, POINTS_MAX};
 use super::narrow;
 use super::{downsample, DrawResult, Lines, FONT};
+use crate::report::charts::palette::draw_variant_line;
 use crate::report::data::ReportData;
 use crate::runner::SERIES_COLUMNS;
 use plotters::coord::Shift;
@@ -21,27 +22,48 @@ pub fn limited_hops(data: &ReportData) -> Vec<usize> {
     (0..hops).filter(|&h| data.variants.iter().any(|v| v.hop_series[h].rows.iter().any(|r| r[col] > 0.0))).collect()
 }
 
+/// The key's words for the variants without a limit: `no limit: a, b, …` said once, the names
+/// in pieces of at most 60 characters so that the legend can wrap between them.
+fn no_limit_words(names: &[&str]) -> Vec<String> {
+    let mut pieces: Vec<String> = Vec::new();
+    let mut current = String::from("no limit:");
+    for (i, name) in names.iter().enumerate() {
+        let item = if i + 1 < names.len() { format!("{name},") } else { (*name).to_string() };
+        if current.chars().count() + 1 + item.chars().count() > 60 && current != "no limit:" {
+            pieces.push(std::mem::take(&mut current));
+            current = item;
+        } else {
+            current.push(' ');
+            current.push_str(&item);
+        }
+    }
+    pieces.push(current);
+    pieces
+}
+
 /// One panel per limited hop: the mean limit over time per variant (variants without a limit at
 /// that hop draw nothing), faults shaded.
 pub fn draw_limit<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &ReportData) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
-    let title = format!("{}: admission limit over time (mean of {} replications)", data.scenario, data.replications);
+    let title = format!(
+        "{}: admission limit over time (mean of {})",
+        data.scenario,
+        crate::report::format::count_of(u64::from(data.replications), "replication")
+    );
     let root = narrow::titled(root, &title, 24)?;
     let hops = limited_hops(data);
     let col = limit_column();
     let limited =
         |v: &crate::report::data::VariantData| hops.iter().any(|&h| v.hop_series[h].rows.iter().any(|r| r[col] > 0.0));
-    // Only the variants that have a limit are drawn; the key says which have none.
-    let mut key = Lines::of(data).key(|i| {
-        let v = &data.variants[i];
-        if limited(v) {
-            v.label()
-        } else {
-            format!("{} — no limit", v.name)
-        }
-    });
+    // Only the variants that have a limit are drawn; one entry of the key names the others.
+    let (with, without): (Vec<usize>, Vec<usize>) = (0..data.variants.len()).partition(|&i| limited(&data.variants[i]));
+    let mut key = Lines::of(data).key_of(&with, |i| data.variants[i].label());
+    if !without.is_empty() {
+        let names: Vec<&str> = without.iter().map(|&i| data.variants[i].name.as_str()).collect();
+        key.extend(no_limit_words(&names).into_iter().map(|words| (Swatch::Fill(WHITE.mix(0.0)), words)));
+    }
     key.extend(fault_key(data, None));
     key.extend(spike_key(data));
     let root = with_key(&root, &key)?;
@@ -74,12 +96,24 @@ where
         shade_faults(&mut chart, first, Some(&first.hop_series[h].name), (t_max, 0.0, y_max), unit)?;
         let styles = crate::report::charts::Lines::of(data);
         for i in styles.order() {
-            let line = &lines[i];
-            chart.draw_series(LineSeries::new(
-                line.iter().copied(),
-                styles.colour(i).stroke_width(styles.width(i, 2)),
-            ))?;
+            draw_variant_line!(chart, styles, i, lines[i].iter().copied(), 2)?;
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::no_limit_words;
+
+    #[test]
+    fn the_variants_without_a_limit_are_named_once() {
+        assert_eq!(no_limit_words(&["fifo", "lifo"]), vec!["no limit: fifo, lifo"]);
+        let many = ["a-rather-long-variant-name"; 5];
+        let pieces = no_limit_words(&many);
+        assert_eq!(pieces.len(), 3, "{pieces:?}");
+        assert_eq!(pieces.iter().filter(|p| p.contains("no limit")).count(), 1);
+        assert!(pieces.iter().all(|p| p.chars().count() <= 60), "{pieces:?}");
+        assert_eq!(pieces.join(" "), format!("no limit: {}", many.join(", ")));
+    }
 }

@@ -7,6 +7,7 @@ use super::narrow;
 use super::{downsample, variant_colour, DrawResult, Group, Lines, FAULT_FILL, FONT};
 use crate::metrics::capacity::capacity_with_workers;
 use crate::metrics::catalogue::Metric;
+use crate::report::charts::palette::draw_variant_line;
 use crate::report::data::{ReportData, VariantData};
 use crate::report::format::{fmt_num, fmt_tick};
 use crate::runner::{column_index, MeanSeries, SERIES_COLUMNS, WORKERS_COLUMN};
@@ -218,8 +219,9 @@ where
 {
     let what = if scope == Group::Hops { "each hop" } else { "each tenant" };
     let title = format!(
-        "{}: attempts/s at {what} per variant — first attempts vs retries (mean of {} replications)",
-        data.scenario, data.replications
+        "{}: attempts/s at {what} per variant — first attempts vs retries (mean of {})",
+        data.scenario,
+        crate::report::format::count_of(u64::from(data.replications), "replication")
     );
     let root = narrow::titled(root, &title, 24)?;
     // Many tenants: the busiest few keep a column, the rest are summed into "others".
@@ -454,10 +456,10 @@ where
     let hops = data.variants[0].hop_series.len();
     let has_capacity = data.variants.iter().any(|v| (0..hops).any(|h| v.capacity_per_s(h).is_some()));
     let title = format!(
-        "{}: attempts/s per variant{} (log scale, mean of {} replications)",
+        "{}: attempts/s per variant{} (log scale, mean of {})",
         data.scenario,
         if has_capacity { " against capacity" } else { "" },
-        data.replications
+        crate::report::format::count_of(u64::from(data.replications), "replication")
     );
     let root = narrow::titled(root, &title, 24)?;
     let mut key = variant_lines_key(data);
@@ -518,10 +520,9 @@ where
         }
         let styles = Lines::of(data);
         for i in styles.order() {
-            let style = styles.colour(i).stroke_width(styles.width(i, 2));
-            let segments = visible_segments(&lines[i], y_min);
-            let paths = segments.into_iter().map(|seg| PathElement::new(seg, style));
-            chart.draw_series(paths)?;
+            for seg in visible_segments(&lines[i], y_min) {
+                draw_variant_line!(chart, styles, i, seg, 2)?;
+            }
         }
     }
     Ok(())
@@ -567,8 +568,7 @@ where
     }
     let styles = Lines::of(data);
     for i in styles.order() {
-        let line = &after[i];
-        chart.draw_series(LineSeries::new(line.iter().copied(), styles.colour(i).stroke_width(styles.width(i, 2))))?;
+        draw_variant_line!(chart, styles, i, after[i].iter().copied(), 2)?;
     }
     Ok(())
 }
@@ -597,7 +597,7 @@ fn after_list(data: &ReportData, h: usize) -> Vec<(String, RGBColor)> {
     if !rest.is_empty() {
         let (lo, hi) = rest.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
         out.push((
-            format!("{} others (grey) {}–{}{unit_sign}", rest.len(), fmt_num(lo), fmt_num(hi)),
+            format!("{} others {}–{}{unit_sign}", rest.len(), fmt_num(lo), fmt_num(hi)),
             super::palette::REST_GREY,
         ));
     }
@@ -656,7 +656,11 @@ pub fn draw_goodput_backlog<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d
 where
     DB::ErrorType: 'static,
 {
-    let title = format!("{}: goodput and backlog per hop (mean of {} replications)", data.scenario, data.replications);
+    let title = format!(
+        "{}: goodput and backlog per hop (mean of {})",
+        data.scenario,
+        crate::report::format::count_of(u64::from(data.replications), "replication")
+    );
     let root = narrow::titled(root, &title, 24)?;
     let mut key = variant_lines_key(data);
     key.extend(fault_key(data, None));
@@ -705,11 +709,7 @@ where
         shade_faults(&mut chart, first, Some(&first.hop_series[h].name), (t_max, 0.0, y_max), unit)?;
         let styles = Lines::of(data);
         for i in styles.order() {
-            let line = &lines[i];
-            chart.draw_series(LineSeries::new(
-                line.iter().copied(),
-                styles.colour(i).stroke_width(styles.width(i, 2)),
-            ))?;
+            draw_variant_line!(chart, styles, i, lines[i].iter().copied(), 2)?;
         }
     }
     Ok(())

@@ -21,12 +21,19 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &ReportData
 where
     DB::ErrorType: 'static,
 {
-    let title = format!("{}: attempts/s per replica (mean of {} replications)", data.scenario, data.replications);
+    let title = format!(
+        "{}: attempts/s per replica (mean of {})",
+        data.scenario,
+        crate::report::format::count_of(u64::from(data.replications), "replication")
+    );
     let root = narrow::titled(root, &title, 24)?;
     let first = &data.variants[0];
     let names: Vec<&str> = first.replica_series.iter().take(LINES_MAX).map(|s| s.name.as_str()).collect();
-    let mut key: Vec<KeyItem> =
-        names.iter().enumerate().map(|(i, n)| (Swatch::Line(palette::PALETTE[i].to_rgba()), n.to_string())).collect();
+    let mut key: Vec<KeyItem> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (Swatch::Line(palette::nth_colour(i).to_rgba()), n.to_string()))
+        .collect();
     if first.replica_series.len() > LINES_MAX {
         key.push((
             Swatch::Line(BLACK.mix(0.0)),
@@ -68,7 +75,7 @@ where
         draw_time_mesh(&mut chart, (unit.desc, "attempts/s"), true)?;
         shade_faults(&mut chart, v, None, (t_max, 0.0, y_max), unit)?;
         for (i, s) in v.replica_series.iter().take(LINES_MAX).enumerate() {
-            let colour = palette::PALETTE[i];
+            let colour = palette::nth_colour(i);
             chart.draw_series(LineSeries::new(lines[i].iter().copied(), colour.stroke_width(2)))?;
             let (top, bottom) = (-strip * (i as f64 + 0.2), -strip * (i as f64 + 1.0));
             let bars = s.rows.iter().enumerate().filter(|(_, r)| r[OUT] > 0.0).map(|(b, r)| {

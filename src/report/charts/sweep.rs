@@ -91,8 +91,10 @@ where
 {
     let axis = &data.axes[0];
     let title = format!(
-        "{}: metrics against {} per variant (mean, band: 95% CI, {} replications per cell)",
-        data.scenario, axis.path, data.replications
+        "{}: metrics against {} per variant (mean, band: 95% CI, {} per cell)",
+        data.scenario,
+        axis.path,
+        crate::report::format::count_of(u64::from(data.replications), "replication")
     );
     let root = narrow::titled(root, &title, 22)?;
     let key: Vec<KeyItem> = data
@@ -249,8 +251,12 @@ where
 {
     let (rows, cols) = (&data.axes[0], &data.axes[1]);
     let title = format!(
-        "{}: {} over {} × {} per variant (mean of {} replications per cell)",
-        data.scenario, m.title, rows.path, cols.path, data.replications
+        "{}: {} over {} × {} per variant (mean of {} per cell)",
+        data.scenario,
+        m.title,
+        rows.path,
+        cols.path,
+        crate::report::format::count_of(u64::from(data.replications), "replication")
     );
     let root = narrow::titled(root, &title, 22)?;
     let values: Vec<f64> = (0..data.variants.len())

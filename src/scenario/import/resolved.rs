@@ -36,12 +36,42 @@ impl Scenario {
             for (field, source) in provenance(&policy.name, &written, imported.as_ref(), file) {
                 let value = value(policy, field);
                 let field = field.name();
-                lines.push(format!("  {field:<18} {value:<34} ← {source}"));
+                // At most 100 columns: a source that would run past them goes on a line of
+                // its own under the value.
+                let line = format!("  {field:<18} {value:<34} ← {source}");
+                if line.chars().count() <= 100 {
+                    lines.push(line);
+                } else {
+                    lines.push(format!("  {field:<18} {value}"));
+                    lines.extend(wrapped(&format!("← {source}"), 4, 100));
+                }
             }
         }
         take_warnings();
         lines
     }
+}
+
+/// `text` broken at spaces into lines of at most `width` columns, indented by `indent` (two more
+/// on the continuation lines).
+fn wrapped(text: &str, indent: usize, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut current = " ".repeat(indent);
+    let mut has_word = false;
+    for word in text.split(' ') {
+        if has_word && current.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut current));
+            current = " ".repeat(indent + 2);
+            has_word = false;
+        }
+        if has_word {
+            current.push(' ');
+        }
+        current.push_str(word);
+        has_word = true;
+    }
+    lines.push(current);
+    lines
 }
 
 fn opt(d: Option<u64>) -> String {
@@ -151,11 +181,11 @@ fn value(p: &RetryPolicy, field: Reported) -> String {
             }
         }
         Reported::Budget => {
-            p.budget.as_ref().map_or_else(|| "none".into(), |b| format!("{:?} ({:?})", b.kind, b.scope))
+            p.budget.as_ref().map_or_else(|| "none".into(), |b| format!("{}, {}", b.kind.words(), b.scope.words()))
         }
         Reported::Breaker => p.breaker.as_ref().map_or_else(
             || "none".into(),
-            |b| format!("{:?}, window {}, threshold {}", b.scope, show(b.window), b.threshold),
+            |b| format!("{}, window {}, threshold {}", b.scope.words(), show(b.window), b.threshold),
         ),
     }
 }
@@ -163,6 +193,21 @@ fn value(p: &RetryPolicy, field: Reported) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_source_wraps_within_100_columns() {
+        let source =
+            "← import data/grpc-service-config.json (methodConfig[0].retryPolicy (gRFC A6: random(0, backoff)))";
+        let lines = wrapped(source, 21, 100);
+        assert!(lines.len() == 2 && lines.iter().all(|l| l.chars().count() <= 100), "{lines:?}");
+        assert!(
+            lines[0].starts_with(&format!("{:21}← import", "")) && lines[1].starts_with(&" ".repeat(23)),
+            "{lines:?}"
+        );
+        // Under its value, 4 columns in, so that an unbreakable key fits too.
+        let key = "← import data/grpc-service-config.json (methodConfig[0].retryPolicy.maxBackoff)";
+        assert_eq!(wrapped(key, 4, 100), vec![format!("    {key}")]);
+    }
 
     #[test]
     fn each_reported_field_is_a_policy_field() {

@@ -8,6 +8,7 @@ use super::{
     DrawResult, ATTEMPTS, FONT, POINTS_MAX,
 };
 use crate::report::charts::narrow;
+use crate::report::charts::palette::draw_variant_line;
 use crate::report::data::ReportData;
 use crate::runner::SERIES_COLUMNS;
 use plotters::coord::Shift;
@@ -24,8 +25,11 @@ pub fn draw_cache<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &Repo
 where
     DB::ErrorType: 'static,
 {
-    let title =
-        format!("{}: cache hit ratio and backend load (mean of {} replications)", data.scenario, data.replications);
+    let title = format!(
+        "{}: cache hit ratio and backend load (mean of {})",
+        data.scenario,
+        crate::report::format::count_of(u64::from(data.replications), "replication")
+    );
     let root = narrow::titled(root, &title, 24)?;
     let mut key = variant_lines_key(data);
     key.extend(fault_key(data, None));
@@ -80,11 +84,7 @@ where
         shade_faults(&mut chart, first, None, (t_max, 0.0, y_max), unit)?;
         let styles = crate::report::charts::Lines::of(data);
         for i in styles.order() {
-            let line = &lines[i];
-            chart.draw_series(LineSeries::new(
-                line.iter().copied(),
-                styles.colour(i).stroke_width(styles.width(i, 2)),
-            ))?;
+            draw_variant_line!(chart, styles, i, lines[i].iter().copied(), 2)?;
         }
     }
     Ok(())
