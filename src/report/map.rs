@@ -392,7 +392,11 @@ impl Figure for HeatFigure<'_> {
         title.draw(&Text::new("0", (14, 60), small.clone()))?;
         title.draw(&Text::new("1", (224, 60), small.clone()))?;
         title.draw(&Rectangle::new([(250, 42), (266, 58)], NO_DATA.filled()))?;
-        title.draw(&Text::new("not observable   ╱ uncertain (95% interval spans ½)   ● boundary, ─ its interval", (272, 42), small))?;
+        title.draw(&Text::new(
+            "not observable   ╱ uncertain (95% interval spans ½)   ● boundary, ─ its interval",
+            (272, 42),
+            small,
+        ))?;
         let n = map.variants.len();
         let cols = columns(n);
         let panels = body.split_evenly((n.div_ceil(cols), cols));

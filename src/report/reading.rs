@@ -378,8 +378,10 @@ fn recovery_finding(data: &ReportData) -> Option<String> {
         // Recovering fastest by dead-lettering more is said with the dead letters.
         let fewest =
             list.iter().filter_map(|(v, _)| Some((*v, v.mean(Metric::Dlq)?))).min_by(|a, b| a.1.total_cmp(&b.1));
+        let fastest = tied(&list, false);
+        let alone = !fastest.contains(" and ");
         let dlq = match (fast.mean(Metric::Dlq), fewest) {
-            (Some(f), Some((other, o))) if f > o => format!(
+            (Some(f), Some((other, o))) if f > o && alone => format!(
                 ", but it dead-lettered {} requests per run against {}'s {}",
                 fmt_num(f),
                 other.name,
@@ -388,8 +390,7 @@ fn recovery_finding(data: &ReportData) -> Option<String> {
             _ => String::new(),
         };
         parts.push(format!(
-            "{} recovered fastest, {} after the last disturbance{dlq}",
-            tied(&list, false),
+            "{fastest} recovered fastest, {} after the last disturbance{dlq}",
             mean_ci(fast_s, Metric::RecoveryTimeS)
         ));
     }

@@ -420,7 +420,7 @@ fn caveats(verdict: &Verdict, candidates: &[Candidate]) -> String {
             .collect();
         if !others.is_empty() {
             out.push_str(&format!(
-                " (tenant {tenant} is where the variants differ most: there {} succeeded)",
+                " ({tenant} is the tenant where the variants differ most; there {} succeeded)",
                 others.join(", ")
             ));
         }

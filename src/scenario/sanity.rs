@@ -64,8 +64,8 @@ pub fn warnings(spec: &SimSpec) -> Vec<String> {
     // Calm (recovery) must hold longer than an attempt can wait: a window shorter than the
     // clients' attempt timeout can fall in the lull while every attempt waits out its timeout,
     // with no retry sent, and pass for calm.
-    let triggered =
-        !spec.faults.is_empty() || spec.tenants.iter().any(|t| matches!(t.arrival, Arrival::Profile { .. }));
+    // Only where recovery can be judged: a trigger that ends before the horizon.
+    let triggered = spec.trigger_end().is_some_and(|end| end < spec.horizon);
     let longest = spec
         .tenants
         .iter()

@@ -61,7 +61,8 @@ fn item_width<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, label: &str) ->
 
 /// Lays the entries out in centred rows that fit `area`'s width: (row of entry indices, width).
 fn rows<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, items: &[KeyItem]) -> Vec<(Vec<usize>, i32)> {
-    let limit = area.dim_in_pixel().0 as i32 - 40;
+    // 60 px of room: the text width is an estimate, and a row must not reach the edge.
+    let limit = area.dim_in_pixel().0 as i32 - 60;
     let mut out: Vec<(Vec<usize>, i32)> = Vec::new();
     for (i, (_, label)) in items.iter().enumerate() {
         let w = item_width(area, label);
