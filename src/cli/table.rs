@@ -60,23 +60,10 @@ pub fn fit(text: &str, width: usize) -> String {
             continue;
         }
         let indent = line.chars().take_while(|c| *c == ' ').count();
-        let mut current = " ".repeat(indent);
-        let mut has_word = false;
-        for word in line[indent..].split(' ') {
-            if has_word && current.chars().count() + 1 + word.chars().count() > width {
-                out.push_str(current.trim_end());
-                out.push('\n');
-                current = " ".repeat(indent + 2);
-                has_word = false;
-            }
-            if has_word {
-                current.push(' ');
-            }
-            current.push_str(word);
-            has_word = true;
+        for wrapped in crate::engine::text::wrap_words(&line[indent..], indent, width) {
+            out.push_str(&wrapped);
+            out.push('\n');
         }
-        out.push_str(current.trim_end());
-        out.push('\n');
     }
     out
 }

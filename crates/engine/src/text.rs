@@ -1,4 +1,5 @@
-//! Text helpers for messages: the nearest known word to a typo ("did you mean …?").
+//! Text helpers for messages: the nearest known word to a typo ("did you mean …?"), and words
+//! wrapped to a width.
 
 /// Words longer than this get no suggestion: nobody mistypes a 300,000-character name, and the
 /// edit distance is quadratic.
@@ -48,6 +49,29 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+/// `text` broken at spaces into lines of at most `width` columns (a longer word stands alone):
+/// the first line indented by `indent` spaces, the continuation lines by two more; each line's
+/// trailing spaces trimmed.
+pub fn wrap_words(text: &str, indent: usize, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut current = " ".repeat(indent);
+    let mut has_word = false;
+    for word in text.split(' ') {
+        if has_word && current.chars().count() + 1 + word.chars().count() > width {
+            lines.push(current.trim_end().to_string());
+            current = " ".repeat(indent + 2);
+            has_word = false;
+        }
+        if has_word {
+            current.push(' ');
+        }
+        current.push_str(word);
+        has_word = true;
+    }
+    lines.push(current.trim_end().to_string());
+    lines
 }
 
 #[cfg(test)]

@@ -43,35 +43,13 @@ impl Scenario {
                     lines.push(line);
                 } else {
                     lines.push(format!("  {field:<18} {value}"));
-                    lines.extend(wrapped(&format!("← {source}"), 4, 100));
+                    lines.extend(crate::engine::text::wrap_words(&format!("← {source}"), 4, 100));
                 }
             }
         }
         take_warnings();
         lines
     }
-}
-
-/// `text` broken at spaces into lines of at most `width` columns, indented by `indent` (two more
-/// on the continuation lines).
-fn wrapped(text: &str, indent: usize, width: usize) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut current = " ".repeat(indent);
-    let mut has_word = false;
-    for word in text.split(' ') {
-        if has_word && current.chars().count() + 1 + word.chars().count() > width {
-            lines.push(std::mem::take(&mut current));
-            current = " ".repeat(indent + 2);
-            has_word = false;
-        }
-        if has_word {
-            current.push(' ');
-        }
-        current.push_str(word);
-        has_word = true;
-    }
-    lines.push(current);
-    lines
 }
 
 fn opt(d: Option<u64>) -> String {
@@ -198,7 +176,7 @@ mod tests {
     fn a_long_source_wraps_within_100_columns() {
         let source =
             "← import data/grpc-service-config.json (methodConfig[0].retryPolicy (gRFC A6: random(0, backoff)))";
-        let lines = wrapped(source, 21, 100);
+        let lines = crate::engine::text::wrap_words(source, 21, 100);
         assert!(lines.len() == 2 && lines.iter().all(|l| l.chars().count() <= 100), "{lines:?}");
         assert!(
             lines[0].starts_with(&format!("{:21}← import", "")) && lines[1].starts_with(&" ".repeat(23)),
@@ -206,7 +184,7 @@ mod tests {
         );
         // Under its value, 4 columns in, so that an unbreakable key fits too.
         let key = "← import data/grpc-service-config.json (methodConfig[0].retryPolicy.maxBackoff)";
-        assert_eq!(wrapped(key, 4, 100), vec![format!("    {key}")]);
+        assert_eq!(crate::engine::text::wrap_words(key, 4, 100), vec![format!("    {key}")]);
     }
 
     #[test]
