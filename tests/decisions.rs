@@ -6,11 +6,12 @@
 //! meant not to be) and run the verdict the CLI runs: `Objective::default_for_tenants`, the
 //! paired comparisons, the tie thresholds, the abstention rules.
 
+mod common;
+
 use retrystorm::metrics::catalogue::Metric;
 use retrystorm::metrics::objective::Objective;
 use retrystorm::metrics::stats::{Stat, StatRow};
 use retrystorm::runner::verdict::{verdict, Candidate, Verdict};
-use std::process::Command;
 
 /// Five paired replications around `mean`: the same small offsets in every variant (common
 /// random numbers), so a difference of means larger than the spread is significant.
@@ -192,12 +193,9 @@ fn when_no_variant_delivers_nothing_is_ranked() {
 
 // The command-line cases.
 
+/// The binary run from the repository's root (bundled scenarios by their relative path).
 fn retrystorm(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_retrystorm"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .expect("runs")
+    common::retrystorm(std::path::Path::new(env!("CARGO_MANIFEST_DIR")), args)
 }
 
 fn verdict_json(dir: &std::path::Path) -> serde_json::Value {
