@@ -321,3 +321,85 @@ fn charts_of_many_variants_and_wide_ranges_are_legible_and_keep_colours() {
     seen.dedup();
     assert_eq!(seen.len(), 5, "{compared:?}");
 }
+
+/// The reports of sweep (one and two settings), plan (one and two settings) and map: every
+/// chart has a narrow drawing for an 800 px window, neither drawing has text off its canvas or
+/// overlapping, and the answer and the charts come before the folded tables of probes and rows.
+#[test]
+fn the_newer_reports_fit_a_laptop_and_answer_before_detail() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let scenario = |name: &str| format!("{root}/scenarios/{name}.toml");
+    let dir = |name: &str| tmp.path().join(name).to_str().unwrap().to_string();
+    let quick = ["--replications", "2", "--quiet"];
+    let runs: [(&str, Vec<String>); 5] = [
+        (
+            "sweep",
+            vec!["sweep".into(), scenario("outage-herd"), "--vary".into(), "tenant.main.clients=500,1000".into()],
+        ),
+        (
+            "sweep2",
+            vec![
+                "sweep".into(),
+                scenario("outage-herd"),
+                "--vary".into(),
+                "tenant.main.clients=500,1000".into(),
+                "--vary".into(),
+                "hop.api.workers=8,16".into(),
+            ],
+        ),
+        (
+            "plan",
+            vec![
+                "plan".into(),
+                scenario("outage-herd"),
+                "--vary".into(),
+                "hop.api.workers=1..64".into(),
+                "--jitter".into(),
+                "exponential,equal,full".into(),
+            ],
+        ),
+        (
+            "plan2",
+            vec![
+                "plan".into(),
+                scenario("outage-herd"),
+                "--vary".into(),
+                "hop.api.workers=1..32".into(),
+                "--across".into(),
+                "policy.client.max_attempts=4..6".into(),
+                "--jitter".into(),
+                "exponential,equal".into(),
+            ],
+        ),
+        ("map", vec!["map".into(), scenario("metastability-map"), "--points".into(), "4".into()]),
+    ];
+    let mut failures = Vec::new();
+    for (name, args) in &runs {
+        let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+        args.extend(quick);
+        let out = dir(name);
+        args.extend(["--out", &out]);
+        run(&args);
+        let path = tmp.path().join(name);
+        let charts = svgs(&path);
+        assert!(!charts.is_empty(), "{name}: no chart");
+        for (file, svg) in &charts {
+            failures.extend(layout_failures(&format!("{name}/{file}"), svg));
+        }
+        let html = std::fs::read_to_string(path.join("report.html")).expect("report");
+        let narrow = narrow_svgs(&html);
+        assert_eq!(narrow.len(), charts.len(), "{name}: {} narrow drawings for {} charts", narrow.len(), charts.len());
+        for (k, svg) in narrow.iter().enumerate() {
+            let label = format!("{name}/report.html narrow chart {}", k + 1);
+            assert_eq!(canvas(svg).0, 760.0, "{label}");
+            failures.extend(layout_failures(&label, svg));
+        }
+        // The answer and the first chart before any folded table.
+        let figure = html.find("<figure").expect("a chart in the report");
+        if let Some(details) = html.find("<details") {
+            assert!(figure < details, "{name}: a folded table comes before the first chart");
+        }
+    }
+    assert!(failures.is_empty(), "{} failure(s):\n{}", failures.len(), failures.join("\n"));
+}

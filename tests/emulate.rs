@@ -917,4 +917,34 @@ fn compare_emulate_draws_the_measured_load_over_the_simulated_range() {
     assert!(dir.path().join("out-emulated/load_measured.png").is_file());
     let manifest = std::fs::read_to_string(dir.path().join("out-emulated/manifest.json")).expect("a manifest");
     assert!(manifest.contains("load_measured.svg") && manifest.contains("load_measured.png"), "{manifest}");
+    assert!(manifest.contains("comparison.csv"), "{manifest}");
+    // The report says it was measured, where, and leads with the comparison: the same rows as
+    // comparison.csv and summary.json, the trigger's peak among them, and the machine's warnings.
+    let report = std::fs::read_to_string(dir.path().join("out-emulated/report.html")).expect("report");
+    let csv = std::fs::read_to_string(dir.path().join("out-emulated/comparison.csv")).expect("comparison.csv");
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("out-emulated/summary.json")).expect("summary.json"),
+    )
+    .expect("json");
+    let rows = summary["emulation"]["comparison"]["rows"].as_array().expect("comparison rows in summary.json");
+    assert_eq!(csv.lines().count(), rows.len() + 1, "{csv}");
+    assert!(csv.starts_with("variant,metric,simulated,measured,inside"), "{csv}");
+    let peak = retrystorm::metrics::catalogue::Metric::PeakOverCapacity.def().label;
+    assert!(rows.iter().any(|r| r["metric"] == peak), "no trigger peak row: {rows:?}");
+    assert!(report.contains("measured") && report.contains("127.0.0.1"), "{report:.2000}");
+    let measured_at = report.find("id=\"measured\"").expect("a Measured section");
+    let verdict_at = report.find("id=\"verdict\"").expect("a verdict");
+    assert!(measured_at < verdict_at, "the measurement comes first");
+    for r in rows {
+        let cell = r["simulated"].as_str().expect("a cell");
+        assert!(report.contains(cell.replace('&', "&amp;").as_str()), "report lacks {cell}");
+    }
+    for w in summary["emulation"]["warnings"].as_array().expect("warnings") {
+        let w = w.as_str().expect("text");
+        let first_words: String = w.chars().take(40).collect();
+        assert!(report.contains(&first_words), "report lacks the warning {w}");
+    }
+    assert!(!summary["emulation"]["warnings"].as_array().unwrap().is_empty() || report.contains("no warnings"));
+    let first_chart = report.find("<figure id=\"").map(|i| &report[i + 12..i + 30]);
+    assert!(first_chart.is_some_and(|c| c.starts_with("load_measured")), "{first_chart:?}");
 }

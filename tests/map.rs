@@ -70,6 +70,18 @@ fn a_small_map_writes_its_files_and_its_estimates_hold_together() {
     let corner = |row: usize, cell: usize| map.rows[row].variants.iter().map(move |v| v.cells[cell].estimate.p);
     assert!(corner(0, 0).all(|p| p == Some(0.0)));
     assert!(corner(2, 3).all(|p| p == Some(1.0)));
+    // The y axis is the slowdown's end; the map reads it as the slowdown's length (it starts at
+    // 20 s), the x axis as written.
+    let reading = map.y.reading.as_ref().expect("fault.0.to is read as a length");
+    assert_eq!(reading.offset, 20.0);
+    assert_eq!(map.y.describe(), "length of the slow fault (fault.0.to − 20s)");
+    assert_eq!(map.y.show(21.0), map.y.show(map.y.lo));
+    assert!(map.x.reading.is_none());
+    let report = std::fs::read_to_string(dir.join("report.html")).expect("report");
+    let svg = std::fs::read_to_string(dir.join("map.svg")).expect("map.svg");
+    assert!(report.contains("length of the slow fault") && svg.contains("length of the slow fault"));
+    // Ticks in lengths (1 s to 40 s): 10 s, 20 s…, not the ends 30 s…60 s.
+    assert!(svg.contains(">\n10 s\n<") && !svg.contains(">\n60 s\n<"), "{svg:.3000}");
 }
 
 #[test]

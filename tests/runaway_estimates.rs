@@ -72,7 +72,7 @@ fn seven_thousand_variants_are_refused_by_the_estimate() {
         dir,
         "7,000 variants",
         &["run", "variants.toml", "--quiet", "--out", "out", "--max-memory", LIMIT],
-        &format!("error: this run would need about 4.3 GiB of memory (mean series and timeseries.csv: 4.2 GiB; per-replication metrics of 1 replication(s): 38.9 MiB; the tallest chart: 37.4 MiB), more than the limit of 4.0 GiB; {FIX}"),
+        &format!("error: this run would need about 4.3 GiB of memory (mean series and timeseries.csv: 4.2 GiB; per-replication metrics of 1 replication: 38.9 MiB; the tallest chart: 37.4 MiB), more than the limit of 4.0 GiB; {FIX}"),
     );
 }
 

@@ -5,7 +5,7 @@ use super::{check_jitters, claim, parse_seed, result_command, table, CliError};
 use crate::emulate::{self, ClientMode, Connections, EmulateError, Options};
 use crate::metrics::catalogue::Metric;
 use crate::metrics::stats::StatRow;
-use crate::runner::{Emulation, Study};
+use crate::runner::{ComparedRow, Emulation, MeasuredComparison, Study};
 use crate::scenario::{parse_assignment, Override, Scenario, Variant};
 use clap::Args;
 use std::path::PathBuf;
@@ -162,7 +162,14 @@ fn measure(
                     if options.runs > 1 { format!(" (run {} of {})", k + 1, options.runs) } else { String::new() };
                 eprintln!("emulating `{}`{which} on 127.0.0.1 at --time-scale {} …", v.name, options.time_scale);
             }
-            let (record, emulation) = emulate::run(&v.spec, (seed, u64::from(k)), options, checked)?;
+            // Wall seconds the run should take: the scenario's horizon at the time scale, at most
+            // --max-seconds.
+            let expected = (crate::engine::time::ns_to_secs(v.spec.horizon) * options.time_scale)
+                .min(options.max_seconds)
+                .ceil() as u64;
+            let (record, emulation) = crate::runner::progress::timed(!quiet, "of wall time", expected, || {
+                emulate::run(&v.spec, (seed, u64::from(k)), options, checked)
+            })?;
             for w in &emulation.warnings {
                 count_once(&mut warned, w);
             }
@@ -346,6 +353,7 @@ fn merge(runs: &[Emulation]) -> Emulation {
             seen.into_iter().map(|(w, n)| format!("{w}{}", in_runs(n, runs.len() as u32))).collect()
         },
         client_delays: runs.iter().fold(Default::default(), |fit, e| fit.merged(&e.client_delays)),
+        comparison: None,
     }
 }
 
@@ -420,8 +428,9 @@ impl CompareEmulation {
 }
 
 /// The metrics `compare --emulate` puts side by side.
-const SIDE_BY_SIDE: [Metric; 5] = [
+const SIDE_BY_SIDE: [Metric; 6] = [
     Metric::Amplification,
+    Metric::PeakOverCapacity,
     Metric::PeakAfterOverCapacity,
     Metric::SuccessRatio,
     Metric::Duplicates,
@@ -456,28 +465,78 @@ pub fn side_by_side(
     let (records, measured) = measure(scenario.seed, variants, checked, options, false)?;
     let wall_s = measured.iter().map(|e| e.wall_s).sum();
     let mut study = crate::runner::assemble(scenario, variants, records, options.runs, wall_s);
-    let emulation = merge(&measured);
+    let mut emulation = merge(&measured);
+    emulation.comparison = Some(comparison(simulated, &study, &emulation));
     study.emulation = Some(emulation.clone());
     study.provenance = simulated.provenance.clone();
-    // The measured load over the simulated range, beside the emulated run's own charts (and in
-    // its manifest).
-    let overlay = |dir: &std::path::Path, files: &mut Vec<std::path::PathBuf>| {
+    // The measured load over the simulated range and the comparison's rows as a table, beside
+    // the emulated run's own files (and in its manifest), before its report, which shows both.
+    let comparison_rows = emulation.comparison.clone().unwrap_or_default();
+    let before = |dir: &std::path::Path, files: &mut Vec<std::path::PathBuf>| {
+        let path = dir.join(COMPARISON_CSV);
+        crate::report::files::write_atomic(&path, &comparison_csv(&comparison_rows))?;
+        files.push(path);
         let figure = crate::report::charts::measured::MeasuredLoad { simulated, measured: &study };
         crate::report::charts::render(dir, &figure, files).map(|_| ())
     };
     let written =
-        crate::report::write_study_with(claim, &study, &overlay).map_err(|e| CliError::Failure(e.to_string()))?;
-    Ok(side_by_side_text(simulated, &study, &emulation, written.len(), out))
+        crate::report::write_study_with(claim, &study, &before).map_err(|e| CliError::Failure(e.to_string()))?;
+    let mut text = comparison_text(emulation.comparison.as_ref().expect("compared"));
+    text.push_str(&table::fit(
+        &format!(
+            "wrote {} files of the measured run to {} (report.html leads with this comparison; {COMPARISON_CSV} holds it; load_measured.png: the measured load over the simulated range)\n",
+            written.len(),
+            out.display()
+        ),
+        table::WIDTH,
+    ));
+    Ok(text)
 }
 
-fn side_by_side_text(
-    simulated: &Study,
-    measured: &Study,
-    e: &Emulation,
-    files: usize,
-    out: &std::path::Path,
-) -> String {
+/// The file holding the comparison's rows.
+pub const COMPARISON_CSV: &str = "comparison.csv";
+
+/// `comparison.csv`: one row per variant and metric, simulated beside measured.
+fn comparison_csv(c: &MeasuredComparison) -> Vec<u8> {
+    crate::report::format::csv_bytes(|w| {
+        w.write_record(["variant", "metric", "simulated", "measured", c.judged_by.as_str()])?;
+        for r in &c.rows {
+            w.write_record([&r.variant, &r.metric, &r.simulated, &r.measured, &r.verdict])?;
+        }
+        Ok(())
+    })
+}
+
+/// The comparison as the terminal shows it: the method, the table within 100 columns, the notes.
+fn comparison_text(c: &MeasuredComparison) -> String {
     use std::fmt::Write as _;
+    let mut text = table::fit(&format!("\n{}:\n", c.method), table::WIDTH);
+    let (metric_w, sim_w, meas_w) = if c.judged_by == "inside" { (30, 28, 12) } else { (30, 20, 20) };
+    let _ = writeln!(
+        text,
+        "  {:<16} {:<metric_w$} {:>sim_w$} {:>meas_w$}  {}",
+        "variant", "metric", "simulated", "measured", c.judged_by
+    );
+    for r in &c.rows {
+        let _ = writeln!(
+            text,
+            "  {:<16} {:<metric_w$} {:>sim_w$} {:>meas_w$}  {}",
+            r.variant, r.metric, r.simulated, r.measured, r.verdict
+        );
+    }
+    for note in &c.notes {
+        for line in note.lines() {
+            text.push_str(&table::fit(line, table::WIDTH));
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+        }
+    }
+    text
+}
+
+/// Judges every variant's metrics, measured against simulated.
+fn comparison(simulated: &Study, measured: &Study, e: &Emulation) -> MeasuredComparison {
     // One measured run is one more draw: it is judged against the simulation's prediction
     // interval for one run. Several are a sample: judged by a permutation test of the two
     // samples' means (`stats::permutation_p`), which assumes no shape of the distribution —
@@ -485,27 +544,19 @@ fn side_by_side_text(
     // few times is judged by how often the simulated replications fall that way, where Welch's
     // interval would read the few runs' spread as the distribution's.
     let runs = measured.replications.max(1) as usize;
-    let header = if runs == 1 {
+    let method = if runs == 1 {
         format!(
-            "\nsimulated ({} replications: mean and 95% prediction interval for one run) vs measured on 127.0.0.1 (one run, --time-scale {}):\n",
+            "simulated ({} replications: mean and 95% prediction interval for one run) vs measured on real sockets at 127.0.0.1 (one run, --time-scale {})",
             simulated.replications, e.time_scale
         )
     } else {
         format!(
-            "\nsimulated ({} replications) vs measured on 127.0.0.1 ({runs} runs, --time-scale {}, run k on replication k's arrivals): means and 95% confidence intervals; `agree` when a permutation test of the two samples finds their means' difference likely (p ≥ 0.05):\n",
+            "simulated ({} replications) vs measured on real sockets at 127.0.0.1 ({runs} runs, --time-scale {}, run k on replication k's arrivals): means and 95% confidence intervals; `agree` when a permutation test of the two samples finds their means' difference likely (p ≥ 0.05)",
             simulated.replications, e.time_scale
         )
     };
-    // The prose is fitted to 100 columns; the table's rows are laid out within them.
-    let mut text = table::fit(&header, table::WIDTH);
     let verdict_heading = if runs == 1 { "inside" } else { "agree" };
-    // Column widths: one run, an interval beside a number; several, two "mean ±half" cells.
-    let (metric_w, sim_w, meas_w) = if runs == 1 { (30, 28, 12) } else { (30, 20, 20) };
-    let _ = writeln!(
-        text,
-        "  {:<16} {:<metric_w$} {:>sim_w$} {:>meas_w$}  {verdict_heading}",
-        "variant", "metric", "simulated", "measured"
-    );
+    let mut rows_out = Vec::new();
     let (mut inside, mut judged_count, mut unjudged) = (0, 0, 0);
     // What the twins of the runs judged apart say (several runs only).
     let mut twin_notes = Vec::new();
@@ -539,7 +590,12 @@ fn side_by_side_text(
                 crate::metrics::stats::prediction_interval(&values, metric.interval(), 0.95).zip(got).map(
                     |(interval, x)| {
                         (
-                            format!("{} [{}, {}]", num(sim_mean.unwrap_or(x)), num(interval[0]), num(interval[1])),
+                            format!(
+                                "{} [{}, {}]",
+                                shown(metric, sim_mean.unwrap_or(x)),
+                                shown(metric, interval[0]),
+                                shown(metric, interval[1])
+                            ),
                             holds(interval, x),
                         )
                     },
@@ -547,7 +603,7 @@ fn side_by_side_text(
             } else {
                 let draws = crate::metrics::stats::PERMUTATION_DRAWS;
                 crate::metrics::stats::permutation_p(&measured_values, &values, resolution, draws)
-                    .map(|p| (mean_cell(&values), p >= 0.05))
+                    .map(|p| (mean_cell(metric, &values), p >= 0.05))
             };
             let (simulated_cell, verdict) = match (sim_mean, judged) {
                 (Some(_), Some((cell, ok))) => {
@@ -566,41 +622,38 @@ fn side_by_side_text(
                 }
                 (Some(m), _) if got.is_some() => {
                     unjudged += 1;
-                    (num(m), "-")
+                    (shown(metric, m), "-")
                 }
-                (Some(m), _) => (num(m), "- (none measured)"),
+                (Some(m), _) => (shown(metric, m), "- (none measured)"),
                 (None, _) => (format!("none ({})", metric.def().null_means), "-"),
             };
             let got_cell = match got {
                 None => "none".to_string(),
-                Some(g) if runs == 1 => num(g),
-                Some(_) => mean_cell(&measured_values),
+                Some(g) if runs == 1 => shown(metric, g),
+                Some(_) => mean_cell(metric, &measured_values),
             };
-            let _ = writeln!(
-                text,
-                "  {:<16} {label:<metric_w$} {simulated_cell:>sim_w$} {got_cell:>meas_w$}  {verdict}",
-                sim.name
-            );
+            rows_out.push(ComparedRow {
+                variant: sim.name.clone(),
+                metric: label,
+                simulated: simulated_cell,
+                measured: got_cell,
+                verdict: verdict.to_string(),
+            });
         }
     }
-    let mut tail = String::new();
+    let mut notes: Vec<String> = Vec::new();
     for note in twin_notes {
-        let _ = writeln!(tail, "{note}");
+        notes.push(note);
     }
-    let _ = if runs == 1 {
-        writeln!(
-            tail,
+    notes.push(if runs == 1 {
+        format!(
             "{inside} of {judged_count} measurements fall inside the simulation's 95% prediction interval (about 1 in 20 falls outside by chance alone; recovery times, read in whole {} s buckets, get one bucket each side).",
             crate::engine::time::ns_to_secs(simulated.bucket)
         )
     } else if judged_count == 0 {
-        writeln!(
-            tail,
-            "No metric could be judged: too few values on a side (runs or replications) for any answer below 0.05; give more --emulate-runs or --replications."
-        )
+        "No metric could be judged: too few values on a side (runs or replications) for any answer below 0.05; give more --emulate-runs or --replications.".to_string()
     } else {
-        writeln!(
-            tail,
+        format!(
             "{inside} of {judged_count} measured samples agree with the simulated ones (about 1 in 20 disagrees by chance alone; recovery times, read in whole {} s buckets, get one bucket of slack){}.",
             crate::engine::time::ns_to_secs(simulated.bucket),
             if unjudged > 0 {
@@ -609,9 +662,8 @@ fn side_by_side_text(
                 String::new()
             }
         )
-    };
-    let _ = writeln!(
-        tail,
+    });
+    notes.push(format!(
         "what the simulation leaves out, measured: timers {:.3} ms off their deadlines on average (p99 {:.3} ms; raw lateness {:.3} ms, corrected); connection set-up {:.3} ms (p99 {:.3} ms) over {}; {:.1} s of wall time{}.",
         e.timer_lateness_mean_s * 1e3,
         e.timer_lateness_p99_s * 1e3,
@@ -621,17 +673,11 @@ fn side_by_side_text(
         connection_words(e),
         e.wall_s,
         cpu_words(e)
-    );
+    ));
     if let Some(advice) = e.client_delays.advice() {
-        let _ = writeln!(tail, "{advice}");
+        notes.push(advice);
     }
-    let _ = writeln!(
-        tail,
-        "wrote {files} files of the measured run to {} (load_measured.png: the measured load over the simulated range)",
-        out.display()
-    );
-    text.push_str(&table::fit(&tail, table::WIDTH));
-    text
+    MeasuredComparison { method, judged_by: verdict_heading.to_string(), rows: rows_out, notes }
 }
 
 /// For measured runs judged apart from the simulation: their twins, the simulated replications
@@ -659,13 +705,27 @@ fn twins_note(what: &str, twins: &[f64], all: &[f64], measured: &[f64], resoluti
 }
 
 /// "mean ±half-width" of `xs` (95% confidence interval of the mean).
-fn mean_cell(xs: &[f64]) -> String {
+fn mean_cell(metric: Metric, xs: &[f64]) -> String {
     let (mean, sd) = crate::metrics::stats::mean_sd(xs);
-    let half = crate::metrics::stats::ci_half_width(sd, xs.len(), 0.95);
-    // The half-width to the mean's decimals.
-    let mean_text = num(mean);
+    let scale = metric.def().unit.scale();
+    let half = crate::metrics::stats::ci_half_width(sd, xs.len(), 0.95) * scale;
+    // The half-width to the mean's decimals, in the mean's unit (pp for a share).
+    let mean_text = num(mean * scale);
     let decimals = mean_text.split_once('.').map_or(0, |(_, d)| d.len());
-    format!("{mean_text} ±{half:.decimals$}")
+    let unit = if scale == 100.0 { " pp" } else { "" };
+    format!("{mean_text}{} ±{half:.decimals$}{unit}", if scale == 100.0 { "%" } else { "" })
+}
+
+/// `x` of `metric` as the comparison shows it: a share in %, anything else plain.
+fn shown(metric: Metric, x: f64) -> String {
+    match metric.def().unit {
+        crate::metrics::catalogue::Unit::Share => format!("{}%", num(x * 100.0)),
+        crate::metrics::catalogue::Unit::Count
+        | crate::metrics::catalogue::Unit::Times
+        | crate::metrics::catalogue::Unit::Seconds
+        | crate::metrics::catalogue::Unit::PerSecond
+        | crate::metrics::catalogue::Unit::Flag => num(x),
+    }
 }
 
 /// A value with 4 significant digits, plain.

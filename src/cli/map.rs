@@ -127,8 +127,10 @@ fn header_of(args: &MapArgs, scenario: &Scenario, variants: &[Variant]) -> Resul
     };
     let xs = spacing(args.x_spacing, x_spacing.as_deref(), "x_spacing")?;
     let ys = spacing(args.y_spacing, y_spacing.as_deref(), "y_spacing")?;
-    let x_axis = Axis::parse("--x", &x_text, nx, xs).map_err(bad)?;
-    let y_axis = Axis::parse("--y", &y_text, ny, ys).map_err(bad)?;
+    let mut x_axis = Axis::parse("--x", &x_text, nx, xs).map_err(bad)?;
+    let mut y_axis = Axis::parse("--y", &y_text, ny, ys).map_err(bad)?;
+    x_axis.read_in(&scenario.base, &y_axis.path);
+    y_axis.read_in(&scenario.base, &x_axis.path);
     if x_axis.path == y_axis.path {
         return Err(bad(format!("--x and --y both vary `{}`; give two different paths", x_axis.path)));
     }

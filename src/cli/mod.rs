@@ -581,13 +581,13 @@ fn validate(path: &str, set: &[String]) -> Result<(), CliError> {
     let s = &scenario.base;
     // Every line within 100 columns, as run's and compare's.
     let ok = format!(
-        "ok: `{}`: {} tenant(s), {} hop(s), {} fault(s), {} variant(s), {} replication(s), seed {}",
+        "ok: `{}`: {}, {}, {}, {}, {}, seed {}",
         scenario.name,
-        s.tenants.len(),
-        s.hops.len(),
-        s.faults.len(),
-        scenario.variants.len(),
-        scenario.replications,
+        crate::report::format::count_of(s.tenants.len() as u64, "tenant"),
+        crate::report::format::count_of(s.hops.len() as u64, "hop"),
+        crate::report::format::count_of(s.faults.len() as u64, "fault"),
+        crate::report::format::count_of(scenario.variants.len() as u64, "variant"),
+        crate::report::format::count_of(u64::from(scenario.replications), "replication"),
         scenario.seed
     );
     print!("{}", table::fit(&ok, table::WIDTH));

@@ -276,11 +276,11 @@ fn sweep_table(
     let mut title = String::new();
     let _ = writeln!(
         title,
-        "{} sweep: {} of {} cell(s){part}, {} replication(s), seed {}; mean ±95% CI half-width (pp for percentages; \"exact\": all agree); Δ: paired vs {}",
+        "{} sweep: {} of {}{part}, {}, seed {}; mean ±95% CI half-width (pp for percentages; \"exact\": all agree); Δ: paired vs {}",
         header.scenario,
         cells.len(),
-        header.grid.cells(),
-        header.replications,
+        crate::report::format::count_of(header.grid.cells() as u64, "cell"),
+        crate::report::format::count_of(u64::from(header.replications), "replication"),
         header.seed,
         label(&header.baseline)
     );

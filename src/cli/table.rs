@@ -239,7 +239,13 @@ fn short_label(label: &str) -> &str {
 
 /// The first line of stdout: the scenario, its variants, seed and how the values read.
 fn header_line(study: &Study) -> String {
-    format!("{}: {} variant(s), seed {}; {}\n", study.scenario, study.variants.len(), study.seed, precision_note(study))
+    format!(
+        "{}: {}, seed {}; {}\n",
+        study.scenario,
+        crate::report::format::count_of(study.variants.len() as u64, "variant"),
+        study.seed,
+        precision_note(study)
+    )
 }
 
 /// [`summary_table`] with only `columns` (in that order) when given, and a line naming the
@@ -301,8 +307,8 @@ fn table_of(study: &Study, width: usize, columns: Option<&[usize]>, header: bool
         if let Some(cols) = columns.filter(|c| c.len() < names.len()) {
             let _ = writeln!(
                 out,
-                "  the other {} variant(s) (ranked above): report.html and summary.json have every column; --wide prints them here",
-                names.len() - cols.len()
+                "  the other {} (ranked above): report.html and summary.json have every column; --wide prints them here",
+                crate::report::format::count_of((names.len() - cols.len()) as u64, "variant")
             );
         }
     }

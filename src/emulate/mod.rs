@@ -498,6 +498,7 @@ pub fn run(
         cpu_share,
         warnings,
         client_delays,
+        comparison: None,
     };
     Ok((record, emulation))
 }

@@ -35,6 +35,9 @@ pub struct ReportData {
     pub objective: crate::metrics::objective::Objective,
     /// Command line, overrides, scenario file and hash.
     pub provenance: crate::runner::Provenance,
+    /// What an emulated run measured about itself (`emulate`, `compare --emulate`): these
+    /// results were measured on real sockets, not simulated.
+    pub emulation: Option<crate::runner::Emulation>,
 }
 
 /// One variant's results and configuration.

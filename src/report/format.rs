@@ -8,14 +8,7 @@ pub fn csv_bytes(write: impl FnOnce(&mut csv::Writer<Vec<u8>>) -> csv::Result<()
     w.into_inner().expect("flushing to memory cannot fail")
 }
 
-/// `1 replication`, `10 replications`: a count with its noun, singular for one.
-pub fn count_of(n: u64, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
-}
+pub use crate::engine::text::count_of;
 
 /// Nanoseconds as seconds written exactly, without float noise: `0.6`, `12`, `0.000000001`
 /// (the `t_s` column of the CSVs, computed from the bucket index in whole nanoseconds).
@@ -63,6 +56,37 @@ pub fn fmt_tick(x: f64) -> String {
         text.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
         text
+    }
+}
+
+/// Decimals that tell apart the ticks of an axis from `lo` to `hi` with about `ticks` of them:
+/// one format per axis (`99.0, 99.5, 100.0`, never `99.5` beside `100`).
+pub fn tick_decimals(lo: f64, hi: f64, ticks: usize) -> usize {
+    let raw = (hi - lo).abs() / ticks.max(1) as f64;
+    if !raw.is_finite() || raw <= 0.0 {
+        return 0;
+    }
+    (-raw.log10().floor()).clamp(0.0, 9.0) as usize
+}
+
+/// `x` with exactly `decimals` decimals, thousands grouped (`12,000`, `99.50`): an axis's ticks.
+pub fn fmt_fixed(x: f64, decimals: usize) -> String {
+    if !x.is_finite() {
+        return "n/a".into();
+    }
+    let text = format!("{:.decimals$}", x.abs());
+    let (whole, frac) = text.split_once('.').map_or((text.as_str(), None), |(w, f)| (w, Some(f)));
+    let mut grouped = String::new();
+    for (i, c) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    let sign = if x < 0.0 && text.chars().any(|c| c.is_ascii_digit() && c != '0') { "-" } else { "" };
+    match frac {
+        Some(f) => format!("{sign}{grouped}.{f}"),
+        None => format!("{sign}{grouped}"),
     }
 }
 
@@ -128,5 +152,20 @@ mod tests {
         assert_eq!(fmt_secs(2e-5), "20 µs");
         assert_eq!(fmt_tick(5.0), "5");
         assert_eq!(fmt_tick(0.2), "0.2");
+    }
+
+    #[test]
+    fn an_axis_has_one_tick_format() {
+        // 95 to 100 %: ticks every 0.5 show one decimal each, 100 included.
+        let d = tick_decimals(95.0, 100.0, 10);
+        assert_eq!(d, 1);
+        let shown: Vec<String> = [95.0, 99.5, 100.0].iter().map(|x| fmt_fixed(*x, d)).collect();
+        assert_eq!(shown, ["95.0", "99.5", "100.0"]);
+        assert_eq!(tick_decimals(0.0, 12_000.0, 10), 0);
+        assert_eq!(fmt_fixed(12_000.0, 0), "12,000");
+        assert_eq!(tick_decimals(0.0, 0.05, 10), 3);
+        assert_eq!(fmt_fixed(-0.0004, 2), "0.00");
+        assert_eq!(fmt_fixed(-1234.5, 1), "-1,234.5");
+        assert_eq!(tick_decimals(1.0, 1.0, 10), 0);
     }
 }

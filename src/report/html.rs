@@ -29,7 +29,7 @@ figure { margin: 20px 0 36px; overflow-x: auto; } figcaption { color: #444; marg
 /* A chart keeps at least 1,000 px (its text ≥ 2/3 of its drawn size). Below 1,000 px the charts
    that have one show their narrow drawing instead (760 px wide, panels stacked); the others
    scroll sideways rather than shrink their axis text below reading size. */
-figure svg { max-width: 100%; min-width: 1000px; height: auto; border: 1px solid #eee; }
+figure svg { max-width: 100%; min-width: 1000px; height: auto; border: 1px solid #eee; box-sizing: border-box; }
 figure .narrow { display: none; } figure .narrow svg { min-width: 600px; }
 @media (max-width: 999px) { figure .wide { display: none; } figure .narrow { display: block; } }
 code { background: #f3f3f3; padding: 1px 4px; border-radius: 3px; }
@@ -87,8 +87,8 @@ pub fn head(title: &str) -> String {
     )
 }
 
-/// The charts section and the end of the page.
-pub fn charts_and_tail(h: &mut String, charts: &[RenderedChart], plot_hint: &str) {
+/// The charts section: each chart with its caption (and its narrow drawing when it has one).
+pub fn charts_section(h: &mut String, charts: &[RenderedChart]) {
     h.push_str("<h2 id=\"charts\">Charts</h2>\n");
     for chart in charts {
         let _ =
@@ -102,10 +102,31 @@ pub fn charts_and_tail(h: &mut String, charts: &[RenderedChart], plot_hint: &str
                     narrow.trim()
                 );
             }
-            None => h.push_str(chart.svg.trim()),
+            // No narrow drawing: the chart may shrink to 2/3 of its drawn width (its text to 2/3
+            // of its size) before it scrolls, so a 1,100 px chart fits an 800 px window.
+            None => match svg_width(&chart.svg) {
+                Some(w) => h.push_str(&chart.svg.trim().replacen(
+                    "<svg ",
+                    &format!("<svg style=\"min-width:{}px\" ", w * 2 / 3),
+                    1,
+                )),
+                None => h.push_str(chart.svg.trim()),
+            },
         }
         h.push_str("\n</figure>\n");
     }
+}
+
+/// The width an SVG was drawn at (its `width` attribute).
+fn svg_width(svg: &str) -> Option<u32> {
+    let tag = &svg[svg.find("<svg ")?..];
+    let tag = &tag[..tag.find('>')?];
+    let at = tag.find(" width=\"")? + 8;
+    tag[at..].split('"').next()?.parse().ok()
+}
+
+/// The end of the page: where the files are and how to redraw them.
+pub fn tail(h: &mut String, plot_hint: &str) {
     let _ = write!(
         h,
         "<p class=\"meta\">Every chart is also in this directory as <code>.svg</code> and <code>.png</code>. {}</p>\n</body>\n</html>\n",
@@ -119,11 +140,15 @@ pub fn report_html(data: &ReportData, charts: &[RenderedChart]) -> String {
     let names: Vec<&str> = data.variants.iter().map(|v| v.name.as_str()).collect();
     let _ = write!(
         h,
-        "<h1>{}</h1>\n<p class=\"meta\">{} variant(s): {} · {} each · seed {} · retrystorm {}</p>\n",
+        "<h1>{}{}</h1>\n<p class=\"meta\">{}: {} · {} each · seed {} · retrystorm {}</p>\n",
         escape(&data.scenario),
-        names.len(),
+        if data.emulation.is_some() { " — measured on 127.0.0.1" } else { "" },
+        crate::report::format::count_of(names.len() as u64, "variant"),
         escape(&names.join(", ")),
-        crate::report::format::count_of(u64::from(data.replications), "replication"),
+        crate::report::format::count_of(
+            u64::from(data.replications),
+            if data.emulation.is_some() { "measured run" } else { "replication" }
+        ),
         data.seed,
         escape(&data.version)
     );
@@ -146,10 +171,15 @@ pub fn report_html(data: &ReportData, charts: &[RenderedChart]) -> String {
             },
         );
     }
-    h.push_str(
-        "<nav class=\"toc\"><a href=\"#verdict\">Verdict</a><a href=\"#key\">Key results</a>\
-         <a href=\"#summary\">Summary</a><a href=\"#scenario\">Scenario</a><a href=\"#charts\">Charts</a></nav>\n",
+    let _ = writeln!(
+        h,
+        "<nav class=\"toc\">{}<a href=\"#verdict\">Verdict</a><a href=\"#key\">Key results</a>\
+         <a href=\"#charts\">Charts</a><a href=\"#summary\">Summary</a><a href=\"#scenario\">Scenario</a></nav>",
+        if data.emulation.is_some() { "<a href=\"#measured\">Measured</a>" } else { "" }
     );
+    if let Some(e) = &data.emulation {
+        measured_section(&mut h, e);
+    }
     verdict_section(&mut h, data);
     h.push_str("<h2 id=\"key\">Key results</h2>\n<ul class=\"findings\">\n");
     for finding in key_findings(data) {
@@ -157,9 +187,11 @@ pub fn report_html(data: &ReportData, charts: &[RenderedChart]) -> String {
     }
     h.push_str("</ul>\n");
     warnings(&mut h, data);
+    // The charts before the tables: the summary and the per-variant detail follow them.
+    charts_section(&mut h, charts);
     summary_table(&mut h, data);
     scenario_section(&mut h, data);
-    charts_and_tail(&mut h, charts, "Re-render charts and this page from the run's files with `retrystorm plot DIR`.");
+    tail(&mut h, "Re-render charts and this page from the run's files with `retrystorm plot DIR`.");
     h
 }
 
@@ -178,16 +210,16 @@ fn verdict_section(h: &mut String, data: &ReportData) {
     h.push_str("</ul>\n");
 }
 
-/// The whole page of a sweep: findings, a table of the headline metrics per cell and the charts.
+/// The whole page of a sweep: findings, the charts and a table of the headline metrics per cell.
 pub fn sweep_html(data: &SweepData, charts: &[RenderedChart]) -> String {
     let mut h = head(&format!("retrystorm sweep: {}", data.scenario));
     let cells: usize = data.axes.iter().map(|a| a.labels.len()).product();
     let axes: Vec<String> = data.axes.iter().map(|a| format!("{} ∈ {{{}}}", a.path, a.labels.join(", "))).collect();
     let _ = write!(
         h,
-        "<h1>{} — sweep</h1>\n<p class=\"meta\">{} cell(s): {} · variants {} · {} per cell · seed {}</p>\n",
+        "<h1>{} — sweep</h1>\n<p class=\"meta\">{}: {} · variants {} · {} per cell · seed {}</p>\n",
         escape(&data.scenario),
-        cells,
+        crate::report::format::count_of(cells as u64, "cell"),
         escape(&axes.join("; ")),
         escape(&data.variants.join(", ")),
         crate::report::format::count_of(u64::from(data.replications), "replication"),
@@ -202,6 +234,8 @@ pub fn sweep_html(data: &SweepData, charts: &[RenderedChart]) -> String {
         h.push_str(
             "<p>No charts: a sweep over three or more parameters has no single view; see <code>sweep.csv</code>.</p>\n",
         );
+    } else {
+        charts_section(&mut h, charts);
     }
     let _ = write!(
         h,
@@ -238,8 +272,58 @@ pub fn sweep_html(data: &SweepData, charts: &[RenderedChart]) -> String {
         }
     }
     h.push_str("</table>\n");
-    charts_and_tail(&mut h, charts, "Re-render the charts and this page with `retrystorm plot DIR`.");
+    tail(&mut h, "Re-render the charts and this page with `retrystorm plot DIR`.");
     h
+}
+
+/// An emulated run: what was measured and where, and (`compare --emulate`) how far it agrees
+/// with the simulation, before anything else.
+fn measured_section(h: &mut String, e: &crate::runner::Emulation) {
+    let _ = writeln!(
+        h,
+        "<h2 id=\"measured\">Measured on real sockets</h2>\n<p>These results were <strong>measured</strong>, not simulated: \
+         the scenario's clients and hops ran as processes talking HTTP over real sockets at <code>127.0.0.1</code>, \
+         at --time-scale {} ({} s of wall time). {}</p>",
+        super::format::fmt_tick(e.time_scale),
+        fmt_num(e.wall_s),
+        if e.warnings.is_empty() {
+            "This machine kept up with the scenario's clock (no warnings).".to_string()
+        } else {
+            format!(
+                "This machine gave {}; see Warnings below.",
+                crate::report::format::count_of(e.warnings.len() as u64, "warning")
+            )
+        }
+    );
+    if let Some(c) = &e.comparison {
+        let _ = writeln!(
+            h,
+            "<p>{} (also in <code>comparison.csv</code>):</p>\n<table>\n<tr><th>variant</th><th>metric</th><th>simulated</th><th>measured</th><th>{}</th></tr>",
+            escape(&upper_first(&c.method)),
+            escape(&c.judged_by)
+        );
+        for r in &c.rows {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
+                escape(&r.variant),
+                escape(&r.metric),
+                escape(&r.simulated),
+                escape(&r.measured),
+                if r.verdict == "NO" { "<strong>NO</strong>".to_string() } else { escape(&r.verdict) }
+            );
+        }
+        h.push_str("</table>\n<ul class=\"findings\">\n");
+        for note in &c.notes {
+            let _ = writeln!(h, "<li>{}</li>", escape(note).replace('\n', "<br>"));
+        }
+        h.push_str("</ul>\n");
+    }
+}
+
+fn upper_first(s: &str) -> String {
+    let mut chars = s.chars();
+    chars.next().map_or(String::new(), |c| c.to_uppercase().chain(chars).collect())
 }
 
 fn warnings(h: &mut String, data: &ReportData) {
@@ -252,11 +336,15 @@ fn warnings(h: &mut String, data: &ReportData) {
             format!("{} of {} runs stopped early ({}): {}", t.stopped, t.total, t.why, groups.join(", "))
         })
         .collect();
-    if data.warnings.is_empty() && truncated.is_empty() {
+    let measured = data.emulation.as_ref().map_or(&[][..], |e| e.warnings.as_slice());
+    if data.warnings.is_empty() && truncated.is_empty() && measured.is_empty() {
         h.push_str("<h2>Warnings</h2>\n<p>None: the scenario passed every invariant check.</p>\n");
         return;
     }
     h.push_str("<h2>Warnings</h2>\n<div class=\"warn\"><ul>\n");
+    for w in measured {
+        let _ = writeln!(h, "<li>Measurement: {}</li>", escape(w));
+    }
     for w in &data.warnings {
         let _ = writeln!(h, "<li>{}</li>", escape(w));
     }
@@ -400,8 +488,10 @@ fn scenario_section(h: &mut String, data: &ReportData) {
         super::format::fmt_secs(data.bucket_s)
     );
     setup_tables(h, first);
-    h.push_str(
-        "<h3>Retry policies per variant</h3>\n<table>\n<tr><th>variant</th><th>policy</th><th>settings</th></tr>\n",
+    let _ = writeln!(
+        h,
+        "<details><summary>Retry policies per variant ({}) and what else each variant changes</summary>\n<table>\n<tr><th>variant</th><th>policy</th><th>settings</th></tr>",
+        data.variants.len()
     );
     let colours = variant_colours(data);
     for (i, v) in data.variants.iter().enumerate() {
@@ -425,6 +515,7 @@ fn scenario_section(h: &mut String, data: &ReportData) {
             setup_tables(h, s);
         }
     }
+    h.push_str("</details>\n");
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! `boundaries.svg`/`.png` (every variant's boundary on one chart), `report.html`, and the text
 //! printed on stdout.
 
-use super::charts::{palette, DrawResult, Figure, Rendered, FONT};
+use super::charts::{narrow, palette, DrawResult, Figure, Rendered, FONT};
 use super::files::{self, OutputError};
 use super::format::fmt_tick;
 use super::html::{escape, head, swatch};
@@ -185,9 +185,9 @@ pub fn map_text(map: &MapFile, fit: &dyn Fn(&str) -> String) -> String {
     let title = format!(
         "{}: P(metastable) over {} (x, {}) × {} (y, {})",
         map.scenario,
-        map.x.path,
+        map.x.describe(),
         map.x.spacing.word(),
-        map.y.path,
+        map.y.describe(),
         map.y.spacing.word()
     );
     out.push_str(&fit(&title));
@@ -244,7 +244,9 @@ const NO_DATA: RGBColor = RGBColor(200, 200, 200);
 /// About six round values inside the axis's range (1-2-5 steps; on a log axis the 1-2-5 values
 /// of each decade), each with its label.
 fn ticks(axis: &Axis) -> Vec<(f64, String)> {
-    let (lo, hi) = (axis.lo, axis.hi);
+    // Round values in the terms the axis is read in (a fault's length, not its end).
+    let offset = axis.lo - axis.shown(axis.lo);
+    let (lo, hi) = (axis.shown(axis.lo), axis.shown(axis.hi));
     let mut values = Vec::new();
     match axis.spacing {
         Spacing::Linear => {
@@ -271,7 +273,7 @@ fn ticks(axis: &Axis) -> Vec<(f64, String)> {
         }
     }
     let unit = if axis.kind == crate::runner::plan_range::Kind::Duration { " s" } else { "" };
-    values.into_iter().map(|v| (grid_pos(axis, v), format!("{}{unit}", fmt_tick(v)))).collect()
+    values.into_iter().map(|v| (grid_pos(axis, v + offset), format!("{}{unit}", fmt_tick(v)))).collect()
 }
 
 /// Draws `axis`'s ticks and labels beside a chart whose plotting area is `plot` in pixels
@@ -335,8 +337,8 @@ where
 
 fn axis_desc(axis: &Axis) -> String {
     match axis.spacing {
-        Spacing::Linear => axis.path.clone(),
-        Spacing::Log => format!("{} (log scale)", axis.path),
+        Spacing::Linear => axis.describe(),
+        Spacing::Log => format!("{} (log scale)", axis.describe()),
     }
 }
 
@@ -353,6 +355,14 @@ fn columns(variants: usize) -> usize {
     variants.clamp(1, 3)
 }
 
+impl HeatFigure<'_> {
+    /// Canvas height for `cols` panels per row, with `key` lines of key under the title.
+    fn height(&self, cols: usize, key: u32) -> u32 {
+        let rows = self.map.variants.len().div_ceil(cols) as u32;
+        48 + 24 * key + PANEL_H * rows
+    }
+}
+
 impl Figure for HeatFigure<'_> {
     fn stem(&self) -> String {
         "map".into()
@@ -360,16 +370,18 @@ impl Figure for HeatFigure<'_> {
 
     fn caption(&self) -> String {
         format!(
-            "Probability of a metastable outcome per cell (colour; grey: not observable) with each row's tipping boundary (black dot: the bisection's answer; bar: its interval). {}.",
+            "Probability of a metastable outcome per cell (colour; grey: not observable; white stroke: its 95% interval spans ½) with each row's tipping boundary (black dot: the bisection's answer; bar: its interval). {}.",
             definition_line(self.map)
         )
     }
 
     fn size(&self) -> (u32, u32) {
-        let n = self.map.variants.len();
-        let cols = columns(n);
-        let rows = n.div_ceil(cols);
-        (PANEL_W * cols as u32, 70 + PANEL_H * rows as u32)
+        let cols = columns(self.map.variants.len());
+        (PANEL_W * cols as u32, self.height(cols, 1))
+    }
+
+    fn narrow_size(&self) -> Option<(u32, u32)> {
+        Some((narrow::NARROW_PX, self.height(1, 2)))
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
@@ -377,28 +389,23 @@ impl Figure for HeatFigure<'_> {
         DB::ErrorType: 'static,
     {
         let map = self.map;
-        let (title, body) = root.split_vertically(70);
-        title.draw(&Text::new(
-            format!("{}: probability of a metastable outcome", map.scenario),
-            (20, 8),
-            (FONT, 22).into_font().color(&BLACK),
-        ))?;
-        // The colour key: a ramp from 0 to 1.
+        let slim = narrow::is_narrow(root);
+        let body = narrow::titled(root, &format!("{}: probability of a metastable outcome", map.scenario), 22)?;
+        let (title, body) = body.split_vertically(if slim { 56 } else { 32 });
+        // The colour key: a ramp from 0 to 1, then the marks (on a second line when narrow).
         for i in 0..=100 {
             let x = 20 + 2 * i;
-            title.draw(&Rectangle::new([(x, 42), (x + 2, 58)], heat(f64::from(i) / 100.0).filled()))?;
+            title.draw(&Rectangle::new([(x, 6), (x + 2, 22)], heat(f64::from(i) / 100.0).filled()))?;
         }
         let small = (FONT, 14).into_font().color(&BLACK);
-        title.draw(&Text::new("0", (14, 60), small.clone()))?;
-        title.draw(&Text::new("1", (224, 60), small.clone()))?;
-        title.draw(&Rectangle::new([(250, 42), (266, 58)], NO_DATA.filled()))?;
-        title.draw(&Text::new(
-            "not observable   ╱ uncertain (95% interval spans ½)   ● boundary, ─ its interval",
-            (272, 42),
-            small,
-        ))?;
+        title.draw(&Text::new("0", (8, 8), small.clone()))?;
+        title.draw(&Text::new("1", (226, 8), small.clone()))?;
+        title.draw(&Rectangle::new([(250, 6), (266, 22)], NO_DATA.filled()))?;
+        title.draw(&Text::new("not observable", (272, 6), small.clone()))?;
+        let marks = "╱ uncertain (95% interval spans ½)   ● boundary, ─ its interval";
+        title.draw(&Text::new(marks, if slim { (20, 32) } else { (390, 6) }, small))?;
         let n = map.variants.len();
-        let cols = columns(n);
+        let cols = if slim { 1 } else { columns(n) };
         let panels = body.split_evenly((n.div_ceil(cols), cols));
         for (v, panel) in panels.iter().enumerate().take(n) {
             draw_heat(panel, map, v)?;
@@ -458,11 +465,18 @@ impl Figure for BoundaryFigure<'_> {
     }
 
     fn caption(&self) -> String {
-        "Tipping boundary per row and variant: past it (in the direction of the arrow in the key) more than half of the runs stay metastable; bars are the boundary's interval. Rows where no cell tips, or every cell does, have no point.".into()
+        format!(
+            "Tipping boundary per row and variant: the {} at which half of the runs stay metastable (dot), bars its interval; the key counts the rows where it was found, where no cell tips and where every cell does (those rows have no point).",
+            self.map.x.path
+        )
     }
 
     fn size(&self) -> (u32, u32) {
-        (1100, 720)
+        (1100, 680 + 24 * self.map.variants.len().div_ceil(2) as u32)
+    }
+
+    fn narrow_size(&self) -> Option<(u32, u32)> {
+        Some((narrow::NARROW_PX, 620 + 24 * self.map.variants.len() as u32))
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
@@ -472,15 +486,12 @@ impl Figure for BoundaryFigure<'_> {
         let map = self.map;
         let names: Vec<&str> = map.variants.iter().map(String::as_str).collect();
         let colours = palette::colours_of(&names);
-        let (title, body) = root.split_vertically(40 + 24 * map.variants.len().div_ceil(2) as u32);
-        title.draw(&Text::new(
-            format!("{}: where each variant tips", map.scenario),
-            (20, 8),
-            (FONT, 22).into_font().color(&BLACK),
-        ))?;
+        let per_row = narrow::columns(root, 2);
+        let root = narrow::titled(root, &format!("{}: where each variant tips", map.scenario), 22)?;
+        let (title, body) = root.split_vertically(8 + 24 * map.variants.len().div_ceil(per_row) as u32);
         for (v, name) in map.variants.iter().enumerate() {
-            let (col, line) = ((v % 2) as i32, (v / 2) as i32);
-            let (x, y) = (20 + 540 * col, 40 + 24 * line);
+            let (col, line) = ((v % per_row) as i32, (v / per_row) as i32);
+            let (x, y) = (20 + 540 * col, 4 + 24 * line);
             let found = map.rows.iter().filter(|r| r.variants[v].boundary.status == BoundaryStatus::Found).count();
             let none = map.rows.iter().filter(|r| r.variants[v].boundary.status == BoundaryStatus::NoneTip).count();
             let all = map.rows.iter().filter(|r| r.variants[v].boundary.status == BoundaryStatus::AllTip).count();
@@ -543,12 +554,12 @@ pub fn map_html(map: &MapFile, rendered: &Rendered) -> String {
     let mut h = head(&format!("retrystorm map: {}", map.scenario));
     let _ = write!(
         h,
-        "<h1>{} — metastability map</h1>\n<p class=\"meta\">{} (x) × {} (y) · seed {} · retrystorm {}</p>\n\
-         <nav><a href=\"#answer\">Answer</a> · <a href=\"#boundaries\">Boundaries</a> · <a href=\"#charts\">Charts</a></nav>\n\
+        "<h1>{}</h1>\n<p class=\"meta\">Metastability map of {} (x) × {} (y) · seed {} · retrystorm {}</p>\n\
+         <nav><a href=\"#answer\">Answer</a> · <a href=\"#charts\">Charts</a> · <a href=\"#boundaries\">Boundaries</a></nav>\n\
          <h2 id=\"answer\">Answer</h2>\n<p>{}</p>\n<ol class=\"findings\">\n",
         escape(&map.scenario),
-        escape(&map.x.path),
-        escape(&map.y.path),
+        escape(&map.x.describe()),
+        escape(&map.y.describe()),
         map.seed,
         escape(crate::report::summary::VERSION),
         escape(&definition_line(map))
@@ -557,15 +568,17 @@ pub fn map_html(map: &MapFile, rendered: &Rendered) -> String {
         let text = line.split_once(". ").map_or(line.as_str(), |(_, t)| t);
         let _ = writeln!(h, "<li>{}</li>", escape(text));
     }
+    h.push_str("</ol>\n");
+    super::html::charts_section(&mut h, &rendered.charts);
     let rows = map.rows.len() * map.variants.len();
     let _ = write!(
         h,
-        "</ol>\n<h2 id=\"boundaries\">Boundaries</h2>\n<details><summary>Each row's boundary per variant ({rows} rows; the charts below draw them)</summary>\n<div class=\"scroll\"><table>\n<tr><th>variant</th>"
+        "<h2 id=\"boundaries\">Boundaries</h2>\n<details><summary>Each row's boundary per variant ({rows} rows; the charts above draw them)</summary>\n<div class=\"scroll\"><table>\n<tr><th>variant</th>"
     );
     let _ = writeln!(
         h,
         "<th>{}</th><th>boundary ({})</th><th>interval (values decided on either side)</th><th>probes</th></tr>",
-        escape(&map.y.path),
+        escape(&map.y.describe()),
         escape(&map.x.path)
     );
     let names: Vec<&str> = map.variants.iter().map(String::as_str).collect();
@@ -596,9 +609,8 @@ pub fn map_html(map: &MapFile, rendered: &Rendered) -> String {
         }
     }
     h.push_str("</table></div></details>\n");
-    super::html::charts_and_tail(
+    super::html::tail(
         &mut h,
-        &rendered.charts,
         "map.json and map.csv hold every cell; each cell's two settings re-run it with `retrystorm run --set`.",
     );
     h

@@ -34,8 +34,9 @@ pub type MoreFiles<'a> = dyn Fn(&Path, &mut Vec<PathBuf>) -> Result<(), OutputEr
 /// one to the list) before the manifest is written, so the manifest names them too.
 pub fn write_study_with(claim: &Claim, study: &Study, more: &MoreFiles) -> Result<Vec<PathBuf>, WriteError> {
     let mut written = Vec::new();
-    match write_study_files(claim.dir(), study, &mut written)
-        .and_then(|()| more(claim.dir(), &mut written))
+    // `more` first: the report rendered from the files may show what it wrote.
+    match more(claim.dir(), &mut written)
+        .and_then(|()| write_study_files(claim.dir(), study, &mut written))
         .and_then(|()| claim.finish(&written))
     {
         Ok(()) => Ok(written),
@@ -155,6 +156,11 @@ pub fn render_run(dir: &Path, max_bytes: u64) -> Result<Vec<PathBuf>, RenderErro
 fn render_run_into(dir: &Path, max_bytes: u64, written: &mut Vec<PathBuf>) -> Result<(), RenderError> {
     let data = readback::read_run(dir, max_bytes)?;
     let mut rendered = charts::Rendered::default();
+    // An emulated run compared with its simulation shows the measured load over the simulated
+    // one first (drawn by `compare --emulate`, which alone has both; `plot` keeps it).
+    if data.emulation.as_ref().is_some_and(|e| e.comparison.is_some()) {
+        rendered.charts.extend(readback::measured_chart(dir, max_bytes)?);
+    }
     let result = charts::write_charts(dir, &data, &mut rendered);
     written.append(&mut rendered.files);
     result?;

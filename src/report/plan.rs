@@ -5,9 +5,10 @@
 //! least first setting meeting every requirement at each value of the second, the cheapest
 //! combination ringed.
 
-use super::charts::{palette, DrawResult, Figure, Rendered, FONT};
+use super::charts::key::{self, KeyItem, Swatch};
+use super::charts::{narrow, palette, DrawResult, Figure, Rendered, FONT};
 use super::files::{self, OutputError};
-use super::format::{fmt_num, fmt_secs, fmt_tick};
+use super::format::{fmt_fixed, fmt_secs, fmt_tick, tick_decimals};
 use super::html::{escape, head, swatch};
 use super::values;
 use crate::metrics::objective::{Requirement, Verdict as Met};
@@ -285,6 +286,11 @@ impl Figure for FrontierFigure<'_> {
         (1000, 560 + 24 * rows)
     }
 
+    fn narrow_size(&self) -> Option<(u32, u32)> {
+        let rows = self.key_rows(narrow::NARROW_PX).len() as u32;
+        Some((narrow::NARROW_PX, 580 + 24 * rows))
+    }
+
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
     where
         DB::ErrorType: 'static,
@@ -292,14 +298,14 @@ impl Figure for FrontierFigure<'_> {
         let plan = self.plan;
         let across = plan.across.as_ref().expect("a two-setting plan");
         let rows = self.key_rows(root.dim_in_pixel().0);
-        let (title, body) = root.split_vertically(44 + 24 * rows.len() as u32);
-        title.draw(&Text::new(
-            format!("{}: the {} {} at each {}", plan.scenario, plan.find.word(), plan.parameter, across.parameter),
-            (20, 8),
-            (FONT, 20).into_font().color(&BLACK),
-        ))?;
+        let root = narrow::titled(
+            root,
+            &format!("{}: the {} {} at each {}", plan.scenario, plan.find.word(), plan.parameter, across.parameter),
+            20,
+        )?;
+        let (title, body) = root.split_vertically(8 + 24 * rows.len() as u32);
         for (row, items) in rows.iter().enumerate() {
-            let y = 40 + 24 * row as i32;
+            let y = 4 + 24 * row as i32;
             for (x, colour, text) in items {
                 if let Some(colour) = colour {
                     title.draw(&Rectangle::new([(*x, y + 2), (x + 14, y + 14)], colour.filled()))?;
@@ -359,13 +365,11 @@ impl Figure for FrontierFigure<'_> {
                 ))?;
                 for (k, group) in groups.iter().enumerate() {
                     let colour = plan_colour(plan, group[0].index);
-                    // The frontier's runs of found values are joined; a value with none breaks the line.
-                    let mut run: Vec<(f64, f64)> = Vec::new();
+                    // One point per value planned, unjoined: between two of them nothing was run.
                     for p in group {
                         let x = p.at.unwrap_or(across.lo);
                         match p.chosen {
                             Some(v) => {
-                                run.push((x, v));
                                 chart.draw_series(std::iter::once(Circle::new((x, v), 5, colour.filled())))?;
                             }
                             None => {
@@ -374,11 +378,9 @@ impl Figure for FrontierFigure<'_> {
                                     5,
                                     colour.stroke_width(2),
                                 )))?;
-                                chart.draw_series(LineSeries::new(run.drain(..), colour.stroke_width(2)))?;
                             }
                         }
                     }
-                    chart.draw_series(LineSeries::new(run, colour.stroke_width(2)))?;
                     if let Some(best) = cheapest(group, plan.find) {
                         let at = (best.at.unwrap_or(across.lo), best.chosen.expect("found"));
                         chart.draw_series(std::iter::once(Circle::new(at, 11, colour.stroke_width(2))))?;
@@ -435,6 +437,37 @@ pub struct PlanFigure<'a> {
     pub requirements: &'a [Requirement],
 }
 
+impl PlanFigure<'_> {
+    /// The key: each variant's colour and answer, then the threshold's dashes.
+    fn key(&self) -> Vec<KeyItem> {
+        let mut items: Vec<KeyItem> = self
+            .plan
+            .plans
+            .iter()
+            .map(|p| {
+                let answer =
+                    p.chosen.map_or("none in range".to_string(), |v| format!("chosen {}", self.plan.range().show(v)));
+                (Swatch::Fill(plan_colour(self.plan, p.index).into()), format!("{} ({answer})", p.variant))
+            })
+            .collect();
+        items.push((Swatch::Dashed(BLACK.into()), "threshold".into()));
+        items
+    }
+
+    fn title(&self) -> String {
+        match self.plan.find {
+            Find::Smallest => format!("{}: {} needed", self.plan.scenario, self.plan.parameter),
+            Find::Largest => format!("{}: the most {} sustained", self.plan.scenario, self.plan.parameter),
+        }
+    }
+
+    fn height(&self, width: u32) -> u32 {
+        let labels: Vec<String> = self.key().into_iter().map(|k| k.1).collect();
+        let title = if width < 800 { 70 } else { 44 };
+        title + key::height_estimate(&labels, width) + 380 * self.requirements.len().max(1) as u32
+    }
+}
+
 impl Figure for PlanFigure<'_> {
     fn stem(&self) -> String {
         "plan".into()
@@ -442,41 +475,26 @@ impl Figure for PlanFigure<'_> {
 
     fn caption(&self) -> String {
         format!(
-            "Each requirement's metric against {} ({}), the threshold dashed and each variant's chosen value as a vertical line.",
+            "Each requirement's metric against {} ({}, one point per value probed), the threshold dashed and each variant's chosen value as a vertical line.",
             self.plan.parameter,
             if self.plan.replications >= 2 { "mean and 95% CI per probe" } else { "one run's value per probe, no CI" }
         )
     }
 
     fn size(&self) -> (u32, u32) {
-        (1100, 60 + 380 * self.requirements.len().max(1) as u32)
+        (1100, self.height(1100))
+    }
+
+    fn narrow_size(&self) -> Option<(u32, u32)> {
+        Some((narrow::NARROW_PX, self.height(narrow::NARROW_PX)))
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
     where
         DB::ErrorType: 'static,
     {
-        let (title, body) = root.split_vertically(60);
-        title.draw(&Text::new(
-            match self.plan.find {
-                Find::Smallest => format!("{}: {} needed", self.plan.scenario, self.plan.parameter),
-                Find::Largest => format!("{}: the most {} sustained", self.plan.scenario, self.plan.parameter),
-            },
-            (20, 8),
-            (FONT, 22).into_font().color(&BLACK),
-        ))?;
-        // Key: each variant's colour and answer; the dashed black line is the threshold.
-        let mut x = 20;
-        for p in &self.plan.plans {
-            let colour = plan_colour(self.plan, p.index);
-            let answer =
-                p.chosen.map_or("none in range".to_string(), |v| format!("chosen {}", self.plan.range().show(v)));
-            let text = format!("{} ({answer})", p.variant);
-            title.draw(&Rectangle::new([(x, 40), (x + 14, 52)], colour.filled()))?;
-            title.draw(&Text::new(text.clone(), (x + 20, 38), (FONT, 15).into_font().color(&BLACK)))?;
-            x += 40 + 8 * text.chars().count() as i32;
-        }
-        title.draw(&Text::new("- - threshold", (x, 38), (FONT, 15).into_font().color(&BLACK)))?;
+        let body = narrow::titled(root, &self.title(), 22)?;
+        let body = key::with_key(&body, &self.key())?;
         let panels = body.split_evenly((self.requirements.len().max(1), 1));
         for (r, (req, panel)) in self.requirements.iter().zip(&panels).enumerate() {
             draw_requirement(panel, self.plan, req, r)?;
@@ -515,6 +533,11 @@ where
     let pad = ((y1 - y0) * 0.08).max(threshold.abs() * 0.05).max(1e-9);
     y0 -= pad;
     y1 += pad;
+    // A share's axis stays within 0–100% (a CI's whisker beyond it is cut at the edge).
+    if req.metric.metric.def().unit == crate::metrics::catalogue::Unit::Share {
+        (y0, y1) = (y0.max(0.0), y1.min(scale));
+    }
+    let y_decimals = tick_decimals(y0, y1, 10);
     // A log axis for wide whole-number ranges (1..256 workers); durations and rates read better
     // on a linear one unless they span two decades (log tick labels crowd at the top of a decade).
     let decades = if plan.kind == Kind::Integer { 16.0 } else { 100.0 };
@@ -532,11 +555,9 @@ where
     let x_tick = |x: f64| if plan.kind == Kind::Duration { fmt_secs(x) } else { fmt_tick(x) };
     let draw = |chart: &mut LineDrawer| -> DrawResult {
         chart(&[(xl, threshold), (xh, threshold)], &BLACK.mix(0.7).stroke_width(2), true)?;
+        // Probes only, unjoined: a line between two probes would draw values never run.
         for p in &plan.plans {
             let colour = plan_colour(plan, p.index);
-            let mut mine: Vec<(f64, f64)> = points.iter().filter(|q| q.0 == p.index).map(|q| (q.1, q.2)).collect();
-            mine.sort_by(|a, b| a.0.total_cmp(&b.0));
-            chart(&mine, &colour.stroke_width(2), false)?;
             if let Some(v) = p.chosen {
                 chart(&[(v, y0), (v, y1)], &colour.stroke_width(2), true)?;
             }
@@ -557,7 +578,7 @@ where
                 .x_desc(x_desc.as_str())
                 .y_desc(y_desc.as_str())
                 .x_label_formatter(&|x| x_tick(*x))
-                .y_label_formatter(&|y| fmt_num(*y))
+                .y_label_formatter(&|y| fmt_fixed(*y, y_decimals))
                 .label_style((FONT, 14))
                 .axis_desc_style((FONT, 15))
                 .draw()?;
@@ -595,7 +616,7 @@ pub fn plan_html(plan: &PlanFile, rendered: &Rendered) -> String {
     let _ = write!(
         h,
         "<h1>{} — capacity plan</h1>\n<p class=\"meta\">seed {} · {} per probe · retrystorm {}</p>\n\
-         <nav><a href=\"#answer\">Answer</a> · <a href=\"#probes\">Probes</a> · <a href=\"#charts\">Chart</a></nav>\n\
+         <nav><a href=\"#answer\">Answer</a> · <a href=\"#charts\">Chart</a> · <a href=\"#probes\">Probes</a></nav>\n\
          <h2 id=\"answer\">Answer</h2>\n<ul class=\"findings\">\n",
         escape(&plan.scenario),
         plan.seed,
@@ -606,13 +627,32 @@ pub fn plan_html(plan: &PlanFile, rendered: &Rendered) -> String {
         },
         escape(&plan.version)
     );
-    for line in answer_lines(plan) {
+    // Each variant's answer first; its frontier and the searches' warnings (indented on stdout)
+    // fold under the chart.
+    let (answers, detail): (Vec<String>, Vec<String>) =
+        answer_lines(plan).into_iter().partition(|line| !line.starts_with("    "));
+    for line in &answers {
         let _ = writeln!(h, "<li>{}</li>", escape(line.trim()));
     }
+    h.push_str("</ul>\n");
+    super::html::charts_section(&mut h, &rendered.charts);
+    if !detail.is_empty() {
+        let _ = writeln!(
+            h,
+            "<h2 id=\"detail\">Frontier and warnings</h2>\n<details><summary>{}: each variant's frontier and its searches' warnings</summary>\n<ul class=\"findings\">",
+            crate::report::format::count_of(detail.len() as u64, "line")
+        );
+        for line in &detail {
+            let _ = writeln!(h, "<li>{}</li>", escape(line.trim()));
+        }
+        h.push_str("</ul></details>\n");
+    }
     let second = plan.across.as_ref().map(|a| (a.parameter.as_str(), a.range()));
+    let probes: usize = plan.plans.iter().map(|p| p.probes.len()).sum();
     let _ = write!(
         h,
-        "</ul>\n<h2 id=\"probes\">Probes</h2>\n<div class=\"scroll\"><table>\n<tr><th>variant</th>{}<th>value</th><th>requirement</th><th>{}</th><th>{}</th><th>met</th></tr>\n",
+        "<h2 id=\"probes\">Probes</h2>\n<details><summary>Every probe and requirement ({}; the chart above draws them)</summary>\n<div class=\"scroll\"><table>\n<tr><th>variant</th>{}<th>value</th><th>requirement</th><th>{}</th><th>{}</th><th>met</th></tr>\n",
+        crate::report::format::count_of(probes as u64, "probe"),
         second.as_ref().map_or(String::new(), |(name, _)| format!("<th><code>{}</code></th>", escape(name))),
         if plan.replications >= 2 { "mean ± 95% CI" } else { "value (one run: no CI)" },
         if plan.replications >= 2 { "95% bound" } else { "bound (one run: its value)" }
@@ -643,8 +683,8 @@ pub fn plan_html(plan: &PlanFile, rendered: &Rendered) -> String {
             }
         }
     }
-    h.push_str("</table></div>\n<div id=\"charts\"></div>\n");
-    super::html::charts_and_tail(&mut h, &rendered.charts, "plan.json and plan.csv hold every probe.");
+    h.push_str("</table></div></details>\n");
+    super::html::tail(&mut h, "plan.json and plan.csv hold every probe.");
     h
 }
 

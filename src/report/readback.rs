@@ -63,6 +63,21 @@ pub fn read_typed<T: serde::de::DeserializeOwned>(dir: &Path, name: &str, max_by
     serde_json::from_value(value).map_err(|e| fail(&path, format!("not a {name} this version reads: {e}")))
 }
 
+/// The measured load chart (`load_measured.svg`) of a `compare --emulate` run, as the report
+/// shows it; none when the file is missing (deleted after the run).
+pub fn measured_chart(dir: &Path, max_bytes: u64) -> Result<Option<crate::report::charts::RenderedChart>, ReadError> {
+    let path = dir.join("load_measured.svg");
+    if path.symlink_metadata().is_err() {
+        return Ok(None);
+    }
+    Ok(Some(crate::report::charts::RenderedChart {
+        stem: "load_measured".into(),
+        caption: crate::report::charts::measured::CAPTION.into(),
+        svg: read_text(&path, max_bytes)?,
+        narrow_svg: None,
+    }))
+}
+
 /// Reads the run in `dir`; each file may have at most `max_bytes`.
 pub fn read_run(dir: &Path, max_bytes: u64) -> Result<ReportData, ReadError> {
     let summary_path = dir.join("summary.json");
@@ -137,6 +152,7 @@ pub fn read_run(dir: &Path, max_bytes: u64) -> Result<ReportData, ReadError> {
         variants,
         objective: summary.objective,
         provenance: summary.provenance,
+        emulation: summary.emulation,
     })
 }
 

@@ -437,7 +437,7 @@ fn caveats(verdict: &Verdict, candidates: &[Candidate]) -> String {
     if let Some(most) = better.iter().max_by(|a, b| success(a).total_cmp(&success(b))) {
         let others = match better.len() {
             1 => String::new(),
-            n => format!(" and {} other variant(s)", n - 1),
+            n => format!(" and {}", crate::report::format::count_of(n as u64 - 1, "other variant")),
         };
         out.push_str(&format!(
             ". A trade-off: {}{others} delivered significantly more, within the tie threshold ({}: {})",

@@ -55,6 +55,42 @@ pub struct Emulation {
     /// fit a scenario's `client_timing` from (absent in runs written before it was measured).
     #[serde(default)]
     pub client_delays: ClientDelayFit,
+    /// `compare --emulate`: the measured runs beside the simulation, row by row (absent for
+    /// `emulate`, which has no simulation to compare with).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<MeasuredComparison>,
+}
+
+/// `compare --emulate`'s judgement of the measured runs against the simulated replications:
+/// what `report.html`, `comparison.csv` and the terminal show.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasuredComparison {
+    /// What the two sides are and how a row is judged.
+    pub method: String,
+    /// The verdict column's heading: `inside` (one run, against the prediction interval) or
+    /// `agree` (several runs, by a permutation test).
+    pub judged_by: String,
+    /// One row per variant and metric.
+    pub rows: Vec<ComparedRow>,
+    /// How many agree, notes on the rows judged apart, and what the simulation leaves out.
+    pub notes: Vec<String>,
+}
+
+/// One variant's metric, simulated and measured.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComparedRow {
+    /// The variant.
+    pub variant: String,
+    /// The metric's label.
+    pub metric: String,
+    /// The simulation: mean and interval, as shown.
+    pub simulated: String,
+    /// The measurement, as shown.
+    pub measured: String,
+    /// `yes`, `NO`, or `-` (not judged) with why.
+    pub verdict: String,
 }
 
 /// Least-squares sums of the clients' own delay on a retry (y, scenario seconds from the instant

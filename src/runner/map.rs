@@ -65,6 +65,20 @@ pub struct Axis {
     pub points: usize,
     /// Their spacing.
     pub spacing: Spacing,
+    /// How reports read it in the scenario's terms (a fault's end as its length); absent: the
+    /// path and its values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reading: Option<Reading>,
+}
+
+/// An axis read in the scenario's terms: values shown less `offset`, under `label`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reading {
+    /// What the shown values are, e.g. `length of the slow fault (fault.0.to − 20 s)`.
+    pub label: String,
+    /// Subtracted from a value to show it (seconds for durations).
+    pub offset: f64,
 }
 
 impl Axis {
@@ -81,7 +95,8 @@ impl Axis {
         if spacing == Spacing::Log && range.lo <= 0.0 {
             return Err(format!("{flag} `{text}`: a log axis needs LO above 0; give a positive LO or a linear axis"));
         }
-        let axis = Axis { path: range.path, kind: range.kind, lo: range.lo, hi: range.hi, points, spacing };
+        let axis =
+            Axis { path: range.path, kind: range.kind, lo: range.lo, hi: range.hi, points, spacing, reading: None };
         if axis.kind == Kind::Integer {
             let values = axis.values();
             if values.windows(2).any(|w| w[0] == w[1]) {
@@ -154,9 +169,39 @@ impl Axis {
         format!("{} = {text}", self.path)
     }
 
-    /// `x` in the axis's unit, for people.
+    /// `x` in the axis's unit, for people (in the scenario's terms when the axis has a reading).
     pub fn show(&self, x: f64) -> String {
-        self.range().show(x)
+        self.range().show(self.shown(x))
+    }
+
+    /// `x` as reports show it: less the reading's offset.
+    pub fn shown(&self, x: f64) -> f64 {
+        x - self.reading.as_ref().map_or(0.0, |r| r.offset)
+    }
+
+    /// What the axis is, for a chart's axis or a table's heading: the reading's label with the
+    /// path it comes from, else the path.
+    pub fn describe(&self) -> String {
+        self.reading.as_ref().map_or_else(|| self.path.clone(), |r| r.label.clone())
+    }
+
+    /// The axis in the scenario's terms: `fault.N.to` (with the fault's start fixed, not on
+    /// `other`, the map's other axis) reads as the fault's length.
+    pub fn read_in(&mut self, spec: &crate::model::SimSpec, other: &str) {
+        let Some(n) = self.path.strip_prefix("fault.").and_then(|r| r.strip_suffix(".to")) else { return };
+        let Some(fault) = n.parse::<usize>().ok().and_then(|k| spec.faults.get(k)) else { return };
+        if self.kind != Kind::Duration || other == format!("fault.{n}.from") {
+            return;
+        }
+        let from = crate::engine::time::ns_to_secs(fault.from);
+        self.reading = Some(Reading {
+            label: format!(
+                "length of the {} fault (fault.{n}.to − {})",
+                fault.kind.name(),
+                crate::engine::time::duration_words(fault.from)
+            ),
+            offset: from,
+        });
     }
 }
 

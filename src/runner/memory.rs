@@ -284,7 +284,10 @@ pub fn estimate_run(scenario: &Scenario, variants: &[crate::scenario::Variant], 
         ("the traces replayed".to_string(), trace_bytes(variants)),
         (format!("time series of up to {held} run(s) in flight or waiting their turn"), held.saturating_mul(run)),
         (
-            format!("per-replication metrics of {} replication(s)", scenario.replications),
+            format!(
+                "per-replication metrics of {}",
+                crate::engine::text::count_of(u64::from(scenario.replications), "replication")
+            ),
             scalars.saturating_mul(u64::from(scenario.replications)),
         ),
         ("the tallest chart".to_string(), chart),

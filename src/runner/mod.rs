@@ -36,7 +36,7 @@ pub struct RunOptions {
 }
 
 pub use crate::metrics::stats::StatRow;
-pub use emulation::{ClientDelayFit, Emulation};
+pub use emulation::{ClientDelayFit, ComparedRow, Emulation, MeasuredComparison};
 
 /// Mean time series of one scope (hop or tenant) of one variant.
 #[derive(Clone, Debug)]

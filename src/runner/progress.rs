@@ -73,3 +73,35 @@ impl Progress {
         self.bar.finish_and_clear();
     }
 }
+
+/// Runs `work`, which lasts about `total_s` wall seconds (a run in real time: emulation), under a
+/// bar of the seconds passed, drawn as [`Progress`] is (after [`SHOW_AFTER`], on a terminal,
+/// when `wanted`). The bar only observes: it reads the clock.
+pub fn timed<T>(wanted: bool, what: &str, total_s: u64, work: impl FnOnce() -> T) -> T {
+    let bar = ProgressBar::with_draw_target(Some(total_s.max(1)), ProgressDrawTarget::hidden());
+    if !wanted || !std::io::stderr().is_terminal() {
+        return work();
+    }
+    bar.set_style(style("{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} s {msg}"));
+    bar.set_message(what.to_string());
+    let (stop, stopped) = mpsc::channel::<()>();
+    let shown = bar.clone();
+    let start = std::time::Instant::now();
+    let ticker = std::thread::spawn(move || {
+        let mut drawn = false;
+        while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(Duration::from_millis(200)) {
+            if !drawn && start.elapsed() >= SHOW_AFTER {
+                shown.set_draw_target(ProgressDrawTarget::stderr());
+                drawn = true;
+            }
+            shown.set_position(start.elapsed().as_secs().min(total_s));
+            shown.tick();
+        }
+    });
+    let out = work();
+    drop(stop);
+    // The ticker only sleeps and draws: it cannot panic in practice.
+    let _ = ticker.join();
+    bar.finish_and_clear();
+    out
+}

@@ -5,6 +5,15 @@
 /// edit distance is quadratic.
 pub const SUGGEST_MAX_CHARS: usize = 100;
 
+/// `1 replication`, `10 replications`: a count with its noun, singular for one.
+pub fn count_of(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// The candidate closest to `word` by edit distance, if it is close enough to be a likely typo.
 /// The work is bounded: long words get no suggestion, and candidates whose length differs by
 /// more than the allowed distance are skipped without computing it.

@@ -77,6 +77,24 @@ fn rows<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, items: &[KeyItem]) ->
     out
 }
 
+/// The height [`with_key`] takes for `labels` on a canvas `width` pixels wide, estimated before
+/// drawing (for a figure's size) at 9 px per character, wider than the 15 px font's average.
+pub fn height_estimate(labels: &[String], width: u32) -> u32 {
+    let limit = width as i32 - 60;
+    let mut rows = 0;
+    let mut used = 0;
+    for label in labels {
+        let w = SWATCH_PX + GAP_PX + 9 * label.chars().count() as i32;
+        if rows == 0 || used + ITEM_GAP_PX + w > limit {
+            rows += 1;
+            used = w;
+        } else {
+            used += ITEM_GAP_PX + w;
+        }
+    }
+    (rows * ROW_PX + 8) as u32
+}
+
 /// Splits a legend strip off the top of `area`, draws `items` in it and returns the rest.
 pub fn with_key<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,

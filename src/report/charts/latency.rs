@@ -33,6 +33,26 @@ pub fn quantile(cdf: &[(f64, f64)], percent: f64) -> Option<f64> {
     cdf.iter().find(|p| p.1 >= percent - 1e-9).map(|p| p.0)
 }
 
+/// The points of `cdf` (ascending) that move the line by more than `dx` decades or `dy` percent
+/// from the last one kept, and the last: at chart resolution (4,000 steps across, 2,000 up) the
+/// same drawing from a fraction of the points (a pooled histogram has thousands of values).
+pub fn thinned(cdf: &[(f64, f64)], dx: f64, dy: f64) -> Vec<(f64, f64)> {
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    for (i, &(x, y)) in cdf.iter().enumerate() {
+        let keep = match out.last() {
+            None => true,
+            Some(&(px, py)) => (x / px).log10() >= dx || y - py >= dy || i + 1 == cdf.len(),
+        };
+        if keep {
+            out.push((x, y));
+        } else if let Some(last) = out.last_mut() {
+            // The share reached by this value, drawn at the last kept one: the step never lags.
+            last.1 = y;
+        }
+    }
+    out
+}
+
 /// One panel: a CDF line per variant with markers at p50 (circle) and p99 (triangle).
 pub fn draw_cdf<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &ReportData) -> DrawResult
 where
@@ -81,10 +101,11 @@ where
     for i in styles.order() {
         let (cdf, colour) = (&cdfs[i], styles.colour(i));
         let Some((p50, p99)) = quantile(cdf, 50.0).zip(quantile(cdf, 99.0)) else { continue };
-        // A step line: the share jumps at each recorded value.
+        // A step line: the share jumps at each recorded value (thinned to what a pixel shows).
+        let cdf = thinned(cdf, (x_max / x_min).log10() / 4000.0, 100.0 / 2000.0);
         let mut steps = Vec::with_capacity(cdf.len() * 2);
         let mut previous = 0.0;
-        for &(x, y) in cdf {
+        for &(x, y) in &cdf {
             steps.push((x, previous));
             steps.push((x, y));
             previous = y;
@@ -115,6 +136,30 @@ fn key_label(v: &crate::report::data::VariantData, cdf: &[(f64, f64)]) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_thinned_cdf_keeps_its_ends_and_every_visible_step() {
+        // 10,000 values 1 µs apart from 1 ms: 10,000 points, on a decade-wide axis.
+        let hist: Vec<(u64, u64)> = (0..10_000).map(|k| (1_000 + k, 1)).collect();
+        let cdf = cdf_points(&hist);
+        let (dx, dy) = (1.0 / 4000.0, 100.0 / 2000.0);
+        let thin = thinned(&cdf, dx, dy);
+        // Each kept point but the first and last moved the line by dx across or dy up: at most
+        // the axis's decades ÷ dx plus 100 % ÷ dy of them.
+        let decades = (cdf.last().unwrap().0 / cdf[0].0).log10();
+        let bound = (decades / dx).ceil() + (100.0 / dy).ceil() + 2.0;
+        assert!((thin.len() as f64) <= bound && thin.len() < cdf.len() / 2, "{} of {}", thin.len(), cdf.len());
+        assert_eq!(thin.first().map(|p| p.0), cdf.first().map(|p| p.0));
+        assert_eq!(thin.last(), cdf.last());
+        // At every kept x the share is at least the full CDF's there and less than a step above.
+        for &(x, y) in &thin {
+            let full = cdf.iter().rev().find(|p| p.0 <= x).map_or(0.0, |p| p.1);
+            assert!(y >= full - 1e-9 && y - full <= 100.0 / 2000.0 + 0.01 + 1e-9, "{x} {y} {full}");
+        }
+        // A jump is never thinned away.
+        let jump = cdf_points(&[(1_000, 1), (1_001, 1), (5_000, 998)]);
+        assert_eq!(thinned(&jump, 1.0 / 4000.0, 0.05).last(), Some(&(0.005, 100.0)));
+    }
 
     #[test]
     fn cdf_reaches_100_and_quantiles_follow_counts() {

@@ -27,6 +27,9 @@ fn measured_words(runs: u32) -> String {
     }
 }
 
+/// The chart's caption (the report reads the chart back from its file, without the study).
+pub const CAPTION: &str = "Attempts per second at the entry hop: the simulated range over the replications shaded, its mean dashed, the load measured on real sockets at 127.0.0.1 as a line (the title says how many runs).";
+
 /// Height of one variant's panel.
 const PANEL_PX: u32 = 260;
 
@@ -36,11 +39,7 @@ impl Figure for MeasuredLoad<'_> {
     }
 
     fn caption(&self) -> String {
-        format!(
-            "Attempts per second at the entry hop: the simulated range over {} replications shaded, its mean dashed, the load measured on 127.0.0.1 ({}) as a line.",
-            self.simulated.replications,
-            measured_words(self.measured.replications)
-        )
+        CAPTION.into()
     }
 
     fn size(&self) -> (u32, u32) {

@@ -105,7 +105,8 @@ where
         .collect();
     let root = with_key(&root, &key)?;
     let (xs, log) = x_positions(axis);
-    let panels = root.split_evenly((2, 3));
+    let per_row = narrow::columns(&root, 3);
+    let panels = root.split_evenly((6 / per_row, per_row));
     for (m, panel) in sweep_metrics(data).iter().zip(panels.iter()) {
         if log {
             let (lo, hi) = (xs.iter().copied().fold(f64::INFINITY, f64::min), xs.iter().copied().fold(0.0, f64::max));
@@ -275,7 +276,7 @@ where
         })
         .collect();
     let root = with_key(&root, &key)?;
-    let columns = data.variants.len().min(3);
+    let columns = narrow::columns(&root, data.variants.len().min(3));
     let panels = root.split_evenly((data.variants.len().div_ceil(columns), columns));
     for (v, panel) in panels.iter().enumerate().take(data.variants.len()) {
         let tick = |n: usize| (0..n).map(|i| i as f64).collect::<Vec<_>>();
@@ -395,6 +396,17 @@ impl super::Figure for SweepFigure<'_> {
                 let panels_down = self.data.variants.len().div_ceil(3) as u32;
                 let cells_down = self.data.axes[0].labels.len() as u32;
                 (1500, 110 + panels_down * (130 + 48 * cells_down))
+            }
+        }
+    }
+
+    fn narrow_size(&self) -> Option<(u32, u32)> {
+        let key = 26 * self.data.variants.len().div_ceil(3) as u32;
+        match self.chart {
+            SweepChart::Lines => Some((narrow::NARROW_PX, 110 + key + 6 * 300)),
+            SweepChart::Heatmap(_) => {
+                let cells_down = self.data.axes[0].labels.len() as u32;
+                Some((narrow::NARROW_PX, 140 + self.data.variants.len() as u32 * (130 + 48 * cells_down)))
             }
         }
     }
