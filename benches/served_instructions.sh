@@ -1,6 +1,6 @@
 #!/bin/bash
 # The fixed part of a short replication in instructions, which this machine's noise does not move
-# (in time it moves by ±10 points from run to run: docs/PERFORMANCE.md, "The served path today").
+# (in time it moves by ±10 points from run to run: docs/PERFORMANCE.md, "Not robust on this machine").
 # Counts, under valgrind's cachegrind (no cache simulation), the instructions of each program of
 # benches/served.rs's fixed-part pairs run alone once, less those of loading the scenarios:
 #   long        one M/M/1 run of 2,000 s (sim::run)

@@ -260,7 +260,7 @@ pub fn two_units(ns: u64) -> String {
         [("day", "days", 86_400), ("h", "h", 3_600), ("min", "min", 60), ("s", "s", 1)];
     let secs = ns as f64 / 1e9;
     if secs < 60.0 {
-        return crate::report::format::fmt_secs(secs);
+        return crate::engine::time::fmt_secs(secs);
     }
     let name = |i: usize, n: u64| if n == 1 { UNITS[i].0 } else { UNITS[i].1 };
     let first = UNITS.iter().position(|u| secs >= u.2 as f64).expect("at least a minute");

@@ -12,6 +12,25 @@ use crate::scenario::{Override, Scenario, Variant};
 use clap::Args;
 use std::path::PathBuf;
 
+/// `--x-spacing`, `--y-spacing`: the command line's names of [`Spacing`] (the runner derives no
+/// CLI trait).
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum SpacingFlag {
+    /// Evenly spaced values.
+    Linear,
+    /// Evenly spaced logarithms (both ends positive).
+    Log,
+}
+
+impl From<SpacingFlag> for Spacing {
+    fn from(flag: SpacingFlag) -> Self {
+        match flag {
+            SpacingFlag::Linear => Spacing::Linear,
+            SpacingFlag::Log => Spacing::Log,
+        }
+    }
+}
+
 /// Flags of `map`.
 #[derive(Debug, Args)]
 pub struct MapArgs {
@@ -30,10 +49,10 @@ pub struct MapArgs {
     pub points: Option<String>,
     /// Spacing of the x axis's points.
     #[arg(long, value_enum)]
-    pub x_spacing: Option<Spacing>,
+    pub x_spacing: Option<SpacingFlag>,
     /// Spacing of the y axis's points.
     #[arg(long, value_enum)]
-    pub y_spacing: Option<Spacing>,
+    pub y_spacing: Option<SpacingFlag>,
     /// How long after the trigger ended a run is judged (default: [map] hold, else 60s).
     #[arg(long, value_name = "DURATION")]
     pub hold: Option<String>,
@@ -72,9 +91,9 @@ fn bad(e: impl ToString) -> CliError {
 /// Most replications per cell.
 const REPLICATIONS_MAX: u32 = 10_000;
 
-fn spacing(flag: Option<Spacing>, file: Option<&str>, field: &str) -> Result<Spacing, CliError> {
+fn spacing(flag: Option<SpacingFlag>, file: Option<&str>, field: &str) -> Result<Spacing, CliError> {
     match (flag, file) {
-        (Some(s), _) => Ok(s),
+        (Some(s), _) => Ok(s.into()),
         (None, None) => Ok(Spacing::Linear),
         (None, Some("linear")) => Ok(Spacing::Linear),
         (None, Some("log")) => Ok(Spacing::Log),

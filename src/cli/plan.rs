@@ -15,6 +15,24 @@ use crate::scenario::{Override, Scenario, ScenarioError, Variant};
 use clap::Args;
 use std::path::PathBuf;
 
+/// `--find`: the command line's names of [`Find`] (the runner derives no CLI trait).
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum FindFlag {
+    /// The smallest value meeting every requirement (larger is better: workers, capacity).
+    Smallest,
+    /// The largest value still meeting every requirement (larger is worse: clients, arrival rate).
+    Largest,
+}
+
+impl From<FindFlag> for Find {
+    fn from(flag: FindFlag) -> Self {
+        match flag {
+            FindFlag::Smallest => Find::Smallest,
+            FindFlag::Largest => Find::Largest,
+        }
+    }
+}
+
 /// Flags of `plan`.
 #[derive(Debug, Args)]
 pub struct PlanArgs {
@@ -28,8 +46,8 @@ pub struct PlanArgs {
     pub vary: String,
     /// `smallest`: the smallest value meeting every requirement (larger is better, e.g. workers);
     /// `largest`: the largest value still meeting them (larger is worse, e.g. clients or a rate).
-    #[arg(long, value_enum, default_value_t = Find::Smallest)]
-    pub find: Find,
+    #[arg(long, value_enum, default_value_t = FindFlag::Smallest)]
+    pub find: FindFlag,
     /// Where the search stops, in the range's unit (e.g. 1, 0.5, 1ms); default 1 for whole
     /// numbers, else the power of ten at or below 1% of the range.
     #[arg(long, value_name = "STEP")]
@@ -72,6 +90,7 @@ pub fn run(args: PlanArgs) -> Result<(), CliError> {
     if args.run.threads == Some(0) {
         return Err(bad("--threads 0: give at least 1 thread, or leave it out for one per core"));
     }
+    let find = Find::from(args.find);
     let range = Range::parse(&args.vary, args.resolution.as_deref()).map_err(bad)?;
     let path = range.path.clone();
     let across = args
@@ -175,11 +194,11 @@ pub fn run(args: PlanArgs) -> Result<(), CliError> {
                     ProbeMetrics { global: v.metrics.clone(), hops: v.hops.clone(), tenants: v.tenants.clone() };
                 Ok(judge(value, &metrics, &requirements))
             };
-            let (chosen, probes) = search(&range, args.find, &mut probe)?;
-            let mut warnings = monotonicity_warnings(&probes, &requirements, &range, args.find);
+            let (chosen, probes) = search(&range, find, &mut probe)?;
+            let mut warnings = monotonicity_warnings(&probes, &requirements, &range, find);
             // Nothing found for the smallest: is it capacity's to fix? Requests that ran out of
             // attempts during a fault, as many at the bottom of the range as at the top, are not.
-            let top = probes.last().filter(|_| chosen.is_none() && args.find == Find::Smallest).cloned();
+            let top = probes.last().filter(|_| chosen.is_none() && find == Find::Smallest).cloned();
             if let (Some(top), Some(fault)) = (top, fault_words(&scenario)) {
                 // The bottom's probe is not one of the search's (a merge re-checks those): it is
                 // run for this comparison only.
@@ -208,7 +227,7 @@ pub fn run(args: PlanArgs) -> Result<(), CliError> {
         version: crate::report::summary::VERSION.to_string(),
         parameter: path.clone(),
         kind: range.kind,
-        find: args.find,
+        find,
         lo: range.lo,
         hi: range.hi,
         resolution: range.resolution,

@@ -9,6 +9,24 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+/// `--progress`: the command line's names of [`ProgressFn`] (the model derives no CLI trait).
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum ProgressFlag {
+    /// Attempts inside hop 0 (queued, in service, or waiting on its downstream calls).
+    Backlog,
+    /// Retries waiting on a backoff timer, at every hop.
+    RetriesPending,
+}
+
+impl From<ProgressFlag> for ProgressFn {
+    fn from(flag: ProgressFlag) -> Self {
+        match flag {
+            ProgressFlag::Backlog => ProgressFn::Backlog,
+            ProgressFlag::RetriesPending => ProgressFn::RetriesPending,
+        }
+    }
+}
+
 /// Flags of `rare`.
 #[derive(Debug, Args)]
 pub struct RareArgs {
@@ -20,7 +38,7 @@ pub struct RareArgs {
     pub target: u64,
     /// What is watched: hop 0's backlog, or the retries waiting on a backoff timer.
     #[arg(long, value_enum, default_value = "backlog")]
-    pub progress: ProgressFn,
+    pub progress: ProgressFlag,
     /// Levels the path is split at, evenly spaced up to the target (2 to 50).
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse_count::<u32>, default_value = "5")]
     pub levels: u32,
@@ -95,7 +113,7 @@ pub fn run(args: RareArgs) -> Result<(), CliError> {
         return Err(bad("--within 0: give a positive duration, e.g. --within 1h"));
     }
     let rare = RareSpec {
-        progress: args.progress,
+        progress: args.progress.into(),
         levels: levels(args.target, args.levels),
         effort: args.effort,
         within_ns,

@@ -21,43 +21,8 @@ pub fn exact_secs(ns: u64) -> String {
     format!("{whole}.{}", digits.trim_end_matches('0'))
 }
 
-/// `12,345` for large values, three significant digits for small ones.
-pub fn fmt_num(x: f64) -> String {
-    if !x.is_finite() {
-        return "n/a".into();
-    }
-    let a = x.abs();
-    if a >= 1000.0 {
-        let digits = format!("{:.0}", a);
-        let mut grouped = String::new();
-        for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i) % 3 == 0 {
-                grouped.push(',');
-            }
-            grouped.push(c);
-        }
-        format!("{}{grouped}", if x < 0.0 { "-" } else { "" })
-    } else if a >= 100.0 || a == 0.0 {
-        format!("{x:.0}")
-    } else if a >= 10.0 {
-        format!("{x:.1}")
-    } else if a >= 1.0 {
-        format!("{x:.2}")
-    } else {
-        let decimals = (2 - a.log10().floor() as i32).clamp(2, 9) as usize;
-        format!("{x:.decimals$}")
-    }
-}
-
-/// [`fmt_num`] without trailing zeros, for tick labels (`5`, `0.2`, `12,000`).
-pub fn fmt_tick(x: f64) -> String {
-    let text = fmt_num(x);
-    if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        text
-    }
-}
+pub use crate::engine::text::{fmt_num, fmt_tick};
+pub use crate::engine::time::fmt_secs;
 
 /// Decimals that tell apart the ticks of an axis from `lo` to `hi` with about `ticks` of them:
 /// one format per axis (`99.0, 99.5, 100.0`, never `99.5` beside `100`).
@@ -87,24 +52,6 @@ pub fn fmt_fixed(x: f64, decimals: usize) -> String {
     match frac {
         Some(f) => format!("{sign}{grouped}.{f}"),
         None => format!("{sign}{grouped}"),
-    }
-}
-
-/// A duration in seconds as `250 ms`, `1.5 s`, `2 min`.
-pub fn fmt_secs(s: f64) -> String {
-    let trim = fmt_tick;
-    if s == 0.0 {
-        "0 s".into()
-    } else if s < 1e-3 {
-        format!("{} µs", trim(s * 1e6))
-    } else if s < 1.0 {
-        format!("{} ms", trim(s * 1e3))
-    } else if s < 120.0 {
-        format!("{} s", trim(s))
-    } else if s < 7200.0 {
-        format!("{} min", trim(s / 60.0))
-    } else {
-        format!("{} h", trim(s / 3600.0))
     }
 }
 
@@ -138,20 +85,6 @@ mod tests {
         assert_eq!(exact_secs(1_250_000_000), "1.25");
         // The float way writes 0.6000000000000001 here.
         assert_eq!((6.0 * 0.1f64).to_string(), "0.6000000000000001");
-    }
-
-    #[test]
-    fn numbers_read_like_a_report() {
-        assert_eq!(fmt_num(48653.2), "48,653");
-        assert_eq!(fmt_num(1_234_567.0), "1,234,567");
-        assert_eq!(fmt_num(9.244), "9.24");
-        assert_eq!(fmt_num(0.0123), "0.0123");
-        assert_eq!(fmt_num(0.0), "0");
-        assert_eq!(fmt_secs(0.25), "250 ms");
-        assert_eq!(fmt_secs(10.0), "10 s");
-        assert_eq!(fmt_secs(2e-5), "20 µs");
-        assert_eq!(fmt_tick(5.0), "5");
-        assert_eq!(fmt_tick(0.2), "0.2");
     }
 
     #[test]

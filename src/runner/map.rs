@@ -29,7 +29,7 @@ pub const MIN_REPLICATIONS: u32 = 5;
 pub const POINTS_MAX: usize = 200;
 
 /// How an axis spaces its points.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Spacing {
     /// Evenly spaced values.

@@ -11,7 +11,7 @@ use crate::engine::time::{duration_words, parse_duration, NS_PER_S};
 use serde::{Deserialize, Serialize};
 
 /// Which end of the passing values `plan` answers with.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Find {
     /// The smallest value meeting every requirement (larger is better: workers, capacity).

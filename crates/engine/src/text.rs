@@ -1,5 +1,5 @@
-//! Text helpers for messages: the nearest known word to a typo ("did you mean …?"), and words
-//! wrapped to a width.
+//! Text helpers for messages: the nearest known word to a typo ("did you mean …?"), words
+//! wrapped to a width, and numbers written for people (`12,345`, `9.24`).
 
 /// Words longer than this get no suggestion: nobody mistypes a 300,000-character name, and the
 /// edit distance is quadratic.
@@ -83,9 +83,47 @@ pub fn wrap_words(text: &str, indent: usize, width: usize) -> Vec<String> {
     lines
 }
 
+/// `12,345` for large values, three significant digits for small ones.
+pub fn fmt_num(x: f64) -> String {
+    if !x.is_finite() {
+        return "n/a".into();
+    }
+    let a = x.abs();
+    if a >= 1000.0 {
+        let digits = format!("{:.0}", a);
+        let mut grouped = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                grouped.push(',');
+            }
+            grouped.push(c);
+        }
+        format!("{}{grouped}", if x < 0.0 { "-" } else { "" })
+    } else if a >= 100.0 || a == 0.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        let decimals = (2 - a.log10().floor() as i32).clamp(2, 9) as usize;
+        format!("{x:.decimals$}")
+    }
+}
+
+/// [`fmt_num`] without trailing zeros, for tick labels (`5`, `0.2`, `12,000`).
+pub fn fmt_tick(x: f64) -> String {
+    let text = fmt_num(x);
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::closest;
+    use super::{closest, fmt_num, fmt_tick};
 
     #[test]
     fn a_family_name_suggests_its_first_member() {
@@ -93,5 +131,17 @@ mod tests {
         assert_eq!(closest("aws", names), Some("aws-legacy"));
         assert_eq!(closest("grpc", names), Some("grpc-default"));
         assert_eq!(closest("zzz", names), None);
+    }
+
+    #[test]
+    fn numbers_read_like_a_report() {
+        assert_eq!(fmt_num(48653.2), "48,653");
+        assert_eq!(fmt_num(1_234_567.0), "1,234,567");
+        assert_eq!(fmt_num(-1_234_567.0), "-1,234,567");
+        assert_eq!(fmt_num(9.244), "9.24");
+        assert_eq!(fmt_num(0.0123), "0.0123");
+        assert_eq!(fmt_num(0.0), "0");
+        assert_eq!(fmt_tick(5.0), "5");
+        assert_eq!(fmt_tick(0.2), "0.2");
     }
 }

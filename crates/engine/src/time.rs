@@ -60,6 +60,24 @@ pub fn duration_words(ns: Nanos) -> String {
     humantime::format_duration(std::time::Duration::from_nanos(ns)).to_string()
 }
 
+/// A duration in seconds as `250 ms`, `1.5 s`, `2 min`.
+pub fn fmt_secs(s: f64) -> String {
+    let trim = crate::text::fmt_tick;
+    if s == 0.0 {
+        "0 s".into()
+    } else if s < 1e-3 {
+        format!("{} µs", trim(s * 1e6))
+    } else if s < 1.0 {
+        format!("{} ms", trim(s * 1e3))
+    } else if s < 120.0 {
+        format!("{} s", trim(s))
+    } else if s < 7200.0 {
+        format!("{} min", trim(s / 60.0))
+    } else {
+        format!("{} h", trim(s / 3600.0))
+    }
+}
+
 /// Converts microseconds (the latency histograms' unit) to seconds.
 #[inline]
 pub fn us_to_secs(us: f64) -> f64 {
@@ -123,7 +141,7 @@ pub fn de_duration_text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Re
 
 #[cfg(test)]
 mod tests {
-    use super::{round_to_ns, I64_END};
+    use super::{fmt_secs, round_to_ns, I64_END};
 
     /// `round_to_ns` is `f64::round` over every kind of value: halves, the neighbours of halves,
     /// integers, tiny values, values past 2^52 (where halves stop existing) and near 2^64.
@@ -150,5 +168,15 @@ mod tests {
         for v in values.into_iter().filter(|v| (0.0..u64::MAX as f64).contains(v)) {
             assert_eq!(round_to_ns(v), v.round() as u64, "{v:e}");
         }
+    }
+
+    #[test]
+    fn seconds_read_in_their_unit() {
+        assert_eq!(fmt_secs(0.0), "0 s");
+        assert_eq!(fmt_secs(2e-5), "20 µs");
+        assert_eq!(fmt_secs(0.25), "250 ms");
+        assert_eq!(fmt_secs(10.0), "10 s");
+        assert_eq!(fmt_secs(150.0), "2.5 min");
+        assert_eq!(fmt_secs(9000.0), "2.5 h");
     }
 }

@@ -12,7 +12,7 @@ use crate::engine::{mix64, stream, Nanos, StreamKind};
 use crate::model::{Arrival, SimSpec};
 
 /// What [`Simulation::run_until`] watches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProgressFn {
     /// Attempts inside hop 0 (queued, in service, or waiting on its downstream calls).
