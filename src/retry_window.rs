@@ -167,7 +167,8 @@ fn jitter_label(jitter: &Jitter) -> String {
         | Jitter::Full
         | Jitter::Equal
         | Jitter::Decorrelated
-        | Jitter::DecorrelatedV2) => other.name().to_string(),
+        | Jitter::DecorrelatedV2
+        | Jitter::DecorrelatedFinagle) => other.name().to_string(),
     }
 }
 
@@ -497,7 +498,7 @@ mod tests {
         let schedule = Jitter::Schedule { delays: vec![5 * S, 300 * S, 1800 * S] };
         let proportional = Jitter::Proportional { ratio: 0.2 };
         let plain = [Jitter::None, Jitter::Exponential, Jitter::Full, Jitter::Equal, Jitter::Decorrelated];
-        plain.into_iter().chain([Jitter::DecorrelatedV2, proportional, schedule]).collect()
+        plain.into_iter().chain([Jitter::DecorrelatedV2, Jitter::DecorrelatedFinagle, proportional, schedule]).collect()
     }
 
     #[test]

@@ -175,7 +175,7 @@ fn bad_arguments_are_refused_with_exit_code_2() {
     refused(
         dir,
         &["compare", "good.toml", "--jitter", "full,fool", "--out", "out"],
-        "error: good.toml: `policy.client.jitter`: unknown jitter `fool`; allowed: none, exponential, full, equal, decorrelated, decorrelated_v2, proportional, schedule (did you mean `full`?) (in variant `fool`)",
+        "error: good.toml: `policy.client.jitter`: unknown jitter `fool`; allowed: none, exponential, full, equal, decorrelated, decorrelated_v2, decorrelated_finagle, proportional, schedule (did you mean `full`?) (in variant `fool`)",
     );
     // Flags clap refuses: exit code 2, the offending argument named on the first line.
     for (args, named) in [

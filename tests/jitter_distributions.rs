@@ -38,6 +38,7 @@ fn policy(jitter: Jitter) -> RetryPolicy {
         hedge: None,
         cancel_on_timeout: false,
         requeue: false,
+        late_reply: retrystorm::model::LateReply::Ignore,
     }
 }
 
@@ -138,6 +139,38 @@ fn decorrelated_follows_its_recurrence() {
     assert_uniform(&mut pit, 0.0, 1.0, "decorrelated PIT");
     let sd = var_at_cap.sqrt();
     assert!((at_cap - expected_at_cap).abs() < 4.0 * sd, "at cap {at_cap} vs expected {expected_at_cap} ± {sd}");
+}
+
+#[test]
+fn decorrelated_finagle_follows_finagles_decorrelated_jittered() {
+    // finagle-core `Backoff.scala`, `Backoff.decorrelatedJittered(start, maximum)`, transcribed:
+    // the first backoff is `start`; `next` of a backoff `d` is `d + rng.nextLong(upper − d)` with
+    // `upper = if (d >= maximum / 3) maximum else d * 3` (and `d` itself when the range is 0),
+    // so each is uniform on [d, upper). Here start = base = 100 ms, maximum = cap = 10 s. Given
+    // the previous backoff, the probability-integral transform of every draw must be U(0, 1),
+    // and a backoff at the cap stays there.
+    let p = policy(Jitter::DecorrelatedFinagle);
+    let (base, cap) = (p.base, p.cap);
+    let mut r = rng(41);
+    let mut pit = Vec::new();
+    while pit.len() < N {
+        let mut state = JitterState::default();
+        let mut prev = p.delay_before_retry(1, &mut state, &mut r);
+        assert_eq!(prev, base, "the first backoff is `start` itself, undrawn");
+        for k in 2..=12 {
+            let s = p.delay_before_retry(k, &mut state, &mut r);
+            let upper = if prev >= cap / 3 { cap } else { prev * 3 };
+            if upper == prev {
+                assert_eq!(s, cap, "retry {k}: at the cap it stays");
+                continue;
+            }
+            assert!(s >= prev && s < upper, "retry {k}: {s} outside [{prev}, {upper})");
+            assert!(s <= p.delay_upper_bound(k), "retry {k}: {s} above the strategy's bound");
+            pit.push((s - prev) as f64 / (upper - prev) as f64);
+            prev = s;
+        }
+    }
+    assert_uniform(&mut pit, 0.0, 1.0, "decorrelated_finagle PIT");
 }
 
 #[test]

@@ -882,24 +882,20 @@ fn a_quantile_hedge_delay_is_recomputed_every_hundred_latencies() {
     assert_eq!(r.hops[0].hedges, 100, "calls 101–200 hedged after the warm-up's p90");
 }
 
-/// Rule: with a shared gRFC A6 bucket, a timeout the call sees is counted once (by the
-/// budget), and a copy's timeout the call does not see (its hedge is still awaited) by the
-/// hedge code. One call a second, 70 ms of service, an 80 ms timeout, a hedge after 50 ms when
-/// more than 5 of the 10 tokens are left:
-/// - 4 calls in a hang over [0, 4 s): each of the first three is hedged and both its copies
-///   time out (−1 each: 10 → 8 → 6 → 4); the fourth is not hedged (4 tokens) and times out: 3.
-/// - 40 successes (+0.1 each): 21 unhedged (5.1), 19 hedged.
-///
-/// 3 + 19 = 22 hedges. Kills deleting the `!` of `!awaited` in `gave_up`
-/// (src/model/sim/cancel.rs): the unhedged timeout is then counted twice (2 tokens left, 31
-/// calls unhedged, 12 hedges).
+/// Rule: gRFC A6 charges a shared bucket only for failures the server answered with a status; a
+/// timeout at the client takes no token, neither the one the call sees (the budget's hook) nor
+/// a copy's it does not see (its hedge is still awaited; the hedge code's). One call a second,
+/// 70 ms of service, an 80 ms timeout, a hedge after 50 ms when more than 5 of the 10 tokens
+/// are left: 4 calls in a hang over [0, 4 s) are hedged and both their copies time out, which
+/// leaves the bucket full, so the 40 calls after are hedged too: 44 hedges. (Charging every
+/// timeout, the rule before issue 65, gave 3 + 19 = 22.)
 #[test]
-fn a_shared_hedge_throttle_counts_each_timeout_the_call_sees_once() {
+fn a_shared_hedge_throttle_takes_no_token_for_a_timeout() {
     let policy = "attempt_timeout = \"80ms\"\nbudget = { kind = \"grpc_throttle\", scope = \"global\" }\nhedge = { after = \"50ms\", max_share = 1.0 }";
     let hang = "[[fault]]\nhop = \"server\"\nkind = \"hang\"\nfrom = \"0s\"\nto = \"4s\"\n";
     let r = one_call_a_second(44, policy, "70ms", hang);
     assert_eq!((r.tenants[0].succeeded, r.tenants[0].dlq), (40, 4), "the four calls in the hang time out");
-    assert_eq!(r.hops[0].hedges, 3 + 19);
+    assert_eq!(r.hops[0].hedges, 44, "every call hedged: no timeout took a token");
 }
 
 /// Rule: the admission-limit series is 0 at a hop without a concurrency limit, even one whose

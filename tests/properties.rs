@@ -72,6 +72,7 @@ fn policy(name: String) -> impl Strategy<Value = String> {
         "equal",
         "decorrelated",
         "decorrelated_v2",
+        "decorrelated_finagle",
         "proportional",
         "schedule",
     ]);

@@ -3,6 +3,9 @@
 //! client's own timing, and the documented numbers.
 //! Each reference here is a few lines written from the source's rule, not from the simulator.
 
+mod common;
+
+use common::trace_probe;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use retrystorm::model::sim::run;
@@ -233,45 +236,6 @@ discipline = "codel"
 
 // ---------------------------------------------------------------------------------------------
 // The hedge throttle (gRFC A6) and the one token arithmetic
-
-/// One tenant sending one request at each of `times_ms` (a timestamp trace), policy `policy`
-/// (TOML lines of `[policy.p]`), one hop of `workers` with constant `service`; `extra` is
-/// appended (faults).
-fn trace_probe(
-    dir: &std::path::Path,
-    times_ms: &[u64],
-    policy: &str,
-    workers: u32,
-    service: &str,
-    extra: &str,
-) -> Scenario {
-    let trace: String =
-        std::iter::once("t".to_string()).chain(times_ms.iter().map(|t| t.to_string())).collect::<Vec<_>>().join("\n");
-    std::fs::write(dir.join("times.csv"), trace + "\n").expect("write trace");
-    let horizon = times_ms.last().expect("arrivals") + 2_000;
-    let text = format!(
-        r#"name = "probe"
-horizon = "{horizon}ms"
-replications = 1
-
-[[tenant]]
-name = "t"
-clients = 1
-arrival = {{ kind = "trace", file = "times.csv", unit = "ms" }}
-policy = "p"
-
-[policy.p]
-{policy}
-
-[[hop]]
-name = "server"
-workers = {workers}
-service = {service}
-{extra}
-"#
-    );
-    inline(dir, &text, &[])
-}
 
 /// `clients` herd clients with one request each spread over `spread_s` seconds, policy lines
 /// `policy`, 1,000 workers of Exp(10 ms) (no queueing at 200/s: 2 busy on average).
@@ -889,18 +853,18 @@ fn the_plan_example_on_mm1_answers_what_the_model_doc_says() {
 // Finagle's requeues
 
 /// Finagle's `RequeueFilter` over its `RetryBudget`, transcribed from their rules (finagle-core
-/// `service/RequeueFilter.scala`, `service/Retries.scala`, `service/RetryBudget.scala`), in the
-/// budget's own integer units (1,000 to a retry): every request deposits `percent × 1000`; the
-/// reserve is `min_retries_per_s × ttl × 1000`; a request may be requeued at most
-/// `ceil(0.2 × balance)` times, balance = tokens / 1000 (integer division) after its deposit;
-/// each requeue withdraws 1,000 when the bucket holds it. Every attempt is refused (an outage),
-/// every request lies inside one ttl (nothing expires). Returns the attempts of each request.
-fn reference_requeues(requests: usize, percent: f64, min_retries_per_s: u64, ttl_s: u64) -> Vec<u64> {
+/// `service/RequeueFilter.scala` since commit f3a7326, finagle 20.8.1, `service/Retries.scala`,
+/// `service/RetryBudget.scala`), in the budget's own integer units (1,000 to a retry): a request
+/// deposits `percent × 1000` only when its response is classified successful, and here every
+/// attempt is refused (an outage), so nothing is deposited; the reserve is
+/// `min_retries_per_s × ttl × 1000`; a request may be requeued at most `ceil(0.2 × balance)`
+/// times, balance = tokens / 1000 (integer division) when it starts; each requeue withdraws
+/// 1,000 when the bucket holds it. Every request lies inside one ttl (nothing expires). Returns
+/// the attempts of each request. (`tests/vendor_rules.rs` has the successes' deposits.)
+fn reference_requeues(requests: usize, min_retries_per_s: u64, ttl_s: u64) -> Vec<u64> {
     let mut tokens: i64 = (min_retries_per_s * ttl_s * 1_000) as i64;
-    let deposit = (percent * 1_000.0) as i64;
     (0..requests)
         .map(|_| {
-            tokens += deposit;
             let mut left = (0.2 * (tokens / 1_000) as f64).ceil() as u64;
             let mut attempts = 1;
             while left > 0 && tokens >= 1_000 {
@@ -928,7 +892,7 @@ fn finagle_requeues_refused_attempts_at_once_capped_by_its_budgets_balance() {
     let s =
         trace_probe(dir.path(), &times, "preset = \"finagle\"", 1, r#"{ dist = "constant", mean = "1ms" }"#, outage);
     let r = run(&s.base, s.seed, 0);
-    let expected = reference_requeues(times.len(), 0.2, 10, 10);
+    let expected = reference_requeues(times.len(), 10, 10);
     assert_eq!(expected[0], 21, "the first request: 20 requeues (ceil(0.2 × 100))");
     let t = &r.tenants[0];
     assert_eq!(t.attempts, expected.iter().sum::<u64>(), "attempts (reference per request: {expected:?})");

@@ -28,7 +28,7 @@ pub struct BudgetArgs {
     #[arg(long, default_value = "6h")]
     margin: String,
     /// Delay strategy, as in scenario policies: none (retry at once), exponential (un-jittered),
-    /// full, equal, decorrelated, decorrelated_v2, proportional, schedule.
+    /// full, equal, decorrelated, decorrelated_v2, decorrelated_finagle, proportional, schedule.
     #[arg(long, default_value = "full")]
     jitter: String,
     /// Half-width of proportional jitter's band, in (0, 1] (gRPC 0.2, resilience4j 0.5).

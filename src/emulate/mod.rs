@@ -195,6 +195,9 @@ pub fn check_supported(spec: &SimSpec) -> Result<(), EmulateError> {
         if p.hedge.is_some() || p.cancel_on_timeout {
             return refuse(format!("policy `{}`'s hedging or cancellation", p.name));
         }
+        if p.late_reply == crate::model::LateReply::Accept {
+            return refuse(format!("policy `{}`'s late_reply = \"accept\"", p.name));
+        }
     }
     for f in &spec.faults {
         match f.kind {

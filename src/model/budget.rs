@@ -63,7 +63,8 @@ pub enum BudgetKind {
         #[serde(default = "tenths::<1>")]
         token_ratio: f64,
     },
-    /// Finagle RetryBudget: `percent` of recent requests plus `min_retries_per_s`, over `ttl`.
+    /// Finagle RetryBudget: `percent` of the recent successful requests plus `min_retries_per_s`,
+    /// over `ttl` (finagle ≥ 20.8.1 deposits only for a request classified successful).
     Finagle {
         /// How long a request's deposit lasts (10 s).
         #[serde(default = "seconds::<10>", deserialize_with = "de_nanos")]
@@ -193,7 +194,8 @@ impl BudgetKind {
 }
 
 /// gRFC A6 retry throttling's token arithmetic: a bucket of at most `max_tokens`, full at the
-/// start, that loses one token per failed attempt and gains `token_ratio` per success, and
+/// start, that loses one token per failed attempt (one answered with a retryable status, not a
+/// client-side timeout: [`GrpcTokens::charges`]) and gains `token_ratio` per success, and
 /// allows while it holds more than half. The budget kind `grpc_throttle` and hedging's
 /// `throttle` (`model/hedge.rs`) both keep their bucket with it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -208,6 +210,17 @@ impl GrpcTokens {
     /// More than half the bucket left (beyond the token tolerance): a retry (or hedge) may go.
     pub fn allows(&self, tokens: f64) -> bool {
         TokenBucket::above(tokens, self.max_tokens / 2.0)
+    }
+
+    /// Whether a failed attempt takes a token: gRFC A6 counts "failed RPCs", an RPC that ended
+    /// with a status in the policy's retryable set (or pushback); an attempt the client timed
+    /// out itself (its attempt timeout or deadline) ended with no status from the server and
+    /// costs nothing, so a slow server does not close the throttle by being slow.
+    pub fn charges(failure: FailureKind, retryable: bool) -> bool {
+        match failure {
+            FailureKind::Timeout => false,
+            FailureKind::Transient | FailureKind::Throttling => retryable,
+        }
     }
 
     /// The bucket after a failed attempt.
@@ -330,11 +343,12 @@ impl BudgetKind {
         }
     }
 
-    /// A new logical call starts (every request deposits, whatever its fate; a concurrent-retries
-    /// budget counts it active until it ends, [`BudgetKind::on_call_end`]).
+    /// A new logical call starts (a ratio or token bucket counts every request, whatever its
+    /// fate; a concurrent-retries budget counts it active until it ends,
+    /// [`BudgetKind::on_call_end`]). Finagle deposits only on success ([`BudgetKind::on_success`]).
     pub fn on_request(&self, state: &mut BudgetState, now: Nanos) {
         match self {
-            BudgetKind::Finagle { .. } | BudgetKind::Ratio { .. } => state.window().add(now, REQUESTS, 1.0),
+            BudgetKind::Ratio { .. } => state.window().add(now, REQUESTS, 1.0),
             BudgetKind::TokenBucket { capacity, per_request } => {
                 TokenBucket::new(*capacity).deposit(&mut state.tokens, *per_request)
             }
@@ -342,7 +356,10 @@ impl BudgetKind {
                 *state.outstanding().0 += 1;
                 Self::refresh_slots(state, budget_percent, min_retry_concurrency);
             }
-            BudgetKind::AwsQuota { .. } | BudgetKind::GrpcThrottle { .. } | BudgetKind::AdaptiveThrottle { .. } => {}
+            BudgetKind::Finagle { .. }
+            | BudgetKind::AwsQuota { .. }
+            | BudgetKind::GrpcThrottle { .. }
+            | BudgetKind::AdaptiveThrottle { .. } => {}
         }
     }
 
@@ -407,10 +424,14 @@ impl BudgetKind {
         matches!(self, BudgetKind::GrpcThrottle { .. })
     }
 
-    /// An attempt failed (before the retry decision): gRPC spends a token.
-    pub fn on_failure(&self, state: &mut BudgetState) {
+    /// An attempt failed with `failure` (before the retry decision); `retryable` when the call's
+    /// policy retries that failure. gRPC spends a token for a failure the server answered with a
+    /// status in the retryable set (gRFC A6, [`GrpcTokens::charges`]); the others do nothing here.
+    pub fn on_failure(&self, state: &mut BudgetState, failure: FailureKind, retryable: bool) {
         if let BudgetKind::GrpcThrottle { .. } = self {
-            state.tokens = GrpcTokens::after_failure(state.tokens);
+            if GrpcTokens::charges(failure, retryable) {
+                state.tokens = GrpcTokens::after_failure(state.tokens);
+            }
         }
     }
 
@@ -451,7 +472,7 @@ impl BudgetKind {
         }
     }
 
-    /// A Finagle budget's retries available now: `percent` of the requests within `ttl` plus
+    /// A Finagle budget's retries available now: `percent` of the successful requests within `ttl` plus
     /// the reserve (`min_retries_per_s × ttl`), less the retries paid within `ttl`.
     fn finagle_credit(state: &mut BudgetState, now: Nanos, ttl: Nanos, percent: f64, min_retries_per_s: f64) -> f64 {
         let reserve = min_retries_per_s * crate::engine::time::ns_to_secs(ttl);
@@ -511,11 +532,13 @@ impl BudgetKind {
                 state.tokens = GrpcTokens { max_tokens, token_ratio }.after_success(state.tokens);
             }
             BudgetKind::AdaptiveThrottle { .. } => state.window().add(now, ACCEPTS, 1.0),
+            // finagle ≥ 20.8.1 (commit f3a7326, "Retry budgets: only deposit on success"):
+            // `RequeueFilter.apply` deposits when the request's response is classified
+            // `ResponseClass.Successful`, not for every request; a failed or ignorable one
+            // deposits nothing, so an outage leaves the budget its reserve alone.
+            BudgetKind::Finagle { .. } => state.window().add(now, REQUESTS, 1.0),
             // A concurrent retry's slot is freed where its call ends ([`BudgetKind::on_call_end`]).
-            BudgetKind::Finagle { .. }
-            | BudgetKind::Ratio { .. }
-            | BudgetKind::TokenBucket { .. }
-            | BudgetKind::ConcurrentRetries { .. } => {}
+            BudgetKind::Ratio { .. } | BudgetKind::TokenBucket { .. } | BudgetKind::ConcurrentRetries { .. } => {}
         }
     }
 }

@@ -29,6 +29,6 @@ pub use graph::{CallsMode, Edge, PoolSpec};
 pub use hedge::{HedgeAfter, HedgeSpec, HedgeThrottle};
 pub use load_latency::LoadLatency;
 pub use overload::{Admission, Discipline, OverloadSpec, RejectReply};
-pub use policy::{DeadlineMode, Jitter, JitterState, RetryAfterMode, RetryOn, RetryPolicy};
+pub use policy::{DeadlineMode, Jitter, JitterState, LateReply, RetryAfterMode, RetryOn, RetryPolicy};
 pub use replicas::{Balancer, HealthCheck, OutlierDetection, ReplicaSpec};
 pub use spec::{Arrival, ClientTiming, HopKind, HopSpec, IdempotencySpec, InProgress, SimSpec, TenantSpec};

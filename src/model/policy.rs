@@ -32,6 +32,19 @@ pub enum RetryAfterMode {
     AwsClamp,
 }
 
+/// What a caller does with the reply to an attempt it already timed out on (`late_reply`, by
+/// snake_case name; docs/MODEL.md, "Late replies").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LateReply {
+    /// Drop it: only the awaited attempt's reply counts (the default).
+    Ignore,
+    /// A success that arrives while the request is still going ends it (latency from the
+    /// request's creation) and stops its pending retries: a client that keeps an earlier
+    /// attempt's reply channel open and takes whichever reply comes first.
+    Accept,
+}
+
 /// The extra wait AWS allows beyond the computed backoff when honouring `x-amz-retry-after`.
 pub const AWS_RETRY_AFTER_SLACK: Nanos = 5_000_000_000;
 
@@ -57,6 +70,9 @@ pub enum Jitter {
     /// Polly v8: see [`decorrelated_v2_step`].
     #[serde(rename = "decorrelated_v2")]
     DecorrelatedV2,
+    /// Finagle's `Backoff.decorrelatedJittered(base, cap)`: s₁ = base; s_{k+1} = s_k +
+    /// U[0, min(3·s_k, cap) − s_k), the lower bound the previous sleep, not `base` as in AWS's.
+    DecorrelatedFinagle,
     /// exp(k) × U(1−r, 1+r).
     Proportional {
         /// Half-width of the multiplicative band, in (0, 1] (gRPC's 0.2 by default).
@@ -86,6 +102,7 @@ impl Jitter {
             Jitter::Equal => "equal",
             Jitter::Decorrelated => "decorrelated",
             Jitter::DecorrelatedV2 => "decorrelated_v2",
+            Jitter::DecorrelatedFinagle => "decorrelated_finagle",
             Jitter::Proportional { .. } => "proportional",
             Jitter::Schedule { .. } => "schedule",
         }
@@ -161,6 +178,8 @@ pub struct RetryPolicy {
     /// shed by overload control) is sent again at once, paid by the policy's `finagle` budget,
     /// at most `ceil(0.2 × balance)` times per try, outside `max_attempts` (off by default).
     pub requeue: bool,
+    /// Whether a success arriving after its attempt's timeout still ends the call.
+    pub late_reply: LateReply,
 }
 
 /// Per-call state some strategies carry between retries: one word, since a call's policy has
@@ -195,6 +214,7 @@ impl RetryPolicy {
             hedge: None,
             cancel_on_timeout: false,
             requeue: false,
+            late_reply: LateReply::Ignore,
         }
     }
 
@@ -285,6 +305,11 @@ impl RetryPolicy {
                 state.prev = sleep;
                 sleep
             }
+            Jitter::DecorrelatedFinagle => {
+                let sleep = finagle_decorrelated_step(state.prev, self.base, self.cap, rng);
+                state.prev = sleep;
+                sleep
+            }
             Jitter::DecorrelatedV2 => {
                 let mut v2_prev = f64::from_bits(state.prev);
                 let delay = decorrelated_v2_step(retry, rng.random::<f64>(), &mut v2_prev, self.base);
@@ -345,6 +370,10 @@ impl RetryPolicy {
             Jitter::None => 0,
             Jitter::Exponential | Jitter::Full | Jitter::Equal => self.exp_delay(retry),
             Jitter::Decorrelated | Jitter::DecorrelatedV2 => self.cap,
+            // base, then below 3× the previous sleep: base · 3^(k−1), within the cap.
+            Jitter::DecorrelatedFinagle => {
+                (1..retry.min(64)).fold(self.base.min(self.cap), |b, _| b.saturating_mul(3).min(self.cap))
+            }
             Jitter::Proportional { ratio } => {
                 let upper = self.exp_delay(retry) as f64 * (1.0 + ratio);
                 upper.min(u64::MAX as f64) as Nanos
@@ -385,6 +414,22 @@ pub fn uniform_ns<R: Rng>(rng: &mut R, lo: Nanos, hi: Nanos) -> Nanos {
     assert!(hi >= lo, "uniform_ns: empty range [{lo}, {hi}]");
     let u: f64 = rng.random();
     lo + (u * (hi - lo) as f64) as Nanos
+}
+
+/// One step of Finagle's `Backoff.decorrelatedJittered(base, cap)` (finagle-core
+/// `com/twitter/finagle/Backoff.scala`, `DecorrelatedJittered.next`): the first backoff is `base`
+/// itself (`prev` 0: none yet); after a backoff `prev` the next is `prev + U[0, upper − prev)`
+/// with `upper = cap` once `prev ≥ cap / 3`, else `3 · prev` — so it never shrinks, and stays at
+/// `cap` once there (Finagle's `Const(maximum)`).
+pub fn finagle_decorrelated_step<R: Rng>(prev: Nanos, base: Nanos, cap: Nanos, rng: &mut R) -> Nanos {
+    if prev == 0 {
+        return base.min(cap);
+    }
+    let upper = if prev >= cap / 3 { cap } else { prev * 3 };
+    if upper <= prev {
+        return prev;
+    }
+    uniform_ns(rng, prev, upper)
 }
 
 /// One step of Polly v8's decorrelated jitter v2 (Tim Skillman's "AWS-style" refinement).

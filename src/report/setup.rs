@@ -216,7 +216,9 @@ fn jitter_words(jitter: &Jitter) -> String {
         Jitter::None | Jitter::Exponential => {
             format!("{} — {}", jitter.name(), strategy_gloss(jitter.name()).unwrap_or_default())
         }
-        Jitter::Full | Jitter::Equal | Jitter::Decorrelated | Jitter::DecorrelatedV2 => jitter.name().to_string(),
+        Jitter::Full | Jitter::Equal | Jitter::Decorrelated | Jitter::DecorrelatedV2 | Jitter::DecorrelatedFinagle => {
+            jitter.name().to_string()
+        }
     }
 }
 
@@ -254,6 +256,9 @@ fn policy_info(p: &RetryPolicy) -> PolicyInfo {
     }
     if p.requeue {
         summary.push_str(", requeues refused attempts at once (Finagle)");
+    }
+    if p.late_reply == crate::model::LateReply::Accept {
+        summary.push_str(", takes a success that arrives after its attempt timed out");
     }
     if let Some(b) = &p.breaker {
         summary.push_str(&format!(

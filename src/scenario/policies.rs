@@ -8,7 +8,7 @@ use super::tagged;
 use crate::engine::{Nanos, NS_PER_MS, NS_PER_S};
 use crate::model::breaker::BreakerSpec;
 use crate::model::budget::{BudgetKind, BudgetSpec, Scope};
-use crate::model::{DeadlineMode, Jitter, RetryAfterMode, RetryOn, RetryPolicy};
+use crate::model::{DeadlineMode, Jitter, LateReply, RetryAfterMode, RetryOn, RetryPolicy};
 
 /// Validates one policy (after applying its preset, if any).
 pub fn policy(name: &str, written: &RawPolicy) -> V<RetryPolicy> {
@@ -40,9 +40,19 @@ fn resolved(name: &str, written: &RawPolicy) -> V<RetryPolicy> {
         None => written.clone(),
         Some(p) => {
             let base = presets::preset(p).ok_or_else(|| unknown(&at("preset"), "preset", p, &presets::names()))?;
-            presets::overlay(written, base)
+            let mut raw = presets::overlay(written, with_sdk(written, p, base, &at)?);
+            if let Some(sdk) = &written.sdk {
+                raw.preset = Some(format!("{p} (sdk {sdk})"));
+            }
+            raw
         }
     };
+    if raw.sdk.is_some() && written.preset.is_none() {
+        return Err(Invalid::at(
+            &at("sdk"),
+            format!("is only read with preset = \"{}\"; add the preset or remove `sdk`", presets::AWS_SDK_PRESET),
+        ));
+    }
     let jitter_name = raw.jitter.as_deref().ok_or_else(|| {
         Invalid::at(
             &format!("policy.{name}"),
@@ -75,6 +85,15 @@ fn resolved(name: &str, written: &RawPolicy) -> V<RetryPolicy> {
              budget = { kind = \"finagle\" } (or preset = \"finagle\"), or remove `requeue`",
         ));
     }
+    let late_reply = late_reply(raw.late_reply.as_deref(), &at("late_reply"))?;
+    let cancel_on_timeout = raw.cancel_on_timeout.unwrap_or(false);
+    if late_reply == LateReply::Accept && cancel_on_timeout {
+        return Err(Invalid::at(
+            &at("late_reply"),
+            "is \"accept\", but cancel_on_timeout = true cancels the attempt it would take the reply of; \
+             remove one of the two",
+        ));
+    }
     Ok(RetryPolicy {
         name: name.to_string(),
         jitter,
@@ -92,9 +111,28 @@ fn resolved(name: &str, written: &RawPolicy) -> V<RetryPolicy> {
         preset: raw.preset.clone(),
         retry_on: retry_on(raw.retry_on.as_deref(), &at("retry_on"))?,
         hedge,
-        cancel_on_timeout: raw.cancel_on_timeout.unwrap_or(false),
+        cancel_on_timeout,
         requeue,
+        late_reply,
     })
+}
+
+/// Preset `name`'s values `base` with the AWS SDK `written.sdk` overlaid (`presets::AWS_SDKS`);
+/// `base` itself without `sdk`. (The caller names the preset `aws-standard (sdk java-v2)`, so
+/// that `validate` and the report show which SDK.)
+fn with_sdk(written: &RawPolicy, name: &str, base: RawPolicy, at: &dyn Fn(&str) -> String) -> V<RawPolicy> {
+    let Some(sdk) = &written.sdk else { return Ok(base) };
+    if name != presets::AWS_SDK_PRESET {
+        return Err(Invalid::at(
+            &at("sdk"),
+            format!(
+                "is only read with preset = \"{}\" (this policy's preset is \"{name}\"); remove `sdk`",
+                presets::AWS_SDK_PRESET
+            ),
+        ));
+    }
+    let overlay = presets::aws_sdk(sdk).ok_or_else(|| unknown(&at("sdk"), "AWS SDK", sdk, &presets::sdk_names()))?;
+    Ok(presets::overlay(&overlay, base))
 }
 
 /// Every jitter strategy's name, in definition order ([`Jitter`]).
@@ -136,7 +174,8 @@ pub fn jitter(name: &str, raw: &RawPolicy, at: &dyn Fn(&str) -> String) -> V<Jit
         | Jitter::Full
         | Jitter::Equal
         | Jitter::Decorrelated
-        | Jitter::DecorrelatedV2 => {}
+        | Jitter::DecorrelatedV2
+        | Jitter::DecorrelatedFinagle => {}
         Jitter::Proportional { ratio } => {
             if !(*ratio > 0.0 && *ratio <= 1.0) {
                 return Err(Invalid::at(&at("ratio"), format!("is {ratio}; it must be within (0, 1] (gRPC uses 0.2)")));
@@ -173,6 +212,13 @@ fn deadline_mode(raw: Option<&str>, at: &str) -> V<DeadlineMode> {
     match raw {
         None => Ok(DeadlineMode::PerCall),
         Some(name) => super::tagged::read_name(name).map_err(|names| unknown(at, "deadline mode", name, names)),
+    }
+}
+
+fn late_reply(raw: Option<&str>, at: &str) -> V<LateReply> {
+    match raw {
+        None => Ok(LateReply::Ignore),
+        Some(name) => super::tagged::read_name(name).map_err(|names| unknown(at, "late-reply choice", name, names)),
     }
 }
 

@@ -81,12 +81,13 @@ budget = { kind = "concurrent_retries", scope = "client", budget_percent = 20.0,
     ),
     (
         "finagle",
-        "Finagle: RetryBudget with ttl 10 s, 20% of requests plus 10 retries/s; automatic requeues of refused \
-         attempts with no delay, at most ceil(0.2 × balance) per try (RequeueFilter); jittered exponential \
-         backoff 5 ms to 200 ms (Backoff.exponentialJittered), 3 attempts; no Retry-After handling",
-        r#"jitter = "full"
+        "Finagle (finagle ≥ 20.8.1): RetryBudget with ttl 10 s, 20% of the successful requests (a request \
+         deposits only when it succeeds) plus 10 retries/s; automatic requeues of refused attempts with no \
+         delay, at most ceil(0.2 × balance) per try (RequeueFilter); MethodBuilder's default retries: \
+         RetryPolicy.tries with Backoff.decorrelatedJittered(5 ms, 200 ms), 2 retries (3 attempts); no \
+         Retry-After handling",
+        r#"jitter = "decorrelated_finagle"
 base = "5ms"
-multiplier = 2.0
 cap = "200ms"
 max_attempts = 3
 honor_retry_after = "ignore"
@@ -143,6 +144,54 @@ attempt_timeout = "15s""#,
     ),
 ];
 
+/// The preset an `sdk` applies to.
+pub const AWS_SDK_PRESET: &str = "aws-standard";
+
+/// `(sdk, what it changes, TOML overlaid on aws-standard)`: the pre-2026 standard retry mode as
+/// each AWS SDK ships it (docs/PRESETS.md, "`aws-standard`: per SDK", cites every value).
+/// `python` is the preset itself (botocore).
+pub const AWS_SDKS: [(&str, &str, &str); 5] = [
+    ("python", "botocore: base 1 s, cap 20 s; quota 500, 5 per retry, 10 per timeout retry", ""),
+    (
+        "java-v2",
+        "AWS SDK for Java 2.x: base 100 ms (1 s after throttling), cap 20 s; quota 500, 5 per retry of any kind",
+        r#"base = "100ms"
+throttle_base = "1s"
+budget = { kind = "aws_quota", scope = "client", capacity = 500.0, retry_cost = 5.0, timeout_cost = 5.0, throttling_cost = 5.0, no_retry_increment = 1.0 }"#,
+    ),
+    (
+        "js-v3",
+        "AWS SDK for JavaScript v3: base 100 ms (500 ms after throttling), cap 20 s; retry-after hint waited at least; \
+         quota 500, 5 per retry, 10 per timeout retry",
+        r#"base = "100ms"
+throttle_base = "500ms"
+honor_retry_after = "at_least""#,
+    ),
+    (
+        "go-v2",
+        "AWS SDK for Go v2: rand × 2^attempt seconds (the first retry up to 2 s), cap 20 s; quota 500, 5 per retry, \
+         10 per timeout retry",
+        r#"base = "2s""#,
+    ),
+    (
+        "rust",
+        "AWS SDK for Rust: base 1 s, cap 20 s; x-amz-retry-after used as the delay; quota 500, 5 per retry, \
+         10 per timeout retry",
+        r#"honor_retry_after = "exact""#,
+    ),
+];
+
+/// The names of the AWS SDKs `sdk` takes.
+pub fn sdk_names() -> Vec<&'static str> {
+    AWS_SDKS.iter().map(|s| s.0).collect()
+}
+
+/// The overlay of AWS SDK `name` on `aws-standard` (None if unknown).
+pub fn aws_sdk(name: &str) -> Option<RawPolicy> {
+    let (_, _, text) = AWS_SDKS.iter().find(|s| s.0 == name)?;
+    Some(toml::from_str(text).expect("bundled SDK overlays are valid policies"))
+}
+
 /// The names of all presets.
 pub fn names() -> Vec<&'static str> {
     PRESETS.iter().map(|p| p.0).collect()
@@ -183,6 +232,8 @@ pub fn overlay(raw: &RawPolicy, mut base: RawPolicy) -> RawPolicy {
         hedge: raw.hedge.clone().or(base.hedge),
         cancel_on_timeout: raw.cancel_on_timeout.or(base.cancel_on_timeout),
         requeue: raw.requeue.or(base.requeue),
+        late_reply: raw.late_reply.clone().or(base.late_reply),
+        sdk: raw.sdk.clone().or(base.sdk),
     }
 }
 
@@ -271,6 +322,98 @@ mod tests {
             }
         }
         assert_eq!(documented.len(), PRESETS.len(), "a section in docs/PRESETS.md names no preset");
+    }
+
+    /// docs/PRESETS.md's "AWS SDKs" section: under each `### sdk \`name\``, every row whose first
+    /// cell is a backticked field gives the SDK overlay's value (TOML) in its second cell, and
+    /// every field an overlay sets has a row.
+    #[test]
+    fn sdk_doc_matches_the_overlays() {
+        let doc = include_str!("../../docs/PRESETS.md");
+        let section = doc.split("\n## AWS SDKs").nth(1).expect("the AWS SDKs section");
+        let section = section.split("\n## ").next().expect("up to the next section");
+        let mut documented: std::collections::BTreeMap<String, toml::Table> = Default::default();
+        let mut current = None;
+        for line in section.lines() {
+            if let Some(h) = line.strip_prefix("### sdk `") {
+                let name = h.trim_end_matches('`').to_string();
+                documented.insert(name.clone(), toml::Table::new());
+                current = Some(name);
+                continue;
+            }
+            let (Some(name), Some(row)) = (&current, line.strip_prefix("| `")) else { continue };
+            let cells: Vec<&str> = row.split(" | ").collect();
+            let field = cells[0].trim_end_matches('`');
+            let value: toml::Table = toml::from_str(&format!("v = {}", cells[1].trim().trim_matches('`')))
+                .unwrap_or_else(|e| panic!("sdk {name}.{field}: {e}"));
+            documented.get_mut(name).expect("inserted").insert(field.to_string(), value["v"].clone());
+        }
+        assert_eq!(documented.keys().map(String::as_str).collect::<Vec<_>>(), {
+            let mut names = sdk_names();
+            names.sort_unstable();
+            names
+        });
+        for (name, _, text) in AWS_SDKS {
+            let table: toml::Table = toml::from_str(text).expect("overlay TOML");
+            assert_eq!(documented[name], table, "sdk {name}: docs/PRESETS.md vs presets.rs");
+        }
+    }
+
+    #[test]
+    fn each_sdk_gives_its_vendors_values_and_names_itself() {
+        // The values each SDK's source gives (docs/PRESETS.md, "AWS SDKs"), written out here.
+        use crate::engine::{NS_PER_MS, NS_PER_S};
+        use crate::model::budget::BudgetKind;
+        use crate::model::RetryAfterMode;
+        let sdk = |sdk: &str| {
+            let raw = RawPolicy { preset: Some("aws-standard".into()), sdk: Some(sdk.into()), ..RawPolicy::default() };
+            super::super::policies::policy("p", &raw).unwrap_or_else(|e| panic!("{sdk}: {e:?}"))
+        };
+        let costs = |p: &crate::model::RetryPolicy| match p.budget.as_ref().map(|b| &b.kind) {
+            Some(&BudgetKind::AwsQuota { capacity, retry_cost, timeout_cost, .. }) => {
+                (capacity, retry_cost, timeout_cost)
+            }
+            other => panic!("{}: an AWS quota, not {other:?}", p.name),
+        };
+        // (sdk, base, throttle base, cap, attempts, Retry-After, quota, retry cost, timeout cost)
+        let expected = [
+            ("python", NS_PER_S, None, 20 * NS_PER_S, RetryAfterMode::Ignore, 5.0, 10.0),
+            ("java-v2", 100 * NS_PER_MS, Some(NS_PER_S), 20 * NS_PER_S, RetryAfterMode::Ignore, 5.0, 5.0),
+            ("js-v3", 100 * NS_PER_MS, Some(500 * NS_PER_MS), 20 * NS_PER_S, RetryAfterMode::AtLeast, 5.0, 10.0),
+            ("go-v2", 2 * NS_PER_S, None, 20 * NS_PER_S, RetryAfterMode::Ignore, 5.0, 10.0),
+            ("rust", NS_PER_S, None, 20 * NS_PER_S, RetryAfterMode::Exact, 5.0, 10.0),
+        ];
+        for (name, base, throttle_base, cap, retry_after, retry_cost, timeout_cost) in expected {
+            let p = sdk(name);
+            assert_eq!((p.base, p.throttle_base, p.cap, p.attempts_max), (base, throttle_base, cap, 3), "{name}");
+            assert_eq!(p.retry_after, retry_after, "{name}");
+            assert_eq!(costs(&p), (500.0, retry_cost, timeout_cost), "{name}");
+            assert_eq!(p.preset.as_deref(), Some(format!("aws-standard (sdk {name})").as_str()));
+        }
+        // A field the policy writes wins over the SDK's.
+        let raw = RawPolicy {
+            preset: Some("aws-standard".into()),
+            sdk: Some("java-v2".into()),
+            base: Some(super::super::raw::Dur(7 * NS_PER_MS)),
+            ..RawPolicy::default()
+        };
+        assert_eq!(super::super::policies::policy("p", &raw).expect("valid").base, 7 * NS_PER_MS);
+        // `sdk` with another preset, without one, or an unknown SDK: refused, naming the field.
+        let refused = |preset: Option<&str>, sdk: &str| {
+            let raw = RawPolicy {
+                preset: preset.map(str::to_string),
+                jitter: Some("full".into()),
+                sdk: Some(sdk.into()),
+                ..RawPolicy::default()
+            };
+            let e = super::super::policies::policy("p", &raw).expect_err("refused");
+            assert_eq!(e.path.join("."), "policy.p.sdk", "{e:?}");
+            e.message
+        };
+        assert!(refused(Some("grpc"), "java-v2").contains("aws-standard"));
+        assert!(refused(None, "java-v2").contains("aws-standard"));
+        let unknown = refused(Some("aws-standard"), "java");
+        assert!(unknown.contains("java-v2"), "{unknown}");
     }
 
     #[test]

@@ -244,12 +244,16 @@ pub struct RawPolicy {
     pub cancel_on_timeout: Option<bool>,
     /// Finagle's automatic requeues of refused attempts (needs a `finagle` budget).
     pub requeue: Option<bool>,
+    /// What a caller does with a reply to an attempt it timed out on: "ignore" or "accept".
+    pub late_reply: Option<String>,
+    /// Which AWS SDK's standard mode `preset = "aws-standard"` follows (`presets::AWS_SDKS`).
+    pub sdk: Option<String>,
 }
 
 impl RawPolicy {
     /// Every field, by its name in the file, with whether it is written. The destructuring names
     /// every field: a new one fails to compile until it is listed here.
-    pub fn written(&self) -> [(&'static str, bool); 21] {
+    pub fn written(&self) -> [(&'static str, bool); 23] {
         let RawPolicy {
             preset,
             jitter,
@@ -272,6 +276,8 @@ impl RawPolicy {
             hedge,
             cancel_on_timeout,
             requeue,
+            late_reply,
+            sdk,
         } = self;
         [
             ("preset", preset.is_some()),
@@ -295,6 +301,8 @@ impl RawPolicy {
             ("hedge", hedge.is_some()),
             ("cancel_on_timeout", cancel_on_timeout.is_some()),
             ("requeue", requeue.is_some()),
+            ("late_reply", late_reply.is_some()),
+            ("sdk", sdk.is_some()),
         ]
     }
 }

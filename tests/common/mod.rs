@@ -147,3 +147,37 @@ pub fn erlang_c(c: u32, a: f64) -> f64 {
     let last = term * a / f64::from(c) * f64::from(c) / (f64::from(c) - a);
     last / (sum + last)
 }
+
+/// One tenant of one client sending one request at each of `times_ms` (a timestamp trace written
+/// to `dir/times.csv`), under `[policy.p]` with the TOML lines `policy`, to one hop `server` of
+/// `workers` with service distribution `service` (inline TOML); `extra` is appended (faults,
+/// more hops). The horizon is 2 s past the last request.
+pub fn trace_probe(dir: &Path, times_ms: &[u64], policy: &str, workers: u32, service: &str, extra: &str) -> Scenario {
+    let trace: String =
+        std::iter::once("t".to_string()).chain(times_ms.iter().map(|t| t.to_string())).collect::<Vec<_>>().join("\n");
+    std::fs::write(dir.join("times.csv"), trace + "\n").expect("write trace");
+    let horizon = times_ms.last().expect("arrivals") + 2_000;
+    let text = format!(
+        r#"name = "probe"
+horizon = "{horizon}ms"
+replications = 1
+
+[[tenant]]
+name = "t"
+clients = 1
+arrival = {{ kind = "trace", file = "times.csv", unit = "ms" }}
+policy = "p"
+
+[policy.p]
+{policy}
+
+[[hop]]
+name = "server"
+workers = {workers}
+service = {service}
+{extra}
+"#
+    );
+    let file = dir.join("inline.toml");
+    Scenario::from_source(file.to_str().expect("utf-8 path"), &text, &[]).unwrap_or_else(|e| panic!("{e}"))
+}

@@ -58,7 +58,7 @@ fn grpc_throttling_stops_exactly_when_tokens_fall_to_half() {
     let mut state = kind.new_state();
     // 10 tokens; each failure spends 1: after 4 failures 6 > 5 still allows, after 5 (tokens = 5) not.
     for failures in 1..=5 {
-        kind.on_failure(&mut state);
+        kind.on_failure(&mut state, FailureKind::Transient, true);
         let allowed = kind.try_retry(&mut state, 0, FailureKind::Transient).is_some();
         assert_eq!(allowed, failures < 5, "after {failures} failures");
     }
@@ -71,9 +71,15 @@ fn grpc_throttling_stops_exactly_when_tokens_fall_to_half() {
 fn finagle_allows_twenty_percent_plus_ten_per_second() {
     let kind = BudgetKind::Finagle { ttl: 10 * NS_PER_S, percent: 0.2, min_retries_per_s: 10.0 };
     let mut state = kind.new_state();
-    // 1,000 requests spread over 5 s, then retries at 5 s: 0.2 × 1000 + 10/s × 10 s = 300 allowed.
+    // 1,000 successful requests spread over 5 s, then retries at 5 s: 0.2 × 1000 + 10/s × 10 s
+    // = 300 allowed. (finagle ≥ 20.8.1 deposits when a request succeeds, not when it starts:
+    // requests that only start deposit nothing.)
     for i in 0..1000u64 {
         kind.on_request(&mut state, i * 5 * NS_PER_MS);
+    }
+    assert_eq!(kind.balance(&mut state, 5 * NS_PER_S), Some(100.0), "started requests deposit nothing");
+    for i in 0..1000u64 {
+        kind.on_success(&mut state, i * 5 * NS_PER_MS, None);
     }
     let now = 5 * NS_PER_S;
     let granted = (0..1000).filter(|_| kind.try_retry(&mut state, now, FailureKind::Transient).is_some()).count();
@@ -207,7 +213,7 @@ fn grpc_tokens_allow_strictly_above_half_and_move_by_one_and_the_ratio() {
         allowed.push(t.allows(tokens));
         assert_eq!(kind.try_retry(&mut state, 0, FailureKind::Transient).is_some(), t.allows(tokens));
         tokens = GrpcTokens::after_failure(tokens);
-        kind.on_failure(&mut state);
+        kind.on_failure(&mut state, FailureKind::Transient, true);
         assert_eq!(state.tokens, tokens);
     }
     // 10, 9, 8, 7, 6 are above half; 5 is not.
@@ -249,7 +255,7 @@ fn concurrent_retries_cap_outstanding_retries_as_envoys_retry_budget() {
     assert_eq!(state.tokens, 1.0, "37 active → 7, 6 outstanding");
     // Nothing else moves it: successes, failures and the window-free local check.
     kind.on_success(&mut state, 0, Some(1.0));
-    kind.on_failure(&mut state);
+    kind.on_failure(&mut state, FailureKind::Transient, true);
     assert_eq!(kind.local_reject_probability(&mut state, 0), 0.0);
     assert_eq!(state.tokens, 1.0);
     // Its counts ride beside the window's slot width: the state is priced as a windowed one.

@@ -65,7 +65,9 @@ impl Simulation<'_> {
         false
     }
 
-    pub(super) fn budget_on_failure(&mut self, call_handle: Handle, sent: bool) {
+    /// The call's attempt failed with `failure` (`sent` unless it failed locally): the breaker
+    /// records it, and the budget is told (gRPC's throttle charges it: `BudgetKind::on_failure`).
+    pub(super) fn budget_on_failure(&mut self, call_handle: Handle, sent: bool, failure: FailureKind) {
         let now = self.now;
         let call = self.calls.get(call_handle).expect("live");
         let (budget_key, breaker_key) = self.scope_keys(call);
@@ -76,7 +78,7 @@ impl Simulation<'_> {
         }
         if let (Some(key), Some(spec)) = (budget_key, policy.budget.as_ref()) {
             let state = self.states.budget(key, || spec.kind.new_state());
-            spec.kind.on_failure(state);
+            spec.kind.on_failure(state, failure, policy.retry_on.allows(failure));
         }
     }
 

@@ -156,16 +156,15 @@ pub(super) fn throttle_at_delay(level: &mut f64, t: &HedgeThrottle) -> HedgeGo {
 }
 
 /// The throttle `t` at bucket level `level` after an attempt's outcome `reply` (gRFC A6: a
-/// failure or timeout takes a token, a success gives back `token_ratio`; a non-retryable
-/// rejection neither).
+/// failure the server answered takes a token, a success gives back `token_ratio`; a
+/// non-retryable rejection neither, and nor does a timeout at the client, which has no status:
+/// [`GrpcTokens::charges`]).
 #[inline]
 pub(super) fn throttle_outcome(level: &mut f64, t: &HedgeThrottle, reply: Reply) {
     *level = match reply {
         Reply::Ok => t.tokens.after_success(*level),
-        Reply::Rejected => *level,
-        Reply::Failed | Reply::Refused | Reply::Throttled(_) | Reply::Timeout | Reply::LocalReject => {
-            GrpcTokens::after_failure(*level)
-        }
+        Reply::Rejected | Reply::Timeout => *level,
+        Reply::Failed | Reply::Refused | Reply::Throttled(_) | Reply::LocalReject => GrpcTokens::after_failure(*level),
     };
 }
 
@@ -260,6 +259,8 @@ mod tests {
         }
         assert_eq!(throttle_at_delay(level, &t), HedgeGo::Send, "6 of 10 left: more than half");
         throttle_outcome(level, &t, Reply::Timeout);
+        assert_eq!(*level, 6.0, "a timeout at the client has no status: no token (gRFC A6)");
+        throttle_outcome(level, &t, Reply::Failed);
         assert_eq!(throttle_at_delay(level, &t), HedgeGo::Throttled, "5 of 10: half, refused");
         throttle_outcome(level, &t, Reply::Rejected);
         assert_eq!(*level, 5.0, "a non-retryable rejection neither takes nor gives");

@@ -1,6 +1,6 @@
 //! The links cancellation and hedging follow between calls and attempts: the downstream calls a
-//! job waits on, and the attempts a call waits on. Kept only when some policy hedges or cancels,
-//! or a crash can stop a hop while it waits on its calls ([`Links::needed`]); probed by key only,
+//! job waits on, and the attempts a call waits on. Kept only when some policy hedges, cancels or
+//! takes late replies, or a crash can stop a hop while it waits on its calls ([`Links::needed`]); probed by key only,
 //! never iterated. The simulation reads and updates them (`sim/cancel.rs`, `sim/hedge.rs`,
 //! `end_call`).
 
@@ -11,7 +11,8 @@ use std::collections::HashMap;
 /// The call↔attempt links of a run.
 #[derive(Clone, Default)]
 pub(super) struct Links {
-    /// Some policy hedges or cancels: the maps are kept and stale events are skipped.
+    /// Some policy hedges, cancels or takes late replies (or a calling hop crashes): the maps are
+    /// kept, calls stay in the slab while they wait to retry, and stale events are skipped.
     pub on: bool,
     /// Parent attempt → the downstream calls it is waiting on (several in a parallel stage of a
     /// call graph).
@@ -26,10 +27,14 @@ impl Links {
         Links { on: Links::needed(spec), ..Links::default() }
     }
 
-    /// Some policy hedges or cancels, or a crash can stop a hop while it waits on its
-    /// downstream calls (which are then cancelled), so the links must be kept.
+    /// Some policy hedges, cancels or takes late replies (which end a call that may be waiting
+    /// in its backoff or on a later attempt, `Simulation::take_late_reply`), or a crash can stop
+    /// a hop while it waits on its downstream calls (which are then cancelled), so the links
+    /// must be kept.
     pub(super) fn needed(spec: &SimSpec) -> bool {
-        spec.policies.iter().any(|p| p.cancel_on_timeout || p.hedge.is_some())
+        spec.policies
+            .iter()
+            .any(|p| p.cancel_on_timeout || p.hedge.is_some() || p.late_reply == crate::model::LateReply::Accept)
             || (0..spec.hops.len()).any(|h| !spec.hops[h].calls.is_empty() && spec.crashes(h))
     }
 
@@ -155,7 +160,7 @@ service = {{ dist = "constant", mean = "1ms" }}
     }
 
     #[test]
-    fn links_are_kept_only_for_a_hedge_a_cancel_or_a_crash_of_a_calling_hop() {
+    fn links_are_kept_only_for_a_hedge_a_cancel_a_late_reply_or_a_crash_of_a_calling_hop() {
         let crash = |hop: &str| format!("[[fault]]\nhop = \"{hop}\"\nkind = \"outage\"\nfrom = \"0s\"\nto = \"1s\"\n");
         let cases = [
             ("", String::new(), false, "a call graph alone"),
@@ -163,6 +168,8 @@ service = {{ dist = "constant", mean = "1ms" }}
             ("hedge = { after = \"10ms\", max_share = 0.1 }", String::new(), true, "a hedging policy"),
             ("", crash("api"), true, "a crash of the hop that makes calls"),
             ("", crash("db"), false, "a crash of a hop that makes none"),
+            ("late_reply = \"accept\"", String::new(), true, "a policy that takes late replies"),
+            ("late_reply = \"ignore\"", String::new(), false, "a policy that drops late replies"),
         ];
         for (policy, fault, needed, what) in cases {
             let spec = spec(policy, &fault);

@@ -20,6 +20,7 @@ mod hedge;
 mod hedge_state;
 mod history;
 mod hop_queue;
+mod late_reply;
 mod links;
 mod occ;
 mod overload_state;
@@ -944,6 +945,9 @@ impl<'a> Simulation<'a> {
         let hedged = (self.links.on && waiting).then(|| a.clone());
         self.remove_attempt(handle);
         if !waiting {
+            if self.takes_late_reply(call, reply, lost_race) {
+                return self.take_late_reply(call, hop);
+            }
             let cause = if lost_race { cancel::Waste::Hedge } else { cancel::Waste::TimedOut };
             self.add_wasted(hop, service_ns, cause);
             return;
@@ -1023,7 +1027,7 @@ impl<'a> Simulation<'a> {
             let end = if reply == Reply::Ok { CallEnd::Succeeded } else { CallEnd::Rejected };
             return self.end_call(call_handle, end);
         };
-        self.budget_on_failure(call_handle, reply != Reply::LocalReject);
+        self.budget_on_failure(call_handle, reply != Reply::LocalReject, failure);
         if self.any_requeue
             && reply == Reply::Refused
             && self.spec.policies[self.calls.get(call_handle).expect("live").policy as usize].requeue

@@ -91,8 +91,15 @@ fn policy_fits(policy: &RetryPolicy) -> bool {
         hedge,
         cancel_on_timeout,
         requeue,
+        // A late reply that ends its call needs the call kept in the slab and its attempts linked.
+        late_reply,
     } = policy;
-    budget.is_none() && breaker.is_none() && hedge.is_none() && !cancel_on_timeout && !requeue
+    budget.is_none()
+        && breaker.is_none()
+        && hedge.is_none()
+        && !cancel_on_timeout
+        && !requeue
+        && *late_reply == crate::model::LateReply::Ignore
 }
 
 fn hop_fits(hop: &HopSpec) -> bool {

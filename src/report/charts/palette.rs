@@ -34,13 +34,14 @@ pub fn strategy_colour(jitter: &Jitter) -> RGBColor {
         Jitter::Equal => RGBColor(178, 80, 140),               // reddish purple
         Jitter::Decorrelated => RGBColor(150, 110, 0),         // dark gold
         Jitter::DecorrelatedV2 => RGBColor(117, 58, 168),      // purple
+        Jitter::DecorrelatedFinagle => RGBColor(15, 150, 165), // teal
         Jitter::Proportional { .. } => RGBColor(60, 135, 255), // azure
         Jitter::Schedule { .. } => RGBColor(195, 105, 90),     // terracotta
     }
 }
 
 /// Every built-in strategy, one value of each kind.
-pub fn strategies() -> [Jitter; 8] {
+pub fn strategies() -> [Jitter; 9] {
     [
         Jitter::None,
         Jitter::Exponential,
@@ -48,6 +49,7 @@ pub fn strategies() -> [Jitter; 8] {
         Jitter::Equal,
         Jitter::Decorrelated,
         Jitter::DecorrelatedV2,
+        Jitter::DecorrelatedFinagle,
         Jitter::Proportional { ratio: 0.2 },
         Jitter::Schedule { delays: Vec::new() },
     ]

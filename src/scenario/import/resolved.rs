@@ -102,11 +102,16 @@ fn provenance(
         .or_else(|| imported.and_then(|i| i.policy.preset.clone()));
     let preset = preset_name.as_deref().and_then(crate::scenario::presets::preset);
     let preset_fields = preset.as_ref().map(fields_set).unwrap_or_default();
+    // `sdk = "…"` on `aws-standard`: the SDK's own values come before the preset's.
+    let sdk = written.get("sdk").and_then(toml::Value::as_str);
+    let sdk_fields = sdk.and_then(crate::scenario::presets::aws_sdk).as_ref().map(fields_set).unwrap_or_default();
     let source = |field: &str| {
         if written.contains_key(field) {
             format!("scenario [policy.{name}]")
         } else if let Some(key) = imported.and_then(|i| i.sources.get(field)) {
             format!("import {} ({key})", file.unwrap_or("?"))
+        } else if sdk_fields.contains(&field) {
+            format!("preset {} (sdk {})", preset_name.as_deref().unwrap_or("?"), sdk.unwrap_or("?"))
         } else if preset_fields.contains(&field) {
             format!("preset {}", preset_name.as_deref().unwrap_or("?"))
         } else {
@@ -129,7 +134,8 @@ fn value(p: &RetryPolicy, field: Reported) -> String {
             | Jitter::Full
             | Jitter::Equal
             | Jitter::Decorrelated
-            | Jitter::DecorrelatedV2) => j.name().to_string(),
+            | Jitter::DecorrelatedV2
+            | Jitter::DecorrelatedFinagle) => j.name().to_string(),
         },
         Reported::Base => show(p.base),
         Reported::Multiplier => format!("{}", p.multiplier),
