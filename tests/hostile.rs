@@ -805,3 +805,26 @@ fn plan_and_its_merge_own_their_output_directory() {
     ok(dir, &["merge", "s1", "s2", "--out", "m"]);
     assert!(dir.join("m/manifest.json").is_file());
 }
+
+/// Round four: an endpoint is validated before anything runs: a port beyond 65535 (once read as
+/// port 80, "measuring" a dead endpoint) or 0, and two endpoints for one hop (once one was
+/// silently dropped).
+#[test]
+fn target_endpoints_are_validated() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    let fix = "give HOP=http://127.0.0.1:PORT/PATH (a hop's name and a plain-HTTP URL)";
+    for (url, port) in
+        [("http://127.0.0.1:99999/", "99999"), ("http://127.0.0.1:0/", "0"), ("http://[::1]:70000/", "70000")]
+    {
+        let target = format!("api={url}");
+        let expect = format!("error: --target {target}: port `{port}` is not a port (1 to 65535); {fix}");
+        refused(dir, &["emulate", "good.toml", "--target", &target, "--out", "out"], &expect);
+        refused(dir, &["compare", "good.toml", "--emulate", "--target", &target, "--out", "out"], &expect);
+    }
+    refused(
+        dir,
+        &["emulate", "good.toml", "--target", "api=http://127.0.0.1:9999/", "--target", "api=http://127.0.0.1:9998/"],
+        "error: --target api=http://127.0.0.1:9998/: hop `api` already has a --target; give one endpoint per hop",
+    );
+}
