@@ -698,3 +698,133 @@ fn deeply_nested_input_files_are_refused() {
     }
     assert_eq!(listing(dir), before, "nothing written");
 }
+
+/// Round four: every range and count is bounded before use, by what the command can compute,
+/// and the message names the flag, the value and the fix.
+#[test]
+fn ranges_and_counts_beyond_what_can_be_computed_are_refused() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    let plan = ["plan", "good.toml", "--quiet", "--vary", "hop.api.workers=1..4", "--require", "success_ratio >= 0.9"];
+    let with = |extra: &[&'static str]| -> Vec<&'static str> { [&plan[..], extra, &["--out", "out"]].concat() };
+    // A grid whose step count overflows (once a capacity-overflow panic), a width that
+    // overflows (once a hang in the chart's axis after half the files were written).
+    refused(
+        dir,
+        &with(&["--across", "policy.client.multiplier=1.0..1e300", "--across-step", "1e-300"]),
+        "error: --across `policy.client.multiplier=1.0..1e300`: an end beyond ±1e15, where values lose whole-number precision and the grid cannot be computed; give a range within ±1e15",
+    );
+    refused(
+        dir,
+        &with(&["--across", "policy.client.multiplier=-1e308..1e308"]),
+        "error: --across `policy.client.multiplier=-1e308..1e308`: an end beyond ±1e15, where values lose whole-number precision and the grid cannot be computed; give a range within ±1e15",
+    );
+    refused(
+        dir,
+        &with(&["--across", "policy.client.multiplier=1.0..1e15", "--across-step", "1e-300"]),
+        "error: --across `policy.client.multiplier=1.0..1e15` at --across-step 1e-300: inf grid steps, more than the 9.007199254740992e15 the search can count; give a coarser --across-step (at least 1)",
+    );
+    refused(
+        dir,
+        &with(&["--across", "policy.client.multiplier=1.0..2.0", "--across-step", "1e-14"]),
+        "error: --across `policy.client.multiplier=1.0..2.0` at --across-step 1e-14: a step below the 12 significant digits values are written with (neighbouring values would be equal); give --across-step at least 2e-11",
+    );
+    let rare = ["rare", "good.toml", "--quiet", "--out", "out"];
+    let rare_with = |extra: &[&'static str]| -> Vec<&'static str> { [&rare[..], extra].concat() };
+    // Near u64::MAX the levels' arithmetic wrapped and split at another event's levels.
+    refused(
+        dir,
+        &rare_with(&["--target", "18446744073709551615"]),
+        "error: --target 18446744073709551615: give a level from 2 to 1000000000000 (a backlog or a count of pending retries: no run holds more requests than memory)",
+    );
+    refused(
+        dir,
+        &rare_with(&["--target", "20", "--plain", "18446744073709551615"]),
+        "error: --plain 18446744073709551615: give 1 to 1000000 plain runs (each runs to the time limit; splitting is what measures an event too rare for plain runs)",
+    );
+    // good.toml's runs end at its drain limit, 2 × its 2 s horizon.
+    refused(
+        dir,
+        &rare_with(&["--target", "20", "--within", "10s"]),
+        "error: --within 10s: beyond the end of the scenario's runs (4s, its drain_limit), so it could not be honoured; give at most --within 4s or lengthen the run (--set drain_limit=10s)",
+    );
+}
+
+/// Round four: a flag two commands share is explained by the command given.
+#[test]
+fn a_bad_flag_value_is_explained_by_the_command_at_hand() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    refused(
+        dir,
+        &["rare", "good.toml", "--target", "30.5"],
+        "error: invalid value '30.5' for '--target': is not a whole number; --target takes: The level of the progress function that counts as tipped, e.g. --target 200 (see --help)",
+    );
+    refused(
+        dir,
+        &["emulate", "good.toml", "--max-seconds", "x"],
+        "error: invalid value 'x' for '--max-seconds': is not valid (invalid float literal); --max-seconds takes: Stop each run after this many wall seconds, whatever is still in flight (at most 3600) (see --help)",
+    );
+}
+
+/// Round four: `plan` and its `merge` own their output directory as `run` does.
+#[test]
+fn plan_and_its_merge_own_their_output_directory() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    let plan = ["plan", "good.toml", "--quiet", "--vary", "hop.api.workers=1..3", "--require", "success_ratio >= 0.5"];
+    let with = |extra: &[&'static str]| -> Vec<&'static str> { [&plan[..], extra].concat() };
+    ok(dir, &with(&["--across", "policy.client.max_attempts=2..3", "--out", "p"]));
+    assert!(dir.join("p/frontier.png").is_file() && dir.join("p/manifest.json").is_file());
+    // A one-setting plan into the two-setting plan's directory leaves no frontier behind.
+    ok(dir, &with(&["--out", "p"]));
+    assert!(!dir.join("p/frontier.png").exists(), "the earlier plan's frontier.png is still there");
+    assert!(dir.join("p/plan.png").is_file());
+    std::fs::write(dir.join("p/notes.txt"), b"mine").expect("write");
+    refused(
+        dir,
+        &with(&["--out", "p"]),
+        "error: output directory `p` holds files retrystorm did not write (`notes.txt`); choose an empty or new --out, or pass --force to write there anyway (files retrystorm did not write are left alone)",
+    );
+    for k in 1..=2 {
+        let (shard, out) = (format!("--shard={k}/2"), format!("--out=s{k}"));
+        let args = [&plan[..], &["--jitter", "full,none"], &[shard.as_str(), out.as_str()]].concat();
+        ok(dir, &args);
+    }
+    // Once this overwrote shard 1's plan.json.
+    refused(
+        dir,
+        &["merge", "s1", "s2", "--out", "s1"],
+        "error: merge --out `s1` is one of the shard directories it reads (`s1`); give a separate output directory",
+    );
+    refused(
+        dir,
+        &["merge", "s1", "s2", "--out", "p"],
+        "error: output directory `p` holds files retrystorm did not write (`notes.txt`); choose an empty or new --out, or pass --force to write there anyway (files retrystorm did not write are left alone)",
+    );
+    ok(dir, &["merge", "s1", "s2", "--out", "m"]);
+    assert!(dir.join("m/manifest.json").is_file());
+}
+
+/// Round four: an endpoint is validated before anything runs: a port beyond 65535 (once read as
+/// port 80, "measuring" a dead endpoint) or 0, and two endpoints for one hop (once one was
+/// silently dropped).
+#[test]
+fn target_endpoints_are_validated() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    let fix = "give HOP=http://127.0.0.1:PORT/PATH (a hop's name and a plain-HTTP URL)";
+    for (url, port) in
+        [("http://127.0.0.1:99999/", "99999"), ("http://127.0.0.1:0/", "0"), ("http://[::1]:70000/", "70000")]
+    {
+        let target = format!("api={url}");
+        let expect = format!("error: --target {target}: port `{port}` is not a port (1 to 65535); {fix}");
+        refused(dir, &["emulate", "good.toml", "--target", &target, "--out", "out"], &expect);
+        refused(dir, &["compare", "good.toml", "--emulate", "--target", &target, "--out", "out"], &expect);
+    }
+    refused(
+        dir,
+        &["emulate", "good.toml", "--target", "api=http://127.0.0.1:9999/", "--target", "api=http://127.0.0.1:9998/"],
+        "error: --target api=http://127.0.0.1:9998/: hop `api` already has a --target; give one endpoint per hop",
+    );
+}

@@ -210,3 +210,88 @@ fn bad_map_input_is_named_with_its_fix() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("nope"), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!tmp.path().join("output").exists(), "nothing written for bad input");
 }
+
+/// Round four: `merge` checks what it joins. Each shard below is a real shard with one thing
+/// changed the way an edit, a damaged file or a shard of another model would change it; each is
+/// refused with exit code 2 and one line naming the shard's file and the field.
+#[test]
+fn a_map_merge_checks_what_it_joins() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    for k in 1..=2 {
+        let out = small_map(dir, &format!("s{k}"), &["--shard", &format!("{k}/2")]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    // Shard 2 of another model: the same name and seed, a 3× slower server.
+    let other = small_map(dir, "slow", &["--shard", "2/2", "--set", "hop.server.service.base=3s"]);
+    assert!(other.status.success(), "{}", String::from_utf8_lossy(&other.stderr));
+    let read = |d: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(d).join("map.json")).expect("map.json")).expect("JSON")
+    };
+    let cell = |m: &mut serde_json::Value| -> serde_json::Value { m["rows"][0]["variants"][0]["cells"][1].clone() };
+    type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+    let cases: Vec<(&str, Edit, &str)> = vec![
+        (
+            "p",
+            Box::new(|m| m["rows"][0]["variants"][0]["cells"][1]["p"] = 1.5.into()),
+            "cell x_index 1: p 1.5 is not metastable/judged",
+        ),
+        (
+            "metastable",
+            Box::new(move |m| {
+                let mut c = cell(m);
+                c["metastable"] = (c["judged"].as_u64().expect("judged") + 1).into();
+                m["rows"][0]["variants"][0]["cells"][1] = c;
+            }),
+            "is more than judged",
+        ),
+        (
+            "extra row",
+            Box::new(|m| {
+                let mut row = m["rows"][0].clone();
+                row["y_index"] = 99.into();
+                m["rows"].as_array_mut().expect("rows").push(row);
+            }),
+            "row y_index 99: beyond the y axis's 3 points",
+        ),
+        ("points", Box::new(|m| m["y"]["points"] = 0.into()), "axis y: points 0: map runs 2 to 200 points per axis"),
+        ("shard", Box::new(|m| m["shard"] = "5/2".into()), "shard \"5/2\": --shard `5/2`"),
+        ("version", Box::new(|m| m["version"] = 99.into()), "version 99: this retrystorm reads map files of version 1"),
+    ];
+    let refused = |a: &str, b: &str, says: &str| {
+        let out = retrystorm(dir, &["merge", a, b, "--out", "merged"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{a} {b}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(says), "{a} {b}: expected `{says}` in: {stderr}");
+        assert!(!dir.join("merged").exists(), "a refused merge wrote files");
+    };
+    refused("s1", "slow", "slow/map.json`: model fnv1a64:");
+    for (name, edit, says) in &cases {
+        let target = format!("edit-{}", name.replace(' ', "-"));
+        std::fs::create_dir_all(dir.join(&target)).expect("mkdir");
+        let mut m = read("s1");
+        edit(&mut m);
+        std::fs::write(dir.join(&target).join("map.json"), m.to_string()).expect("write");
+        refused(&target, "s2", &format!("{target}/map.json`: "));
+        refused(&target, "s2", says);
+    }
+    // A row moved from shard 1's file into shard 2's: shard 2 now holds a row of shard 1.
+    let (mut one, mut two) = (read("s1"), read("s2"));
+    let row = one["rows"].as_array_mut().expect("rows").remove(0);
+    two["rows"].as_array_mut().expect("rows").insert(0, row);
+    for (d, m) in [("moved-1", &one), ("moved-2", &two)] {
+        std::fs::create_dir_all(dir.join(d)).expect("mkdir");
+        std::fs::write(dir.join(d).join("map.json"), m.to_string()).expect("write");
+    }
+    refused("moved-1", "moved-2", "moved-2/map.json`: row y_index 0: not a row of shard 2/2");
+    // A log x axis would be possible (LO above 0) but moves every cell off the axis's values.
+    std::fs::create_dir_all(dir.join("log")).expect("mkdir");
+    let mut m = read("s1");
+    m["x"]["spacing"] = "log".into();
+    std::fs::write(dir.join("log/map.json"), m.to_string()).expect("write");
+    refused("log", "s2", "is not the axis's value there");
+    // The real shards still merge.
+    let ok = retrystorm(dir, &["merge", "s1", "s2", "--out", "merged"]);
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+}

@@ -101,13 +101,24 @@ fn check_options(args: &EmulateArgs) -> Result<Options, CliError> {
         client_work,
         connections: args.connections,
         runs: args.runs,
-        targets: args
-            .targets
-            .iter()
-            .map(|t| emulate::Target::parse(t, args.allow_remote_target))
-            .collect::<Result<_, _>>()
-            .map_err(CliError::BadInput)?,
+        targets: targets(&args.targets, args.allow_remote_target)?,
     })
+}
+
+/// Parses every `--target`, refusing two for one hop (one would silently replace the other).
+fn targets(texts: &[String], remote: bool) -> Result<Vec<emulate::Target>, CliError> {
+    let parsed: Vec<emulate::Target> = texts
+        .iter()
+        .map(|t| emulate::Target::parse(t, remote))
+        .collect::<Result<_, _>>()
+        .map_err(CliError::BadInput)?;
+    if let Some(i) = crate::scenario::names::first_duplicate(parsed.iter().map(|t| t.hop.as_str())) {
+        return Err(CliError::BadInput(format!(
+            "--target {}: hop `{}` already has a --target; give one endpoint per hop",
+            texts[i], parsed[i].hop
+        )));
+    }
+    Ok(parsed)
 }
 
 /// Longest `--client-work`: 100 ms of CPU per attempt.

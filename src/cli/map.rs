@@ -1,8 +1,7 @@
 //! `retrystorm map`: the probability of a metastable outcome over two settings, each row's
 //! tipping boundary, and `merge` of map shards.
 
-use super::{cell_variants, overrides, same_dir, table, CliError, RunArgs};
-use crate::report::files;
+use super::{cell_variants, overrides, table, CliError, RunArgs};
 use crate::report::map as map_files;
 use crate::runner::map::{run_map, runs_max, Axis, Definition, MapFile, MapJob, Spacing, MAP_VERSION};
 use crate::runner::progress::Progress;
@@ -196,6 +195,7 @@ fn header_of(args: &MapArgs, scenario: &Scenario, variants: &[Variant]) -> Resul
         version: MAP_VERSION,
         scenario: scenario.name.clone(),
         seed: scenario.seed,
+        model: crate::scenario::model_digest(&scenario.base, variants),
         shard: None,
         x: x_axis,
         y: y_axis,
@@ -273,7 +273,7 @@ pub fn run(args: MapArgs) -> Result<(), CliError> {
     if let Some(w) = unobservable_warning(&map) {
         eprintln!("{w}");
     }
-    let written = write(&claim, &map)?;
+    let written = super::write_claimed(&claim, |dir| map_files::write_map(dir, &map))?;
     if !args.run.quiet {
         let width = if args.run.wide { table::WIDE } else { table::WIDTH };
         print!("{}", map_files::map_text(&map, &|line| table::fit(line, width)));
@@ -293,20 +293,6 @@ fn unobservable_warning(map: &MapFile) -> Option<String> {
     })
 }
 
-/// Writes the map's files into the claimed directory, then the manifest; a failure part-way is
-/// exit code 1 naming the complete files.
-fn write(claim: &files::Claim, map: &MapFile) -> Result<usize, CliError> {
-    let mut written = Vec::new();
-    let mut write = || -> Result<(), files::OutputError> {
-        written = map_files::write_map(claim.dir(), map)?;
-        claim.finish(&written)
-    };
-    match write() {
-        Ok(()) => Ok(written.len()),
-        Err(e) => Err(CliError::Failure(files::partial_failure(&e, &claim.abandon(&written)))),
-    }
-}
-
 /// Joins `map --shard K/N` directories into the whole map's files (each `map.json` read through
 /// the input-file limit `max_bytes`).
 pub fn merge(dirs: &[PathBuf], out: Option<PathBuf>, force: bool, max_bytes: u64) -> Result<(), CliError> {
@@ -318,9 +304,15 @@ pub fn merge(dirs: &[PathBuf], out: Option<PathBuf>, force: bool, max_bytes: u64
         let text = input_file::read_text(&path, limit).map_err(|e| bad(format!("`{}`: {e}", path.display())))?;
         let map: MapFile =
             serde_json::from_str(&text).map_err(|e| bad(format!("`{}`: not a map file: {e}", path.display())))?;
+        super::check_shard(&path, map.check(), &map.model)?;
         shards.push((path, map));
     }
     let (first_path, first) = &shards[0];
+    for (path, m) in &shards[1..] {
+        if m.model != first.model {
+            return Err(bad(super::model_mismatch(path, &m.model, first_path, &first.model)));
+        }
+    }
     let header = |m: &MapFile| MapFile { shard: None, rows: Vec::new(), ..m.clone() };
     for (path, m) in &shards[1..] {
         if header(m) != header(first) {
@@ -347,15 +339,9 @@ pub fn merge(dirs: &[PathBuf], out: Option<PathBuf>, force: bool, max_bytes: u64
     }
     let merged = MapFile { rows, ..header(first) };
     let out = out.unwrap_or_else(|| dirs[0].parent().map_or(PathBuf::from("merged"), |p| p.join("merged")));
-    if let Some(input) = dirs.iter().find(|d| same_dir(d, &out)) {
-        return Err(bad(format!(
-            "merge --out `{}` is one of the shard directories it reads (`{}`); give a separate output directory",
-            out.display(),
-            input.display()
-        )));
-    }
+    super::check_merge_out(dirs, &out)?;
     let claim = super::claim(&out, force)?;
-    let written = write(&claim, &merged)?;
+    let written = super::write_claimed(&claim, |dir| map_files::write_map(dir, &merged))?;
     print!("{}", map_files::map_text(&merged, &|line| table::fit(line, table::WIDTH)));
     println!("merged {} map shard(s) into {} ({written} files)", shards.len(), out.display());
     Ok(())

@@ -251,7 +251,7 @@ fn negative_values_attached(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsSt
 
 /// A value a flag's parser refused: the flag, the value, why, and what the flag takes (its
 /// help line, or clap's list of possible values), on one line.
-fn invalid_value(e: &clap::Error) -> String {
+fn invalid_value(e: &clap::Error, subcommand: Option<&str>) -> String {
     use clap::error::{ContextKind, ContextValue};
     let text = |kind| match e.get(kind) {
         Some(ContextValue::String(s)) => Some(s.clone()),
@@ -271,8 +271,11 @@ fn invalid_value(e: &clap::Error) -> String {
             use clap::CommandFactory;
             let command = Cli::command();
             let long = flag.trim_start_matches('-');
+            // The help of the command at hand: two commands may give one flag different meanings
+            // (`rare --target` is a level, `compare --target` an endpoint).
             let help = command
                 .get_subcommands()
+                .filter(|c| subcommand.is_none_or(|s| c.get_name() == s))
                 .flat_map(|c| c.get_arguments())
                 .find(|a| a.get_long() == Some(long))
                 .and_then(|a| a.get_help().map(|h| h.to_string()));
@@ -298,7 +301,10 @@ fn invalid_value(e: &clap::Error) -> String {
 
 /// Parses `std::env::args` and runs the command.
 pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<(), CliError> {
-    let cli = match Cli::try_parse_from(negative_values_attached(args.into_iter().collect())) {
+    let args = negative_values_attached(args.into_iter().collect());
+    // The command given (the first word that is not a flag), for the flag help in messages.
+    let subcommand = args.iter().skip(1).find_map(|a| a.to_str().filter(|a| !a.starts_with('-'))).map(str::to_string);
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) if e.kind() == clap::error::ErrorKind::MissingRequiredArgument => {
             return Err(CliError::BadInput(missing_arguments(&e)));
@@ -306,7 +312,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Res
         Err(e)
             if matches!(e.kind(), clap::error::ErrorKind::ValueValidation | clap::error::ErrorKind::InvalidValue) =>
         {
-            return Err(CliError::BadInput(invalid_value(&e)));
+            return Err(CliError::BadInput(invalid_value(&e, subcommand.as_deref())));
         }
         Err(e) if e.use_stderr() => {
             // clap's message starts with its own "error: " and adds usage lines: keep one line.
@@ -533,6 +539,66 @@ pub(crate) fn same_dir(a: &std::path::Path, b: &std::path::Path) -> bool {
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
         _ => false,
+    }
+}
+
+/// Writes a command's files into the claimed directory with `write` (given the directory; it
+/// returns the files it wrote), then the manifest (removing the files of an earlier run that
+/// this one did not write); a failure part-way is exit code 1 naming the complete files.
+pub(crate) fn write_claimed(
+    claim: &report::Claim,
+    write: impl FnOnce(&std::path::Path) -> Result<Vec<PathBuf>, report::files::OutputError>,
+) -> Result<usize, CliError> {
+    let mut written = Vec::new();
+    let result = write(claim.dir()).and_then(|files| {
+        written = files;
+        claim.finish(&written)
+    });
+    match result {
+        Ok(()) => Ok(written.len()),
+        Err(e) => Err(CliError::Failure(report::files::partial_failure(&e, &claim.abandon(&written)))),
+    }
+}
+
+/// Refuses a shard whose content breaks the rules a real run obeys (`checked`, the file's own
+/// check) or that does not say which model it came from (written before merges checked it).
+pub(crate) fn check_shard(path: &std::path::Path, checked: Result<(), String>, model: &str) -> Result<(), CliError> {
+    checked.map_err(|why| {
+        CliError::BadInput(format!("`{}`: {why}; this file was edited or damaged: run its shard again", path.display()))
+    })?;
+    if model.is_empty() {
+        return Err(CliError::BadInput(format!(
+            "`{}`: no `model` digest (written before merge checked the model): run its shard again",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The refusal of a shard whose model digest differs from the first shard's.
+pub(crate) fn model_mismatch(
+    path: &std::path::Path,
+    model: &str,
+    first: &std::path::Path,
+    first_model: &str,
+) -> String {
+    format!(
+        "`{}`: model {model} is not `{}`'s {first_model}: the shards ran different models (another scenario file, --set or data file); run every shard from one scenario and one command",
+        path.display(),
+        first.display()
+    )
+}
+
+/// Refuses a merge whose output directory is one of the directories it reads (writing there
+/// would overwrite a shard's files: data loss).
+pub(crate) fn check_merge_out(dirs: &[PathBuf], out: &std::path::Path) -> Result<(), CliError> {
+    match dirs.iter().find(|d| same_dir(d, out)) {
+        Some(input) => Err(CliError::BadInput(format!(
+            "merge --out `{}` is one of the shard directories it reads (`{}`); give a separate output directory",
+            out.display(),
+            input.display()
+        ))),
+        None => Ok(()),
     }
 }
 

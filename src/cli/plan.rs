@@ -2,7 +2,7 @@
 
 use super::{overrides, CliError, RunArgs};
 use crate::metrics::objective::Requirement;
-use crate::report::{files, plan as plan_files};
+use crate::report::plan as plan_files;
 use crate::runner::plan::{
     capacity_cannot_help, exhausted_per_run, judge, monotonicity_warnings, search, Across, PlanFile, ProbeMetrics,
     VariantPlan, MAX_ACROSS_VALUES,
@@ -166,7 +166,7 @@ pub fn run(args: PlanArgs) -> Result<(), CliError> {
         let dir = PathBuf::from("output").join(&scenario.name).join("plan");
         shard.map_or(dir.clone(), |s| dir.join(format!("shard-{}-of-{}", s.index, s.count)))
     });
-    files::prepare_dir(&out).map_err(|e| bad(format!("{e}; choose another --out")))?;
+    let claim = super::claim(&out, args.run.force)?;
     for w in &scenario.warnings {
         eprintln!("{}", crate::cli::warning_text(w));
     }
@@ -224,6 +224,7 @@ pub fn run(args: PlanArgs) -> Result<(), CliError> {
         scenario: scenario.name.clone(),
         seed: scenario.seed,
         replications: scenario.replications,
+        model: crate::scenario::model_digest(&scenario.base, &variants_of(&scenario, &args.jitter)?),
         version: crate::report::summary::VERSION.to_string(),
         parameter: path.clone(),
         kind: range.kind,
@@ -237,13 +238,13 @@ pub fn run(args: PlanArgs) -> Result<(), CliError> {
         shard: shard.map(|s| format!("{}/{}", s.index, s.count)),
         plans,
     };
-    let written = plan_files::write_plan(&out, &plan).map_err(bad)?;
+    let written = super::write_claimed(&claim, |dir| plan_files::write_plan(dir, &plan))?;
     if !args.run.quiet {
         let width = if args.run.wide { super::table::WIDE } else { super::table::WIDTH };
         for line in plan_files::answer_lines(&plan) {
             print!("{}", super::table::fit(&line, width));
         }
-        println!("wrote {} files to {}", written.len(), out.display());
+        println!("wrote {written} files to {}", out.display());
     }
     Ok(())
 }
@@ -262,7 +263,7 @@ fn fault_words(scenario: &Scenario) -> Option<String> {
 
 /// Joins `plan --shard K/N` directories into the unsharded plan's files (byte-identical); each
 /// `plan.json` is read through [`input_file`] (a regular file of at most `max_bytes`).
-pub fn merge(dirs: &[PathBuf], out: Option<PathBuf>, max_bytes: u64) -> Result<(), CliError> {
+pub fn merge(dirs: &[PathBuf], out: Option<PathBuf>, force: bool, max_bytes: u64) -> Result<(), CliError> {
     let mut shards: Vec<(PathBuf, PlanFile)> = Vec::new();
     let limit = input_file::Limit { bytes: max_bytes, holder: "a plan shard's file (1/32 of --max-memory)" };
     for dir in dirs {
@@ -279,12 +280,15 @@ pub fn merge(dirs: &[PathBuf], out: Option<PathBuf>, max_bytes: u64) -> Result<(
         })?;
         let plan: PlanFile =
             serde_json::from_str(&text).map_err(|e| bad(format!("`{}`: not a plan file: {e}", path.display())))?;
-        plan.check().map_err(|why| {
-            bad(format!("`{}`: {why}; this file was edited or damaged: run its shard again", path.display()))
-        })?;
+        super::check_shard(&path, plan.check(), &plan.model)?;
         shards.push((path, plan));
     }
     let (first_path, first) = &shards[0];
+    for (path, p) in &shards[1..] {
+        if p.model != first.model {
+            return Err(bad(super::model_mismatch(path, &p.model, first_path, &first.model)));
+        }
+    }
     let header = |p: &PlanFile| PlanFile { shard: None, plans: Vec::new(), ..p.clone() };
     let counts: Vec<Option<&str>> =
         shards.iter().map(|(_, p)| p.shard.as_deref().and_then(|s| s.split('/').nth(1))).collect();
@@ -320,11 +324,12 @@ pub fn merge(dirs: &[PathBuf], out: Option<PathBuf>, max_bytes: u64) -> Result<(
     }
     let merged = PlanFile { plans, ..header(first) };
     let out = out.unwrap_or_else(|| dirs[0].parent().map_or(PathBuf::from("merged"), |p| p.join("merged")));
-    files::prepare_dir(&out).map_err(|e| bad(format!("{e}; choose another --out")))?;
-    let written = plan_files::write_plan(&out, &merged).map_err(bad)?;
+    super::check_merge_out(dirs, &out)?;
+    let claim = super::claim(&out, force)?;
+    let written = super::write_claimed(&claim, |dir| plan_files::write_plan(dir, &merged))?;
     for line in plan_files::answer_lines(&merged) {
         print!("{}", super::table::fit(&line, super::table::WIDTH));
     }
-    println!("merged {} plan shard(s) into {} ({} files)", shards.len(), out.display(), written.len());
+    println!("merged {} plan shard(s) into {} ({written} files)", shards.len(), out.display());
     Ok(())
 }

@@ -76,13 +76,26 @@ struct RareVariant {
     plain: Option<(u64, u64)>,
 }
 
+/// Highest `--target`: a level no run's backlog can reach (10¹² requests held in memory).
+const TARGET_MAX: u64 = 1_000_000_000_000;
+
+/// Most `--plain` runs.
+const PLAIN_MAX: u64 = 1_000_000;
+
 fn bad(e: impl ToString) -> CliError {
     CliError::BadInput(e.to_string())
 }
 
 /// `levels` evenly spaced levels up to `target` (whole numbers, increasing, duplicates dropped).
 fn levels(target: u64, count: u32) -> Vec<u64> {
-    let mut out: Vec<u64> = (1..=u64::from(count)).map(|k| (target * k).div_ceil(u64::from(count)).max(1)).collect();
+    // In u128: `target × k` of a target near u64::MAX would wrap in u64 (and split at the levels
+    // of another event); each level is at most `target`, so it fits back.
+    let mut out: Vec<u64> = (1..=u128::from(count))
+        .map(|k| {
+            let level = (u128::from(target) * k).div_ceil(u128::from(count)).max(1);
+            u64::try_from(level).expect("a level is at most the target")
+        })
+        .collect();
     out.dedup();
     out
 }
@@ -90,8 +103,16 @@ fn levels(target: u64, count: u32) -> Vec<u64> {
 /// Runs `rare` and writes `rare.json`.
 pub fn run(args: RareArgs) -> Result<(), CliError> {
     super::check_threads(args.run.threads)?;
-    if args.target < 2 {
-        return Err(bad(format!("--target {}: give a level of 2 or more", args.target)));
+    if !(2..=TARGET_MAX).contains(&args.target) {
+        return Err(bad(format!(
+            "--target {}: give a level from 2 to {TARGET_MAX} (a backlog or a count of pending retries: no run holds more requests than memory)",
+            args.target
+        )));
+    }
+    if let Some(n) = args.plain.filter(|&n| n == 0 || n > PLAIN_MAX) {
+        return Err(bad(format!(
+            "--plain {n}: give 1 to {PLAIN_MAX} plain runs (each runs to the time limit; splitting is what measures an event too rare for plain runs)"
+        )));
     }
     if !(2..=50).contains(&args.levels) {
         return Err(bad(format!("--levels {}: give 2 to 50 levels", args.levels)));
@@ -111,6 +132,18 @@ pub fn run(args: RareArgs) -> Result<(), CliError> {
     };
     if within_ns == 0 {
         return Err(bad("--within 0: give a positive duration, e.g. --within 1h"));
+    }
+    // Runs stop at the drain limit (2 × horizon by default): a later limit could not be honoured.
+    let end = scenario.base.drain_limit;
+    if within_ns > end {
+        let show = crate::engine::time::duration_words;
+        return Err(bad(format!(
+            "--within {}: beyond the end of the scenario's runs ({}, its drain_limit), so it could not be honoured; give at most --within {} or lengthen the run (--set drain_limit={})",
+            args.within.as_deref().unwrap_or_default(),
+            show(end),
+            show(end),
+            show(within_ns)
+        )));
     }
     let rare = RareSpec {
         progress: args.progress.into(),

@@ -1,7 +1,7 @@
 //! `retrystorm sweep` (a grid of parameter values, optionally one shard of it) and
 //! `retrystorm merge` (shard directories back into the unsharded sweep's files).
 
-use super::{baseline_index, cell_variants, overrides, same_dir, table, CliError, RunArgs};
+use super::{baseline_index, cell_variants, overrides, table, CliError, RunArgs};
 use crate::metrics::catalogue::Metric;
 use crate::report::files;
 use crate::report::sweep::{self as sweep_files, SweepHeader};
@@ -119,6 +119,7 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
         baseline: probe[baseline].name.clone(),
         variants: probe.iter().map(|v| v.name.clone()).collect(),
         grid,
+        model: crate::scenario::model_digest(&first.base, &probe),
     };
     let sized: Vec<_> = cells.iter().map(|c| (&c.scenario, c.variants.as_slice())).collect();
     super::check_memory(&crate::runner::memory::estimate_sweep(&sized, threads, shard.is_none()), &args.run)?;
@@ -325,7 +326,7 @@ pub fn merge(args: MergeArgs) -> Result<(), CliError> {
     let limit = args.max_memory.unwrap_or_else(super::default_memory_limit);
     // Any plan.json, even one that is not a regular file, is a plan merge (which refuses it).
     if args.dirs.first().is_some_and(|d| d.join("plan.json").symlink_metadata().is_ok()) {
-        return super::plan::merge(&args.dirs, args.out, memory::merge_file_limit(limit));
+        return super::plan::merge(&args.dirs, args.out, args.force, memory::merge_file_limit(limit));
     }
     if args.dirs.first().is_some_and(|d| d.join("map.json").symlink_metadata().is_ok()) {
         return super::map::merge(&args.dirs, args.out, args.force, memory::merge_file_limit(limit));
@@ -344,13 +345,7 @@ pub fn merge(args: MergeArgs) -> Result<(), CliError> {
     let value: serde_json::Value = serde_json::from_slice(&json).map_err(|e| bad(format!("merged sweep.json: {e}")))?;
     crate::report::readback::sweep_from_json(&first.join("sweep.json"), &value).map_err(|e| bad(format!("{e}")))?;
     let out = args.out.clone().unwrap_or_else(|| first.parent().unwrap_or(Path::new(".")).join("merged"));
-    if let Some(input) = args.dirs.iter().find(|d| same_dir(d, &out)) {
-        return Err(bad(format!(
-            "merge --out `{}` is one of the shard directories it reads (`{}`); give a separate output directory",
-            out.display(),
-            input.display()
-        )));
-    }
+    super::check_merge_out(&args.dirs, &out)?;
     let claim = super::claim(&out, args.force)?;
     let charts = write_sweep(&claim, &[("sweep.json", &json), ("sweep.csv", &csv)], Some(limit))? - 2;
     println!("merged {} shard(s) into {} ({charts} chart/report files)", shards.len(), out.display());

@@ -75,7 +75,20 @@ impl Target {
             return Err(format!("--target {text}: only http:// is spoken (no TLS); {fix}"));
         }
         let host = uri.host().ok_or_else(|| format!("--target {text}: the URL has no host; {fix}"))?.to_string();
-        let port = uri.port_u16().unwrap_or(80);
+        // A port beyond 65535 is not a port: hyper would read it as none (80) and the run would
+        // measure another endpoint.
+        // hyper's `port()` is None for a port it cannot read: take the authority's text after
+        // the host instead.
+        let authority = uri.authority().map_or("", |a| a.as_str());
+        let after_host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        let after_host = after_host.rsplit_once(']').map_or(after_host, |(_, rest)| rest);
+        let port = match after_host.rsplit_once(':') {
+            None => 80,
+            Some((_, p)) => match p.parse::<u16>() {
+                Ok(n) if n > 0 => n,
+                Ok(_) | Err(_) => return Err(format!("--target {text}: port `{p}` is not a port (1 to 65535); {fix}")),
+            },
+        };
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         let addr = std::net::ToSocketAddrs::to_socket_addrs(&(bare, port))
             .map_err(|e| format!("--target {text}: cannot resolve `{host}` ({e})"))?

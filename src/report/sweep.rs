@@ -69,6 +69,8 @@ pub struct SweepHeader {
     pub variants: Vec<String>,
     /// The grid.
     pub grid: Grid,
+    /// The model's digest (`crate::scenario::model_digest`): shards of other models differ here.
+    pub model: String,
 }
 
 impl SweepHeader {
@@ -83,6 +85,7 @@ impl SweepHeader {
             "format": FORMAT,
             "scenario": self.scenario,
             "seed": self.seed,
+            "model": self.model,
             "replications": self.replications,
             "version": super::summary::VERSION,
             "baseline": self.baseline,
@@ -494,7 +497,8 @@ pub fn merge(shards: &[ShardFiles]) -> Result<(Vec<u8>, Vec<u8>), MergeError> {
 }
 
 fn header_mismatch(a: &ShardFiles, b: &ShardFiles) -> String {
-    let keys = ["scenario", "seed", "replications", "version", "variants", "baseline", "vary", "cells", "format"];
+    let keys =
+        ["scenario", "seed", "model", "replications", "version", "variants", "baseline", "vary", "cells", "format"];
     let differing = keys.iter().find(|k| a.header.get(**k) != b.header.get(**k)).copied().unwrap_or("header");
     let show = |s: &ShardFiles| s.header.get(differing).map_or("?".into(), Value::to_string);
     format!(

@@ -113,6 +113,28 @@ impl Axis {
         Range { path: self.path.clone(), kind: self.kind, lo: self.lo, hi: self.hi, resolution: self.resolution() }
     }
 
+    /// Checks an axis read from a file as [`Axis::parse`] checks one given: its range, its
+    /// points and its spacing.
+    fn check(&self) -> Result<(), String> {
+        let text = format!("{}={}..{}", self.path, self.range().show(self.lo), self.range().show(self.hi));
+        if !(self.lo.is_finite() && self.hi.is_finite() && self.lo < self.hi) {
+            return Err(format!("`{text}`: lo {} must be below hi {}", self.lo, self.hi));
+        }
+        if self.lo.abs().max(self.hi.abs()) > super::plan_range::VALUE_MAX {
+            return Err(format!("`{text}`: an end beyond ±{:e}", super::plan_range::VALUE_MAX));
+        }
+        if !(2..=POINTS_MAX).contains(&self.points) {
+            return Err(format!("points {}: map runs 2 to {POINTS_MAX} points per axis", self.points));
+        }
+        if self.spacing == Spacing::Log && self.lo <= 0.0 {
+            return Err(format!("spacing log with lo {}: a log axis needs lo above 0", self.lo));
+        }
+        if self.kind == Kind::Integer && self.values().windows(2).any(|w| w[0] == w[1]) {
+            return Err(format!("points {}: whole numbers in {}..{} repeat values", self.points, self.lo, self.hi));
+        }
+        Ok(())
+    }
+
     /// The finest step the axis's values are written at.
     fn resolution(&self) -> f64 {
         match self.kind {
@@ -385,6 +407,10 @@ pub struct MapFile {
     pub scenario: String,
     /// Master seed.
     pub seed: u64,
+    /// The model's digest ([`crate::scenario::model_digest`] of the scenario as run; empty in
+    /// a file written before it was recorded, which `merge` refuses).
+    #[serde(default)]
+    pub model: String,
     /// `K/N` for a shard; None for a whole map.
     pub shard: Option<String>,
     /// The x axis (the one bisected).
@@ -397,6 +423,136 @@ pub struct MapFile {
     pub variants: Vec<String>,
     /// Rows, y ascending (a shard's rows only).
     pub rows: Vec<MapRow>,
+}
+
+impl Estimate {
+    /// Checks the counts and the estimate against the rules a run obeys: judged and not
+    /// observable runs make up the runs, at most `replications`; metastable ≤ judged; p is
+    /// metastable ÷ judged (None with nothing judged) and its interval Wilson's; left ≤ metastable.
+    fn check(&self, replications: u32) -> Result<(), String> {
+        let e = self;
+        if e.runs > replications || u64::from(e.judged) + u64::from(e.not_observable) != u64::from(e.runs) {
+            return Err(format!(
+                "runs {} is not judged {} + not_observable {} (at most the {replications} replications)",
+                e.runs, e.judged, e.not_observable
+            ));
+        }
+        if e.metastable > e.judged {
+            return Err(format!("metastable {} is more than judged {}", e.metastable, e.judged));
+        }
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9;
+        let p = (e.judged > 0).then(|| f64::from(e.metastable) / f64::from(e.judged));
+        let ci = (e.judged > 0).then(|| wilson(e.metastable as usize, e.judged as usize, LEVEL));
+        let same_p = match (e.p, p) {
+            (Some(a), Some(b)) => close(a, b),
+            (None, None) => true,
+            (Some(_) | None, _) => false,
+        };
+        if !same_p {
+            let shown = e.p.map_or("null".to_string(), |p| p.to_string());
+            return Err(format!("p {shown} is not metastable/judged = {}/{}", e.metastable, e.judged));
+        }
+        let same_ci = match (e.p_ci95, ci) {
+            (Some([a, b]), Some([c, d])) => close(a, c) && close(b, d),
+            (None, None) => true,
+            (Some(_) | None, _) => false,
+        };
+        if !same_ci {
+            return Err(format!("p_ci95 is not Wilson's 95% interval of {}/{}", e.metastable, e.judged));
+        }
+        if e.left.is_some_and(|l| l > e.metastable) {
+            return Err(format!("left {:?} is more than metastable {}", e.left, e.metastable));
+        }
+        Ok(())
+    }
+}
+
+impl MapFile {
+    /// Checks a map file against what `map` writes, as `merge` requires of a shard: the layout
+    /// version, axes and definition `map` accepts, the shard label, and every row and cell: each
+    /// row's index within the y axis and in this shard's share (`i mod N = K − 1`), given once,
+    /// at its y value; each variant's cells at the x axis's points in order; every estimate
+    /// consistent ([`Estimate::check`]). The error names the field.
+    pub fn check(&self) -> Result<(), String> {
+        if self.version != MAP_VERSION {
+            return Err(format!("version {}: this retrystorm reads map files of version {MAP_VERSION}", self.version));
+        }
+        for (name, axis) in [("x", &self.x), ("y", &self.y)] {
+            axis.check().map_err(|e| format!("axis {name}: {e}"))?;
+        }
+        let d = &self.definition;
+        if !(d.hold_s > 0.0 && d.hold_s.is_finite() && d.window_s > 0.0 && d.window_s <= d.hold_s) {
+            return Err(format!(
+                "definition: hold_s {} and window_s {} are not 0 < window ≤ hold",
+                d.hold_s, d.window_s
+            ));
+        }
+        if !(d.goodput_share > 0.0 && d.goodput_share <= 1.0) {
+            return Err(format!("definition: goodput_share {} is not in (0, 1]", d.goodput_share));
+        }
+        if d.replications == 0 || d.replications > 10_000 || d.bisect_steps > 20 {
+            return Err(format!(
+                "definition: replications {} or bisect_steps {} is beyond what map runs (1 to 10000, 0 to 20)",
+                d.replications, d.bisect_steps
+            ));
+        }
+        if self.variants.is_empty() {
+            return Err("variants: none".into());
+        }
+        let shard = match &self.shard {
+            Some(label) => Some(super::sweep::Shard::parse(label).map_err(|e| format!("shard \"{label}\": {e}"))?),
+            None => None,
+        };
+        let (xs, ys) = (self.x.values(), self.y.values());
+        let mut seen = vec![false; self.y.points];
+        for row in &self.rows {
+            let i = row.y_index;
+            let at = format!("row y_index {i}");
+            if i >= self.y.points {
+                return Err(format!("{at}: beyond the y axis's {} points", self.y.points));
+            }
+            if std::mem::replace(&mut seen[i], true) {
+                return Err(format!("{at}: given twice"));
+            }
+            if let Some(s) = shard.filter(|s| !s.contains(i)) {
+                return Err(format!(
+                    "{at}: not a row of shard {}/{} (rows i with i mod {} = {})",
+                    s.index,
+                    s.count,
+                    s.count,
+                    s.index - 1
+                ));
+            }
+            if row.y != ys[i] {
+                return Err(format!("{at}: y {} is not the axis's value there ({})", row.y, ys[i]));
+            }
+            let names: Vec<&String> = row.variants.iter().map(|v| &v.variant).collect();
+            if names != self.variants.iter().collect::<Vec<_>>() {
+                return Err(format!("{at}: variants {names:?} are not the map's {:?}", self.variants));
+            }
+            for v in &row.variants {
+                let at = format!("{at}, variant `{}`", v.variant);
+                let indices: Vec<usize> = v.cells.iter().map(|c| c.x_index).collect();
+                if indices != (0..self.x.points).collect::<Vec<_>>() {
+                    return Err(format!("{at}: cells at x_index {indices:?}, not the x axis's 0..{}", self.x.points));
+                }
+                for c in &v.cells {
+                    let at = format!("{at}, cell x_index {}", c.x_index);
+                    if c.x != xs[c.x_index] {
+                        return Err(format!("{at}: x {} is not the axis's value there ({})", c.x, xs[c.x_index]));
+                    }
+                    c.estimate.check(d.replications).map_err(|e| format!("{at}: {e}"))?;
+                }
+                for probe in &v.boundary.probes {
+                    if !(self.x.lo..=self.x.hi).contains(&probe.x) {
+                        return Err(format!("{at}: a bisection probe at x {} is outside the axis", probe.x));
+                    }
+                    probe.estimate.check(d.replications).map_err(|e| format!("{at}, probe at x {}: {e}", probe.x))?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A variant's result over one replication.

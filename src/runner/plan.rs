@@ -114,6 +114,10 @@ pub struct PlanFile {
     pub seed: u64,
     /// Replications per probe.
     pub replications: u32,
+    /// The model's digest ([`crate::scenario::model_digest`] of the scenario as run; empty in
+    /// a file written before it was recorded, which `merge` refuses).
+    #[serde(default)]
+    pub model: String,
     /// retrystorm version.
     pub version: String,
     /// The varied `--set` path.
@@ -165,6 +169,34 @@ impl PlanFile {
     pub fn check(&self) -> Result<(), String> {
         let requirements = self.requirements.iter().map(|t| Requirement::parse(t)).collect::<Result<Vec<_>, _>>()?;
         let range = self.range();
+        // The header as `plan` would accept it: ranges it can search, a shard label it writes.
+        range.check(super::plan_range::VARY).map_err(|e| format!("range: {e}"))?;
+        if let Some(a) = &self.across {
+            a.range().check(super::plan_range::ACROSS).map_err(|e| format!("across: {e}"))?;
+            if a.range().steps() as usize >= MAX_ACROSS_VALUES {
+                return Err(format!("across: more than the {MAX_ACROSS_VALUES} values plan sweeps"));
+            }
+        }
+        let shard = match &self.shard {
+            Some(label) => Some(super::sweep::Shard::parse(label).map_err(|e| format!("shard \"{label}\": {e}"))?),
+            None => None,
+        };
+        let ats: Vec<Option<f64>> =
+            self.across.as_ref().map_or(vec![None], |a| a.range().grid().into_iter().map(Some).collect());
+        let mut seen = Vec::new();
+        for p in &self.plans {
+            let name = format!("variant {} ({})", p.index, p.variant);
+            if let Some(s) = shard.filter(|s| !s.contains(p.index)) {
+                return Err(format!("{name}: not a variant of shard {}/{}", s.index, s.count));
+            }
+            if !ats.contains(&p.at) {
+                return Err(format!("{name}: `at` {:?} is not a value of the second setting's grid", p.at));
+            }
+            if seen.contains(&(p.index, p.at.map(f64::to_bits))) {
+                return Err(format!("{name}: searched twice at {:?}", p.at));
+            }
+            seen.push((p.index, p.at.map(f64::to_bits)));
+        }
         for p in &self.plans {
             let name = format!("variant {} ({})", p.index, p.variant);
             if self.variants.get(p.index) != Some(&p.variant) {

@@ -10,6 +10,13 @@
 use crate::engine::time::{duration_words, parse_duration, NS_PER_S};
 use serde::{Deserialize, Serialize};
 
+/// The largest magnitude of a range's end: beyond it f64 values are not whole numbers, and a
+/// range's width or grid could overflow.
+pub const VALUE_MAX: f64 = 1e15;
+
+/// The most grid steps in a range: a step index stays an exact f64 integer.
+pub const STEPS_MAX: f64 = 9_007_199_254_740_992.0;
+
 /// Which end of the passing values `plan` answers with.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -145,6 +152,11 @@ impl Range {
                 hi_text.trim()
             ));
         }
+        if lo.abs().max(hi.abs()) > VALUE_MAX {
+            return Err(format!(
+                "{flag} `{text}`: an end beyond ±{VALUE_MAX:e}, where values lose whole-number precision and the grid cannot be computed; give a range within ±{VALUE_MAX:e}"
+            ));
+        }
         let span = hi - lo;
         let resolution = match resolution {
             None if kind == Kind::Integer => 1.0,
@@ -159,7 +171,48 @@ impl Range {
             }
             Some(r) => Self::parse_resolution(names, r, kind, span)?,
         };
-        Ok(Range { path: path.trim().to_string(), kind, lo, hi, resolution })
+        let range = Range { path: path.trim().to_string(), kind, lo, hi, resolution };
+        range.check_grid(names, text)?;
+        Ok(range)
+    }
+
+    /// Checks a range read back from a file as [`Range::parse_flag`] checks one given.
+    pub fn check(&self, names: RangeFlag) -> Result<(), String> {
+        let text = format!("{}={}..{}", self.path, self.lo, self.hi);
+        if !(self.lo.is_finite() && self.hi.is_finite() && self.lo <= self.hi) {
+            return Err(format!("{} `{text}`: not a range LO ≤ HI", names.flag));
+        }
+        if self.lo.abs().max(self.hi.abs()) > VALUE_MAX {
+            return Err(format!("{} `{text}`: an end beyond ±{VALUE_MAX:e}", names.flag));
+        }
+        if self.resolution.is_nan() || self.resolution <= 0.0 {
+            return Err(format!("{} {}: must be above 0", names.step_flag, self.resolution));
+        }
+        self.check_grid(names, &text)
+    }
+
+    /// Refuses a grid the search cannot walk: more than [`STEPS_MAX`] steps, or a step below the
+    /// precision its values are written with (12 significant digits: neighbours would be equal).
+    fn check_grid(&self, names: RangeFlag, text: &str) -> Result<(), String> {
+        let (flag, step_flag) = (names.flag, names.step_flag);
+        let span = self.hi - self.lo;
+        let steps = span / self.resolution;
+        if !steps.is_finite() || steps > STEPS_MAX {
+            return Err(format!(
+                "{flag} `{text}` at {step_flag} {:e}: {steps:.3e} grid steps, more than the {STEPS_MAX:e} the search can count; give a coarser {step_flag} (at least {})",
+                self.resolution,
+                10f64.powf((span / STEPS_MAX).log10().ceil())
+            ));
+        }
+        let top = self.lo.abs().max(self.hi.abs());
+        if self.kind == Kind::Real && span > 0.0 && self.resolution < top * 1e-11 {
+            return Err(format!(
+                "{flag} `{text}` at {step_flag} {:e}: a step below the 12 significant digits values are written with (neighbouring values would be equal); give {step_flag} at least {:e}",
+                self.resolution,
+                top * 1e-11
+            ));
+        }
+        Ok(())
     }
 
     /// Every value of the grid, `lo` to `hi`.
@@ -330,6 +383,11 @@ mod tests {
             ("hop.api.workers=1..256", Some("0.5"), "unit mismatch"),
             ("hop.api.workers=1..256", Some("0"), "above 0"),
             ("hop.api.workers=1..8", Some("9"), "wider than the --vary range"),
+            // Bounds: ends, grid steps and a step finer than the written precision.
+            ("policy.client.multiplier=-1e308..1e308", None, "an end beyond ±1e15"),
+            ("policy.client.multiplier=1.0..1e300", Some("1e-300"), "an end beyond ±1e15"),
+            ("policy.client.multiplier=1.0..1e15", Some("1e-300"), "grid steps, more than"),
+            ("policy.client.multiplier=1.0..2.0", Some("1e-14"), "below the 12 significant digits"),
         ] {
             let err = Range::parse(vary, resolution).unwrap_err();
             assert!(err.contains(says), "{vary} {resolution:?}: {err}");

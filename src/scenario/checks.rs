@@ -22,6 +22,24 @@ pub(super) fn positive(d: Dur, path: &str) -> V<Nanos> {
     Ok(d.0)
 }
 
+/// Shortest period of a timer that repeats through a run (a health check, an autoscaler's
+/// evaluation): below it the timer alone makes billions of events (a 1 ns period hung a run).
+pub(super) const PERIOD_MIN_NS: Nanos = 1_000_000;
+
+/// A repeating timer's period: at least [`PERIOD_MIN_NS`].
+pub(super) fn period(d: Dur, path: &str) -> V<Nanos> {
+    if d.0 < PERIOD_MIN_NS {
+        return Err(Invalid::at(
+            path,
+            format!(
+                "is {}; a period this short repeats billions of times per run: give at least 1ms",
+                crate::engine::time::duration_words(d.0)
+            ),
+        ));
+    }
+    Ok(d.0)
+}
+
 pub(super) fn count(value: i64, path: &str, min: i64, max: i64) -> V<i64> {
     if value < min || value > max {
         return Err(Invalid::at(path, format!("is {value}; it must be between {min} and {max}")));

@@ -146,6 +146,12 @@ fn hgrm_as_csv(text: &str) -> Option<String> {
     Some(out)
 }
 
+/// Most observations a histogram may hold: counts stay exact whole numbers in an f64.
+const COUNT_MAX: f64 = 9_007_199_254_740_992.0;
+
+/// Largest finite bucket bound, in nanoseconds: about 292 years, the most a u64 of ns holds.
+const MAX_BOUND_NS: f64 = 1.8e19;
+
 fn histogram(d: &RawDist, file: &str, min: f64, at: &str) -> V<Vec<(f64, f64)>> {
     use std::io::Read;
     let mut text = String::new();
@@ -215,6 +221,20 @@ fn histogram(d: &RawDist, file: &str, min: f64, at: &str) -> V<Vec<(f64, f64)>> 
             cell(count).parse().map_err(|_| line_err(line, format!("count `{}` is not a number", cell(count))))?;
         if !c.is_finite() || c < 0.0 || b.is_nan() || b < 0.0 {
             return Err(line_err(line, "bounds and counts must be numbers ≥ 0".into()));
+        }
+        // Counts are summed and divided: past 2^53 they are no longer whole, and their sum can
+        // overflow to infinity (once a panic). A bound is a latency in whole nanoseconds.
+        if c > COUNT_MAX || (previous_total + if cumulative { 0.0 } else { c }) > COUNT_MAX {
+            return Err(line_err(
+                line,
+                format!("count `{}` takes the histogram past {COUNT_MAX:e} observations, more than it can count exactly; scale the counts down (only their proportions matter)", cell(count)),
+            ));
+        }
+        if b.is_finite() && b > MAX_BOUND_NS {
+            return Err(line_err(
+                line,
+                format!("bucket bound `{}` is beyond {MAX_BOUND_NS:e} ns (a latency of centuries); check the unit (unit = \"s\", \"ms\", \"us\" or \"ns\")", cell(bound)),
+            ));
         }
         if buckets.last().is_some_and(|&(prev, _)| b <= prev) {
             // HdrHistogram repeats a value on its percentile rows: merge them.

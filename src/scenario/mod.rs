@@ -114,6 +114,33 @@ fn objective(raw: &RawScenario, spec: &SimSpec) -> Result<crate::metrics::object
 /// Name of the single variant `run` simulates when the file declares none.
 pub const BASELINE: &str = "baseline";
 
+/// Feeds text into a 64-bit FNV-1a hash without holding it (a scenario's debug form may hold a
+/// trace of millions of timestamps).
+struct Fnv(u64);
+
+impl std::fmt::Write for Fnv {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        for b in s.bytes() {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        Ok(())
+    }
+}
+
+/// A digest of the model as run: the validated base scenario and every variant's validated
+/// description (`fnv1a64:` and 16 hex digits). Sweep, plan and map write it into their files
+/// so that `merge` refuses shards of different models — another scenario file, another `--set`,
+/// a changed trace — even when their names and seeds agree.
+pub(crate) fn model_digest(base: &SimSpec, variants: &[Variant]) -> String {
+    use std::fmt::Write as _;
+    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+    let _ = write!(h, "{base:?}");
+    for v in variants {
+        let _ = write!(h, "|{}|{:?}", v.name, v.spec);
+    }
+    format!("fnv1a64:{:016x}", h.0)
+}
+
 impl Scenario {
     /// FNV-1a 64-bit hash of the scenario file's text, as 16 hex digits (identifies the file a
     /// run used; not a security hash).

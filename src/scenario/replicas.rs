@@ -39,7 +39,7 @@ pub(super) fn replicas(h: &RawHop, workers: u32, slots: Option<u32>, at: &dyn Fn
     let health_check = match &h.health_check {
         None => None,
         Some(c) => Some(HealthCheck {
-            interval: positive(c.interval, &at("health_check.interval"))?,
+            interval: super::checks::period(c.interval, &at("health_check.interval"))?,
             unhealthy_threshold: count(
                 c.unhealthy_threshold.unwrap_or(2),
                 &at("health_check.unhealthy_threshold"),

@@ -1,6 +1,6 @@
 //! Validation of a hop's load-dependent latency (`load_latency`) and autoscaling (`autoscale`).
 
-use super::checks::{count, finite_at_least, positive, read_kind, unknown, Words, V};
+use super::checks::{count, finite_at_least, period, read_kind, unknown, Words, V};
 use super::error::Invalid;
 use super::raw::RawAutoscale;
 use crate::engine::NS_PER_S;
@@ -102,7 +102,7 @@ pub(super) fn autoscale(
             format!("is {target}; a {} target must be within {range}", metric.name()),
         ));
     }
-    let period = a.evaluation_period.map_or(Ok(60 * NS_PER_S), |d| positive(d, &at("evaluation_period")))?;
+    let period = a.evaluation_period.map_or(Ok(60 * NS_PER_S), |d| period(d, &at("evaluation_period")))?;
     let step = match unit {
         ScaleUnit::Replicas => workers,
         ScaleUnit::Workers => count(a.step.unwrap_or(1), &at("step"), 1, i64::from(workers))? as u32,
