@@ -347,7 +347,7 @@ fn plot_draws_a_sweep_as_lines_for_one_parameter_and_heatmaps_for_two() {
     check_chart(&one, "sweep_metrics", &["exponential", "full", "tenant.main.clients", "2,000"]);
     let first = std::fs::read(one.join("sweep_metrics.svg")).unwrap();
     let html = std::fs::read_to_string(one.join("report.html")).unwrap();
-    assert_eq!(html.matches("<svg ").count(), 1, "the sweep report inlines its chart");
+    assert_eq!(html.matches("<svg ").count(), 2, "the sweep report inlines its chart, wide and narrow");
     assert!(html.contains("clients=2000"), "the summary table names the cells");
     // Re-plotting from the same sweep.json gives the same bytes.
     let output = retrystorm(&["plot", one.to_str().unwrap()]);

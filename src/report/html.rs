@@ -28,7 +28,8 @@ td.num:has(span.nw) { white-space: normal; } .nw { white-space: nowrap; }
 figure { margin: 20px 0 36px; overflow-x: auto; } figcaption { color: #444; margin-bottom: 8px; }
 /* A chart keeps at least 1,000 px (its text ≥ 2/3 of its drawn size). Below 1,000 px the charts
    that have one show their narrow drawing instead (760 px wide, panels stacked); the others
-   scroll sideways rather than shrink their axis text below reading size. */
+   shrink to 2/3 of their drawn width (an inline min-width) and then scroll sideways rather than
+   shrink their text below reading size. */
 figure svg { max-width: 100%; min-width: 1000px; height: auto; border: 1px solid #eee; box-sizing: border-box; }
 figure .narrow { display: none; } figure .narrow svg { min-width: 600px; }
 @media (max-width: 999px) { figure .wide { display: none; } figure .narrow { display: block; } }
