@@ -34,27 +34,6 @@ pub fn tick_decimals(lo: f64, hi: f64, ticks: usize) -> usize {
     (-raw.log10().floor()).clamp(0.0, 9.0) as usize
 }
 
-/// `x` with exactly `decimals` decimals, thousands grouped (`12,000`, `99.50`): an axis's ticks.
-pub fn fmt_fixed(x: f64, decimals: usize) -> String {
-    if !x.is_finite() {
-        return "n/a".into();
-    }
-    let text = format!("{:.decimals$}", x.abs());
-    let (whole, frac) = text.split_once('.').map_or((text.as_str(), None), |(w, f)| (w, Some(f)));
-    let mut grouped = String::new();
-    for (i, c) in whole.chars().enumerate() {
-        if i > 0 && (whole.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(c);
-    }
-    let sign = if x < 0.0 && text.chars().any(|c| c.is_ascii_digit() && c != '0') { "-" } else { "" };
-    match frac {
-        Some(f) => format!("{sign}{grouped}.{f}"),
-        None => format!("{sign}{grouped}"),
-    }
-}
-
 /// A value with its unit, as labels show it.
 pub fn fmt_value(x: f64, suffix: &str) -> String {
     if suffix == " s" {
@@ -92,13 +71,13 @@ mod tests {
         // 95 to 100 %: ticks every 0.5 show one decimal each, 100 included.
         let d = tick_decimals(95.0, 100.0, 10);
         assert_eq!(d, 1);
-        let shown: Vec<String> = [95.0, 99.5, 100.0].iter().map(|x| fmt_fixed(*x, d)).collect();
+        let shown: Vec<String> = [95.0, 99.5, 100.0].iter().map(|x| crate::report::values::grouped(*x, d)).collect();
         assert_eq!(shown, ["95.0", "99.5", "100.0"]);
         assert_eq!(tick_decimals(0.0, 12_000.0, 10), 0);
-        assert_eq!(fmt_fixed(12_000.0, 0), "12,000");
+        assert_eq!(crate::report::values::grouped(12_000.0, 0), "12,000");
         assert_eq!(tick_decimals(0.0, 0.05, 10), 3);
-        assert_eq!(fmt_fixed(-0.0004, 2), "0.00");
-        assert_eq!(fmt_fixed(-1234.5, 1), "-1,234.5");
+        assert_eq!(crate::report::values::grouped(-0.0004, 2), "0.00");
+        assert_eq!(crate::report::values::grouped(-1234.5, 1), "-1,234.5");
         assert_eq!(tick_decimals(1.0, 1.0, 10), 0);
     }
 }

@@ -8,7 +8,7 @@
 use super::charts::key::{self, KeyItem, Swatch};
 use super::charts::{narrow, palette, DrawResult, Figure, Rendered, FONT};
 use super::files::{self, OutputError};
-use super::format::{fmt_fixed, fmt_secs, fmt_tick, tick_decimals};
+use super::format::{fmt_secs, fmt_tick, tick_decimals};
 use super::html::{escape, head, swatch};
 use super::values;
 use crate::metrics::objective::{Requirement, Verdict as Met};
@@ -578,7 +578,7 @@ where
                 .x_desc(x_desc.as_str())
                 .y_desc(y_desc.as_str())
                 .x_label_formatter(&|x| x_tick(*x))
-                .y_label_formatter(&|y| fmt_fixed(*y, y_decimals))
+                .y_label_formatter(&|y| values::grouped(*y, y_decimals))
                 .label_style((FONT, 14))
                 .axis_desc_style((FONT, 15))
                 .draw()?;
