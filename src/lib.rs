@@ -26,10 +26,5 @@
 //! ```
 pub mod cli;
 pub mod emulate;
-pub mod retry_window;
-pub use retrystorm_engine as engine;
-pub mod metrics;
-pub mod model;
+pub use retrystorm_core::{engine, metrics, model, retry_window, runner, scenario};
 pub mod report;
-pub mod runner;
-pub mod scenario;

@@ -332,3 +332,30 @@ fn a_recovery_hold_shorter_than_the_attempt_timeout_is_warned_of_with_the_fix() 
     let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     assert!(o.status.success() && !all.contains("recovery_hold"), "{all}");
 }
+
+/// Rule: a scenario `init` writes for open-loop clients at one hop takes the plain served path
+/// and records there what the general loop records; with `--outage` it has a fault and runs the
+/// general loop. (The plain path is an optimisation only: `crates/core/src/model/sim/plain.rs`.)
+#[test]
+fn an_init_scenario_takes_the_plain_path_and_records_what_the_general_loop_records() {
+    use retrystorm::model::sim::{run, run_general, takes_plain_path};
+    use retrystorm::scenario::Scenario;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let write = |name: &str, extra: &[&str]| {
+        let path = dir.path().join(name).to_str().expect("utf-8").to_string();
+        let args = ["retrystorm", "init", path.as_str(), "--rate", "300"].into_iter().chain(extra.iter().copied());
+        retrystorm::cli::main_with_args(args.map(std::ffi::OsString::from)).expect("init writes the scenario");
+        Scenario::load(&path, &[]).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let plain = write("plain.toml", &[]);
+    let mut spec = plain.base.clone();
+    spec.horizon = spec.horizon.min(20_000_000_000);
+    assert!(takes_plain_path(&spec), "init's open-loop scenario fits the plain path");
+    for replication in 0..3 {
+        let on_plain = format!("{:?}", run(&spec, plain.seed, replication));
+        let on_general = format!("{:?}", run_general(&spec, plain.seed, replication));
+        assert_eq!(on_plain, on_general, "init's scenario, replication {replication} (seed {})", plain.seed);
+    }
+    let outage = write("outage.toml", &["--outage", "10s"]);
+    assert!(!takes_plain_path(&outage.base), "a scenario with a fault runs the general loop");
+}

@@ -125,11 +125,61 @@ fn violations(src: &Path) -> (Vec<String>, Vec<String>) {
     (upward, cycles)
 }
 
+/// The source trees whose top-level modules are the layers: the simulation core's crate
+/// (`crates/core`: metrics … runner) and this crate's `src/` (emulate, report, cli), which
+/// re-exports the core's modules under the same paths.
+const LAYERED_TREES: [&str; 2] = ["crates/core/src", "src"];
+
 #[test]
 fn no_module_imports_from_a_layer_above_it_and_no_file_cycles() {
-    let (upward, cycles) = violations(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
-    assert!(upward.is_empty(), "upward imports (layers, lowest first: {LAYERS:?}):\n{}", upward.join("\n"));
-    assert!(cycles.is_empty(), "import cycles:\n{}", cycles.join("\n"));
+    for tree in LAYERED_TREES {
+        let (upward, cycles) = violations(&Path::new(env!("CARGO_MANIFEST_DIR")).join(tree));
+        assert!(upward.is_empty(), "{tree}: upward imports (layers, lowest first: {LAYERS:?}):\n{}", upward.join("\n"));
+        assert!(cycles.is_empty(), "{tree}: import cycles:\n{}", cycles.join("\n"));
+    }
+}
+
+/// The packages `package` depends on in Cargo.lock, directly or not (the lock lists every
+/// dependency any feature may pull in, so this is an upper bound of what a build links).
+fn locked_closure(lock: &str, package: &str) -> Vec<String> {
+    let lock: toml::Table = lock.parse().expect("Cargo.lock is TOML");
+    let packages = lock["package"].as_array().expect("[[package]]");
+    let deps_of = |name: &str| -> Vec<String> {
+        let entry = packages.iter().find(|p| p["name"].as_str() == Some(name));
+        let deps = entry.and_then(|p| p.get("dependencies")).and_then(|d| d.as_array());
+        // An entry reads "name" or "name version" when two versions are locked.
+        deps.map(|d| {
+            d.iter().filter_map(|x| x.as_str()).map(|x| x.split(' ').next().unwrap_or(x).to_string()).collect()
+        })
+        .unwrap_or_default()
+    };
+    let mut seen: Vec<String> = Vec::new();
+    let mut todo = deps_of(package);
+    while let Some(next) = todo.pop() {
+        if !seen.contains(&next) {
+            todo.extend(deps_of(&next));
+            seen.push(next);
+        }
+    }
+    seen.sort();
+    seen
+}
+
+/// The simulation core builds without the command line, the charts or the sockets: no clap,
+/// plotters, tokio or hyper among its dependencies, direct or not (`cargo tree -p
+/// retrystorm-core -e normal` shows the same).
+#[test]
+fn the_core_crate_depends_on_no_clap_plotters_tokio_or_hyper() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lock = std::fs::read_to_string(root.join("Cargo.lock")).expect("Cargo.lock");
+    let core = locked_closure(&lock, "retrystorm-core");
+    assert!(core.iter().any(|d| d == "rand") && core.iter().any(|d| d == "retrystorm-engine"), "{core:?}");
+    let forbidden: Vec<&String> =
+        core.iter().filter(|d| ["clap", "plotters", "tokio", "hyper"].contains(&d.as_str())).collect();
+    assert!(forbidden.is_empty(), "retrystorm-core depends on {forbidden:?}");
+    // The check can fail: the crate above the core does pull them in.
+    let top = locked_closure(&lock, "retrystorm");
+    assert!(["clap", "plotters", "tokio", "hyper"].iter().all(|f| top.iter().any(|d| d == f)), "{top:?}");
 }
 
 /// The engine is a crate of its own (`crates/engine`), so the compiler keeps it from using any
@@ -219,15 +269,17 @@ fn reaches(
 /// no CLI trait (a flag's choices are mirrored in `cli`, which converts them).
 #[test]
 fn only_the_command_line_uses_clap() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    for tree in LAYERED_TREES {
+        rust_files(&root.join(tree), &mut files);
+    }
     files.sort();
     let users: Vec<String> = files
         .iter()
-        .map(|f| f.strip_prefix(&src).expect("under src"))
-        .filter(|rel| !rel.starts_with("cli") && *rel != Path::new("main.rs"))
-        .filter(|rel| code(&std::fs::read_to_string(src.join(rel)).expect("readable")).contains("clap"))
+        .map(|f| f.strip_prefix(root).expect("under the root"))
+        .filter(|rel| !rel.starts_with("src/cli") && *rel != Path::new("src/main.rs"))
+        .filter(|rel| code(&std::fs::read_to_string(root.join(rel)).expect("readable")).contains("clap"))
         .map(|rel| rel.display().to_string())
         .collect();
     assert!(files.len() > 100 && users.is_empty(), "clap used below the command line:\n{}", users.join("\n"));

@@ -2,7 +2,7 @@
 //! protects and fails when the code computing it changes (a `*` for a `/`, a constant, a
 //! comparison). See docs/TESTING.md, "Mutation testing", for the command and scores.
 //!
-//! Equivalent mutant (cargo-mutants, src/metrics/recovery.rs): `w + slow` → `w - slow` in
+//! Equivalent mutant (cargo-mutants, crates/core/src/metrics/recovery.rs): `w + slow` → `w - slow` in
 //! `calm_window_start`'s prefix sums. A window is calm only if no bucket in it is slow, judged
 //! as `w1 == w0`; counting slow buckets down (wrapping) instead of up changes the count over
 //! exactly the same windows, so no test can tell the two apart.
@@ -527,7 +527,7 @@ fn the_attempts_that_fit_a_deadline_are_counted_from_the_worst_case() {
 /// Rule: a budget given by its kind alone takes the defaults docs/MODEL.md lists ("Budgets,
 /// throttles, breakers"): AWS 500 / 5 / 10 / 5 / +1, gRPC 10 tokens / 0.1, Finagle 10 s / 20 % /
 /// 10 per s, ratio 0.1 over 10 s with no minimum, adaptive k = 2 over 2 min, token bucket 5 /
-/// 0.1. Kills the serde-default mutants of src/model/budget.rs (`whole`, `tenths`, `seconds`
+/// 0.1. Kills the serde-default mutants of crates/core/src/model/budget.rs (`whole`, `tenths`, `seconds`
 /// returning a constant, `/` → `%` or `*` in `tenths`, `*` → `+` or `/` in `seconds`).
 #[test]
 fn a_budget_given_by_its_kind_alone_takes_the_documented_defaults() {
@@ -556,7 +556,7 @@ fn a_budget_given_by_its_kind_alone_takes_the_documented_defaults() {
 /// with `--attempt-timeout 0s`, or `--jitter none` (retries at once) with `--attempt-timeout
 /// 0s`. Either alone is valid: with base 0 each attempt still takes its 30 s timeout (1 h fits
 /// 3600 / 30 = 120), and with 0 s timeouts exponential delays 2, 4, …, 1024 s fit 1 h (2046 s;
-/// the next, 2048 s, would end at 4094 s). Kills src/retry_window.rs's `&&` → `||` and `==` → `!=`
+/// the next, 2048 s, would end at 4094 s). Kills crates/core/src/retry_window.rs's `&&` → `||` and `==` → `!=`
 /// in `validate`'s first two checks.
 #[test]
 fn a_budget_schedule_is_refused_only_when_nothing_advances_time() {
@@ -580,7 +580,7 @@ fn a_budget_schedule_is_refused_only_when_nothing_advances_time() {
 
 /// Rule: the budget report names its delay strategy as a scenario writes it, with its
 /// parameters (`full`, `proportional(0.2)`, `schedule(5s, 5m)`), in the JSON `inputs.jitter`
-/// and on the text's first line. Kills `jitter_label` → `""` or `"xyzzy"` (src/retry_window.rs).
+/// and on the text's first line. Kills `jitter_label` → `""` or `"xyzzy"` (crates/core/src/retry_window.rs).
 #[test]
 fn the_budget_report_names_its_jitter_with_its_parameters() {
     use retrystorm::model::Jitter;
@@ -604,7 +604,7 @@ fn the_budget_report_names_its_jitter_with_its_parameters() {
 
 /// Rule: the idempotency TTL is window + margin, and the guide's invariant horizon ≤ window <
 /// TTL holds as soon as the TTL outlasts the window, here by one nanosecond (`--margin 0s`
-/// violates it: src/retry_window.rs's unit tests). Kills `+` → `*` in `compute`'s TTL (src/retry_window.rs):
+/// violates it: crates/core/src/retry_window.rs's unit tests). Kills `+` → `*` in `compute`'s TTL (crates/core/src/retry_window.rs):
 /// window × margin also exceeds the window for the 6 h default margin, but not for 1 ns.
 #[test]
 fn a_ttl_one_nanosecond_past_the_window_holds_the_budget_invariant() {
@@ -654,7 +654,7 @@ fn a_backlog_clears_at_its_largest_level_up_to_the_trigger_start() {
     assert_eq!(after.backlog_cleared_s, Some(0.2), "normal level 6 (the 200 ms boundary): 700 ms − 500 ms");
 }
 
-// Hedging (src/model/sim/hedge_state.rs and hedge.rs). Each scenario below is deterministic: herd clients, constant
+// Hedging (crates/core/src/model/sim/hedge_state.rs and hedge.rs). Each scenario below is deterministic: herd clients, constant
 // service and network delays, so the counts follow from the timeline written beside each test.
 
 /// One run of `toml` (replication 0).
@@ -694,7 +694,7 @@ network = {{ dist = "constant", mean = "{network}" }}
 /// 100 ms of service, a 50 ms timeout, one hedge token per attempt (`max_share = 1`): a hedge
 /// 1 ns before the timeout goes for every attempt, one at the timeout for none. Kills `<` →
 /// `<=` in `track_attempt` (the hedge's event, queued before the timeout's, would fire first)
-/// and, in src/model/sim/cancel.rs, `&&` → `||` in `copy_awaited` (a copy that timed out still
+/// and, in crates/core/src/model/sim/cancel.rs, `&&` → `||` in `copy_awaited` (a copy that timed out still
 /// counted as awaited: the call never saw its hedge time out and never ended).
 #[test]
 fn a_hedge_is_armed_only_when_its_delay_falls_before_the_attempt_timeout() {
@@ -901,7 +901,7 @@ fn a_shared_hedge_throttle_takes_no_token_for_a_timeout() {
 /// Rule: the admission-limit series is 0 at a hop without a concurrency limit, even one whose
 /// other overload controls (a shed threshold) make it check every arrival. 100 requests, one
 /// hop guarded by `shed_queue_length` alone. Kills `is_concurrency_limit` → `true`
-/// (src/model/overload.rs): the hop's unlimited limit (infinite) was recorded as 4,294,967,295.
+/// (crates/core/src/model/overload.rs): the hop's unlimited limit (infinite) was recorded as 4,294,967,295.
 #[test]
 fn a_hop_without_a_concurrency_limit_records_no_admission_limit() {
     let r = run_toml(&hedged_hop(100, "10s", "", "10ms", "0s", "shed_queue_length = 5\n"));
@@ -909,7 +909,7 @@ fn a_hop_without_a_concurrency_limit_records_no_admission_limit() {
     assert!(r.hop_series[0].iter().all(|b| b.admission_limit == 0), "no limit series without a limit");
 }
 
-// Overload control (src/model/sim/discipline.rs). Each run below is deterministic: requests at
+// Overload control (crates/core/src/model/sim/discipline.rs). Each run below is deterministic: requests at
 // traced instants, constant service, no network delay; the counts follow from the timeline
 // written beside each test.
 
@@ -948,7 +948,7 @@ fn an_aimd_limit_grows_by_one_when_half_used_and_not_slower_than_its_latency() {
     assert_eq!(series, [6, 7, 7, 7, 7, 7, 7]);
 }
 
-// Balancers (src/model/sim/balancer.rs). Deterministic runs: traced requests, constant service.
+// Balancers (crates/core/src/model/sim/balancer.rs). Deterministic runs: traced requests, constant service.
 
 /// The records of hop `hop`'s replicas, in replica order.
 fn replica_records(r: &RunRecord, hop: usize) -> Vec<&retrystorm::metrics::ReplicaRecord> {

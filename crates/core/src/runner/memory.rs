@@ -455,7 +455,7 @@ mod tests {
         // lb-sinkholing allows 10,000 attempts a request and makes about 1.3: the old estimate
         // (attempts_max × 4 per request per hop) said 4.3e10 events for 3.2e6 run.
         for (name, sets) in [("stability-lb-sinkholing", "replications=1"), ("mm1", "replications=1")] {
-            let path = format!("{}/scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+            let path = format!("{}/../../scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"));
             let scenario =
                 Scenario::load(&path, &[crate::scenario::parse_assignment(sets).expect("valid")]).expect("valid");
             let variants: Vec<_> = scenario.run_variants().into_iter().take(1).collect();
@@ -480,7 +480,7 @@ mod state_tests {
 
     /// A cache of `keys` keys holding up to `capacity` entries in front of a database.
     pub(crate) fn cached(keys: u32, capacity: u32) -> String {
-        include_str!("../../tests/fixtures/cache-sized.toml")
+        include_str!("../../../../tests/fixtures/cache-sized.toml")
             .replace("KEYS", &keys.to_string())
             .replace("CAPACITY", &capacity.to_string())
     }
@@ -497,7 +497,7 @@ mod state_tests {
     #[test]
     fn the_backlog_is_the_arrivals_beyond_capacity_over_time() {
         let mm1 = |arrival: &str| {
-            let text = include_str!("../../scenarios/mm1.toml")
+            let text = include_str!("../../../../scenarios/mm1.toml")
                 .replace("arrival = { kind = \"poisson\", rate_per_s = 800.0 }", arrival);
             Scenario::from_source("mm1.toml", &text, &[]).expect("valid").base
         };

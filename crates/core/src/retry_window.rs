@@ -37,23 +37,33 @@ pub type BudgetResult<T> = Result<T, BudgetError>;
 /// [`BudgetConfig::guide_defaults`]. Serialized with durations as [`Span`]s, without `_ns`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BudgetConfig {
+    /// The provider's retry window of hop 0 (`--window`), ns.
     #[serde(rename = "window", serialize_with = "span")]
     pub window_ns: u64,
+    /// The first retry's delay before jitter (`--base`), ns.
     #[serde(rename = "base", serialize_with = "span")]
     pub base_ns: u64,
+    /// Each delay is the one before times this (`--multiplier`, ≥ 1).
     pub multiplier: f64,
+    /// No delay exceeds this (`--cap`), ns.
     #[serde(rename = "cap", serialize_with = "span")]
     pub cap_ns: u64,
+    /// Each attempt may take this long before the next delay starts (`--attempt-timeout`), ns.
     #[serde(rename = "attempt_timeout", serialize_with = "span")]
     pub attempt_timeout_ns: u64,
+    /// The idempotency TTL is the window plus this (`--margin`), ns.
     #[serde(rename = "margin", serialize_with = "span")]
     pub margin_ns: u64,
     /// The delay strategy, as in a scenario policy (`full` is the guide's choice).
     #[serde(serialize_with = "jitter_text")]
     pub jitter: Jitter,
+    /// The seed of the jittered schedule shown (`--seed`).
     pub seed: u64,
+    /// Hops in the chain, each with a window `shrink` times smaller than its caller's (`--hops`).
     pub hops: u32,
+    /// How much smaller each inner hop's window is (`--shrink`, > 1).
     pub shrink: f64,
+    /// Seeds the attempts distribution spans (`--seeds`).
     pub seeds_for_distribution: u32,
 }
 
@@ -61,27 +71,37 @@ pub struct BudgetConfig {
 /// Fields: the values (ns), the first hop with a 0 window, a runaway schedule's window and seed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum BudgetError {
+    /// Neither delays nor timeouts advance time: the schedule would never end.
     #[error("--base 0s and --attempt-timeout 0s: the schedule would never end; set either > 0")]
     ZeroProgress,
+    /// Un-jittered immediate retries with no timeout: the schedule would never end.
     #[error("--jitter none retries at once, so with --attempt-timeout 0s the schedule would never end; set --attempt-timeout > 0")]
     ZeroProgressImmediate,
+    /// A multiplier that is not finite or is below 1.
     #[error("--multiplier {0}: must be finite and >= 1 (delays never shrink); e.g. --multiplier 2")]
     Multiplier(f64),
+    /// A cap below the base delay (cap, base).
     #[error("--cap {} is below --base {}: raise --cap or lower --base", human(.0), human(.1))]
     CapBelowBase(u64, u64),
+    /// A hop count outside 1..=HOPS_MAX.
     #[error("--hops {0}: must be between 1 (no chain) and {HOPS_MAX}")]
     Hops(u32),
+    /// A shrink factor that is not finite or not above 1.
     #[error("--shrink {0}: must be finite and > 1 so inner hops get smaller windows; e.g. 3")]
     Shrink(f64),
+    /// A seed count outside 1..=SEEDS_MAX.
     #[error("--seeds {0}: the attempts distribution needs between 1 and {SEEDS_MAX} seeds")]
     Seeds(u32),
+    /// Window plus margin overflows u64 nanoseconds (window, margin).
     #[error("--window {} + --margin {} overflows the TTL; shorten them", human(.0), human(.1))]
     TtlOverflow(u64, u64),
+    /// An inner hop whose window rounds to 0 (the configuration, that hop).
     #[error(
         "--hops {}: hop {} of --window {} gets 0s, so hop {} cannot be smaller; use fewer --hops",
         .0.hops, .1, human(&.0.window_ns), .1 + 1
     )]
     HopWindowZero(Box<BudgetConfig>, u32),
+    /// More than ATTEMPTS_MAX attempts fit the window (the configuration, the window, the seed).
     #[error(
         "more than {ATTEMPTS_MAX} attempts fit a {} window with --base {}, --multiplier {}, --cap \
          {}, --attempt-timeout {} (seed {}); raise --base or --attempt-timeout",
@@ -241,7 +261,9 @@ fn hop_windows_ns(cfg: &BudgetConfig) -> Vec<u64> {
 /// A duration in seconds and as a humantime string (`"3days 6h"`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Span {
+    /// The duration in seconds.
     pub seconds: f64,
+    /// The duration in its two largest units ([`two_units`]).
     pub human: String,
 }
 
@@ -286,32 +308,49 @@ fn span<S: serde::Serializer>(ns: &u64, serializer: S) -> Result<S::Ok, S::Error
 /// TTL = window + margin; `window_strictly_smaller`: `None` = hop 0, which has no caller.
 #[derive(Debug, Clone, Serialize)]
 pub struct WindowBudget {
+    /// The hop (0: the client-facing one).
     pub hop: u32,
+    /// This hop's retry window.
     pub window: Span,
+    /// Whether this window is strictly smaller than the caller's (`None` for hop 0).
     pub window_strictly_smaller: Option<bool>,
+    /// Attempts that fit the window for the report's seed.
     pub attempts_fitted: u32,
+    /// The time those attempts take (delays and timeouts).
     pub scheduled: Span,
+    /// What that count can take with fresh draws, every delay at its upper bound.
     pub fitted_worst_case: Span,
+    /// Whether that worst case fits the window.
     pub fitted_count_fits: bool,
+    /// The most attempts whose worst case always fits: the count to configure.
     pub worst_case_attempts: u32,
+    /// The worst-case time of that count.
     pub worst_case_scheduled: Span,
+    /// Window + margin: how long the idempotency key must live.
     pub idempotency_ttl: Span,
 }
 
 /// Attempt `attempt` (from 1) waits `delay_s`, so starts at `start_s` (delays + prior timeouts).
 #[derive(Debug, Clone, Serialize)]
 pub struct ScheduledAttempt {
+    /// The attempt, from 1.
     pub attempt: u32,
+    /// The delay waited before it, s.
     pub delay_s: f64,
+    /// When it starts, s after the first attempt (delays + prior timeouts).
     pub start_s: f64,
 }
 
 /// Attempts fitted over seeds `seed`, `seed + 1`, …; `histogram` maps attempts to seed counts.
 #[derive(Debug, Clone, Serialize)]
 pub struct AttemptsDistribution {
+    /// The fewest attempts any seed fitted.
     pub attempts_min: u32,
+    /// The most attempts any seed fitted.
     pub attempts_max: u32,
+    /// The mean over the seeds.
     pub attempts_mean: f64,
+    /// Attempts → how many seeds fitted that many.
     pub histogram: BTreeMap<u32, u32>,
 }
 
@@ -321,12 +360,19 @@ pub struct AttemptsDistribution {
 /// configure (hop 0's `worst_case_attempts`); `hops` needs hops > 1.
 #[derive(Debug, Clone, Serialize)]
 pub struct BudgetReport {
+    /// The configuration the report was computed from.
     pub inputs: BudgetConfig,
+    /// Hop 0's budget, for `inputs.seed`.
     pub budget: WindowBudget,
+    /// The count to configure: hop 0's `worst_case_attempts`.
     pub max_attempts: u32,
+    /// Worst case of `max_attempts` ≤ window < TTL.
     pub invariant_holds: bool,
+    /// Hop 0's jittered schedule for `inputs.seed`.
     pub schedule: Vec<ScheduledAttempt>,
+    /// Attempts fitted across seeds.
     pub distribution: AttemptsDistribution,
+    /// Every hop's budget when `inputs.hops` > 1, else empty.
     pub hops: Vec<WindowBudget>,
 }
 

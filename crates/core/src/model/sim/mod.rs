@@ -439,6 +439,12 @@ pub fn run(spec: &SimSpec, seed: u64, replication: u64) -> RunRecord {
     run_general(spec, seed, replication)
 }
 
+/// Whether [`run`] takes the plain served path for `spec` (its record is the general loop's either
+/// way; the tests use this to know which path they compare).
+pub fn takes_plain_path(spec: &SimSpec) -> bool {
+    plain::fits(spec)
+}
+
 /// Runs replication `replication` of `spec` under master seed `seed` on the general event loop,
 /// whatever the scenario (the tests and benches compare it with [`run`]).
 pub fn run_general(spec: &SimSpec, seed: u64, replication: u64) -> RunRecord {

@@ -252,7 +252,7 @@ fn retry_policy(p: &Mapping, prefix: &str, out: &mut Imported) -> Result<(), Str
 mod tests {
     use super::*;
 
-    const ROUTES: &str = include_str!("../../../scenarios/data/envoy-routes.yaml");
+    const ROUTES: &str = include_str!("../../../../../scenarios/data/envoy-routes.yaml");
 
     #[test]
     fn imports_a_route_and_inherits_the_virtual_host_policy() {

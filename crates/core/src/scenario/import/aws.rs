@@ -110,7 +110,7 @@ pub fn import(text: &str, select: Option<&str>) -> Result<Imported, String> {
 mod tests {
     use super::*;
 
-    const CONFIG: &str = include_str!("../../../scenarios/data/aws-config");
+    const CONFIG: &str = include_str!("../../../../../scenarios/data/aws-config");
 
     #[test]
     fn profiles_map_to_the_sdk_retry_modes() {

@@ -283,7 +283,7 @@ mod tests {
     /// here from Svix's 8); this test keeps the doc and the definitions equal.
     #[test]
     fn presets_doc_matches_the_definitions() {
-        let doc = include_str!("../../docs/PRESETS.md");
+        let doc = include_str!("../../../../docs/PRESETS.md");
         let mut documented: std::collections::BTreeMap<String, Vec<(String, toml::Value)>> = Default::default();
         let mut current: Option<String> = None;
         for line in doc.lines() {
@@ -329,7 +329,7 @@ mod tests {
     /// every field an overlay sets has a row.
     #[test]
     fn sdk_doc_matches_the_overlays() {
-        let doc = include_str!("../../docs/PRESETS.md");
+        let doc = include_str!("../../../../docs/PRESETS.md");
         let section = doc.split("\n## AWS SDKs").nth(1).expect("the AWS SDKs section");
         let section = section.split("\n## ").next().expect("up to the next section");
         let mut documented: std::collections::BTreeMap<String, toml::Table> = Default::default();

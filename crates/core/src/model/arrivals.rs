@@ -26,7 +26,14 @@ pub enum OpenLoop {
     /// Poisson arrivals at piecewise-constant rates (`from`, rate per second): [`next_poisson`].
     Steps(Vec<(Nanos, f64)>),
     /// A rate going linearly from `from` to `to` over `over`: [`next_ramp`].
-    Ramp { from: f64, to: f64, over: Nanos },
+    Ramp {
+        /// The rate per second at the start.
+        from: f64,
+        /// The rate per second at the end of the ramp (and after it).
+        to: f64,
+        /// How long the ramp takes.
+        over: Nanos,
+    },
     /// A replayed trace: its cursor.
     Trace(TraceCursor),
 }

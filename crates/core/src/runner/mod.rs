@@ -8,12 +8,12 @@ pub mod compare;
 pub mod emulation;
 pub(crate) mod in_order;
 pub mod map;
-pub(crate) mod memory;
-pub(crate) mod plan;
-pub(crate) mod plan_range;
-pub(crate) mod progress;
+pub mod memory;
+pub mod plan;
+pub mod plan_range;
+pub mod progress;
 pub mod rare;
-pub(crate) mod sweep;
+pub mod sweep;
 pub mod verdict;
 
 use crate::engine::Nanos;

@@ -3,30 +3,33 @@
 mod cache;
 mod checks;
 mod dists;
-pub(crate) mod empirical;
+pub mod empirical;
 pub mod error;
 mod faults;
 pub(crate) mod graph;
 mod hedge;
 mod hop_kind;
 mod hops;
-pub(crate) mod import;
-pub(crate) mod input_file;
+pub mod import;
+pub mod input_file;
 pub(crate) mod invariants;
 mod kind_fields;
 pub(crate) mod locate;
-pub(crate) mod names;
+pub mod names;
 mod overload;
 pub(crate) mod overrides;
-pub(crate) mod policies;
+pub mod policies;
 pub mod presets;
-pub(crate) mod raw;
+// The serde mirror of the file: its fields are documented by the scenario's JSON schema work
+// (issue 64); until then they are exempt from `missing_docs`.
+#[allow(missing_docs)]
+pub mod raw;
 mod replicas;
 pub(crate) mod sanity;
 mod scaling;
 pub(crate) mod tagged;
 pub(crate) mod tenants;
-pub(crate) mod trace;
+pub mod trace;
 pub(crate) mod validate;
 
 pub use error::ScenarioError;
@@ -131,7 +134,7 @@ impl std::fmt::Write for Fnv {
 /// description (`fnv1a64:` and 16 hex digits). Sweep, plan and map write it into their files
 /// so that `merge` refuses shards of different models — another scenario file, another `--set`,
 /// a changed trace — even when their names and seeds agree.
-pub(crate) fn model_digest(base: &SimSpec, variants: &[Variant]) -> String {
+pub fn model_digest(base: &SimSpec, variants: &[Variant]) -> String {
     use std::fmt::Write as _;
     let mut h = Fnv(0xcbf2_9ce4_8422_2325);
     let _ = write!(h, "{base:?}");

@@ -275,7 +275,7 @@ fn throttle(t: &Map<String, Value>, out: &mut Imported) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    const CONFIG: &str = include_str!("../../../scenarios/data/grpc-service-config.json");
+    const CONFIG: &str = include_str!("../../../../../scenarios/data/grpc-service-config.json");
 
     #[test]
     fn imports_the_method_and_the_throttling() {

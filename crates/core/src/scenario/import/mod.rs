@@ -342,7 +342,7 @@ mod tests {
         let quoted = format!("a: \"{}\"\nb: '{}'\nc: 1 # {}\n", "[".repeat(500), "{".repeat(500), "[".repeat(500));
         assert_eq!(yaml_depth(&quoted), Ok(()));
         for bundled in ["envoy-routes.yaml", "resilience4j.yaml"] {
-            let path = format!("{}/scenarios/data/{bundled}", env!("CARGO_MANIFEST_DIR"));
+            let path = format!("{}/../../scenarios/data/{bundled}", env!("CARGO_MANIFEST_DIR"));
             assert_eq!(yaml_depth(&std::fs::read_to_string(path).unwrap()), Ok(()), "{bundled}");
         }
     }

@@ -143,7 +143,7 @@ fn get<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
 mod tests {
     use super::*;
 
-    const CONFIG: &str = include_str!("../../../scenarios/data/resilience4j.yaml");
+    const CONFIG: &str = include_str!("../../../../../scenarios/data/resilience4j.yaml");
 
     #[test]
     fn instances_inherit_their_base_config() {
