@@ -1,4 +1,8 @@
-//! The command line: raw flags (clap) become a validated [`Job`] before any work starts.
+//! The command line: raw flags (clap) become a validated job before any work starts.
+
+// The doc comments of the arguments are clap's help text, read in a terminal: `<scenario name>`
+// there is a placeholder, not an HTML tag.
+#![allow(rustdoc::invalid_html_tags)]
 
 pub(crate) mod table;
 

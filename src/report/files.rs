@@ -78,7 +78,7 @@ pub enum ClaimError {
 }
 
 /// An output directory claimed for one run: it holds nothing retrystorm did not write (or the
-/// user said `--force`), and [`Claim::finish`] records what this run wrote in [`MANIFEST`] and
+/// user said `--force`), and [`Claim::finish`] records what this run wrote in `MANIFEST` and
 /// removes the files a previous manifest named that this run did not write (never anything else).
 #[derive(Debug)]
 pub struct Claim {

@@ -105,7 +105,7 @@ pub enum RenderError {
 
 /// Renders the charts and `report.html` of the run or sweep in `dir` from its files (a sweep
 /// when `dir` holds `sweep.json`, of any kind, and no `summary.json`), adding each complete file
-/// to `written`. Each file read may have at most `max_bytes` ([`readback`]).
+/// to `written`. Each file read may have at most `max_bytes` (`readback`).
 pub fn render_dir(dir: &Path, max_bytes: u64, written: &mut Vec<PathBuf>) -> Result<(), RenderError> {
     let has = |name: &str| dir.join(name).symlink_metadata().is_ok();
     if has("summary.json") {

@@ -31,7 +31,7 @@ const PAGE: usize = 1 << PAGE_BITS;
 
 /// Storage with O(1) insert/remove and stale-handle detection.
 ///
-/// Slots live in fixed pages of [`PAGE`] rather than one growing vector: growing never copies
+/// Slots live in fixed pages of `PAGE` rather than one growing vector: growing never copies
 /// the live values or holds the old and new buffers at once (a million-entry slab doubled by
 /// copying up to a gigabyte at 10M clients), and pages come from the same heap the event queue's
 /// chunks return to, so the attempts queued after an outage reuse the memory the retries waiting

@@ -3,7 +3,7 @@
 //! it adds to its variant's) is exactly what the HdrHistogram of the same samples gives: a short
 //! run no longer pays for growing, walking and merging a histogram's whole counts array, which
 //! was most of the fixed cost of a replication (docs/PERFORMANCE.md, "Many small runs"). Past
-//! the exact samples, a run keeps HdrHistogram's counts array itself ([`Counts`]): recording is
+//! the exact samples, a run keeps HdrHistogram's counts array itself (`Counts`): recording is
 //! an index and an increment, where HdrHistogram's `record` took about 67 instructions (two per
 //! request, a twelfth of a queue-bound run's time); a histogram is made of the counts when one
 //! is read.

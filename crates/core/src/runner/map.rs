@@ -472,7 +472,7 @@ impl MapFile {
     /// version, axes and definition `map` accepts, the shard label, and every row and cell: each
     /// row's index within the y axis and in this shard's share (`i mod N = K − 1`), given once,
     /// at its y value; each variant's cells at the x axis's points in order; every estimate
-    /// consistent ([`Estimate::check`]). The error names the field.
+    /// consistent (`Estimate::check`). The error names the field.
     pub fn check(&self) -> Result<(), String> {
         if self.version != MAP_VERSION {
             return Err(format!("version {}: this retrystorm reads map files of version {MAP_VERSION}", self.version));
