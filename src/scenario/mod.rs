@@ -24,6 +24,7 @@ pub(crate) mod raw;
 mod replicas;
 pub(crate) mod sanity;
 mod scaling;
+pub mod schema;
 pub(crate) mod tagged;
 pub(crate) mod tenants;
 pub(crate) mod trace;
