@@ -29,7 +29,7 @@ pub fn run(args: SchemaArgs) -> Result<(), CliError> {
         )));
     }
     crate::report::files::write_atomic(&out, text.as_bytes())
-        .map_err(|e| CliError::BadInput(format!("schema: --out: {e}")))?;
+        .map_err(|e| CliError::BadInput(format!("schema: --out: {e}; give a file in a folder you can write")))?;
     println!("wrote {}", out.display());
     Ok(())
 }
