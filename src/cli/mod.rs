@@ -52,6 +52,8 @@ enum Command {
     Map(crate::cli::map::MapArgs),
     /// A rare overload's probability (e.g. tipping on its own within an hour) by multilevel splitting.
     Rare(crate::cli::rare::RareArgs),
+    /// Print the JSON Schema of the scenario format (for editor completion of scenario files).
+    Schema(crate::cli::schema::SchemaArgs),
 }
 
 /// Options shared by `run`, `compare` and `sweep`.
@@ -350,6 +352,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Res
         Command::Emulate(args) => crate::cli::emulate::run(args),
         Command::Map(args) => crate::cli::map::run(args),
         Command::Rare(args) => crate::cli::rare::run(args),
+        Command::Schema(args) => crate::cli::schema::run(args),
     }
 }
 
@@ -684,6 +687,7 @@ pub(crate) mod plan;
 pub(crate) mod plot;
 pub(crate) mod rare;
 pub(crate) mod replicas;
+pub(crate) mod schema;
 pub(crate) mod sweep;
 
 #[cfg(test)]
