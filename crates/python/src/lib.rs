@@ -137,8 +137,8 @@ fn watched<T: Send>(
 struct Results {
     summary: Summary,
     summary_table: Arc<Columns>,
-    timeseries_table: Arc<Columns>,
-    study: Option<Study>,
+    timeseries_table: std::sync::OnceLock<Arc<Columns>>,
+    source: Source,
 }
 
 /// A table of results: its columns as Python lists, and as an Arrow C stream.
@@ -186,34 +186,52 @@ impl Table {
     }
 }
 
+/// Where a result's series come from: the study itself, or `timeseries.csv` read back.
+enum Source {
+    Live(Box<Study>),
+    Loaded(Vec<retrystorm::report::SeriesKey>),
+}
+
 impl Results {
-    fn of(summary: Summary, series: Vec<Series<'_>>, buckets: usize, study: Option<Study>) -> Results {
-        let timeseries = table::timeseries_table(series.into_iter(), summary.bucket_s, buckets);
+    fn new(summary: Summary, source: Source) -> Results {
         Results {
             summary_table: Arc::new(table::summary_table(&summary)),
-            timeseries_table: Arc::new(timeseries),
+            timeseries_table: std::sync::OnceLock::new(),
             summary,
-            study,
+            source,
         }
     }
 
-    fn of_study(study: Study) -> Results {
-        let summary = Summary::of(&study);
-        let buckets = retrystorm::report::summary::active_buckets(&study);
-        let series = study
-            .variants
-            .iter()
-            .flat_map(|v| {
-                let hops = v.hop_series.iter().map(|s| ("hop", s));
-                hops.chain(v.tenant_series.iter().map(|s| ("tenant", s))).map(|(kind, s)| Series {
-                    variant: &v.name,
-                    scope: format!("{kind}:{}", s.name),
-                    rows: &s.rows,
-                })
-            })
-            .collect();
-        let results = Results::of(summary, series, buckets, None);
-        Results { study: Some(study), ..results }
+    /// The long-form table, made on first use (it holds a row per bucket, scope and column).
+    fn timeseries_columns(&self) -> Arc<Columns> {
+        let make = || {
+            let (series, buckets): (Vec<Series<'_>>, usize) = match &self.source {
+                Source::Live(study) => {
+                    let series = study
+                        .variants
+                        .iter()
+                        .flat_map(|v| {
+                            let hops = v.hop_series.iter().map(|s| ("hop", s));
+                            hops.chain(v.tenant_series.iter().map(|s| ("tenant", s))).map(|(kind, s)| Series {
+                                variant: &v.name,
+                                scope: format!("{kind}:{}", s.name),
+                                rows: &s.rows,
+                            })
+                        })
+                        .collect();
+                    (series, retrystorm::report::summary::active_buckets(study))
+                }
+                Source::Loaded(series) => {
+                    let view = series
+                        .iter()
+                        .map(|(variant, kind, name, rows)| Series { variant, scope: format!("{kind}:{name}"), rows })
+                        .collect();
+                    (view, series.iter().map(|s| s.3.len()).max().unwrap_or(0))
+                }
+            };
+            Arc::new(table::timeseries_table(series.into_iter(), self.summary.bucket_s, buckets))
+        };
+        self.timeseries_table.get_or_init(make).clone()
     }
 }
 
@@ -228,7 +246,7 @@ impl Results {
     /// Long form: variant, replication, t_s, scope, metric, value.
     #[getter]
     fn timeseries(&self) -> Table {
-        Table { columns: self.timeseries_table.clone() }
+        Table { columns: self.timeseries_columns() }
     }
 
     /// summary.json's `verdict`, as JSON text (null without one).
@@ -244,14 +262,14 @@ impl Results {
     /// Whether the study is held (`write` can write it).
     #[getter]
     fn live(&self) -> bool {
-        self.study.is_some()
+        matches!(self.source, Source::Live(_))
     }
 
     /// Writes the CLI's files into `out_dir` (claimed as the CLI claims `--out`; `force` as
     /// `--force`); returns the paths written.
     #[pyo3(signature = (out_dir, force = false))]
     fn write(&self, py: Python<'_>, out_dir: PathBuf, force: bool) -> PyResult<Vec<PathBuf>> {
-        let Some(study) = &self.study else {
+        let Source::Live(study) = &self.source else {
             return Err(PyValueError::new_err(
                 "these results were loaded from a directory: their files are already written there",
             ));
@@ -301,7 +319,7 @@ fn study(
     }
     let repro = format!("seed {}", job.scenario.seed);
     let study = watched(py, progress, &repro, || cli::run_job(&job, false, command))?;
-    Ok(Results::of_study(study))
+    Ok(Results::new(Summary::of(&study), Source::Live(Box::new(study))))
 }
 
 /// The results in `out_dir`, a directory written by `retrystorm run` or `compare`.
@@ -310,12 +328,7 @@ fn load(out_dir: PathBuf) -> PyResult<Results> {
     let max = cli::default_memory_limit();
     let (summary, series) =
         retrystorm::report::read_results(&out_dir, max).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let buckets = series.iter().map(|s| s.3.len()).max().unwrap_or(0);
-    let view = series
-        .iter()
-        .map(|(variant, kind, name, rows)| Series { variant, scope: format!("{kind}:{name}"), rows })
-        .collect();
-    Ok(Results::of(summary, view, buckets, None))
+    Ok(Results::new(summary, Source::Loaded(series)))
 }
 
 /// Runs a command line (`sweep`, `plan`, `map`: the Python layer builds it from keyword
