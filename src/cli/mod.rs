@@ -52,6 +52,8 @@ enum Command {
     Map(crate::cli::map::MapArgs),
     /// A rare overload's probability (e.g. tipping on its own within an hour) by multilevel splitting.
     Rare(crate::cli::rare::RareArgs),
+    /// Print the JSON Schema of the scenario format (for editor completion of scenario files).
+    Schema(crate::cli::schema::SchemaArgs),
 }
 
 /// Options shared by `run`, `compare` and `sweep`.
@@ -155,7 +157,7 @@ pub const THREADS_MAX: usize = 1024;
 
 /// `--seed`: an integer the scenario format can also hold (TOML integers are signed 64-bit),
 /// refused rather than clamped when out of range.
-fn parse_seed(text: &str) -> Result<u64, String> {
+pub fn parse_seed(text: &str) -> Result<u64, String> {
     let max = i64::MAX as u64;
     match text.trim().parse::<i128>() {
         Ok(n) if n < 0 => Err(format!("is negative; give an integer from 0 to {max}")),
@@ -166,7 +168,7 @@ fn parse_seed(text: &str) -> Result<u64, String> {
 }
 
 /// A non-negative count flag (`--replications`, `--threads`): negative numbers are named as such.
-pub(crate) fn parse_count<T: TryFrom<u64>>(text: &str) -> Result<T, String> {
+pub fn parse_count<T: TryFrom<u64>>(text: &str) -> Result<T, String> {
     match text.trim().parse::<i128>() {
         Ok(n) if n < 0 => Err("is negative; give a whole number".to_string()),
         Ok(n) => u64::try_from(n)
@@ -350,19 +352,25 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Res
         Command::Emulate(args) => crate::cli::emulate::run(args),
         Command::Map(args) => crate::cli::map::run(args),
         Command::Rare(args) => crate::cli::rare::run(args),
+        Command::Schema(args) => crate::cli::schema::run(args),
     }
 }
 
 /// The `--set`, `--seed` and `--replications` overrides of `args`.
 pub fn overrides(args: &RunArgs) -> Result<Vec<Override>, CliError> {
+    overrides_of(&args.set, args.seed, args.replications)
+}
+
+/// The overrides of `--set` assignments, `--seed` and `--replications`.
+pub fn overrides_of(set: &[String], seed: Option<u64>, replications: Option<u32>) -> Result<Vec<Override>, CliError> {
     let mut list: Vec<Override> =
-        args.set.iter().map(|s| parse_assignment(s).map_err(CliError::BadInput)).collect::<Result<_, _>>()?;
-    if let Some(seed) = args.seed {
+        set.iter().map(|s| parse_assignment(s).map_err(CliError::BadInput)).collect::<Result<_, _>>()?;
+    if let Some(seed) = seed {
         // parse_seed refused anything beyond i64::MAX.
         let seed = i64::try_from(seed).map_err(|_| CliError::BadInput(format!("--seed {seed}: beyond the range")))?;
         list.push(Override { path: "seed".into(), value: toml::Value::Integer(seed) });
     }
-    if let Some(r) = args.replications {
+    if let Some(r) = replications {
         list.push(Override { path: "replications".into(), value: toml::Value::Integer(i64::from(r)) });
     }
     Ok(list)
@@ -374,6 +382,134 @@ fn run(args: RunArgs, compare: Option<Option<Vec<String>>>, baseline: Option<Str
     run_with(args, compare, baseline, None)
 }
 
+/// Where a study's scenario comes from: a file (the command line), or text the caller already
+/// holds (the Python package's TOML string or dict), named `name` in messages.
+#[derive(Clone, Debug)]
+pub enum ScenarioInput {
+    /// A scenario file.
+    File(String),
+    /// Scenario text; relative data paths are read from the current directory.
+    Text {
+        /// What messages call it (`<string>`).
+        name: String,
+        /// The TOML.
+        text: String,
+    },
+}
+
+/// The flags of `run` and `compare` that decide what is simulated, as the command line gives
+/// them. The CLI and the Python package both turn them into a [`StudyJob`] with [`study_job`]:
+/// one definition of every default.
+#[derive(Clone, Debug, Default)]
+pub struct StudyFlags {
+    /// `--set PATH=VALUE`, in order.
+    pub set: Vec<String>,
+    /// `--seed` (at most `i64::MAX`).
+    pub seed: Option<u64>,
+    /// `--replications`.
+    pub replications: Option<u32>,
+    /// `--threads`.
+    pub threads: Option<usize>,
+    /// `--max-memory` in bytes (None: half the machine's).
+    pub max_memory: Option<u64>,
+    /// `compare` (Some: its `--jitter` list, empty for the default) or `run` (None).
+    pub compare: Option<Vec<String>>,
+    /// `compare --baseline`.
+    pub baseline: Option<String>,
+}
+
+/// A study ready to run: the scenario, the variants the command simulates, the baseline's
+/// index, and what the caller should print before it starts.
+#[derive(Clone, Debug)]
+pub struct StudyJob {
+    /// The loaded scenario (overrides applied).
+    pub scenario: Scenario,
+    /// What runs, in order.
+    pub variants: Vec<crate::scenario::Variant>,
+    /// Index of the baseline in `variants`.
+    pub baseline: usize,
+    /// Worker threads (None: one per core).
+    pub threads: Option<usize>,
+    /// The accepted memory estimate.
+    pub estimate: memory::Estimate,
+    /// Notes on what the flags did (`--jitter` replacing the scenario's variants).
+    pub notes: Vec<String>,
+    /// The `--set` overrides as given (recorded in the provenance).
+    pub set: Vec<String>,
+}
+
+/// Why a study could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// The scenario (or an override's value) is invalid.
+    #[error("{0}")]
+    Scenario(#[from] ScenarioError),
+    /// A flag is invalid.
+    #[error("{0}")]
+    BadInput(String),
+    /// The memory estimate exceeds the limit.
+    #[error("{0}")]
+    Memory(String),
+}
+
+impl From<JobError> for CliError {
+    fn from(e: JobError) -> Self {
+        CliError::BadInput(e.to_string())
+    }
+}
+
+impl From<CliError> for JobError {
+    fn from(e: CliError) -> Self {
+        match e {
+            CliError::BadInput(m) | CliError::Failure(m) => JobError::BadInput(m),
+        }
+    }
+}
+
+/// `run`'s and `compare`'s flags → the scenario, its variants and the checked resources: every
+/// refusal before anything runs.
+pub fn study_job(input: &ScenarioInput, flags: &StudyFlags) -> Result<StudyJob, JobError> {
+    check_threads(flags.threads)?;
+    let overrides = overrides_of(&flags.set, flags.seed, flags.replications)?;
+    let scenario = match input {
+        ScenarioInput::File(path) => Scenario::load(path, &overrides)?,
+        ScenarioInput::Text { name, text } => Scenario::from_source(name, text, &overrides)?,
+    };
+    let mut notes = Vec::new();
+    let variants = match &flags.compare {
+        None => scenario.run_variants(),
+        Some(jitters) if jitters.is_empty() => cell_variants(&scenario, jitters)?,
+        Some(jitters) => {
+            check_jitters(jitters)?;
+            if !scenario.variants.is_empty() {
+                let names: Vec<&str> = scenario.variants.iter().map(|v| v.name.as_str()).collect();
+                notes.push(format!(
+                    "note: --jitter replaces the scenario's {} variant(s) ({}): each strategy runs on the base scenario without their settings; leave out --jitter to compare them",
+                    names.len(),
+                    names.join(", ")
+                ));
+            }
+            scenario.jitter_variants(jitters)?
+        }
+    };
+    let baseline = baseline_index(&variants, flags.baseline.as_deref())?;
+    let threads = flags.threads.unwrap_or_else(rayon::current_num_threads);
+    let estimate = memory::estimate_run(&scenario, &variants, threads);
+    memory::check(&estimate, flags.max_memory.unwrap_or_else(default_memory_limit)).map_err(JobError::Memory)?;
+    Ok(StudyJob { scenario, variants, baseline, threads: flags.threads, estimate, notes, set: flags.set.clone() })
+}
+
+/// Simulates `job` (a progress bar on stderr when `progress`), its provenance naming `command`,
+/// differences against its baseline.
+pub fn run_job(job: &StudyJob, progress: bool, command: Vec<String>) -> crate::runner::Study {
+    let options = RunOptions { threads: job.threads, progress };
+    let mut study = run_study(&job.scenario, &job.variants, &options);
+    study.provenance.command = command;
+    study.provenance.overrides = job.set.clone();
+    study.set_baseline(job.baseline);
+    study
+}
+
 /// [`run`], then (`compare --emulate`) each variant once on real sockets, side by side.
 fn run_with(
     args: RunArgs,
@@ -381,34 +517,26 @@ fn run_with(
     baseline: Option<String>,
     emulation: Option<crate::emulate::Options>,
 ) -> Result<(), CliError> {
-    check_threads(args.threads)?;
-    let scenario = Scenario::load(&args.scenario, &overrides(&args)?)?;
-    let variants = match compare {
-        None => scenario.run_variants(),
-        Some(None) if !scenario.variants.is_empty() => scenario.variants.clone(),
-        Some(None) => scenario.jitter_variants(&DEFAULT_JITTERS.map(String::from))?,
-        Some(Some(jitters)) => {
-            check_jitters(&jitters)?;
-            if !scenario.variants.is_empty() {
-                let names: Vec<&str> = scenario.variants.iter().map(|v| v.name.as_str()).collect();
-                let note = format!(
-                    "note: --jitter replaces the scenario's {} variant(s) ({}): each strategy runs on the base scenario without their settings; leave out --jitter to compare them",
-                    names.len(),
-                    names.join(", ")
-                );
-                eprint!("{}", table::fit(&note, table::WIDTH));
-            }
-            scenario.jitter_variants(&jitters)?
-        }
+    let flags = StudyFlags {
+        set: args.set.clone(),
+        seed: args.seed,
+        replications: args.replications,
+        threads: args.threads,
+        max_memory: args.max_memory,
+        compare: compare.map(Option::unwrap_or_default),
+        baseline,
     };
-    let baseline = baseline_index(&variants, baseline.as_deref())?;
-    let threads = args.threads.unwrap_or_else(rayon::current_num_threads);
-    check_memory(&memory::estimate_run(&scenario, &variants, threads), &args)?;
+    let job = study_job(&ScenarioInput::File(args.scenario.clone()), &flags)?;
+    for note in &job.notes {
+        eprint!("{}", table::fit(note, table::WIDTH));
+    }
+    note_long_run(&job.estimate, &args);
+    let (scenario, variants) = (&job.scenario, &job.variants);
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("output").join(&scenario.name));
     // `--emulate`: every refusal (features, request cap, timers) before anything runs or is
     // written, and the measured run's directory beside the simulated one.
     let checked = match &emulation {
-        Some(options) => Some(crate::cli::emulate::preflight_all(&variants, options)?),
+        Some(options) => Some(crate::cli::emulate::preflight_all(variants, options)?),
         None => None,
     };
     let claim = claim(&out, args.force)?;
@@ -425,11 +553,7 @@ fn run_with(
     for w in &scenario.warnings {
         eprintln!("{}", crate::cli::warning_text(w));
     }
-    let options = RunOptions { threads: args.threads, progress: !args.quiet };
-    let mut study = run_study(&scenario, &variants, &options);
-    study.provenance.command = result_command(std::env::args());
-    study.provenance.overrides = args.set.clone();
-    study.set_baseline(baseline);
+    let study = run_job(&job, !args.quiet, result_command(std::env::args()));
     let runs = study.variants.iter().map(|v| (format!("`{}`", v.name), v.truncated.as_slice()));
     for w in truncation_warnings(runs, scenario.replications as usize) {
         eprintln!("{w}");
@@ -443,8 +567,7 @@ fn run_with(
         println!("wrote {} files to {}", written.len(), out.display());
     }
     if let Some((options, checked, dir, dir_claim)) = emulated {
-        let text =
-            crate::cli::emulate::side_by_side(&scenario, &variants, &study, options, &checked, &dir, &dir_claim)?;
+        let text = crate::cli::emulate::side_by_side(scenario, variants, &study, options, &checked, &dir, &dir_claim)?;
         print!("{text}");
     }
     Ok(())
@@ -503,13 +626,18 @@ pub fn default_memory_limit() -> u64 {
 pub fn check_memory(estimate: &memory::Estimate, args: &RunArgs) -> Result<(), CliError> {
     let limit = args.max_memory.unwrap_or_else(default_memory_limit);
     memory::check(estimate, limit).map_err(CliError::BadInput)?;
+    note_long_run(estimate, args);
+    Ok(())
+}
+
+/// Notes on stderr a run of over a billion events (unless `--quiet`).
+fn note_long_run(estimate: &memory::Estimate, args: &RunArgs) {
     if !args.quiet && estimate.events > 1e9 {
         eprintln!(
             "note: at least {:.1e} events to simulate (more if retries multiply them); this may take a while (Ctrl-C stops it)",
             estimate.events
         );
     }
-    Ok(())
 }
 
 /// Refuses a `--jitter` list naming a strategy twice (two identical variants).
@@ -684,6 +812,7 @@ pub(crate) mod plan;
 pub(crate) mod plot;
 pub(crate) mod rare;
 pub(crate) mod replicas;
+pub(crate) mod schema;
 pub(crate) mod sweep;
 
 #[cfg(test)]

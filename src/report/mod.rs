@@ -16,6 +16,7 @@ pub mod values;
 pub mod verdict_text;
 
 pub use files::{Claim, ClaimError, OutputError};
+pub use readback::{read_results, ReadError, SeriesKey};
 
 use crate::runner::Study;
 use std::path::{Path, PathBuf};

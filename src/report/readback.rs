@@ -156,6 +156,15 @@ pub fn read_run(dir: &Path, max_bytes: u64) -> Result<ReportData, ReadError> {
     })
 }
 
+/// A run's `summary.json` (checked as [`read_run`] checks it) and its `timeseries.csv`, each of
+/// at most `max_bytes`: what the Python package's `load` returns.
+pub fn read_results(dir: &Path, max_bytes: u64) -> Result<(Summary, Vec<SeriesKey>), ReadError> {
+    let summary_path = dir.join("summary.json");
+    let summary = Summary::from_json(&read_text(&summary_path, max_bytes)?).map_err(|e| fail(&summary_path, e))?;
+    check_summary(&summary).map_err(|e| fail(&summary_path, e))?;
+    Ok((summary, read_series(&dir.join("timeseries.csv"), max_bytes)?))
+}
+
 fn strings(v: &Value) -> Vec<String> {
     v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect()).unwrap_or_default()
 }
@@ -253,7 +262,8 @@ fn count_field<T: TryFrom<u64>>(path: &Path, record: &csv::StringRecord, i: usiz
     T::try_from(x).map_err(|_| refuse())
 }
 
-type SeriesKey = (String, String, String, Vec<[f64; SERIES_COLUMNS.len()]>);
+/// A series of `timeseries.csv`: variant, scope (`hop`, `tenant`), name, rows from t = 0.
+pub type SeriesKey = (String, String, String, Vec<[f64; SERIES_COLUMNS.len()]>);
 
 /// `timeseries.csv` → (variant, scope, name, rows) in file order.
 fn read_series(path: &Path, max_bytes: u64) -> Result<Vec<SeriesKey>, ReadError> {

@@ -19,8 +19,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let study = run_study(&scenario, &variants, &RunOptions::default());
 
     for variant in &study.variants {
-        let peak = variant.metrics.get(Metric::PeakAfterOverCapacity).expect("a catalogued metric");
-        println!("{:>12}: peak after recovery ÷ capacity {:?} (95% CI {:?})", variant.name, peak.mean, peak.ci95);
+        let (succeeded, peak) =
+            (variant.metrics.get(Metric::SuccessRatio), variant.metrics.get(Metric::PeakAfterOverCapacity));
+        // A metric no replication observed has no mean (null in summary.json), so both are options.
+        let show = |stat: Option<&retrystorm_core::metrics::stats::Stat>| match stat.map(|s| (s.mean, s.ci95)) {
+            Some((Some(mean), Some([low, high]))) => format!("{mean:.3} (95% CI {low:.3}–{high:.3})"),
+            Some((Some(mean), None)) => format!("{mean:.3}"),
+            _ => "not observed".to_string(),
+        };
+        println!("{:>12}: succeeded {}, peak after recovery ÷ capacity {}", variant.name, show(succeeded), show(peak));
     }
     let verdict = study.verdict();
     for ranked in &verdict.ranking {

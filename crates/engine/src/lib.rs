@@ -3,6 +3,7 @@
 //! This layer knows nothing about retries, hops or clients: it orders events in virtual time
 //! and hands out deterministic random numbers.
 
+pub mod duration_schema;
 pub mod pages;
 pub mod prefetch;
 pub mod queue;

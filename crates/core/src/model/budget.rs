@@ -33,8 +33,9 @@ pub enum FailureKind {
 /// `budget = { kind = "…", … }` is read into it through serde (`scenario::tagged`): each variant
 /// is a kind (its snake_case name), its fields are the parameters that kind takes, with their
 /// defaults; a field of another kind is refused.
-#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[schemars(tag = "kind")]
 pub enum BudgetKind {
     /// AWS SDK retry quota: a token bucket paying for retries, refunded on success.
     AwsQuota {
@@ -68,6 +69,7 @@ pub enum BudgetKind {
     Finagle {
         /// How long a request's deposit lasts (10 s).
         #[serde(default = "seconds::<10>", deserialize_with = "de_nanos")]
+        #[schemars(with = "crate::engine::duration_schema::DurationString")]
         ttl: Nanos,
         /// Share of requests that may be retried (0.2).
         #[serde(default = "tenths::<2>")]
@@ -84,6 +86,7 @@ pub enum BudgetKind {
         ratio: f64,
         /// Sliding window.
         #[serde(default = "seconds::<10>", deserialize_with = "de_nanos")]
+        #[schemars(with = "crate::engine::duration_schema::DurationString")]
         window: Nanos,
         /// Retries always allowed per window (0 for the SRE rule, 3 for Envoy).
         #[serde(default)]
@@ -97,6 +100,7 @@ pub enum BudgetKind {
         k: f64,
         /// Sliding window (2 min).
         #[serde(default = "seconds::<120>", deserialize_with = "de_nanos")]
+        #[schemars(with = "crate::engine::duration_schema::DurationString")]
         window: Nanos,
     },
     /// Marc Brooker's token bucket: each request adds `per_request`, each retry costs 1.

@@ -6,8 +6,9 @@ use crate::engine::Nanos;
 /// What a fault does while active: the one definition of the fault kinds. A scenario's
 /// `[[fault]]` is read into it through serde (`scenario::tagged`): each variant is a `kind`
 /// (its snake_case name), its fields the parameters that kind needs; any other is refused.
-#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[schemars(tag = "kind")]
 pub enum FaultKind {
     /// A crash: fail fast with 503 (a refused connection), and the attempts the replica was
     /// serving when it went down end as `in_service` says.
@@ -23,6 +24,7 @@ pub enum FaultKind {
     Throttle {
         /// The server's Retry-After.
         #[serde(deserialize_with = "de_nanos")]
+        #[schemars(with = "crate::engine::duration_schema::DurationString")]
         retry_after: Nanos,
     },
     /// Answer 503 with probability `p`.
@@ -68,7 +70,8 @@ impl FaultKind {
 }
 
 /// What a crash (`outage`) does to the attempts a replica was serving when it went down.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, schemars::JsonSchema)]
+#[schemars(rename_all = "snake_case")]
 pub enum InService {
     /// The connection is reset: each fails at the crash instant with a 503 the caller sees.
     #[default]

@@ -10,8 +10,9 @@
 /// The multiplier's shape (`load_latency = { kind = … }` on a hop): the one definition of the
 /// kinds, read through serde (`scenario::tagged`), each variant's fields the parameters that kind
 /// takes; a field of another kind is refused.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[schemars(tag = "kind")]
 pub enum LoadLatency {
     /// 1 + slope·u.
     Linear {

@@ -37,6 +37,8 @@ pub struct RunOptions {
 
 pub use crate::metrics::stats::StatRow;
 pub use emulation::{ClientDelayFit, ComparedRow, Emulation, MeasuredComparison};
+pub use memory::parse_size;
+pub use progress::{watch, Counts};
 
 /// Mean time series of one scope (hop or tenant) of one variant.
 #[derive(Clone, Debug)]
@@ -277,10 +279,16 @@ pub fn run_study(scenario: &Scenario, variants: &[Variant], options: &RunOptions
     Study { threads: pool.current_num_threads(), ..study }
 }
 
-/// A pool of `threads` workers (None: one per core).
+/// A pool of `threads` workers (None: one per core); its runs stop when the calling thread's
+/// stop flag is set (`sim::set_stop_flag`: the Python package's Ctrl-C).
 pub fn thread_pool(threads: Option<usize>) -> rayon::ThreadPool {
     memory::keep_freed_memory();
-    rayon::ThreadPoolBuilder::new().num_threads(threads.unwrap_or(0)).build().expect("thread pool")
+    let stop = sim::stop_flag();
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.unwrap_or(0))
+        .start_handler(move |_| sim::set_stop_flag(stop.clone()))
+        .build()
+        .expect("thread pool")
 }
 
 /// Simulates on the current rayon pool, counting each finished run on `progress`.

@@ -6,7 +6,8 @@
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -22,9 +23,34 @@ fn style(template: &str) -> ProgressStyle {
     ProgressStyle::with_template(template).expect("valid template").progress_chars("=> ")
 }
 
+/// Runs finished and runs to do, counted for an observer other than the bar (the Python
+/// package's progress line): see [`watch`].
+#[derive(Debug, Default)]
+pub struct Counts {
+    /// Runs finished.
+    pub done: AtomicU64,
+    /// Runs to do (added to as each piece of work starts).
+    pub total: AtomicU64,
+}
+
+thread_local! {
+    /// The counts every [`Progress`] made on this thread adds to ([`watch`]).
+    static WATCHED: std::cell::RefCell<Option<Arc<Counts>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `work` with every [`Progress`] it makes on this thread also counting into `counts`.
+pub fn watch<T>(counts: Arc<Counts>, work: impl FnOnce() -> T) -> T {
+    let before = WATCHED.with(|w| w.borrow_mut().replace(counts));
+    let out = work();
+    WATCHED.with(|w| *w.borrow_mut() = before);
+    out
+}
+
 /// A counter of finished runs, drawn on stderr once [`SHOW_AFTER`] has passed.
 pub struct Progress {
     bar: ProgressBar,
+    /// The observer's counts ([`watch`]), if the thread that made the bar had one.
+    counts: Option<Arc<Counts>>,
     /// Dropping the sender wakes the watcher early, when the work ends before [`SHOW_AFTER`].
     stop: Option<mpsc::Sender<()>>,
     watcher: Option<JoinHandle<()>>,
@@ -34,8 +60,12 @@ impl Progress {
     /// A bar over `total` runs; hidden unless `wanted` and stderr is a terminal.
     pub fn new(wanted: bool, total: u64) -> Progress {
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
+        let counts = WATCHED.with(|w| w.borrow().clone());
+        if let Some(c) = &counts {
+            c.total.fetch_add(total, Ordering::Relaxed);
+        }
         if !wanted || !std::io::stderr().is_terminal() {
-            return Progress { bar, stop: None, watcher: None };
+            return Progress { bar, counts, stop: None, watcher: None };
         }
         bar.set_style(style(ETA_UNKNOWN));
         let (stop, stopped) = mpsc::channel::<()>();
@@ -46,7 +76,7 @@ impl Progress {
                 shown.enable_steady_tick(Duration::from_millis(200));
             }
         });
-        Progress { bar, stop: Some(stop), watcher: Some(watcher) }
+        Progress { bar, counts, stop: Some(stop), watcher: Some(watcher) }
     }
 
     /// The bar with `message` after its count (e.g. a time budget).
@@ -67,6 +97,9 @@ impl Progress {
             self.bar.set_style(style(ETA_KNOWN));
         }
         self.bar.inc(n);
+        if let Some(c) = &self.counts {
+            c.done.fetch_add(n, Ordering::Relaxed);
+        }
     }
 
     /// Stops the watcher and clears the bar.

@@ -221,7 +221,7 @@ fn calls_mode(h: &RawHop, at: &dyn Fn(&str) -> String) -> V<CallsMode> {
 /// the names listed in messages come from this type.
 #[derive(Clone, Copy, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum WrittenCallsMode {
+pub(super) enum WrittenCallsMode {
     Sequence,
     Parallel,
 }

@@ -14,7 +14,7 @@ use crate::model::{Dist, HopKind, HopSpec, IdempotencySpec, InProgress, RetryPol
 /// tenants' lanes); the names listed in messages come from this type.
 #[derive(Clone, Copy, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum Scheduling {
+pub(super) enum Scheduling {
     Fifo,
     Fair,
 }

@@ -12,7 +12,7 @@ use serde::Deserialize;
 /// `codel_interval`); the names listed in messages come from this type.
 #[derive(Clone, Copy, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum DisciplineName {
+pub(super) enum DisciplineName {
     Fifo,
     Lifo,
     AdaptiveLifo,
@@ -22,9 +22,10 @@ enum DisciplineName {
 
 /// An admission table as written: its kind and that kind's fields (defaults and ranges are
 /// applied in [`admission`]). The names and fields listed in messages come from this type.
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
-enum AdmissionKind {
+#[schemars(tag = "kind")]
+pub(super) enum AdmissionKind {
     None,
     Concurrency {
         limit: i64,

@@ -5,6 +5,7 @@
 
 use super::tagged;
 use crate::model::{BudgetKind, FaultKind};
+use schemars::JsonSchema;
 use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
@@ -21,6 +22,15 @@ impl<'de> Deserialize<'de> for Dur {
     }
 }
 
+impl JsonSchema for Dur {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        crate::engine::duration_schema::DurationString::schema_name()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        crate::engine::duration_schema::DurationString::json_schema(generator)
+    }
+}
+
 /// A duration string kept as text (for values such as `ttl = "window+6h"`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DurText(pub String);
@@ -34,25 +44,38 @@ impl<'de> Deserialize<'de> for DurText {
 pub use crate::engine::time::parse_duration;
 
 /// The whole file.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawScenario {
+    /// Scenario name (non-empty); the default output directory is `output/<name>/`.
     pub name: String,
+    /// Master seed, an integer ≥ 0 (1).
     pub seed: Option<i64>,
+    /// No new arrivals at or after this instant.
     pub horizon: Dur,
+    /// Width of a time-series bucket (horizon/1000, at least 1 ms).
     pub bucket: Option<Dur>,
+    /// Independent runs, 1…10,000 (1).
     pub replications: Option<i64>,
+    /// Hard limit on events taken from the queue (2·10⁹); reaching it marks the run truncated.
     pub max_events: Option<i64>,
+    /// The run stops here even with requests in flight (2 × horizon).
     pub drain_limit: Option<Dur>,
+    /// How long calm must hold for `recovery_time_s` (5 s).
     pub recovery_hold: Option<Dur>,
+    /// `[[tenant]]`: groups of clients, each with its arrivals and retry policy.
     #[serde(default)]
     pub tenant: Vec<RawTenant>,
+    /// `[policy.NAME]`: retry policies by name.
     #[serde(default)]
     pub policy: BTreeMap<String, RawPolicy>,
+    /// `[[hop]]`: the services, in call order (or a call graph).
     #[serde(default)]
     pub hop: Vec<RawHop>,
+    /// `[[fault]]`: what goes wrong, where and when.
     #[serde(default)]
     pub fault: Vec<RawFault>,
+    /// `[[variant]]`: named overrides compared on common random numbers.
     #[serde(default)]
     pub variant: Vec<RawVariant>,
     /// Directory that relative data and import paths are read from (the scenario file's).
@@ -63,7 +86,7 @@ pub struct RawScenario {
 }
 
 /// `[map]`: the axes and judgement `retrystorm map` uses when its flags do not give them.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawMap {
     /// `PATH=LO..HI` of the x axis (the one bisected).
@@ -91,7 +114,7 @@ pub struct RawMap {
 }
 
 /// `[objective]`: ranking criteria and requirements for the verdict.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawObjective {
     #[serde(default)]
@@ -101,25 +124,32 @@ pub struct RawObjective {
     /// Tie thresholds per ranked metric: `"0.5pp"`, `"10%"` or a number (kept as TOML values so
     /// a bad one is refused with the field's name).
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, serde_json::Value>")]
     pub tie: std::collections::BTreeMap<String, toml::Value>,
 }
 
 /// `[[tenant]]`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawTenant {
+    /// Unique, no `.`.
     pub name: String,
+    /// Clients, 1…50,000,000 over all tenants.
     pub clients: i64,
+    /// How the clients' requests arrive.
     pub arrival: RawArrival,
+    /// The name of a `[policy.NAME]`.
     pub policy: String,
+    /// Share of requests answered at the first hop with a non-retryable 4xx (0).
     pub invalid_fraction: Option<f64>,
+    /// Share of requests whose payload fails with a retryable 5xx at the effect hop, every time (0).
     pub poison_fraction: Option<f64>,
     /// What the client process adds to each retry (`{ overhead, lateness, lateness_per_1000_per_s }`).
     pub client_timing: Option<RawClientTiming>,
 }
 
 /// `client_timing = { overhead = "0.2ms", lateness = "1ms", lateness_per_1000_per_s = "2ms" }`.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawClientTiming {
     pub overhead: Option<Dur>,
@@ -129,7 +159,7 @@ pub struct RawClientTiming {
 }
 
 /// `arrival = { kind = "…", … }`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawArrival {
     pub kind: String,
@@ -206,7 +236,7 @@ impl RawArrival {
 }
 
 /// One step of a `profile` arrival.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawStep {
     pub from: Dur,
@@ -214,7 +244,7 @@ pub struct RawStep {
 }
 
 /// `[policy.NAME]`. With `preset`, the preset's values fill every field left out.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawPolicy {
     pub preset: Option<String>,
@@ -308,7 +338,7 @@ impl RawPolicy {
 }
 
 /// `hedge = { after = "50ms" | "p95", max_share = 0.1 }`.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawHedge {
     pub after: String,
@@ -318,7 +348,7 @@ pub struct RawHedge {
 
 /// `throttle = { max_tokens = 10, token_ratio = 0.1, charge_unanswered = false }` inside `hedge`
 /// (gRFC A6).
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawHedgeThrottle {
     pub max_tokens: Option<f64>,
@@ -327,7 +357,7 @@ pub struct RawHedgeThrottle {
 }
 
 /// `honor_retry_after = true | false | "at_least" | "exact" | "aws"`.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, PartialEq, JsonSchema)]
 #[serde(untagged)]
 pub enum RawRetryAfter {
     /// true = "at_least", false = ignore.
@@ -378,7 +408,7 @@ fn budget_keys() -> &'static [&'static str] {
 }
 
 /// `breaker = { scope = "client", window = "10s", threshold = 0.5, … }`.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawBreaker {
     pub scope: Option<String>,
@@ -391,7 +421,7 @@ pub struct RawBreaker {
 }
 
 /// A distribution table: `{ dist = "constant", mean = "1ms" }`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawDist {
     pub dist: String,
@@ -455,7 +485,7 @@ impl RawDist {
 }
 
 /// `idempotency = { ttl = "78h" }` or `{ ttl = "window+6h", in_progress = "wait" }`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawIdempotency {
     pub ttl: DurText,
@@ -463,7 +493,7 @@ pub struct RawIdempotency {
 }
 
 /// `[[hop]]`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawHop {
     pub name: String,
@@ -495,6 +525,7 @@ pub struct RawHop {
     pub pool: Option<RawPool>,
     /// `load_latency = { kind = "exponential", rate = 4 }`: the kind and its fields, read into
     /// `model::LoadLatency` at validation.
+    #[schemars(with = "Option<crate::model::LoadLatency>")]
     pub load_latency: Option<toml::Table>,
     pub autoscale: Option<RawAutoscale>,
     /// `kind = "cache"`: the cache's table (scenario/cache.rs).
@@ -567,10 +598,11 @@ impl RawHop {
 
 /// `cache = { keys = 100, key_distribution = "uniform" | { zipf = 1.1 }, ttl = "5s",
 /// ttl_jitter = 0.1, capacity = 80, eviction = "lru" | "fifo", coalesce = false, hit_latency = … }`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawCache {
     pub keys: i64,
+    #[schemars(with = "Option<serde_json::Value>")]
     pub key_distribution: Option<toml::Value>,
     pub ttl: Option<Dur>,
     pub ttl_jitter: Option<f64>,
@@ -581,7 +613,7 @@ pub struct RawCache {
 }
 
 /// `health_check = { interval = "1s", unhealthy_threshold = 2, healthy_threshold = 1 }`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawHealthCheck {
     pub interval: Dur,
@@ -590,7 +622,7 @@ pub struct RawHealthCheck {
 }
 
 /// `outlier_detection = { consecutive_errors = 5, base_ejection_time = "30s", ... }`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawOutlierDetection {
     pub consecutive_errors: Option<i64>,
@@ -600,7 +632,7 @@ pub struct RawOutlierDetection {
 }
 
 /// One edge of a call graph: `{ hop = "db", policy = "svc-db", probability = 1.0, required = true }`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawCall {
     pub hop: String,
@@ -611,7 +643,7 @@ pub struct RawCall {
 }
 
 /// `pool = { size = 20, acquire_timeout = "1s", queue_limit = 1000 }`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawPool {
     pub size: i64,
@@ -642,7 +674,7 @@ impl<'de> Deserialize<'de> for RawAdmission {
 }
 
 /// `autoscale = { target = 0.6, max = 10, … }` or `[hop.autoscale]`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawAutoscale {
     pub metric: Option<String>,
@@ -712,10 +744,11 @@ fn fault_keys() -> &'static [&'static str] {
 }
 
 /// `[[variant]]`: a name and overrides applied on top of the base scenario.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawVariant {
     pub name: String,
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, serde_json::Value>")]
     pub set: BTreeMap<String, toml::Value>,
 }

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 /// order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum TraceFormat {
+pub(super) enum TraceFormat {
     /// One request per row, at its timestamp.
     Timestamps,
     /// A count or rate per interval.

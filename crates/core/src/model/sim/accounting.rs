@@ -55,11 +55,15 @@ pub(super) fn count_request_end(
 }
 
 /// Whether a run stops before its next event, due at `at` (the clock is at `now`): past the
-/// drain limit, or with `max_events` handled. The record says where and why it was cut.
+/// drain limit, with `max_events` handled, or asked to stop (`set_stop_flag`). The record says
+/// where and why it was cut.
 #[inline]
 pub(super) fn cut_before(record: &mut RunRecord, spec: &SimSpec, at: Nanos, now: Nanos) -> bool {
     // The test of every event, apart from the writing of the cut (a call per event before).
-    (at > spec.drain_limit || record.events >= spec.max_events) && cut(record, spec, at, now)
+    (at > spec.drain_limit
+        || record.events >= spec.max_events
+        || (record.events & super::STOP_CHECK_MASK == 0 && super::stop_requested()))
+        && cut(record, spec, at, now)
 }
 
 /// [`cut_before`]'s cut (past one of the limits): the record says where and why.
@@ -72,9 +76,12 @@ fn cut(record: &mut RunRecord, spec: &SimSpec, at: Nanos, now: Nanos) -> bool {
             "drain limit reached at {:.3} s with requests still in flight",
             crate::engine::time::ns_to_secs(spec.drain_limit)
         ));
-    } else {
+    } else if record.events >= spec.max_events {
         record.cut_at_ns = Some(now);
         record.truncated = Some(format!("max_events = {} reached", spec.max_events));
+    } else {
+        record.cut_at_ns = Some(now);
+        record.truncated = Some("stopped on request (interrupted)".to_string());
     }
     true
 }

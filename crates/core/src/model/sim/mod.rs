@@ -427,6 +427,34 @@ const PREFETCH_SLOTS_MIN: usize = 1 << 15;
 /// The loop asks again whether prefetching pays every 1,024 events.
 const PREFETCH_RECHECK_MASK: u64 = 1023;
 
+thread_local! {
+    /// The stop request of the runs on this thread ([`set_stop_flag`]).
+    static STOP: std::cell::RefCell<Option<std::sync::Arc<std::sync::atomic::AtomicBool>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Makes the runs on this thread stop early (cut, `stopped on request`) once `flag` is set: the
+/// Python package sets it on Ctrl-C. A run reads it every [`STOP_CHECK_MASK`] + 1 events.
+pub fn set_stop_flag(flag: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>) {
+    STOP.with(|s| *s.borrow_mut() = flag);
+}
+
+/// This thread's stop flag ([`set_stop_flag`]), for the threads a runner starts.
+pub fn stop_flag() -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+    STOP.with(|s| s.borrow().clone())
+}
+
+/// A run asks whether it should stop when its event count is a multiple of this plus one: a
+/// thread-local read every 4,096 events, a mask test on the others.
+pub const STOP_CHECK_MASK: u64 = 4095;
+
+/// Whether this thread's runs were asked to stop ([`set_stop_flag`]).
+#[cold]
+#[inline(never)]
+fn stop_requested() -> bool {
+    STOP.with(|s| s.borrow().as_ref().is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed)))
+}
+
 /// Runs replication `replication` of `spec` under master seed `seed`.
 ///
 /// A scenario that uses none of the model's optional features runs on the plain served path
