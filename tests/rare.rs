@@ -217,6 +217,15 @@ fn an_event_no_trial_saw_is_bounded_not_given_a_zero_interval() {
     assert!((bound - exact).abs() < 1e-12 && (0.07..0.075).contains(&bound), "{bound} against {exact}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("p < 7.2e-2 at 95%") && stdout.contains("effort was too small"), "{stdout}");
+    // The level that made no progress is named, with its place and trials (lines wrap at 100
+    // columns: compared with the words rejoined).
+    let flat = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains(
+            "level 1 of 2 (50) was not progressing: none of its 40 trials reached it, so no later level was tried"
+        ),
+        "{stdout}"
+    );
     assert!(stdout.contains("0 of 30 runs (p < 9.5e-2 at 95%"), "plain replication bounded too: {stdout}");
     // A stage that saw nothing after stages that saw some: their pooled shares scale its bound.
     use retrystorm::runner::rare::{zero_hit_bound, Stage};
@@ -276,4 +285,95 @@ fn the_rare_command_writes_its_estimate_and_refuses_herds() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(!tmp.path().join("h").exists());
+}
+
+/// `retrystorm rare` in a fresh directory holding the chain's fixture as `chain.toml`.
+fn rare_command(tmp: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let text = std::fs::read_to_string(format!("{}/tests/fixtures/rare-ctmc.toml", env!("CARGO_MANIFEST_DIR")))
+        .expect("fixture");
+    std::fs::write(tmp.join("chain.toml"), text).expect("write");
+    std::process::Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .current_dir(tmp)
+        .arg("rare")
+        .args(args)
+        .output()
+        .expect("runs")
+}
+
+#[test]
+fn a_budget_not_reached_changes_no_byte() {
+    // The same seed with no budget, the default one and an ample one: the same rare.json and
+    // stdout, with no `stopped` (the budget is wall time; unspent, it is not recorded).
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let common =
+        ["chain.toml", "--target", "12", "--levels", "3", "--effort", "100", "--repeats", "3", "--plain", "50"];
+    let mut outputs = Vec::new();
+    for (dir, budget) in
+        [("none", &["--time-budget", "none"][..]), ("default", &[][..]), ("ample", &["--time-budget", "100h"][..])]
+    {
+        let out = rare_command(tmp.path(), &[&common[..], budget, &["--out", dir]].concat());
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let json = std::fs::read_to_string(tmp.path().join(dir).join("rare.json")).expect("rare.json");
+        let stdout = String::from_utf8_lossy(&out.stdout).replace(dir, "DIR");
+        outputs.push((json, stdout));
+    }
+    assert!(!outputs[0].0.contains("stopped") && outputs[0].0.contains("\"p\":"), "{}", outputs[0].0);
+    assert_eq!(outputs[0], outputs[1]);
+    assert_eq!(outputs[0], outputs[2]);
+}
+
+#[test]
+fn a_spent_budget_stops_the_docs_example_with_a_bound() {
+    // docs/MODEL.md's example with a 1 ms budget: a trial that started runs to its end, none
+    // starts after the budget. Exit 0 with a warning; no `p` (a truncated estimate is not the
+    // answer), and `stopped` names the level and repeat it stopped at and the bound left.
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let map = format!("{}/scenarios/metastability-map.toml", env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .current_dir(tmp.path())
+        .args(["rare", &map, "--set", "fault=[]", "--set", "tenant.clients.arrival.rate_per_s=50.0"])
+        .args(["--set", "horizon=1h", "--target", "250", "--effort", "200", "--repeats", "4"])
+        .args(["--time-budget", "1ms", "--out", "r"])
+        .output()
+        .expect("runs");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let flat = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(stderr.contains("warning: the time budget of 0.001 s was spent"), "{stderr}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("r/rare.json")).expect("rare.json"))
+            .expect("JSON");
+    let variants = json["variants"].as_array().expect("variants");
+    assert!(!variants.is_empty());
+    for v in variants {
+        assert!(v.get("p").is_none() && v.get("p_ci95").is_none(), "no estimate: {v}");
+        let s = &v["stopped"];
+        let index = s["level_index"].as_u64().expect("a level index");
+        let level = s["level"].as_u64().expect("a level");
+        assert_eq!(s["levels"], 5);
+        assert_eq!(json["spec"]["levels"][index as usize - 1], level, "{s}");
+        let upper = s["p_upper95"].as_f64().expect("a bound");
+        assert!(upper > 0.0 && upper <= 1.0, "{s}");
+        assert!(s["reason"].as_str().expect("a reason").contains("not reproducible"), "{s}");
+        let line = format!(
+            "{}: NOT ESTIMATED: stopped after 0.001 s (--time-budget) at level {index} of 5 ({level})",
+            v["variant"].as_str().expect("a name")
+        );
+        assert!(flat.contains(&line), "{line} in {stdout}");
+    }
+    assert!(flat.contains("raise --time-budget or lower --effort"), "{stdout}");
+}
+
+#[test]
+fn a_bad_time_budget_is_refused() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    for (budget, words) in
+        [("0s", "--time-budget 0: give a positive wall time"), ("soon", "--time-budget soon: invalid duration")]
+    {
+        let out = rare_command(tmp.path(), &["chain.toml", "--target", "12", "--time-budget", budget, "--out", "r"]);
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(words), "{stderr}");
+        assert!(!tmp.path().join("r").exists());
+    }
 }

@@ -3,7 +3,7 @@
 use super::{overrides, table, CliError, RunArgs};
 use crate::model::sim::split::ProgressFn;
 use crate::report::files;
-use crate::runner::rare::{check, RareEstimate, RareSpec};
+use crate::runner::rare::{check, Budget, RareEstimate, RareOutcome, RareSpec, RareStopped};
 use crate::scenario::{Scenario, Variant};
 use clap::Args;
 use serde::{Deserialize, Serialize};
@@ -54,7 +54,14 @@ pub struct RareArgs {
     /// Also run this many plain replications of the same event, for comparison.
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse_count::<u64>)]
     pub plain: Option<u64>,
+    /// Wall time the whole command may take, e.g. 90s or 10m (`none`: no limit). Once spent, no
+    /// trial starts: the estimate stops at its level and reports a bound.
+    #[arg(long, value_name = "DURATION", default_value = DEFAULT_BUDGET)]
+    pub time_budget: String,
 }
+
+/// `--time-budget`'s default: the docs' example finishes well within it on a laptop.
+const DEFAULT_BUDGET: &str = "10m";
 
 /// `rare.json`.
 #[derive(Debug, Serialize, Deserialize)]
@@ -70,10 +77,17 @@ struct RareFile {
 #[derive(Debug, Serialize, Deserialize)]
 struct RareVariant {
     variant: String,
-    #[serde(flatten)]
-    estimate: RareEstimate,
-    /// Plain replication of the same event: (hits, runs).
+    /// The estimate; absent when the time budget stopped it (`stopped` says what is left).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    estimate: Option<RareEstimate>,
+    /// Set only when the time budget stopped the estimate: a bound, not the estimate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stopped: Option<Box<RareStopped>>,
+    /// Plain replication of the same event: (hits, runs run).
     plain: Option<(u64, u64)>,
+    /// Set only when the time budget stopped plain replication: the runs asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    plain_asked: Option<u64>,
 }
 
 /// Highest `--target`: a level no run's backlog can reach (10¹² requests held in memory).
@@ -120,6 +134,7 @@ pub fn run(args: RareArgs) -> Result<(), CliError> {
     if !(10..=1_000_000).contains(&args.effort) {
         return Err(bad(format!("--effort {}: give 10 to 1,000,000 trials per level", args.effort)));
     }
+    let budget = time_budget(&args.time_budget)?;
     if !(2..=1000).contains(&args.repeats) {
         return Err(bad(format!("--repeats {}: give 2 to 1,000 (the relative error needs two or more)", args.repeats)));
     }
@@ -176,17 +191,32 @@ pub fn run(args: RareArgs) -> Result<(), CliError> {
     let pool = crate::runner::thread_pool(args.run.threads);
     // Progress over every trial and plain run, as compare and sweep show theirs.
     let total = variants.len() as u64 * (crate::runner::rare::trials(&rare) + args.plain.unwrap_or(0));
-    let bar = crate::runner::progress::Progress::new(!args.run.quiet, total);
+    let mut bar = crate::runner::progress::Progress::new(!args.run.quiet, total);
+    if let Some(limit) = budget {
+        bar = bar.with_message(format!("time budget {}", crate::engine::time::duration_words(limit.as_nanos() as u64)));
+    }
+    // The budget counts from here: loading and checking the scenario are not trials.
+    let budget = budget.map(Budget::from_now);
     let results: Vec<RareVariant> = pool.install(|| {
         variants
             .iter()
-            .map(|v| RareVariant {
-                variant: v.name.clone(),
-                estimate: crate::runner::rare::estimate_counted(&v.spec, scenario.seed, &rare, &bar),
-                plain: args.plain.map(|n| {
+            .map(|v| {
+                let (estimate, stopped) =
+                    match crate::runner::rare::estimate_counted(&v.spec, scenario.seed, &rare, &bar, budget) {
+                        RareOutcome::Done(e) => (Some(e), None),
+                        RareOutcome::Stopped(s) => (None, Some(s)),
+                    };
+                let plain = args.plain.map(|n| {
                     let event = (rare.progress, args.target, within_ns);
-                    (crate::runner::rare::plain_counted(&v.spec, scenario.seed, event, n, &bar), n)
-                }),
+                    (crate::runner::rare::plain_counted(&v.spec, scenario.seed, event, n, &bar, budget), n)
+                });
+                RareVariant {
+                    variant: v.name.clone(),
+                    estimate,
+                    stopped,
+                    plain: plain.map(|((hits, ran), _)| (hits, ran)),
+                    plain_asked: plain.filter(|((_, ran), n)| ran < n).map(|(_, n)| n),
+                }
             })
             .collect()
     });
@@ -207,6 +237,13 @@ pub fn run(args: RareArgs) -> Result<(), CliError> {
     if let Err(e) = result {
         return Err(CliError::Failure(files::partial_failure(&e, &claim.abandon(&written))));
     }
+    if let Some(s) = file.variants.iter().find_map(|v| v.stopped.as_ref()) {
+        let warning = format!(
+            "the time budget of {} s was spent before the estimate finished (level {} of {}, repeat {} of {}): rare.json and stdout give a bound, not the estimate; raise --time-budget or lower --effort",
+            s.budget_s, s.level_index, s.levels, s.repeat, s.repeats
+        );
+        eprintln!("{}", crate::cli::warning_text(&warning));
+    }
     if !args.run.quiet {
         let width = if args.run.wide { table::WIDE } else { table::WIDTH };
         for line in text(&file).lines() {
@@ -215,6 +252,38 @@ pub fn run(args: RareArgs) -> Result<(), CliError> {
         println!("wrote rare.json to {}", out.display());
     }
     Ok(())
+}
+
+/// `--time-budget`: a positive duration, or `none` (no limit).
+fn time_budget(text: &str) -> Result<Option<std::time::Duration>, CliError> {
+    if text.trim() == "none" {
+        return Ok(None);
+    }
+    let ns = crate::engine::time::parse_duration(text)
+        .map_err(|e| bad(format!("--time-budget {text}: {e}; give a wall time such as 90s or 10m, or none")))?;
+    if ns == 0 {
+        return Err(bad("--time-budget 0: give a positive wall time, e.g. --time-budget 90s, or none for no limit"));
+    }
+    Ok(Some(std::time::Duration::from_nanos(ns)))
+}
+
+/// The lines of a variant the time budget stopped: where, why, and the bound that is left.
+fn stopped_text(variant: &str, target: u64, s: &RareStopped) -> String {
+    let reached = match (s.reached, s.p_reached) {
+        (Some(level), Some(p)) => format!(
+            "every started repeat finished level {level}, reached with p ≈ {p:.3e} — an estimate of reaching {level}, not {target}"
+        ),
+        (Some(_) | None, _) => "no level was finished by every started repeat".to_string(),
+    };
+    let bound = if s.p_upper95 < 1.0 {
+        format!("p({target}) < {:.1e} at 95% ({})", s.p_upper95, s.bound)
+    } else {
+        "no bound below 1".to_string()
+    };
+    format!(
+        "  {variant}: NOT ESTIMATED: stopped after {} s (--time-budget) at level {} of {} ({}) in repeat {} of {}; {reached}; {bound}; raise --time-budget or lower --effort. Stopped by wall time: not reproducible\n",
+        s.budget_s, s.level_index, s.levels, s.level, s.repeat, s.repeats
+    )
 }
 
 fn text(file: &RareFile) -> String {
@@ -227,7 +296,13 @@ fn text(file: &RareFile) -> String {
         file.scenario, file.target, file.within_s, file.spec.levels, file.spec.effort, file.spec.repeats, file.seed
     );
     for v in &file.variants {
-        let e = &v.estimate;
+        if let Some(s) = &v.stopped {
+            out.push_str(&stopped_text(&v.variant, file.target, s));
+        }
+        let Some(e) = &v.estimate else {
+            plain_text(&mut out, v);
+            continue;
+        };
         let re = e.relative_error.map_or("n/a".to_string(), |r| format!("{:.0}%", r * 100.0));
         let ci = e.p_ci95.map_or(String::new(), |[lo, hi]| format!(", 95% interval {lo:.3e} – {hi:.3e}"));
         let stages: Vec<String> = e
@@ -241,13 +316,21 @@ fn text(file: &RareFile) -> String {
         match e.p_upper95 {
             Some(upper) => {
                 let tried: u64 = e.stages.iter().map(|s| u64::from(s.trials)).sum();
-                let (level, trials) = e
-                    .stages
-                    .iter()
-                    .find(|s| s.hits == 0)
-                    .map_or((file.target, tried), |s| (s.level, u64::from(s.trials)));
+                let stuck = match e.stages.iter().position(|s| s.hits == 0) {
+                    Some(i) => {
+                        let s = &e.stages[i];
+                        format!(
+                            "level {} of {} ({}) was not progressing: none of its {} trials reached it, so no later level was tried",
+                            i + 1,
+                            e.stages.len(),
+                            s.level,
+                            s.trials
+                        )
+                    }
+                    None => format!("each repeat stopped at some level; {tried} trials in all"),
+                };
                 out.push_str(&format!(
-                    "  {}: not seen: no repeat reached {} ({trials} trials at level {level} saw none); p < {upper:.1e} at 95% (exact one-sided bound for the effort made), the effort was too small to measure it: raise --effort or --levels (or lower --target); per level {}\n",
+                    "  {}: not seen: no repeat reached {}; {stuck}; p < {upper:.1e} at 95% (exact one-sided bound for the effort made), the effort was too small to measure it: raise --effort or --levels (or lower --target); per level {}\n",
                     v.variant,
                     file.target,
                     stages.join(", ")
@@ -260,19 +343,26 @@ fn text(file: &RareFile) -> String {
                 stages.join(", ")
             )),
         }
-        if let Some((hits, runs)) = v.plain {
-            if hits == 0 {
-                out.push_str(&format!(
-                    "    plain replication: 0 of {runs} runs (p < {:.1e} at 95%, exact one-sided)\n",
-                    crate::runner::rare::zero_hits_upper95(runs)
-                ));
-            } else {
-                out.push_str(&format!(
-                    "    plain replication: {hits} of {runs} runs ({:.3e})\n",
-                    hits as f64 / runs as f64
-                ));
-            }
-        }
+        plain_text(&mut out, v);
     }
     out
+}
+
+/// The plain replication line of `v`, if it ran any.
+fn plain_text(out: &mut String, v: &RareVariant) {
+    let Some((hits, runs)) = v.plain else {
+        return;
+    };
+    let short = v.plain_asked.map_or(String::new(), |n| format!(" (the time budget stopped it: {runs} of {n} asked)"));
+    if hits == 0 {
+        out.push_str(&format!(
+            "    plain replication: 0 of {runs} runs (p < {:.1e} at 95%, exact one-sided){short}\n",
+            crate::runner::rare::zero_hits_upper95(runs)
+        ));
+    } else {
+        out.push_str(&format!(
+            "    plain replication: {hits} of {runs} runs ({:.3e}){short}\n",
+            hits as f64 / runs as f64
+        ));
+    }
 }

@@ -15,9 +15,9 @@ use std::time::Duration;
 pub const SHOW_AFTER: Duration = Duration::from_secs(1);
 
 /// The bar before any run finished: no rate yet, so no ETA (indicatif would say `0s`).
-const ETA_UNKNOWN: &str = "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} runs, eta estimating…";
+const ETA_UNKNOWN: &str = "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} runs, eta estimating… {msg}";
 /// The bar once a run finished.
-const ETA_KNOWN: &str = "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} runs, eta {eta}";
+const ETA_KNOWN: &str = "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} runs, eta {eta} {msg}";
 
 fn style(template: &str) -> ProgressStyle {
     ProgressStyle::with_template(template).expect("valid template").progress_chars("=> ")
@@ -77,6 +77,12 @@ impl Progress {
             }
         });
         Progress { bar, counts, stop: Some(stop), watcher: Some(watcher) }
+    }
+
+    /// The bar with `message` after its count (e.g. a time budget).
+    pub fn with_message(self, message: String) -> Progress {
+        self.bar.set_message(message);
+        self
     }
 
     /// Counts one finished run.
