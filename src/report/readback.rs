@@ -156,7 +156,7 @@ pub fn read_run(dir: &Path, max_bytes: u64) -> Result<ReportData, ReadError> {
     })
 }
 
-/// A run's `summary.json` (checked as [`read_run`] checks it) and its `timeseries.csv`, each of
+/// A run's `summary.json` (checked as `read_run` checks it) and its `timeseries.csv`, each of
 /// at most `max_bytes`: what the Python package's `load` returns.
 pub fn read_results(dir: &Path, max_bytes: u64) -> Result<(Summary, Vec<SeriesKey>), ReadError> {
     let summary_path = dir.join("summary.json");
