@@ -354,7 +354,8 @@ pub fn stopped_bound(repeat_p: &[f64], finished: &[Stage], (hits, trials): (u64,
 }
 
 /// The exact one-sided 95% upper bound on a probability after `hits` of `n` independent trials
-/// (Clopper–Pearson): the p at which P(at most `hits` of n) = 0.05, found by bisection.
+/// (Clopper–Pearson): the p at which P(at most `hits` of n) = 0.05, the 95% quantile of
+/// Beta(hits + 1, n − hits) (statrs' inverse regularized incomplete beta).
 pub fn binomial_upper95(hits: u64, n: u64) -> f64 {
     if hits >= n {
         return 1.0;
@@ -362,28 +363,7 @@ pub fn binomial_upper95(hits: u64, n: u64) -> f64 {
     if hits == 0 {
         return zero_hits_upper95(n);
     }
-    // P(X ≤ k) for X ~ Binomial(n, p), summed in logs (the terms underflow for large n).
-    let at_most = |p: f64| {
-        let (lp, lq) = (p.ln(), (1.0 - p).ln());
-        let mut log_term = n as f64 * lq;
-        let mut logs = vec![log_term];
-        for i in 0..hits {
-            log_term += ((n - i) as f64 / (i + 1) as f64).ln() + lp - lq;
-            logs.push(log_term);
-        }
-        let top = logs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-        top.exp() * logs.iter().map(|l| (l - top).exp()).sum::<f64>()
-    };
-    let (mut lo, mut hi) = (hits as f64 / n as f64, 1.0);
-    for _ in 0..100 {
-        let mid = 0.5 * (lo + hi);
-        if at_most(mid) > 0.05 {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    hi
+    statrs::function::beta::inv_beta_reg((hits + 1) as f64, (n - hits) as f64, 0.95)
 }
 
 /// The exact one-sided 95% upper bound on a probability after `n` trials with no hit:
