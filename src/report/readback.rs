@@ -80,9 +80,7 @@ pub fn measured_chart(dir: &Path, max_bytes: u64) -> Result<Option<crate::report
 
 /// Reads the run in `dir`; each file may have at most `max_bytes`.
 pub fn read_run(dir: &Path, max_bytes: u64) -> Result<ReportData, ReadError> {
-    let summary_path = dir.join("summary.json");
-    let summary = Summary::from_json(&read_text(&summary_path, max_bytes)?).map_err(|e| fail(&summary_path, e))?;
-    check_summary(&summary).map_err(|e| fail(&summary_path, e))?;
+    let (summary_path, summary) = read_summary(dir, max_bytes)?;
     let setups_path = dir.join("scenario.json");
     let setups = read_json(&setups_path, max_bytes)?;
     let setups: Vec<VariantSetup> = serde_json::from_value(setups["variants"].clone())
@@ -159,10 +157,17 @@ pub fn read_run(dir: &Path, max_bytes: u64) -> Result<ReportData, ReadError> {
 /// A run's `summary.json` (checked as `read_run` checks it) and its `timeseries.csv`, each of
 /// at most `max_bytes`: what the Python package's `load` returns.
 pub fn read_results(dir: &Path, max_bytes: u64) -> Result<(Summary, Vec<SeriesKey>), ReadError> {
+    let (_, summary) = read_summary(dir, max_bytes)?;
+    Ok((summary, read_series(&dir.join("timeseries.csv"), max_bytes)?))
+}
+
+/// `dir`'s `summary.json` (at most `max_bytes`), parsed and refused when it holds numbers a run
+/// never writes ([`check_summary`]), with its path for later messages.
+fn read_summary(dir: &Path, max_bytes: u64) -> Result<(std::path::PathBuf, Summary), ReadError> {
     let summary_path = dir.join("summary.json");
     let summary = Summary::from_json(&read_text(&summary_path, max_bytes)?).map_err(|e| fail(&summary_path, e))?;
     check_summary(&summary).map_err(|e| fail(&summary_path, e))?;
-    Ok((summary, read_series(&dir.join("timeseries.csv"), max_bytes)?))
+    Ok((summary_path, summary))
 }
 
 fn strings(v: &Value) -> Vec<String> {
